@@ -1,0 +1,125 @@
+"""Typed, validated settings read from the environment once at start-up.
+
+Every setting Engram reads lives here; docs/configuration.md documents each one. A bad value stops
+the process at start-up with a message naming the variable, instead of failing on first use.
+"""
+
+from __future__ import annotations
+
+import secrets
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, ValidationError, model_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+from typing_extensions import Annotated
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+
+def _csv(value: object) -> object:
+    if isinstance(value, str):
+        return [item.strip() for item in value.split(",") if item.strip()]
+    return value
+
+
+class EngramEnv(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="", case_sensitive=True, extra="ignore")
+
+    # --- runtime -----------------------------------------------------------------------------
+    ENGRAM_ENV: Literal["development", "production", "test"] = "development"
+    ENGRAM_DATA_DIR: Path = BASE_DIR / ".engram"
+    DEBUG: bool = False
+    SECRET_KEY: str | None = None
+    ALLOWED_HOSTS: Annotated[list[str], NoDecode] = ["localhost", "127.0.0.1", "[::1]"]
+    CSRF_TRUSTED_ORIGINS: Annotated[list[str], NoDecode] = []
+    ENGRAM_HOST: str = "127.0.0.1"
+    ENGRAM_PORT: int = Field(default=8000, ge=1, le=65535)
+    WEB_CONCURRENCY: int = Field(default=2, ge=1, le=64)
+    LOG_LEVEL: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    LOG_FORMAT: Literal["json", "console"] = "json"
+
+    # --- services (unset: the embedded servers) ----------------------------------------------
+    DATABASE_URL: str | None = None
+    DATABASE_CONN_MAX_AGE: int = Field(default=60, ge=0)
+    REDIS_URL: str | None = None
+    CELERY_BROKER_URL: str | None = None
+    CELERY_TASK_ALWAYS_EAGER: bool = False
+    CELERY_WORKER_CONCURRENCY: int = Field(default=2, ge=1, le=64)
+
+    # --- embeddings --------------------------------------------------------------------------
+    EMBEDDING_PROVIDER: Literal["local", "openai"] = "local"
+    EMBEDDING_MODEL: str = "all-MiniLM-L6-v2"
+    EMBEDDING_BASE_URL: str | None = None
+    EMBEDDING_API_KEY: str | None = None
+    EMBEDDING_DIMENSIONS: int = Field(default=384, ge=1, le=16000)
+    EMBEDDING_BATCH_TOKENS: int = Field(default=2048, ge=256, le=65536)
+    EMBEDDING_TIMEOUT: float = Field(default=30.0, gt=0)
+
+    # --- LLM ---------------------------------------------------------------------------------
+    LLM_PROVIDER: Literal["offline", "openai"] = "offline"
+    LLM_BASE_URL: str | None = None
+    LLM_API_KEY: str | None = None
+    LLM_MODEL: str = "gpt-4o-mini"
+    LLM_TIMEOUT: float = Field(default=60.0, gt=0)
+    LLM_MAX_RETRIES: int = Field(default=2, ge=0, le=10)
+
+    # --- API ---------------------------------------------------------------------------------
+    API_PAGE_SIZE: int = Field(default=50, ge=1, le=1000)
+    API_KEY_RETENTION_DAYS: int = Field(default=30, ge=1)
+    JOB_RUN_RETENTION_DAYS: int = Field(default=30, ge=1)
+
+    @classmethod
+    def _split_lists(cls, data: object) -> object:
+        if isinstance(data, dict):
+            for key in ("ALLOWED_HOSTS", "CSRF_TRUSTED_ORIGINS"):
+                if key in data:
+                    data[key] = _csv(data[key])
+        return data
+
+    @model_validator(mode="before")
+    @classmethod
+    def _before(cls, data: object) -> object:
+        return cls._split_lists(data)
+
+    @model_validator(mode="after")
+    def _check(self) -> EngramEnv:
+        if self.ENGRAM_ENV == "production":
+            missing = [
+                name
+                for name in ("SECRET_KEY", "DATABASE_URL", "REDIS_URL")
+                if not getattr(self, name)
+            ]
+            if missing:
+                raise ValueError(f"production requires {', '.join(missing)} to be set")
+            if self.DEBUG:
+                raise ValueError("DEBUG must be off in production")
+        if self.EMBEDDING_PROVIDER == "openai" and not self.EMBEDDING_BASE_URL:
+            raise ValueError("EMBEDDING_PROVIDER=openai needs EMBEDDING_BASE_URL")
+        if self.EMBEDDING_PROVIDER == "local" and self.EMBEDDING_DIMENSIONS != 384:
+            raise ValueError("the local embedding model has 384 dimensions")
+        if self.LLM_PROVIDER == "openai" and not self.LLM_BASE_URL:
+            raise ValueError("LLM_PROVIDER=openai needs LLM_BASE_URL")
+        return self
+
+    def secret_key(self) -> str:
+        """The configured key, or (outside production) one generated once per data directory."""
+        if self.SECRET_KEY:
+            return self.SECRET_KEY
+        path = self.ENGRAM_DATA_DIR / "secret_key"
+        if not path.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(secrets.token_urlsafe(50))
+            path.chmod(0o600)
+        return path.read_text().strip()
+
+
+def load_env() -> EngramEnv:
+    try:
+        return EngramEnv()
+    except ValidationError as exc:
+        lines = [
+            f"  {'.'.join(str(p) for p in err['loc']) or 'settings'}: {err['msg']}"
+            for err in exc.errors()
+        ]
+        raise SystemExit("Engram configuration is invalid:\n" + "\n".join(lines)) from None

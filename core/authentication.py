@@ -1,0 +1,70 @@
+from __future__ import annotations
+
+from typing import Any
+
+from django.utils import timezone
+from rest_framework import exceptions
+from rest_framework.authentication import BaseAuthentication
+from rest_framework.request import Request
+
+from core.api_keys import parse_key, secret_matches, hash_secret
+from core.models import Agent, ApiKey
+
+# Writing last_used_at on every request would turn every read into a write; once a minute is
+# plenty for "when was this key last used".
+LAST_USED_RESOLUTION_SECONDS = 60
+
+
+class ApiKeyAuthentication(BaseAuthentication):
+    """``Authorization: Bearer eng_...`` (or ``X-API-Key: eng_...``) for agents.
+
+    Sets ``request.user`` to the :class:`Agent` and ``request.auth`` to the :class:`ApiKey`.
+    """
+
+    keyword = "Bearer"
+
+    def authenticate(self, request: Request) -> tuple[Agent, ApiKey] | None:
+        raw = self._raw_key(request)
+        if raw is None:
+            return None
+        parsed = parse_key(raw)
+        if parsed is None:
+            raise exceptions.AuthenticationFailed("Malformed API key.", code="invalid_api_key")
+        prefix, secret = parsed
+        key = ApiKey.objects.select_related("agent", "agent__account").filter(prefix=prefix).first()
+        # Hash even when no row matched so a missing prefix costs the same as a wrong secret.
+        if key is None:
+            hash_secret(secret)
+            raise exceptions.AuthenticationFailed("Invalid API key.", code="invalid_api_key")
+        if not secret_matches(secret, key.hashed_secret):
+            raise exceptions.AuthenticationFailed("Invalid API key.", code="invalid_api_key")
+        if key.revoked_at is not None:
+            raise exceptions.AuthenticationFailed("This API key was revoked.", code="key_revoked")
+        if not key.is_usable:
+            raise exceptions.AuthenticationFailed("This API key has expired.", code="key_expired")
+        if not key.agent.is_active or not key.agent.account.is_active:
+            raise exceptions.AuthenticationFailed("This agent is disabled.", code="agent_disabled")
+        self._touch(key)
+        return key.agent, key
+
+    def _raw_key(self, request: Request) -> str | None:
+        header = request.headers.get("Authorization", "")
+        if header:
+            parts = header.split()
+            if len(parts) != 2 or parts[0].lower() != self.keyword.lower():
+                raise exceptions.AuthenticationFailed(
+                    "Use 'Authorization: Bearer <api key>'.", code="invalid_auth_header"
+                )
+            return parts[1]
+        return request.headers.get("X-API-Key") or None
+
+    @staticmethod
+    def _touch(key: ApiKey) -> None:
+        now = timezone.now()
+        if key.last_used_at and (now - key.last_used_at).total_seconds() < LAST_USED_RESOLUTION_SECONDS:
+            return
+        ApiKey.objects.filter(pk=key.pk).update(last_used_at=now)
+        key.last_used_at = now
+
+    def authenticate_header(self, request: Any) -> str:
+        return self.keyword

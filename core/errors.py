@@ -1,0 +1,163 @@
+"""Domain errors and the one API error shape.
+
+Every API error is ``{"error": {"code": ..., "message": ..., "details": {...}}}`` with a 4xx status;
+anything unexpected is a 500 carrying only the request id (the traceback goes to the log).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.http import Http404, HttpRequest, JsonResponse
+from rest_framework import exceptions as drf
+from rest_framework.response import Response
+
+from core.logging import current_request_id
+
+logger = logging.getLogger("engram.errors")
+
+
+class EngramError(Exception):
+    """Base of every error domain code raises on purpose."""
+
+    status_code = 400
+    code = "bad_request"
+
+    def __init__(
+        self, message: str, *, code: str | None = None, details: dict[str, Any] | None = None
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        if code:
+            self.code = code
+        self.details = details or {}
+
+
+class ValidationFailed(EngramError):
+    status_code = 400
+    code = "validation_error"
+
+
+class NotAuthenticated(EngramError):
+    status_code = 401
+    code = "not_authenticated"
+
+
+class PermissionDenied(EngramError):
+    status_code = 403
+    code = "permission_denied"
+
+
+class NotFound(EngramError):
+    status_code = 404
+    code = "not_found"
+
+
+class Conflict(EngramError):
+    status_code = 409
+    code = "conflict"
+
+
+class PayloadTooLarge(EngramError):
+    status_code = 413
+    code = "payload_too_large"
+
+
+class UnsupportedMediaType(EngramError):
+    status_code = 415
+    code = "unsupported_media_type"
+
+
+class ServiceUnavailable(EngramError):
+    status_code = 503
+    code = "service_unavailable"
+
+
+def error_body(code: str, message: str, details: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {"error": {"code": code, "message": message, "details": details or {}}}
+
+
+# DRF's own exception classes carry default codes; name the ones clients should branch on.
+_DRF_CODES: dict[type[drf.APIException], str] = {
+    drf.ParseError: "malformed_request",
+    drf.AuthenticationFailed: "authentication_failed",
+    drf.NotAuthenticated: "not_authenticated",
+    drf.PermissionDenied: "permission_denied",
+    drf.NotFound: "not_found",
+    drf.MethodNotAllowed: "method_not_allowed",
+    drf.NotAcceptable: "not_acceptable",
+    drf.UnsupportedMediaType: "unsupported_media_type",
+    drf.Throttled: "throttled",
+}
+
+
+def _drf_code(exc: drf.APIException) -> str:
+    codes = exc.get_codes()
+    # Our authentication and permission classes raise with specific codes (e.g. "key_revoked").
+    if isinstance(codes, str) and codes not in {
+        "error",
+        "invalid",
+        "parse_error",
+        "authentication_failed",
+        "not_authenticated",
+        "permission_denied",
+        "not_found",
+    }:
+        return codes
+    for cls, code in _DRF_CODES.items():
+        if isinstance(exc, cls):
+            return code
+    return "bad_request"
+
+
+def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+    """DRF ``EXCEPTION_HANDLER``: map every error to the one shape with the right status."""
+    if isinstance(exc, Http404):
+        exc = NotFound(str(exc) or "Not found.")
+    elif isinstance(exc, DjangoPermissionDenied):
+        exc = PermissionDenied(str(exc) or "Permission denied.")
+    elif isinstance(exc, DjangoValidationError):
+        details = exc.message_dict if hasattr(exc, "error_dict") else {"non_field_errors": exc.messages}
+        exc = ValidationFailed("Invalid input.", details=details)
+
+    headers: dict[str, str] = {}
+    if isinstance(exc, EngramError):
+        status, body = exc.status_code, error_body(exc.code, exc.message, exc.details)
+    elif isinstance(exc, drf.ValidationError):
+        details = exc.detail if isinstance(exc.detail, dict) else {"non_field_errors": exc.detail}
+        status, body = 400, error_body("validation_error", "Invalid input.", details)
+    elif isinstance(exc, drf.APIException):
+        if getattr(exc, "auth_header", None):
+            headers["WWW-Authenticate"] = exc.auth_header  # type: ignore[attr-defined]
+        if getattr(exc, "wait", None):
+            headers["Retry-After"] = str(int(exc.wait))  # type: ignore[attr-defined]
+        status, body = exc.status_code, error_body(_drf_code(exc), str(exc.detail))
+    else:
+        return None  # Unexpected: RequestIdMiddleware turns it into a logged 500.
+
+    # Imported here: rest_framework.views imports the permission classes, which import this module.
+    from rest_framework.views import set_rollback
+
+    set_rollback()
+    return Response(body, status=status, headers=headers)
+
+
+def internal_error_response(request: HttpRequest) -> JsonResponse:
+    request_id = current_request_id()
+    body = error_body(
+        "internal_error",
+        "An unexpected error occurred; it has been logged.",
+        {"request_id": request_id},
+    )
+    return JsonResponse(body, status=500)
+
+
+def json_404(request: HttpRequest, exception: Exception | None = None) -> JsonResponse:
+    return JsonResponse(error_body("not_found", "No such endpoint."), status=404)
+
+
+def json_500(request: HttpRequest) -> JsonResponse:
+    return internal_error_response(request)

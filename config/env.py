@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import secrets
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, ValidationError, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
-from typing_extensions import Annotated
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -55,6 +54,7 @@ class EngramEnv(BaseSettings):
     EMBEDDING_DIMENSIONS: int = Field(default=384, ge=1, le=16000)
     EMBEDDING_BATCH_TOKENS: int = Field(default=2048, ge=256, le=65536)
     EMBEDDING_TIMEOUT: float = Field(default=30.0, gt=0)
+    EMBEDDING_REQUEST_DIMENSIONS: bool = False
 
     # --- LLM ---------------------------------------------------------------------------------
     LLM_PROVIDER: Literal["offline", "openai"] = "offline"

@@ -18,7 +18,6 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 from typing import IO
 
 from config.embedded import EmbeddedServices, _pid_alive, default_data_dir
@@ -39,17 +38,19 @@ class Launcher:
         self.services: EmbeddedServices | None = None
         self.env = dict(os.environ)
         self._stopping = False
+        self._supervising = False
         self._lock_fh: IO[str] | None = None
 
     # -- lifecycle -------------------------------------------------------------------------------
 
     def run(self) -> int:
-        self.run_dir.mkdir(parents=True, exist_ok=True)
-        self._take_lock()
-        self._reap_orphans()
+        # Handlers first: a signal during start-up aborts it and still stops what was started.
         signal.signal(signal.SIGINT, self._on_signal)
         signal.signal(signal.SIGTERM, self._on_signal)
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        self._take_lock()
         try:
+            self._reap_orphans()
             self._start_services()
             self._manage("migrate", "--noinput", "-v", "0")
             self._manage("setup_periodic_tasks")
@@ -63,7 +64,8 @@ class Launcher:
             self.shutdown()
 
     def _take_lock(self) -> None:
-        self._lock_fh = open(self.run_dir / "launcher.lock", "a+")
+        # Held for the launcher's lifetime; the OS releases it however the process ends.
+        self._lock_fh = (self.run_dir / "launcher.lock").open("a+")
         try:
             fcntl.flock(self._lock_fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -106,7 +108,9 @@ class Launcher:
 
     def _spawn(self, name: str, argv: list[str]) -> None:
         # Own session: a terminal Ctrl-C reaches only the launcher, which stops children in order.
-        self.children[name] = subprocess.Popen(argv, env=self.env, cwd=BASE_DIR, start_new_session=True)
+        self.children[name] = subprocess.Popen(
+            argv, env=self.env, cwd=BASE_DIR, start_new_session=True
+        )
         self._write_state()
 
     def _start_children(self) -> None:
@@ -115,23 +119,54 @@ class Launcher:
         self._spawn(
             "web",
             [
-                sys.executable, "-m", "gunicorn", "config.wsgi:application",
-                "--bind", bind, "--workers", str(s.WEB_CONCURRENCY), "--threads", "4",
-                "--worker-class", "gthread", "--timeout", "120", "--access-logfile", "-",
+                sys.executable,
+                "-m",
+                "gunicorn",
+                "config.wsgi:application",
+                "--bind",
+                bind,
+                "--workers",
+                str(s.WEB_CONCURRENCY),
+                "--threads",
+                "4",
+                "--worker-class",
+                "gthread",
+                "--timeout",
+                "120",
+                "--access-logfile",
+                "-",
             ],
         )
         self._spawn(
             "worker",
             [
-                sys.executable, "-m", "celery", "-A", "config", "worker", "--loglevel", "INFO",
-                "--concurrency", str(s.CELERY_WORKER_CONCURRENCY), "--hostname", "engram@%h",
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "config",
+                "worker",
+                "--loglevel",
+                "INFO",
+                "--concurrency",
+                str(s.CELERY_WORKER_CONCURRENCY),
+                "--hostname",
+                "engram@%h",
             ],
         )
         self._spawn(
             "beat",
             [
-                sys.executable, "-m", "celery", "-A", "config", "beat", "--loglevel", "INFO",
-                "--pidfile", str(self.run_dir / "beat.pid"),
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "config",
+                "beat",
+                "--loglevel",
+                "INFO",
+                "--pidfile",
+                str(self.run_dir / "beat.pid"),
             ],
         )
 
@@ -142,10 +177,12 @@ class Launcher:
     def _banner(self) -> None:
         s = self.env_settings
         url = f"http://{s.ENGRAM_HOST}:{s.ENGRAM_PORT}"
-        log(f"Engram is up: {url}/  admin {url}/admin/  API docs {url}/api/docs/  ready {url}/readyz")
+        log(f"Engram is up: {url}/  admin {url}/admin/  API docs {url}/api/docs/")
+        log(f"Readiness: {url}/readyz")
         log("Ctrl-C stops everything.")
 
     def _supervise(self) -> int:
+        self._supervising = True
         while not self._stopping:
             for name, proc in self.children.items():
                 code = proc.poll()
@@ -159,10 +196,13 @@ class Launcher:
         if not self._stopping:
             log(f"received {signal.Signals(signum).name}; stopping")
         self._stopping = True
+        if not self._supervising:
+            raise KeyboardInterrupt  # unwinds start-up into run()'s clean shutdown
 
     def shutdown(self) -> None:
-        # Ignore further Ctrl-C while stopping so the shutdown itself is never cut short.
+        # Ignore further signals while stopping so the shutdown itself is never cut short.
         signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
         for name in ("beat", "web", "worker"):
             proc = self.children.get(name)
             if proc is not None and proc.poll() is None:

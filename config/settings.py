@@ -97,7 +97,7 @@ def _celery_url(redis_url: str) -> str:
     return redis_url
 
 
-CACHES = {
+CACHES: dict[str, dict[str, Any]] = {
     "default": {
         "BACKEND": "django.core.cache.backends.redis.RedisCache",
         "LOCATION": REDIS_URL,
@@ -137,6 +137,7 @@ USE_I18N = True
 USE_TZ = True
 STATIC_URL = "static/"
 STATIC_ROOT = ENGRAM_DATA_DIR / "static"
+STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # WhiteNoise warns on every request otherwise
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
@@ -183,6 +184,7 @@ EMBEDDING_API_KEY = ENV.EMBEDDING_API_KEY
 EMBEDDING_DIMENSIONS = ENV.EMBEDDING_DIMENSIONS
 EMBEDDING_BATCH_TOKENS = ENV.EMBEDDING_BATCH_TOKENS
 EMBEDDING_TIMEOUT = ENV.EMBEDDING_TIMEOUT
+EMBEDDING_REQUEST_DIMENSIONS = ENV.EMBEDDING_REQUEST_DIMENSIONS
 LLM_PROVIDER = ENV.LLM_PROVIDER
 LLM_BASE_URL = ENV.LLM_BASE_URL
 LLM_API_KEY = ENV.LLM_API_KEY
@@ -194,7 +196,7 @@ API_KEY_RETENTION = timedelta(days=ENV.API_KEY_RETENTION_DAYS)
 JOB_RUN_RETENTION = timedelta(days=ENV.JOB_RUN_RETENTION_DAYS)
 
 # --- logging -------------------------------------------------------------------------------------
-LOGGING = {
+LOGGING: dict[str, Any] = {
     "version": 1,
     "disable_existing_loggers": False,
     "filters": {"request_id": {"()": "core.logging.RequestIdFilter"}},

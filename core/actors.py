@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+    from django.contrib.auth.models import AnonymousUser, User
 
     from core.models import Agent, ApiKey
 
@@ -17,7 +17,7 @@ class Actor:
 
     account_ids: frozenset[int]
     agent: Agent | None = None
-    user: AbstractBaseUser | None = None
+    user: User | None = None
     api_key: ApiKey | None = None
     roles: dict[int, frozenset[str]] = field(default_factory=dict)
 
@@ -40,7 +40,7 @@ def actor_for_agent(agent: Agent, api_key: ApiKey | None = None) -> Actor:
     return Actor(account_ids=frozenset({agent.account_id}), agent=agent, api_key=api_key)
 
 
-def actor_for_user(user: AbstractBaseUser | AnonymousUser) -> Actor:
+def actor_for_user(user: User | AnonymousUser) -> Actor:
     """A person's actor: their memberships' accounts; superusers see every account."""
     from core.models import Account, Membership
 

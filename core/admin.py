@@ -36,7 +36,7 @@ class ApiKeyInline(admin.TabularInline):
     model = ApiKey
     extra = 0
     can_delete = False
-    fields = ["prefix", "name", "scopes", "last_used_at", "expires_at", "revoked_at"]
+    fields = ("prefix", "name", "scopes", "last_used_at", "expires_at", "revoked_at")
     readonly_fields = fields
     show_change_link = True
 
@@ -70,10 +70,20 @@ class ApiKeyAdmin(admin.ModelAdmin):
     list_display = ["prefix", "agent", "name", "scopes", "last_used_at", "expires_at", "revoked_at"]
     list_filter = ["revoked_at", "agent__account"]
     search_fields = ["prefix", "name", "agent__name"]
-    readonly_fields = ["prefix", "agent", "scopes", "last_used_at", "revoked_at", "created_by", "created_at"]
+    readonly_fields = [
+        "prefix",
+        "agent",
+        "scopes",
+        "last_used_at",
+        "revoked_at",
+        "created_by",
+        "created_at",
+    ]
     actions = ["revoke_selected"]
 
-    def get_form(self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any) -> Any:
+    def get_form(
+        self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any
+    ) -> Any:
         if obj is None:
             kwargs["form"] = ApiKeyCreateForm
         return super().get_form(request, obj, change=change, **kwargs)
@@ -84,7 +94,17 @@ class ApiKeyAdmin(admin.ModelAdmin):
     def get_fields(self, request: HttpRequest, obj: Any = None) -> Any:
         if obj is None:
             return ["agent", "name", "scopes", "expires_at"]
-        return ["prefix", "agent", "name", "scopes", "expires_at", "last_used_at", "revoked_at", "created_by", "created_at"]
+        return [
+            "prefix",
+            "agent",
+            "name",
+            "scopes",
+            "expires_at",
+            "last_used_at",
+            "revoked_at",
+            "created_by",
+            "created_at",
+        ]
 
     def save_model(self, request: HttpRequest, obj: ApiKey, form: Any, change: bool) -> None:
         if change:

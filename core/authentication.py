@@ -7,7 +7,7 @@ from rest_framework import exceptions
 from rest_framework.authentication import BaseAuthentication
 from rest_framework.request import Request
 
-from core.api_keys import parse_key, secret_matches, hash_secret
+from core.api_keys import hash_secret, parse_key, secret_matches
 from core.models import Agent, ApiKey
 
 # Writing last_used_at on every request would turn every read into a write; once a minute is
@@ -61,7 +61,10 @@ class ApiKeyAuthentication(BaseAuthentication):
     @staticmethod
     def _touch(key: ApiKey) -> None:
         now = timezone.now()
-        if key.last_used_at and (now - key.last_used_at).total_seconds() < LAST_USED_RESOLUTION_SECONDS:
+        if (
+            key.last_used_at
+            and (now - key.last_used_at).total_seconds() < LAST_USED_RESOLUTION_SECONDS
+        ):
             return
         ApiKey.objects.filter(pk=key.pk).update(last_used_at=now)
         key.last_used_at = now

@@ -120,15 +120,18 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response |
     elif isinstance(exc, DjangoPermissionDenied):
         exc = PermissionDenied(str(exc) or "Permission denied.")
     elif isinstance(exc, DjangoValidationError):
-        details = exc.message_dict if hasattr(exc, "error_dict") else {"non_field_errors": exc.messages}
-        exc = ValidationFailed("Invalid input.", details=details)
+        django_details: dict[str, Any] = (
+            exc.message_dict if hasattr(exc, "error_dict") else {"non_field_errors": exc.messages}
+        )
+        exc = ValidationFailed("Invalid input.", details=django_details)
 
     headers: dict[str, str] = {}
     if isinstance(exc, EngramError):
         status, body = exc.status_code, error_body(exc.code, exc.message, exc.details)
     elif isinstance(exc, drf.ValidationError):
-        details = exc.detail if isinstance(exc.detail, dict) else {"non_field_errors": exc.detail}
-        status, body = 400, error_body("validation_error", "Invalid input.", details)
+        detail: Any = exc.detail
+        fields = detail if isinstance(detail, dict) else {"non_field_errors": detail}
+        status, body = 400, error_body("validation_error", "Invalid input.", fields)
     elif isinstance(exc, drf.APIException):
         if getattr(exc, "auth_header", None):
             headers["WWW-Authenticate"] = exc.auth_header  # type: ignore[attr-defined]

@@ -1,4 +1,4 @@
-"""Tenancy and plumbing every app shares: accounts, teams, memberships, agents, API keys, job runs."""
+"""Tenancy and plumbing every app shares: accounts, teams, members, agents, keys, job runs."""
 
 from __future__ import annotations
 
@@ -99,7 +99,9 @@ class Agent(TimeStampedModel):
     class Meta:
         ordering = ["name"]
         constraints = [
-            models.UniqueConstraint(fields=["account", "name"], name="agent_unique_name_per_account")
+            models.UniqueConstraint(
+                fields=["account", "name"], name="agent_unique_name_per_account"
+            )
         ]
 
     def __str__(self) -> str:

@@ -16,9 +16,12 @@ def _row_fingerprint(task: PeriodicTask) -> str:
     if task.interval_id:
         interval = task.interval
         assert interval is not None
-        seconds = interval.every * {
-            "seconds": 1, "minutes": 60, "hours": 3600, "days": 86400, "microseconds": 0
-        }[interval.period]
+        seconds = (
+            interval.every
+            * {"seconds": 1, "minutes": 60, "hours": 3600, "days": 86400, "microseconds": 0}[
+                interval.period
+            ]
+        )
         schedule = f"every:{seconds}"
     elif task.crontab_id:
         cron = task.crontab
@@ -46,7 +49,11 @@ def _apply_schedule(task: PeriodicTask, job: PeriodicJob) -> None:
         assert job.crontab is not None
         minute, hour, dom, month, dow = job.crontab.split()
         task.crontab, _ = CrontabSchedule.objects.get_or_create(
-            minute=minute, hour=hour, day_of_month=dom, month_of_year=month, day_of_week=dow,
+            minute=minute,
+            hour=hour,
+            day_of_month=dom,
+            month_of_year=month,
+            day_of_week=dow,
             timezone="UTC",
         )
 

@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 from django.utils.text import slugify
@@ -17,7 +17,7 @@ from core.models import Account, Agent, ApiKey, Membership, Team
 
 
 @transaction.atomic
-def account_create(*, name: str, slug: str | None = None, owner: AbstractBaseUser | None = None) -> Account:
+def account_create(*, name: str, slug: str | None = None, owner: User | None = None) -> Account:
     account = Account(name=name, slug=slug or slugify(name)[:100])
     account.full_clean()
     account.save()
@@ -26,7 +26,7 @@ def account_create(*, name: str, slug: str | None = None, owner: AbstractBaseUse
     return account
 
 
-def membership_grant(*, account: Account, user: AbstractBaseUser, role: str) -> Membership:
+def membership_grant(*, account: Account, user: User, role: str) -> Membership:
     membership, _ = Membership.objects.get_or_create(account=account, user=user, role=role)
     return membership
 
@@ -52,7 +52,9 @@ def agent_create(
     agent.save()
     team_list = list(teams)
     if any(team.account_id != account.id for team in team_list):
-        raise ValidationFailed("Teams must belong to the agent's account.", code="team_account_mismatch")
+        raise ValidationFailed(
+            "Teams must belong to the agent's account.", code="team_account_mismatch"
+        )
     agent.teams.set(team_list)
     return agent
 
@@ -63,7 +65,7 @@ def api_key_create(
     scopes: Iterable[str] = ("read", "write"),
     name: str = "",
     expires_at: datetime | None = None,
-    created_by: AbstractBaseUser | None = None,
+    created_by: User | None = None,
 ) -> tuple[ApiKey, str]:
     """Create a key; returns the row and the full secret key, which is never retrievable again."""
     scope_list = sorted(set(scopes))

@@ -1,0 +1,34 @@
+"""Project-wide pytest hooks: the suite runs on real PostgreSQL+pgvector and a Redis server.
+
+Unless DATABASE_URL / REDIS_URL are set, the controlling pytest process attaches to (or starts)
+the embedded servers before any worker spawns, and stops at the end only what it started.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+_services = None
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    global _services
+    if hasattr(config, "workerinput"):
+        return  # xdist workers inherit the controller's environment
+    from config.embedded import ensure_environment
+
+    _services = ensure_environment()
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    global _services
+    if _services is not None and not hasattr(config, "workerinput"):
+        _services.stop_owned()
+        _services = None
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # Keep OS environment checks honest: nothing in the suite may rely on a developer's shell.
+    os.environ.setdefault("ENGRAM_ENV", "test")

@@ -1,0 +1,130 @@
+"""Text embeddings: the provider interface and the process-wide provider chosen by settings.
+
+Importing this package loads no model and imports neither onnxruntime nor openai; the backend
+is imported and built on the first ``get_embedding_provider()`` call.
+
+Settings (all optional): EMBEDDING_PROVIDER ("local" | "openai", default "local"),
+EMBEDDING_MODEL, EMBEDDING_BASE_URL, EMBEDDING_API_KEY, EMBEDDING_DIMENSIONS (default 384),
+EMBEDDING_BATCH_TOKENS (default 2048, local only), EMBEDDING_TIMEOUT (seconds, default 30,
+openai only) and EMBEDDING_REQUEST_DIMENSIONS (default False, openai only: send the dimensions
+parameter to models that can shorten their vectors).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from typing import Any
+
+from django.conf import settings
+
+from core.embeddings.base import (
+    EmbeddingError,
+    EmbeddingMatrix,
+    EmbeddingProvider,
+    EmbeddingVector,
+)
+
+__all__ = [
+    "EmbeddingError",
+    "EmbeddingMatrix",
+    "EmbeddingProvider",
+    "EmbeddingVector",
+    "create_embedding_provider",
+    "get_embedding_provider",
+    "reset_embedding_provider",
+]
+
+PROVIDERS = ("local", "openai")
+DEFAULT_DIMENSIONS = 384
+DEFAULT_BATCH_TOKENS = 2048
+DEFAULT_TIMEOUT = 30.0
+
+_lock = threading.Lock()
+_provider: EmbeddingProvider | None = None
+_provider_pid: int | None = None
+
+
+def create_embedding_provider(
+    provider: str,
+    *,
+    model: str | None = None,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    dimensions: int = DEFAULT_DIMENSIONS,
+    batch_tokens: int = DEFAULT_BATCH_TOKENS,
+    timeout: float = DEFAULT_TIMEOUT,
+    request_dimensions: bool = False,
+) -> EmbeddingProvider:
+    """Build a new provider from explicit arguments; reads no settings and loads no model.
+
+    ``provider`` is "local" or "openai". "local" serves all-MiniLM-L6-v2 only, at 384
+    dimensions; ``model`` defaults to it. "openai" requires ``model``. Raises EmbeddingError
+    for an unknown provider or a configuration the provider cannot honour.
+    """
+    if provider == "local":
+        from core.embeddings import local
+
+        if model and model != local.MODEL_NAME:
+            raise EmbeddingError(
+                f"The local embedding provider only serves {local.MODEL_NAME!r}, not {model!r}."
+            )
+        if dimensions != local.DIMENSIONS:
+            raise EmbeddingError(
+                f"{local.MODEL_NAME} produces {local.DIMENSIONS}-dimensional vectors, but"
+                f" {dimensions} are configured (EMBEDDING_DIMENSIONS)."
+            )
+        return local.LocalEmbeddingProvider(batch_tokens=batch_tokens)
+    if provider == "openai":
+        from core.embeddings.openai_compat import OpenAIEmbeddingProvider
+
+        return OpenAIEmbeddingProvider(
+            model=model or "",
+            dimensions=dimensions,
+            base_url=base_url,
+            api_key=api_key,
+            timeout=timeout,
+            request_dimensions=request_dimensions,
+        )
+    raise EmbeddingError(
+        f"Unknown embedding provider {provider!r}; expected one of {', '.join(PROVIDERS)}."
+    )
+
+
+def get_embedding_provider() -> EmbeddingProvider:
+    """The provider configured in settings, built once per process and shared by all threads.
+
+    A forked child (Celery prefork, gunicorn) builds its own: model sessions and connection
+    pools do not survive a fork.
+    """
+    global _provider, _provider_pid
+    with _lock:
+        if _provider is None or _provider_pid != os.getpid():
+            _provider = _provider_from_settings()
+            _provider_pid = os.getpid()
+        return _provider
+
+
+def reset_embedding_provider() -> None:
+    """Forget the cached provider so the next call rebuilds it (for tests and reconfiguration)."""
+    global _provider, _provider_pid
+    with _lock:
+        _provider = None
+        _provider_pid = None
+
+
+def _provider_from_settings() -> EmbeddingProvider:
+    def setting(name: str, default: Any) -> Any:
+        value = getattr(settings, name, None)
+        return default if value is None else value
+
+    return create_embedding_provider(
+        setting("EMBEDDING_PROVIDER", "local"),
+        model=setting("EMBEDDING_MODEL", None),
+        base_url=setting("EMBEDDING_BASE_URL", None),
+        api_key=setting("EMBEDDING_API_KEY", None),
+        dimensions=int(setting("EMBEDDING_DIMENSIONS", DEFAULT_DIMENSIONS)),
+        batch_tokens=int(setting("EMBEDDING_BATCH_TOKENS", DEFAULT_BATCH_TOKENS)),
+        timeout=float(setting("EMBEDDING_TIMEOUT", DEFAULT_TIMEOUT)),
+        request_dimensions=bool(setting("EMBEDDING_REQUEST_DIMENSIONS", False)),
+    )

@@ -1,0 +1,144 @@
+"""Embeddings from any server speaking OpenAI's `POST /v1/embeddings` (OpenAI, vLLM, Ollama)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import openai
+from openai.types import CreateEmbeddingResponse
+
+from core.embeddings.base import (
+    EmbeddingError,
+    EmbeddingMatrix,
+    EmbeddingVector,
+    as_text_list,
+    empty_matrix,
+)
+
+DEFAULT_TIMEOUT = 30.0
+DEFAULT_MAX_RETRIES = 2
+#: Inputs per request; far below OpenAI's 2048-input limit so one request stays small.
+DEFAULT_BATCH_SIZE = 256
+# The client refuses to start without a key, but keyless local servers (vLLM, Ollama) need
+# none and ignore the Authorization header this produces.
+_KEYLESS_PLACEHOLDER = "unused"
+
+
+class OpenAIEmbeddingProvider:
+    """Remote embeddings through the ``openai`` client.
+
+    Transient failures (connection errors, timeouts, 408/409/429 and 5xx) are retried by the
+    client itself, ``max_retries`` times with backoff; other errors raise EmbeddingError at once.
+    """
+
+    def __init__(
+        self,
+        *,
+        model: str,
+        dimensions: int,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+        max_retries: int = DEFAULT_MAX_RETRIES,
+        batch_size: int = DEFAULT_BATCH_SIZE,
+        request_dimensions: bool = False,
+    ) -> None:
+        """Preconditions: ``model`` is non-empty; ``dimensions`` and ``batch_size`` are positive.
+
+        ``dimensions`` is the width every returned vector must have. ``request_dimensions``
+        also sends it as the ``dimensions`` parameter, which asks models that support it
+        (OpenAI's text-embedding-3 family) to shorten their vectors; many servers reject it.
+        ``base_url`` (e.g. ``http://localhost:11434/v1``) defaults to OpenAI's API.
+        """
+        if not model:
+            raise EmbeddingError("An OpenAI-compatible embedding provider needs a model name.")
+        if dimensions <= 0 or batch_size <= 0:
+            raise ValueError("dimensions and batch_size must be positive")
+        self.model_id = f"openai:{model}"
+        self.dimensions = dimensions
+        self._model = model
+        self._batch_size = batch_size
+        self._request_dimensions = request_dimensions
+        self._timeout = timeout
+        self._client = openai.OpenAI(
+            api_key=api_key or _KEYLESS_PLACEHOLDER,
+            base_url=base_url,
+            timeout=timeout,
+            max_retries=max_retries,
+        )
+
+    def embed_documents(self, texts: Sequence[str]) -> EmbeddingMatrix:
+        """Embed ``texts`` in requests of at most ``batch_size`` inputs, in input order.
+
+        Precondition: no text is empty (OpenAI-compatible servers reject empty inputs).
+        """
+        text_list = as_text_list(texts)
+        if not text_list:
+            return empty_matrix(self.dimensions)
+        empty_at = [i for i, text in enumerate(text_list) if not text]
+        if empty_at:
+            raise EmbeddingError(f"Cannot embed empty texts (positions {empty_at[:10]}).")
+        vectors = np.empty((len(text_list), self.dimensions), dtype=np.float32)
+        for start in range(0, len(text_list), self._batch_size):
+            batch = text_list[start : start + self._batch_size]
+            vectors[start : start + len(batch)] = self._embed_batch(batch)
+        return vectors
+
+    def embed_query(self, text: str) -> EmbeddingVector:
+        """Embed one query; see EmbeddingProvider.embed_query."""
+        vector: EmbeddingVector = self.embed_documents([text])[0]
+        return vector
+
+    def close(self) -> None:
+        """Release the HTTP connection pool."""
+        self._client.close()
+
+    def _embed_batch(self, texts: list[str]) -> EmbeddingMatrix:
+        response = self._request(texts)
+        vectors = np.empty((len(texts), self.dimensions), dtype=np.float32)
+        # Servers may answer out of order; each item says which input it belongs to.
+        seen: set[int] = set()
+        for item in response.data:
+            if not 0 <= item.index < len(texts) or item.index in seen:
+                raise EmbeddingError(
+                    f"Embedding endpoint returned an unexpected index {item.index}"
+                    f" for a batch of {len(texts)} inputs."
+                )
+            if len(item.embedding) != self.dimensions:
+                raise EmbeddingError(
+                    f"Model {self._model!r} returned {len(item.embedding)}-dimensional vectors,"
+                    f" but {self.dimensions} are configured (EMBEDDING_DIMENSIONS)."
+                )
+            seen.add(item.index)
+            vectors[item.index] = item.embedding
+        if len(seen) != len(texts):
+            raise EmbeddingError(
+                f"Embedding endpoint returned {len(seen)} vectors for {len(texts)} inputs."
+            )
+        return vectors
+
+    def _request(self, texts: list[str]) -> CreateEmbeddingResponse:
+        try:
+            return self._client.embeddings.create(
+                model=self._model,
+                input=texts,
+                encoding_format="float",
+                dimensions=self.dimensions if self._request_dimensions else openai.omit,
+            )
+        except openai.APITimeoutError as exc:
+            raise EmbeddingError(
+                f"Embedding request to {self._client.base_url} timed out after"
+                f" {self._timeout}s per attempt."
+            ) from exc
+        except openai.APIConnectionError as exc:
+            raise EmbeddingError(
+                f"Cannot reach the embedding endpoint {self._client.base_url}: {exc}"
+            ) from exc
+        except openai.APIStatusError as exc:
+            raise EmbeddingError(
+                f"Embedding endpoint answered HTTP {exc.status_code}: {exc.message}",
+                status_code=exc.status_code,
+            ) from exc
+        except openai.OpenAIError as exc:
+            raise EmbeddingError(f"Embedding request failed: {exc}") from exc

@@ -1,0 +1,76 @@
+"""The embedded-server adapter on a private data directory: start, attach, crash recovery, stop."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+import redis
+
+from config.embedded import EmbeddedServices, _pid_alive
+
+
+@pytest.fixture
+def data_dir() -> Iterator[Path]:
+    # Short path under /tmp: unix socket paths are limited to ~100 bytes.
+    path = Path(tempfile.mkdtemp(prefix="eng-", dir="/tmp"))
+    yield path
+    EmbeddedServices(path).stop_all()
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def _postmaster_pid(services: EmbeddedServices) -> int:
+    return int((services.postgres.pgdata / "postmaster.pid").read_text().splitlines()[0])
+
+
+@pytest.mark.slow
+def test_start_attach_recover_and_stop(data_dir: Path) -> None:
+    owner = EmbeddedServices(data_dir)
+    env = owner.ensure()
+    assert sorted(owner.owned) == ["postgres", "valkey"]
+    assert str(data_dir) in env["DATABASE_URL"] and str(data_dir) in env["REDIS_URL"]
+
+    with psycopg.connect(env["DATABASE_URL"], autocommit=True) as conn:
+        conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        conn.execute("CREATE TABLE kept (v vector(3))")
+        conn.execute("INSERT INTO kept VALUES ('[1,2,3]')")
+        assert conn.execute("SHOW listen_addresses").fetchone() == ("",)  # no TCP port at all
+    redis.Redis.from_url(env["REDIS_URL"]).set("kept", "yes")
+
+    second = EmbeddedServices(data_dir)
+    assert second.ensure() == env
+    assert second.owned == []  # attached, not started
+
+    # A crash: both servers killed outright. The next ensure() starts them again on the same data.
+    killed = [_postmaster_pid(owner), owner.valkey._pid()]
+    for pid in killed:
+        os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    while any(_pid_alive(pid) for pid in killed) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    recovered = EmbeddedServices(data_dir)
+    assert recovered.ensure() == env
+    assert sorted(recovered.owned) == ["postgres", "valkey"]
+    with psycopg.connect(env["DATABASE_URL"]) as conn:
+        assert conn.execute("SELECT v::text FROM kept").fetchone() == ("[1,2,3]",)
+
+    pg_pid, valkey_pid = _postmaster_pid(recovered), recovered.valkey._pid()
+    recovered.stop_owned()
+    assert not _pid_alive(pg_pid) and not _pid_alive(valkey_pid)
+    assert not recovered.postgres.is_running() and not recovered.valkey.is_running()
+
+
+def test_too_deep_data_dir_is_refused_with_a_clear_message(tmp_path: Path) -> None:
+    deep = tmp_path / ("d" * 120)
+    deep.mkdir()
+    from config.embedded import EmbeddedServiceError
+
+    with pytest.raises(EmbeddedServiceError, match="ENGRAM_DATA_DIR"):
+        EmbeddedServices(deep).valkey.start()

@@ -1,0 +1,159 @@
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.core.management import call_command
+from django.utils import timezone
+from django_celery_beat.models import CrontabSchedule, IntervalSchedule, PeriodicTask
+
+from core import services, tasks
+from core.jobs import PeriodicJob, job_run, periodic_jobs
+from core.models import ApiKey, JobRun
+from core.periodic import periodic_tasks_sync
+from tests.factories import AgentFactory
+
+pytestmark = pytest.mark.django_db
+
+
+def test_prune_api_keys_deletes_only_long_dead_keys() -> None:
+    agent = AgentFactory.create()
+    live, _ = services.api_key_create(agent=agent)
+    recently_revoked, _ = services.api_key_create(agent=agent)
+    services.api_key_revoke(key=recently_revoked)
+    old_revoked, _ = services.api_key_create(agent=agent)
+    long_expired, _ = services.api_key_create(agent=agent)
+    long_ago = timezone.now() - timedelta(days=90)
+    ApiKey.objects.filter(pk=old_revoked.pk).update(revoked_at=long_ago)
+    ApiKey.objects.filter(pk=long_expired.pk).update(expires_at=long_ago)
+
+    result = tasks.prune_api_keys.delay()
+
+    assert result.get() == {"deleted": 2}
+    assert set(ApiKey.objects.values_list("pk", flat=True)) == {live.pk, recently_revoked.pk}
+    run = JobRun.objects.get(job="core.prune_api_keys")
+    assert run.status == JobRun.Status.SUCCEEDED
+    assert run.counts == {"deleted": 2}
+    assert run.finished_at is not None
+
+
+def test_prune_job_runs_keeps_recent_runs() -> None:
+    old = JobRun.objects.create(job="x", started_at=timezone.now() - timedelta(days=400))
+    recent = JobRun.objects.create(job="x")
+    tasks.prune_job_runs.delay()
+    assert not JobRun.objects.filter(pk=old.pk).exists()
+    assert JobRun.objects.filter(pk=recent.pk).exists()
+
+
+def test_failed_job_is_recorded_with_its_error() -> None:
+    with pytest.raises(ValueError), job_run("demo.failing") as run:
+        run.counts = {"seen": 3}
+        raise ValueError("disk on fire")
+    run = JobRun.objects.get(job="demo.failing")
+    assert run.status == JobRun.Status.FAILED
+    assert run.error == "ValueError: disk on fire"
+    assert run.counts == {"seen": 3}
+
+
+def test_every_app_job_is_declared_with_expiry() -> None:
+    jobs = periodic_jobs()
+    assert {"core.prune_api_keys", "core.prune_job_runs"} <= {job.name for job in jobs}
+    assert all(job.expires_seconds > 0 for job in jobs)
+
+
+def test_periodic_job_requires_exactly_one_schedule() -> None:
+    with pytest.raises(ValueError):
+        PeriodicJob(name="x", task="t", description="", expires_seconds=1)
+    with pytest.raises(ValueError):
+        PeriodicJob(
+            name="x",
+            task="t",
+            description="",
+            expires_seconds=1,
+            every_seconds=5,
+            crontab="* * * * *",
+        )
+
+
+def test_setup_periodic_tasks_creates_rows_idempotently() -> None:
+    call_command("setup_periodic_tasks")
+    call_command("setup_periodic_tasks")
+    task = PeriodicTask.objects.get(name="core.prune_api_keys")
+    assert task.task == "core.tasks.prune_api_keys"
+    assert task.enabled
+    assert task.expire_seconds == 6 * 3600
+    assert task.crontab is not None and (task.crontab.minute, task.crontab.hour) == ("17", "3")
+    assert PeriodicTask.objects.filter(name__startswith="core.").count() == 2
+
+
+def test_operator_edits_are_never_overwritten() -> None:
+    job = PeriodicJob(
+        name="demo.job",
+        task="core.tasks.prune_api_keys",
+        description="d",
+        every_seconds=60,
+        expires_seconds=30,
+    )
+    assert periodic_tasks_sync([job]) == {"demo.job": "created"}
+    task = PeriodicTask.objects.get(name="demo.job")
+    task.enabled = False
+    task.interval, _ = IntervalSchedule.objects.get_or_create(
+        every=5, period=IntervalSchedule.MINUTES
+    )
+    task.save()
+
+    changed_default = PeriodicJob(
+        name="demo.job",
+        task="core.tasks.prune_api_keys",
+        description="d",
+        every_seconds=120,
+        expires_seconds=30,
+    )
+    assert periodic_tasks_sync([changed_default]) == {"demo.job": "kept"}
+    task.refresh_from_db()
+    assert task.enabled is False
+    assert (task.interval.every, task.interval.period) == (5, IntervalSchedule.MINUTES)
+
+
+def test_enabled_flag_survives_and_untouched_rows_follow_new_defaults() -> None:
+    job = PeriodicJob(
+        name="demo.job2",
+        task="core.tasks.prune_api_keys",
+        description="d",
+        crontab="0 4 * * *",
+        expires_seconds=30,
+    )
+    periodic_tasks_sync([job])
+    PeriodicTask.objects.filter(name="demo.job2").update(enabled=False)
+
+    new_default = PeriodicJob(
+        name="demo.job2",
+        task="core.tasks.prune_api_keys",
+        description="d",
+        crontab="30 5 * * *",
+        expires_seconds=60,
+    )
+    assert periodic_tasks_sync([new_default]) == {"demo.job2": "updated"}
+    task = PeriodicTask.objects.get(name="demo.job2")
+    assert task.enabled is False  # the operator's switch stays
+    assert isinstance(task.crontab, CrontabSchedule) and (
+        task.crontab.minute,
+        task.crontab.hour,
+    ) == ("30", "5")
+    assert task.expire_seconds == 60
+
+
+def test_a_row_created_by_hand_with_a_job_name_is_kept() -> None:
+    interval, _ = IntervalSchedule.objects.get_or_create(every=1, period=IntervalSchedule.HOURS)
+    PeriodicTask.objects.create(
+        name="demo.job3", task="core.tasks.prune_job_runs", interval=interval
+    )
+    job = PeriodicJob(
+        name="demo.job3",
+        task="core.tasks.prune_api_keys",
+        description="d",
+        every_seconds=60,
+        expires_seconds=30,
+    )
+    assert periodic_tasks_sync([job]) == {"demo.job3": "kept"}
+    assert PeriodicTask.objects.get(name="demo.job3").task == "core.tasks.prune_job_runs"

@@ -1,24 +1,17 @@
-# The first two targets are the README's two commands; both install everything they need.
-UV ?= $(shell command -v uv 2>/dev/null || echo $(HOME)/.local/bin/uv)
-PYTEST_ARGS ?=
+# Conveniences over ./engram, which installs everything it needs on a fresh machine.
+.PHONY: run test lint typecheck check
 
-.PHONY: run test lint typecheck bootstrap-uv sync
+run:
+	./engram run
 
-run: sync  ## Run Engram on its embedded defaults (PostgreSQL+pgvector, Valkey, web, worker, beat)
-	$(UV) run --frozen python -m config.launcher
+test:
+	./engram test
 
-test: sync  ## Run the full test suite (starts its own embedded servers unless DATABASE_URL/REDIS_URL are set)
-	$(UV) run --frozen pytest $(PYTEST_ARGS)
+lint:
+	uv run --frozen ruff check .
+	uv run --frozen ruff format --check .
 
-lint: sync
-	$(UV) run --frozen ruff check .
-	$(UV) run --frozen ruff format --check .
+typecheck:
+	uv run --frozen mypy .
 
-typecheck: sync
-	$(UV) run --frozen mypy .
-
-sync: bootstrap-uv
-	$(UV) sync --frozen
-
-bootstrap-uv:
-	@test -x "$(UV)" || python3 -m pip install --user --quiet "uv>=0.5"
+check: lint typecheck test

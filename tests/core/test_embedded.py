@@ -16,6 +16,8 @@ import redis
 
 from config.embedded import EmbeddedServices, _pid_alive
 
+pytestmark = pytest.mark.embedded
+
 
 @pytest.fixture
 def data_dir() -> Iterator[Path]:

@@ -23,7 +23,7 @@ import pytest
 from config.embedded import EmbeddedServices
 from config.env import BASE_DIR
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.embedded]
 
 KEY_RE = re.compile(r"agent API key\s+:\s+(eng_\S+)")
 ADMIN_RE = re.compile(r"admin login\s+:\s+admin / (\S+)")

@@ -355,6 +355,11 @@ def ensure_environment(data_dir: Path | None = None) -> EmbeddedServices | None:
     Returns the services object (whose ``owned`` list says what this process must stop), or
     ``None`` when both URLs were configured already.
     """
+    from config.env import load_env
+
+    # Validate first: production refuses to run without configured servers (SystemExit naming
+    # them) instead of quietly starting throwaway embedded ones.
+    load_env()
     need_pg = not os.environ.get("DATABASE_URL")
     need_redis = not os.environ.get("REDIS_URL")
     if not (need_pg or need_redis):

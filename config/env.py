@@ -68,6 +68,7 @@ class EngramEnv(BaseSettings):
     API_PAGE_SIZE: int = Field(default=50, ge=1, le=1000)
     API_KEY_RETENTION_DAYS: int = Field(default=30, ge=1)
     JOB_RUN_RETENTION_DAYS: int = Field(default=30, ge=1)
+    RAG_MAX_UPLOAD_BYTES: int = Field(default=20 * 1024 * 1024, ge=1024)
 
     @classmethod
     def _split_lists(cls, data: object) -> object:

@@ -77,6 +77,9 @@ _db = dj_database_url.parse(DATABASE_URL, conn_max_age=ENV.DATABASE_CONN_MAX_AGE
 _db["ENGINE"] = "django.db.backends.postgresql"
 _db["CONN_HEALTH_CHECKS"] = True
 _db.setdefault("OPTIONS", {})
+if not _db.get("HOST") and "host" in _db["OPTIONS"]:
+    # A unix-socket URL (?host=/dir) parses into OPTIONS; dbshell and pg tools read HOST.
+    _db["HOST"] = _db["OPTIONS"].pop("host")
 # psycopg 3 server-side prepares a statement after 5 runs; a cached plan would ignore later
 # per-query SETs (hnsw.ef_search) and breaks behind transaction-mode poolers.
 _db["OPTIONS"]["prepare_threshold"] = None
@@ -144,7 +147,9 @@ STORAGES = {
 }
 WHITENOISE_USE_FINDERS = True
 MEDIA_ROOT = ENGRAM_DATA_DIR / "media"
-DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
+DATA_UPLOAD_MAX_MEMORY_SIZE = ENV.RAG_MAX_UPLOAD_BYTES + 1024 * 1024
+FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
+RAG_MAX_UPLOAD_BYTES = ENV.RAG_MAX_UPLOAD_BYTES
 
 # --- API -----------------------------------------------------------------------------------------
 REST_FRAMEWORK = {

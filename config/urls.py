@@ -9,6 +9,7 @@ handler500 = "core.errors.json_500"
 
 api_v1 = [
     path("", include(("core.urls", "core"), namespace="core")),
+    path("rag/", include(("rag.urls", "rag"), namespace="rag")),
 ]
 
 urlpatterns = [

@@ -23,10 +23,12 @@ class Actor:
 
     @property
     def account_id(self) -> int:
-        """The single account of an agent actor (agents belong to exactly one account)."""
-        if self.agent is None:
-            raise ValueError("only agent actors have a single account")
-        return self.agent.account_id
+        """The account writes go to: an agent's own, or a person's only account."""
+        if self.agent is not None:
+            return self.agent.account_id
+        if len(self.account_ids) == 1:
+            return next(iter(self.account_ids))
+        raise ValueError("this actor spans several accounts; name one")
 
     def can_access_account(self, account_id: int) -> bool:
         return account_id in self.account_ids
@@ -38,6 +40,11 @@ class Actor:
 
 def actor_for_agent(agent: Agent, api_key: ApiKey | None = None) -> Actor:
     return Actor(account_ids=frozenset({agent.account_id}), agent=agent, api_key=api_key)
+
+
+def actor_for_account(account_id: int) -> Actor:
+    """For operators' command-line tools acting on one account."""
+    return Actor(account_ids=frozenset({account_id}), roles={account_id: frozenset({"owner"})})
 
 
 def actor_for_user(user: User | AnonymousUser) -> Actor:

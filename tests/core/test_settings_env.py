@@ -50,3 +50,17 @@ def test_generated_secret_key_is_stable_per_data_dir(monkeypatch, tmp_path) -> N
     assert len(first) > 40
     assert EngramEnv().secret_key() == first
     assert (tmp_path / "secret_key").stat().st_mode & 0o077 == 0
+
+
+def test_production_entry_points_never_start_embedded_servers(monkeypatch, tmp_path) -> None:
+    from config.embedded import ensure_environment
+
+    monkeypatch.setenv("ENGRAM_ENV", "production")
+    monkeypatch.setenv("SECRET_KEY", "x" * 50)
+    monkeypatch.setenv("ENGRAM_DATA_DIR", str(tmp_path))
+    monkeypatch.delenv("DATABASE_URL", raising=False)
+    monkeypatch.setenv("REDIS_URL", "redis://127.0.0.1:6379/0")
+    with pytest.raises(SystemExit) as exc:
+        ensure_environment()
+    assert "DATABASE_URL" in str(exc.value)
+    assert not (tmp_path / "postgres").exists()

@@ -1,0 +1,168 @@
+"""Hybrid search latency at 100k chunks, and ingestion throughput vs the raw embedder.
+
+Data: BEIR SciFact abstracts read from ../shared/data/scifact (not copied into the project).
+Every chunk goes through the real ingestion pipeline (extraction, chunking, embedding with the
+local model, BM25 postings, HNSW index). Small chunks (--chunk-size tokens) and repeated passes
+over the corpus (each pass a separate set of documents) reach the target chunk count.
+
+    uv run python bench/rag_search.py [--chunks 100000] [--queries 300]
+
+Prints one JSON object; docs/benchmarks.md records the figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+from _setup import SHARED_DATA, django_setup
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--dataset", default=str(SHARED_DATA / "scifact"))
+    parser.add_argument("--chunks", type=int, default=100_000)
+    parser.add_argument("--chunk-size", type=int, default=48)
+    parser.add_argument("--chunk-overlap", type=int, default=16)
+    parser.add_argument("--queries", type=int, default=300)
+    parser.add_argument("--throughput-docs", type=int, default=400)
+    args = parser.parse_args()
+    services = django_setup()
+    try:
+        report = run(args)
+    finally:
+        if services is not None:
+            services.stop_owned()  # type: ignore[attr-defined]
+    print(json.dumps(report, indent=2))
+
+
+def run(args: argparse.Namespace) -> dict[str, object]:
+    from pathlib import Path
+
+    import numpy as np
+    from tqdm import tqdm
+
+    from core import services as core_services
+    from core.actors import actor_for_agent
+    from core.embeddings import get_embedding_provider
+    from core.models import Account, Agent
+    from rag import services
+    from rag.evaluation import load_beir, percentiles
+    from rag.models import Chunk, Document, KnowledgeBase
+    from rag.search import SearchFilters, chunk_search
+
+    dataset = load_beir(Path(args.dataset), "train")
+    account = Account.objects.filter(slug="engram-bench").first() or core_services.account_create(
+        name="Engram benchmarks", slug="engram-bench"
+    )
+    agent = Agent.objects.filter(
+        account=account, name="bench"
+    ).first() or core_services.agent_create(account=account, name="bench")
+    actor = actor_for_agent(agent)
+    provider = get_embedding_provider()
+    provider.embed_query("warm up")
+    docs = list(dataset.corpus.items())
+
+    def load(kb: KnowledgeBase, items: list, prefix: str) -> float:
+        started = time.perf_counter()
+        for start in range(0, len(items), 64):
+            ids = [
+                services.document_create(
+                    actor=actor,
+                    kb=kb,
+                    data=f"{d.title}\n\n{d.text}".encode(),
+                    content_type="text/plain",
+                    title=d.title[:500],
+                    source=f"{prefix}/{doc_id}",
+                    enqueue=False,
+                ).pk
+                for doc_id, d in items[start : start + 64]
+            ]
+            services.documents_process_batch(document_ids=ids)
+        return time.perf_counter() - started
+
+    # 1. Ingestion throughput: the pipeline against the raw embedder on the same chunk texts.
+    KnowledgeBase.objects.filter(account=account, name="bench-throughput").delete()
+    kb_t = services.knowledge_base_create(
+        actor=actor, name="bench-throughput", chunk_size=256, chunk_overlap=32
+    )
+    sample = docs[: args.throughput_docs]
+    pipeline_seconds = load(kb_t, sample, "throughput")
+    texts = list(
+        Chunk.objects.filter(knowledge_base=kb_t).order_by("id").values_list("text", flat=True)
+    )
+    started = time.perf_counter()
+    provider.embed_documents(texts)
+    raw_seconds = time.perf_counter() - started
+    throughput = {
+        "documents": len(sample),
+        "chunks": len(texts),
+        "pipeline_chunks_per_s": round(len(texts) / pipeline_seconds, 1),
+        "raw_embedder_chunks_per_s": round(len(texts) / raw_seconds, 1),
+        "ratio": round(raw_seconds / pipeline_seconds, 3),
+    }
+
+    # 2. The 100k-chunk knowledge base (built once, reused by later runs).
+    name = f"bench-{args.chunks}"
+    kb = KnowledgeBase.objects.filter(
+        account=account, name=name
+    ).first() or services.knowledge_base_create(
+        actor=actor, name=name, chunk_size=args.chunk_size, chunk_overlap=args.chunk_overlap
+    )
+    passes = 0
+    with tqdm(total=args.chunks, desc="chunks") as progress:
+        progress.update(kb.chunk_count)
+        while kb.chunk_count < args.chunks:
+            done = set(Document.objects.filter(knowledge_base=kb).values_list("source", flat=True))
+            prefix = f"pass{passes}"
+            todo = [(i, d) for i, d in docs if f"{prefix}/{i}" not in done]
+            for start in range(0, len(todo), 256):
+                before = kb.chunk_count
+                load(kb, todo[start : start + 256], prefix)
+                kb.refresh_from_db()
+                progress.update(kb.chunk_count - before)
+                if kb.chunk_count >= args.chunks:
+                    break
+            passes += 1
+    kb.refresh_from_db()
+
+    # 3. Search latency per mode, the query embedding reported separately.
+    queries = list(dataset.queries.values())[: args.queries]
+    latency: dict[str, object] = {}
+    for mode in ("hybrid", "vector", "keyword"):
+        totals, embeds = [], []
+        for text in queries:
+            outcome = chunk_search(
+                actor=actor,
+                query=text,
+                mode=mode,
+                top_k=10,
+                filters=SearchFilters(knowledge_base_ids=(kb.pk,)),
+            )
+            stages = outcome.stage_ms
+            embeds.append(stages.get("embed", 0.0))
+            totals.append(sum(v for k, v in stages.items() if k != "embed"))
+        latency[mode] = {
+            "excluding_embedding_ms": {
+                k: round(v, 2) for k, v in percentiles(totals, (50, 95, 99)).items()
+            },
+            "query_embedding_ms": {
+                k: round(v, 2) for k, v in percentiles(embeds, (50, 95, 99)).items()
+            }
+            if any(embeds)
+            else None,
+        }
+    return {
+        "chunks": kb.chunk_count,
+        "documents": Document.objects.filter(knowledge_base=kb).count(),
+        "queries": len(queries),
+        "search_latency": latency,
+        "ingestion_throughput": throughput,
+        "cpu": f"{__import__('os').cpu_count()} cores",
+        "numpy": np.__version__,
+    }
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,482 @@
+"""RAG HTTP API: one view per operation, thin over services and selectors."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from typing import Any
+
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers, status
+from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from core.errors import ValidationFailed
+from core.pagination import CreatedCursorPagination
+from core.permissions import request_actor
+from rag import selectors, services
+from rag.context import context_block_build
+from rag.models import Document, KnowledgeBase
+from rag.search import FUSIONS, MAX_TOP_K, MODES, SearchFilters, SearchHit
+
+# --- knowledge bases -----------------------------------------------------------------------------
+
+
+class KnowledgeBaseOutput(serializers.ModelSerializer[KnowledgeBase]):
+    class Meta:
+        model = KnowledgeBase
+        fields = [
+            "id",
+            "name",
+            "description",
+            "embedding_provider",
+            "embedding_model",
+            "chunking_strategy",
+            "chunk_size",
+            "chunk_overlap",
+            "status",
+            "status_message",
+            "chunk_count",
+            "created_at",
+            "updated_at",
+        ]
+
+
+class KnowledgeBaseListCreateApi(APIView):
+    class InputSerializer(serializers.Serializer):
+        name = serializers.CharField(max_length=200)
+        description = serializers.CharField(required=False, default="", allow_blank=True)
+        chunking_strategy = serializers.ChoiceField(
+            choices=KnowledgeBase.Chunking.choices, default=KnowledgeBase.Chunking.MARKDOWN
+        )
+        chunk_size = serializers.IntegerField(default=256, min_value=32, max_value=8192)
+        chunk_overlap = serializers.IntegerField(default=32, min_value=0, max_value=8191)
+
+    @extend_schema(responses=KnowledgeBaseOutput(many=True), operation_id="rag_kb_list")
+    def get(self, request: Request) -> Response:
+        paginator = CreatedCursorPagination()
+        page = paginator.paginate_queryset(
+            selectors.knowledge_base_list(actor=request_actor(request)), request, self
+        )
+        return paginator.get_paginated_response(KnowledgeBaseOutput(page, many=True).data)
+
+    @extend_schema(
+        request=InputSerializer, responses={201: KnowledgeBaseOutput}, operation_id="rag_kb_create"
+    )
+    def post(self, request: Request) -> Response:
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        kb = services.knowledge_base_create(actor=request_actor(request), **data.validated_data)
+        return Response(KnowledgeBaseOutput(kb).data, status=status.HTTP_201_CREATED)
+
+
+class KnowledgeBaseDetailApi(APIView):
+    class UpdateSerializer(serializers.Serializer):
+        name = serializers.CharField(max_length=200, required=False)
+        description = serializers.CharField(required=False, allow_blank=True)
+        chunking_strategy = serializers.ChoiceField(
+            choices=KnowledgeBase.Chunking.choices, required=False
+        )
+        chunk_size = serializers.IntegerField(min_value=32, max_value=8192, required=False)
+        chunk_overlap = serializers.IntegerField(min_value=0, max_value=8191, required=False)
+
+    @extend_schema(responses=KnowledgeBaseOutput, operation_id="rag_kb_retrieve")
+    def get(self, request: Request, kb_id: int) -> Response:
+        kb = selectors.knowledge_base_get(actor=request_actor(request), kb_id=kb_id)
+        return Response(KnowledgeBaseOutput(kb).data)
+
+    @extend_schema(
+        request=UpdateSerializer, responses=KnowledgeBaseOutput, operation_id="rag_kb_update"
+    )
+    def patch(self, request: Request, kb_id: int) -> Response:
+        kb = selectors.knowledge_base_get(actor=request_actor(request), kb_id=kb_id)
+        data = self.UpdateSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        return Response(
+            KnowledgeBaseOutput(services.knowledge_base_update(kb=kb, **data.validated_data)).data
+        )
+
+    @extend_schema(responses={204: None}, operation_id="rag_kb_delete")
+    def delete(self, request: Request, kb_id: int) -> Response:
+        kb = selectors.knowledge_base_get(actor=request_actor(request), kb_id=kb_id)
+        services.knowledge_base_delete(kb=kb)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class KnowledgeBaseStatusApi(APIView):
+    class InputSerializer(serializers.Serializer):
+        status = serializers.ChoiceField(choices=KnowledgeBase.Status.choices)
+        message = serializers.CharField(required=False, default="", allow_blank=True)
+
+    @extend_schema(
+        request=InputSerializer, responses=KnowledgeBaseOutput, operation_id="rag_kb_status"
+    )
+    def post(self, request: Request, kb_id: int) -> Response:
+        kb = selectors.knowledge_base_get(actor=request_actor(request), kb_id=kb_id)
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        kb = services.knowledge_base_transition(
+            kb=kb, to=data.validated_data["status"], message=data.validated_data["message"]
+        )
+        return Response(KnowledgeBaseOutput(kb).data)
+
+
+# --- documents -----------------------------------------------------------------------------------
+
+
+class DocumentOutput(serializers.ModelSerializer[Document]):
+    progress = serializers.FloatField(read_only=True)
+
+    class Meta:
+        model = Document
+        fields = [
+            "id",
+            "knowledge_base_id",
+            "title",
+            "source",
+            "content_type",
+            "checksum",
+            "size_bytes",
+            "doc_type",
+            "tags",
+            "lifecycle_state",
+            "source_path",
+            "document_date",
+            "metadata",
+            "status",
+            "error",
+            "chunks_total",
+            "chunks_embedded",
+            "progress",
+            "token_count",
+            "indexed_model",
+            "indexed_at",
+            "created_at",
+            "updated_at",
+        ]
+
+
+class DocumentInput(serializers.Serializer):
+    """One document as JSON: ``text`` or base64 ``content_base64`` (with a ``filename``)."""
+
+    title = serializers.CharField(max_length=500, required=False, default="", allow_blank=True)
+    text = serializers.CharField(required=False, allow_blank=True, trim_whitespace=False)
+    content_base64 = serializers.CharField(required=False)
+    filename = serializers.CharField(max_length=500, required=False, allow_blank=True)
+    content_type = serializers.CharField(max_length=100, required=False, allow_blank=True)
+    source = serializers.CharField(  # type: ignore[assignment]  # a field named "source"
+        max_length=1000, required=False, default="", allow_blank=True
+    )
+    doc_type = serializers.CharField(max_length=100, required=False, default="", allow_blank=True)
+    tags = serializers.ListField(
+        child=serializers.CharField(max_length=100), required=False, default=list
+    )
+    lifecycle_state = serializers.CharField(
+        max_length=50, required=False, default="", allow_blank=True
+    )
+    source_path = serializers.CharField(
+        max_length=1000, required=False, default="", allow_blank=True
+    )
+    document_date = serializers.DateField(required=False, allow_null=True, default=None)
+    metadata = serializers.DictField(required=False, default=dict)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if ("text" in attrs) == ("content_base64" in attrs):
+            raise serializers.ValidationError("Give exactly one of text or content_base64.")
+        return attrs
+
+
+def _document_kwargs(data: dict[str, Any]) -> dict[str, Any]:
+    if "text" in data:
+        raw = data["text"].encode("utf-8")
+        content_type = data.get("content_type") or "text/plain"
+    else:
+        try:
+            raw = base64.b64decode(data["content_base64"], validate=True)
+        except (binascii.Error, ValueError) as exc:
+            raise ValidationFailed(
+                "content_base64 is not valid base64.", code="invalid_base64"
+            ) from exc
+        content_type = data.get("content_type") or None
+    return {
+        "data": raw,
+        "filename": data.get("filename") or None,
+        "content_type": content_type,
+        "title": data["title"],
+        "source": data["source"],
+        "metadata": services.DocumentMetadata(
+            doc_type=data["doc_type"],
+            tags=tuple(data["tags"]),
+            lifecycle_state=data["lifecycle_state"],
+            source_path=data["source_path"],
+            document_date=data["document_date"],
+            extra=data["metadata"],
+        ),
+    }
+
+
+class DocumentListCreateApi(APIView):
+    """List a knowledge base's documents, or upload: JSON (one, or ``{"documents": [...]}``) or
+    multipart files (``file``, repeatable; metadata fields apply to every file)."""
+
+    parser_classes = [JSONParser, MultiPartParser, FormParser]
+
+    class BatchInput(serializers.Serializer):
+        documents = DocumentInput(many=True, allow_empty=False)
+
+    @extend_schema(responses=DocumentOutput(many=True), operation_id="rag_documents_list")
+    def get(self, request: Request, kb_id: int) -> Response:
+        actor = request_actor(request)
+        kb = selectors.knowledge_base_get(actor=actor, kb_id=kb_id)
+        wanted = request.query_params.get("status")
+        if wanted and wanted not in Document.Status.values:
+            raise ValidationFailed("Unknown status filter.", code="invalid_status")
+        paginator = CreatedCursorPagination()
+        page = paginator.paginate_queryset(
+            selectors.document_list(actor=actor, kb_id=kb.pk, status=wanted), request, self
+        )
+        return paginator.get_paginated_response(DocumentOutput(page, many=True).data)
+
+    @extend_schema(
+        request=DocumentInput,
+        responses={201: DocumentOutput(many=True)},
+        operation_id="rag_documents_create",
+    )
+    def post(self, request: Request, kb_id: int) -> Response:
+        actor = request_actor(request)
+        kb = selectors.knowledge_base_get(actor=actor, kb_id=kb_id)
+        uploads = self._uploads(request)
+        from django.db import transaction
+
+        # All or nothing: one bad file in a batch stores none of them.
+        with transaction.atomic():
+            documents = [
+                services.document_create(actor=actor, kb=kb, **kwargs) for kwargs in uploads
+            ]
+        body = DocumentOutput(documents, many=True).data
+        return Response(
+            body if len(documents) > 1 or "documents" in request.data else body[0], status=201
+        )
+
+    def _uploads(self, request: Request) -> list[dict[str, Any]]:
+        files = request.FILES.getlist("file") if hasattr(request, "FILES") else []
+        if files:
+            form: Any = request.data  # a QueryDict for multipart bodies
+            fields = {
+                k: form.getlist(k) if k == "tags" else form.get(k) for k in form if k != "file"
+            }
+            meta = DocumentInput(data={**fields, "text": ""})
+            meta.is_valid(raise_exception=True)
+            base = _document_kwargs(meta.validated_data)
+            return [
+                {
+                    **base,
+                    "data": f.read(),
+                    "filename": f.name,
+                    "content_type": f.content_type
+                    if f.content_type not in ("application/octet-stream", None)
+                    else None,
+                    "title": base["title"] if len(files) == 1 else "",
+                }
+                for f in files
+            ]
+        if isinstance(request.data, dict) and "documents" in request.data:
+            batch = self.BatchInput(data=request.data)
+            batch.is_valid(raise_exception=True)
+            return [_document_kwargs(item) for item in batch.validated_data["documents"]]
+        single = DocumentInput(data=request.data)
+        single.is_valid(raise_exception=True)
+        return [_document_kwargs(single.validated_data)]
+
+
+class DocumentDetailApi(APIView):
+    @extend_schema(responses=DocumentOutput, operation_id="rag_document_retrieve")
+    def get(self, request: Request, document_id: int) -> Response:
+        document = selectors.document_get(actor=request_actor(request), document_id=document_id)
+        return Response(DocumentOutput(document).data)
+
+    @extend_schema(responses={204: None}, operation_id="rag_document_delete")
+    def delete(self, request: Request, document_id: int) -> Response:
+        document = selectors.document_get(actor=request_actor(request), document_id=document_id)
+        services.document_delete(document=document)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class DocumentReprocessApi(APIView):
+    class InputSerializer(serializers.Serializer):
+        force = serializers.BooleanField(default=False, help_text="Re-embed even if unchanged.")
+
+    @extend_schema(
+        request=InputSerializer, responses=DocumentOutput, operation_id="rag_document_reprocess"
+    )
+    def post(self, request: Request, document_id: int) -> Response:
+        document = selectors.document_get(actor=request_actor(request), document_id=document_id)
+        data = self.InputSerializer(data=request.data or {})
+        data.is_valid(raise_exception=True)
+        document = services.document_reprocess(
+            document=document, force=data.validated_data["force"]
+        )
+        return Response(DocumentOutput(document).data, status=status.HTTP_202_ACCEPTED)
+
+
+# --- search --------------------------------------------------------------------------------------
+
+
+class FiltersInput(serializers.Serializer):
+    knowledge_base_ids = serializers.ListField(
+        child=serializers.IntegerField(min_value=1), required=False, default=list
+    )
+    doc_types = serializers.ListField(
+        child=serializers.CharField(max_length=100), required=False, default=list
+    )
+    tags_any = serializers.ListField(
+        child=serializers.CharField(max_length=100), required=False, default=list
+    )
+    tags_all = serializers.ListField(
+        child=serializers.CharField(max_length=100), required=False, default=list
+    )
+    date_from = serializers.DateField(required=False, allow_null=True, default=None)
+    date_to = serializers.DateField(required=False, allow_null=True, default=None)
+    lifecycle_states = serializers.ListField(
+        child=serializers.CharField(max_length=50), required=False, default=list
+    )
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if attrs["date_from"] and attrs["date_to"] and attrs["date_from"] > attrs["date_to"]:
+            raise serializers.ValidationError("date_from is after date_to.")
+        return attrs
+
+
+class SearchInput(serializers.Serializer):
+    query = serializers.CharField(max_length=4000)
+    mode = serializers.ChoiceField(choices=MODES, default="hybrid")
+    top_k = serializers.IntegerField(min_value=1, max_value=MAX_TOP_K, default=10)
+    fusion = serializers.ChoiceField(choices=FUSIONS, default="rrf")
+    weights = serializers.DictField(child=serializers.FloatField(min_value=0), required=False)
+    threshold = serializers.FloatField(
+        min_value=-1, max_value=1, required=False, allow_null=True, default=None
+    )
+    filters = FiltersInput(required=False)
+
+    def validate_weights(self, value: dict[str, float]) -> dict[str, float]:
+        unknown = set(value) - {"vector", "keyword"}
+        if unknown:
+            raise serializers.ValidationError(f"Unknown weights: {sorted(unknown)}.")
+        return value
+
+
+class HitOutput(serializers.Serializer):
+    chunk_id = serializers.IntegerField()
+    document_id = serializers.IntegerField()
+    knowledge_base_id = serializers.IntegerField()
+    document_title = serializers.CharField()
+    text = serializers.CharField()
+    heading_path = serializers.ListField(child=serializers.CharField())
+    position = serializers.IntegerField()
+    score = serializers.FloatField()
+    explanation = serializers.SerializerMethodField()
+
+    def get_explanation(self, hit: SearchHit) -> dict[str, Any]:
+        return {
+            "vector": {"rank": hit.vector_rank, "score": hit.vector_score},
+            "keyword": {"rank": hit.keyword_rank, "score": hit.keyword_score},
+            "fused_score": hit.score,
+        }
+
+
+def _run_search(request: Request, data: dict[str, Any]) -> Any:
+    filters = data.get("filters") or FiltersInput(data={}).run_validation({})
+    return services.search_run(
+        actor=request_actor(request),
+        query=data["query"],
+        mode=data["mode"],
+        top_k=data["top_k"],
+        fusion=data["fusion"],
+        weights=data.get("weights"),
+        threshold=data["threshold"],
+        filters=SearchFilters(
+            knowledge_base_ids=tuple(filters["knowledge_base_ids"]),
+            doc_types=tuple(filters["doc_types"]),
+            tags_any=tuple(filters["tags_any"]),
+            tags_all=tuple(filters["tags_all"]),
+            date_from=filters["date_from"],
+            date_to=filters["date_to"],
+            lifecycle_states=tuple(filters["lifecycle_states"]),
+        ),
+    )
+
+
+class SearchApi(APIView):
+    """Search chunks: ``vector``, ``keyword`` (BM25) or ``hybrid`` (fused); every hit explains
+    its ranks and scores. A search is a read: it needs only the ``read`` scope."""
+
+    required_scope = "read"
+
+    class OutputSerializer(serializers.Serializer):
+        mode = serializers.CharField()
+        fusion = serializers.CharField()
+        results = HitOutput(many=True, source="hits")
+        timings_ms = serializers.DictField(source="stage_ms")
+
+    @extend_schema(request=SearchInput, responses=OutputSerializer, operation_id="rag_search")
+    def post(self, request: Request) -> Response:
+        data = SearchInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        return Response(self.OutputSerializer(_run_search(request, data.validated_data)).data)
+
+
+class QueryApi(APIView):
+    """Search, then a token-budgeted context block with numbered sources, for an LLM prompt."""
+
+    required_scope = "read"
+
+    class InputSerializer(SearchInput):
+        token_budget = serializers.IntegerField(min_value=50, max_value=100_000, default=2000)
+
+    @extend_schema(request=InputSerializer, operation_id="rag_query")
+    def post(self, request: Request) -> Response:
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        outcome = _run_search(request, data.validated_data)
+        block = context_block_build(outcome.hits, token_budget=data.validated_data["token_budget"])
+        return Response(
+            {
+                "context": block.text,
+                "sources": block.sources,
+                "token_count": block.token_count,
+                "truncated": block.truncated,
+                "results": HitOutput(outcome.hits, many=True).data,
+            }
+        )
+
+
+class AnalyticsApi(APIView):
+    @extend_schema(operation_id="rag_analytics")
+    def get(self, request: Request) -> Response:
+        return Response(selectors.search_analytics(actor=request_actor(request)))
+
+
+class QueryLogApi(APIView):
+    class OutputSerializer(serializers.Serializer):
+        id = serializers.IntegerField()
+        created_at = serializers.DateTimeField()
+        query_text = serializers.CharField()
+        mode = serializers.CharField()
+        fusion = serializers.CharField()
+        top_k = serializers.IntegerField()
+        result_count = serializers.IntegerField()
+        avg_score = serializers.FloatField(allow_null=True)
+        quality_score = serializers.FloatField(allow_null=True)
+        latency_ms = serializers.FloatField()
+        stage_ms = serializers.DictField()
+        status = serializers.CharField()
+
+    @extend_schema(responses=OutputSerializer(many=True), operation_id="rag_queries_list")
+    def get(self, request: Request) -> Response:
+        paginator = CreatedCursorPagination()
+        page = paginator.paginate_queryset(
+            selectors.search_query_list(actor=request_actor(request)), request, self
+        )
+        return paginator.get_paginated_response(self.OutputSerializer(page, many=True).data)

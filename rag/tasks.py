@@ -1,0 +1,36 @@
+from __future__ import annotations
+
+import logging
+
+from celery import shared_task
+
+from core.embeddings.base import EmbeddingError
+from rag import services
+from rag.models import Document
+
+logger = logging.getLogger("engram.rag")
+
+PERIODIC_JOBS: list[object] = []
+
+
+@shared_task(
+    bind=True,
+    acks_late=True,
+    time_limit=30 * 60,
+    soft_time_limit=28 * 60,
+    max_retries=3,
+)
+def process_document(self, document_id: int) -> str:  # type: ignore[no-untyped-def]
+    """Ingest one document. The task id is the claim, so a redelivered task resumes its own."""
+    if not Document.objects.filter(pk=document_id).exists():
+        return "gone"
+    claim = self.request.id or None
+    try:
+        return services.document_process(document_id=document_id, claim=claim)
+    except EmbeddingError as exc:
+        # Transient provider trouble: retry with backoff, then give up visibly.
+        if self.request.retries < self.max_retries:
+            raise self.retry(exc=exc, countdown=10 * 2**self.request.retries) from exc
+        if claim:
+            services.document_mark_failed(document_id=document_id, claim=claim, error=str(exc))
+        return "failed"

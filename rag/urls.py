@@ -1,0 +1,28 @@
+from django.urls import path
+
+from rag import apis
+
+urlpatterns = [
+    path("knowledge-bases", apis.KnowledgeBaseListCreateApi.as_view(), name="kb-list"),
+    path("knowledge-bases/<int:kb_id>", apis.KnowledgeBaseDetailApi.as_view(), name="kb-detail"),
+    path(
+        "knowledge-bases/<int:kb_id>/status",
+        apis.KnowledgeBaseStatusApi.as_view(),
+        name="kb-status",
+    ),
+    path(
+        "knowledge-bases/<int:kb_id>/documents",
+        apis.DocumentListCreateApi.as_view(),
+        name="document-list",
+    ),
+    path("documents/<int:document_id>", apis.DocumentDetailApi.as_view(), name="document-detail"),
+    path(
+        "documents/<int:document_id>/reprocess",
+        apis.DocumentReprocessApi.as_view(),
+        name="document-reprocess",
+    ),
+    path("search", apis.SearchApi.as_view(), name="search"),
+    path("query", apis.QueryApi.as_view(), name="query"),
+    path("analytics", apis.AnalyticsApi.as_view(), name="analytics"),
+    path("queries", apis.QueryLogApi.as_view(), name="query-log"),
+]

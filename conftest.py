@@ -1,7 +1,8 @@
 """Project-wide pytest hooks: the suite runs on real PostgreSQL+pgvector and a Redis server.
 
 Unless DATABASE_URL / REDIS_URL are set, the controlling pytest process attaches to (or starts)
-the embedded servers before any worker spawns, and stops at the end only what it started.
+the embedded servers before any worker spawns, and releases them at the end (they stop if nothing
+else, such as a running launcher or manage.py command, is using them).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_unconfigure(config: pytest.Config) -> None:
     global _services
     if _services is not None and not hasattr(config, "workerinput"):
-        _services.stop_owned()
+        _services.release()
         _services = None
 
 

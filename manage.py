@@ -15,9 +15,9 @@ def main() -> None:
     try:
         execute_from_command_line(sys.argv)
     finally:
-        # Stop only what this command started; a launcher's servers keep running.
+        # The last user of the embedded servers stops them; a launcher's keep running.
         if services is not None:
-            services.stop_owned()
+            services.release()
 
 
 if __name__ == "__main__":

@@ -33,7 +33,7 @@ def main() -> None:
         report = run(args)
     finally:
         if services is not None:
-            services.stop_owned()  # type: ignore[attr-defined]
+            services.release()  # type: ignore[attr-defined]
     print(json.dumps(report, indent=2))
 
 

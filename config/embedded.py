@@ -5,9 +5,11 @@ unix sockets inside the data directory (PostgreSQL never opens a TCP port; Valke
 loopback port only because its library requires one), so they can never collide with system
 servers on 5432 / 6379.
 
-Ownership: whoever calls ``EmbeddedServices.ensure()`` and finds a server down starts it and is
-its owner; ``stop_owned()`` stops only what this process started. A server already running
-(started by the launcher, another test run or a crashed process) is attached to, not restarted.
+Sharing: every process that calls ``EmbeddedServices.ensure()`` starts the servers if they are
+down, or attaches to them, and takes a lease (a file named after its pid). ``release()`` drops the
+lease, and the last process to leave stops the servers, so a test run that finishes never stops
+a server that a long ``manage.py`` command is still using. The launcher stops everything on exit
+(``stop_all``): Ctrl-C means "stop Engram". Leases of dead processes are ignored.
 """
 
 from __future__ import annotations
@@ -300,13 +302,24 @@ class EmbeddedServices:
     """Both embedded servers for one data directory."""
 
     data_dir: Path
-    owned: list[str] = field(default_factory=list)
+    started: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.data_dir = self.data_dir.resolve()
         self.postgres = EmbeddedPostgres(self.data_dir)
         self.valkey = EmbeddedValkey(self.data_dir)
         self.lock_file = self.data_dir / "run" / ".lock"
+        self.lease_dir = self.data_dir / "run" / "leases"
+        self._lease = self.lease_dir / str(os.getpid())
+
+    def _live_leases(self) -> list[Path]:
+        live = []
+        for lease in self.lease_dir.glob("*"):
+            if lease.name.isdigit() and _pid_alive(int(lease.name)):
+                live.append(lease)
+            else:
+                lease.unlink(missing_ok=True)  # its process is gone
+        return live
 
     def ensure(self, *, postgres: bool = True, redis: bool = True) -> dict[str, str]:
         """Attach to or start the servers; return the env vars that point at them."""
@@ -316,29 +329,37 @@ class EmbeddedServices:
                 if not self.postgres.is_running():
                     logger.info("starting embedded PostgreSQL in %s", self.postgres.pgdata)
                     self.postgres.start()
-                    self.owned.append("postgres")
+                    self.started.append("postgres")
                 env["DATABASE_URL"] = self.postgres.url
             if redis:
                 if not self.valkey.is_running():
                     logger.info("starting embedded Valkey in %s", self.valkey.dir)
                     self.valkey.start()
-                    self.owned.append("valkey")
+                    self.started.append("valkey")
                 env["REDIS_URL"] = self.valkey.url
+            self.lease_dir.mkdir(parents=True, exist_ok=True)
+            self._lease.touch()
         return env
 
-    def stop_owned(self) -> None:
+    def release(self) -> bool:
+        """Drop this process's lease; stop the servers if no live lease remains.
+
+        Returns whether the servers were stopped.
+        """
         with _file_lock(self.lock_file):
-            if "valkey" in self.owned:
-                self.valkey.stop()
-            if "postgres" in self.owned:
-                self.postgres.stop()
-            self.owned.clear()
+            self._lease.unlink(missing_ok=True)
+            if self._live_leases():
+                return False
+            self.valkey.stop()
+            self.postgres.stop()
+            return True
 
     def stop_all(self) -> None:
         with _file_lock(self.lock_file):
             self.valkey.stop()
             self.postgres.stop()
-            self.owned.clear()
+            for lease in self.lease_dir.glob("*"):
+                lease.unlink(missing_ok=True)
 
 
 def default_data_dir() -> Path:

@@ -36,7 +36,7 @@ def _postmaster_pid(services: EmbeddedServices) -> int:
 def test_start_attach_recover_and_stop(data_dir: Path) -> None:
     owner = EmbeddedServices(data_dir)
     env = owner.ensure()
-    assert sorted(owner.owned) == ["postgres", "valkey"]
+    assert sorted(owner.started) == ["postgres", "valkey"]
     assert str(data_dir) in env["DATABASE_URL"] and str(data_dir) in env["REDIS_URL"]
 
     with psycopg.connect(env["DATABASE_URL"], autocommit=True) as conn:
@@ -48,7 +48,7 @@ def test_start_attach_recover_and_stop(data_dir: Path) -> None:
 
     second = EmbeddedServices(data_dir)
     assert second.ensure() == env
-    assert second.owned == []  # attached, not started
+    assert second.started == []  # attached, not started
 
     # A crash: both servers killed outright. The next ensure() starts them again on the same data.
     killed = [_postmaster_pid(owner), owner.valkey._pid()]
@@ -59,12 +59,12 @@ def test_start_attach_recover_and_stop(data_dir: Path) -> None:
         time.sleep(0.05)
     recovered = EmbeddedServices(data_dir)
     assert recovered.ensure() == env
-    assert sorted(recovered.owned) == ["postgres", "valkey"]
+    assert sorted(recovered.started) == ["postgres", "valkey"]
     with psycopg.connect(env["DATABASE_URL"]) as conn:
         assert conn.execute("SELECT v::text FROM kept").fetchone() == ("[1,2,3]",)
 
     pg_pid, valkey_pid = _postmaster_pid(recovered), recovered.valkey._pid()
-    recovered.stop_owned()
+    recovered.release()
     assert not _pid_alive(pg_pid) and not _pid_alive(valkey_pid)
     assert not recovered.postgres.is_running() and not recovered.valkey.is_running()
 
@@ -76,3 +76,31 @@ def test_too_deep_data_dir_is_refused_with_a_clear_message(tmp_path: Path) -> No
 
     with pytest.raises(EmbeddedServiceError, match="ENGRAM_DATA_DIR"):
         EmbeddedServices(deep).valkey.start()
+
+
+@pytest.mark.slow
+def test_the_last_process_to_leave_stops_the_servers(data_dir: Path) -> None:
+    import subprocess
+    import sys
+
+    mine = EmbeddedServices(data_dir)
+    mine.ensure()
+    # Another process attaches (a long manage.py command, say) and holds its lease.
+    other = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, time; from pathlib import Path; from config.embedded import EmbeddedServices;"
+            f"EmbeddedServices(Path({str(data_dir)!r})).ensure(); print('ready', flush=True);"
+            "time.sleep(60)",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert other.stdout is not None and other.stdout.readline().strip() == "ready"
+    assert mine.release() is False  # someone is still using them
+    assert mine.postgres.is_running() and mine.valkey.is_running()
+    other.kill()
+    other.wait()
+    assert mine.release() is True  # the other lease is dead: last one out stops them
+    assert not mine.postgres.is_running() and not mine.valkey.is_running()

@@ -82,7 +82,6 @@ _SEPARATORS = frozenset(
 )
 _SEP = rf"[^\S{_CONTROL_SPACES}]"
 _SEP_NO_NL = rf"[^\S\n{_CONTROL_SPACES}]"
-_SEP_RUN = re.compile(rf"{_SEP}+")
 _WORD = re.compile(rf"(?:\S|[{_CONTROL_SPACES}])+")
 _PARAGRAPH_BREAK = re.compile(rf"\n(?:{_SEP_NO_NL}*\n)+")
 _LINE_BREAK = re.compile(r"\n")

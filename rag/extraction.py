@@ -29,7 +29,13 @@ from pypdf.errors import FileNotDecryptedError, PdfReadError
 from core.errors import UnsupportedMediaType, ValidationFailed
 from rag.chunking import markdown_outline
 
-__all__ = ["SUPPORTED_CONTENT_TYPES", "ExtractedText", "extract_text", "normalise_text"]
+__all__ = [
+    "SUPPORTED_CONTENT_TYPES",
+    "ExtractedText",
+    "extract_text",
+    "normalise_text",
+    "resolve_content_type",
+]
 
 SUPPORTED_CONTENT_TYPES = (
     "text/plain",

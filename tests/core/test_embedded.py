@@ -90,7 +90,8 @@ def test_the_last_process_to_leave_stops_the_servers(data_dir: Path) -> None:
         [
             sys.executable,
             "-c",
-            "import sys, time; from pathlib import Path; from config.embedded import EmbeddedServices;"
+            "import time; from pathlib import Path; "
+            "from config.embedded import EmbeddedServices;"
             f"EmbeddedServices(Path({str(data_dir)!r})).ensure(); print('ready', flush=True);"
             "time.sleep(60)",
         ],

@@ -64,6 +64,13 @@ class EngramEnv(BaseSettings):
     LLM_TIMEOUT: float = Field(default=60.0, gt=0)
     LLM_MAX_RETRIES: int = Field(default=2, ge=0, le=10)
 
+    # --- reranking -----------------------------------------------------------------------------
+    RERANK_PROVIDER: Literal["none", "http", "llm"] = "none"
+    RERANK_BASE_URL: str | None = None
+    RERANK_MODEL: str = "BAAI/bge-reranker-v2-m3"
+    RERANK_API_KEY: str | None = None
+    RERANK_TIMEOUT: float = Field(default=30.0, gt=0)
+
     # --- API ---------------------------------------------------------------------------------
     API_PAGE_SIZE: int = Field(default=50, ge=1, le=1000)
     API_KEY_RETENTION_DAYS: int = Field(default=30, ge=1)
@@ -99,6 +106,8 @@ class EngramEnv(BaseSettings):
             raise ValueError("EMBEDDING_PROVIDER=openai needs EMBEDDING_BASE_URL")
         if self.EMBEDDING_PROVIDER == "local" and self.EMBEDDING_DIMENSIONS != 384:
             raise ValueError("the local embedding model has 384 dimensions")
+        if self.RERANK_PROVIDER == "http" and not self.RERANK_BASE_URL:
+            raise ValueError("RERANK_PROVIDER=http needs RERANK_BASE_URL")
         if self.LLM_PROVIDER == "openai" and not self.LLM_BASE_URL:
             raise ValueError("LLM_PROVIDER=openai needs LLM_BASE_URL")
         return self

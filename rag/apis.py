@@ -359,6 +359,7 @@ class SearchInput(serializers.Serializer):
         min_value=-1, max_value=1, required=False, allow_null=True, default=None
     )
     filters = FiltersInput(required=False)
+    rerank = serializers.BooleanField(default=False, help_text="Needs RERANK_PROVIDER.")
 
     def validate_weights(self, value: dict[str, float]) -> dict[str, float]:
         unknown = set(value) - {"vector", "keyword"}
@@ -383,6 +384,7 @@ class HitOutput(serializers.Serializer):
             "vector": {"rank": hit.vector_rank, "score": hit.vector_score},
             "keyword": {"rank": hit.keyword_rank, "score": hit.keyword_score},
             "fused_score": hit.score,
+            "rerank_score": hit.rerank_score,
         }
 
 
@@ -396,6 +398,7 @@ def _run_search(request: Request, data: dict[str, Any]) -> Any:
         fusion=data["fusion"],
         weights=data.get("weights"),
         threshold=data["threshold"],
+        rerank=data["rerank"],
         filters=SearchFilters(
             knowledge_base_ids=tuple(filters["knowledge_base_ids"]),
             doc_types=tuple(filters["doc_types"]),

@@ -90,6 +90,7 @@ class SearchHit:
     heading_path: list[str] = field(default_factory=list)
     position: int = 0
     token_count: int = 0
+    rerank_score: float | None = None
 
 
 @dataclass
@@ -234,10 +235,13 @@ def chunk_search(
     weights: dict[str, float] | None = None,
     threshold: float | None = None,
     candidates: int | None = None,
+    rerank: bool = False,
 ) -> SearchOutcome:
     """Search the caller's knowledge bases. Scoping happens inside every query.
 
     ``threshold`` is a minimum cosine similarity between query and chunk, applied in every mode.
+    ``rerank`` re-scores the best candidates (twice ``top_k``) with the configured reranker; it is
+    refused when none is configured.
     """
     if mode not in MODES:
         raise ValidationFailed(f"mode must be one of {', '.join(MODES)}.", code="invalid_mode")
@@ -249,6 +253,15 @@ def chunk_search(
         raise ValidationFailed("The query is empty.", code="empty_query")
     if not 1 <= top_k <= MAX_TOP_K:
         raise ValidationFailed(f"top_k must be between 1 and {MAX_TOP_K}.", code="invalid_top_k")
+    reranker = None
+    if rerank:
+        from rag.rerank import get_reranker
+
+        reranker = get_reranker()
+        if reranker is None:
+            raise ValidationFailed(
+                "Reranking is not configured (RERANK_PROVIDER).", code="rerank_not_configured"
+            )
     filters = filters or SearchFilters()
     kb_ids = knowledge_bases_for_search(actor=actor, requested=filters.knowledge_base_ids)
     depth = candidates or max(MIN_CANDIDATES, top_k * CANDIDATE_FACTOR)
@@ -303,14 +316,19 @@ def chunk_search(
     stage_ms["fusion"] = _ms(started)
 
     started = time.perf_counter()
+    keep = top_k * 2 if reranker is not None else top_k
     if threshold is not None:
         _hydrate(hits, query_vector)
         hits = [h for h in hits if h.vector_score is not None and h.vector_score >= threshold]
-        hits = hits[:top_k]
+        hits = hits[:keep]
     else:
-        hits = hits[:top_k]
+        hits = hits[:keep]
         _hydrate(hits, query_vector)
     stage_ms["hydrate"] = _ms(started)
+    if reranker is not None:
+        started = time.perf_counter()
+        hits = reranker.rerank(query, hits)[:top_k]
+        stage_ms["rerank"] = _ms(started)
     return SearchOutcome(
         hits=hits,
         mode=mode,

@@ -548,6 +548,7 @@ def search_run(
     fusion: str = "rrf",
     weights: dict[str, float] | None = None,
     threshold: float | None = None,
+    rerank: bool = False,
 ) -> Any:
     """Search and record the query for analytics (an invalid request is not recorded)."""
     from rag.search import SearchFilters, chunk_search
@@ -563,6 +564,7 @@ def search_run(
         fusion=fusion,
         weights=weights,
         threshold=threshold,
+        rerank=rerank,
     )
     search_query_record(
         actor=actor,

@@ -150,6 +150,8 @@ class OpenAIStandIn:
             return Answer(HTTPStatus.OK, self._embeddings(request.body))
         if request.path == "/v1/chat/completions":
             return Answer(HTTPStatus.OK, self._chat_completion(request.body))
+        if request.path == "/v1/rerank":
+            return Answer(HTTPStatus.OK, self._rerank(request.body))
         return self._error(HTTPStatus.NOT_FOUND, f"Unknown path {request.path}.")
 
     def _error(self, status: int, message: str, *, retry_after: bool = False) -> Answer:
@@ -177,6 +179,27 @@ class OpenAIStandIn:
             "data": data,
             "model": body["model"],
             "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+        }
+
+    def _rerank(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        """The rerank protocol vLLM, Jina and Cohere-compatible servers speak; relevance here is
+        the share of query words a document contains (deterministic, good enough to order)."""
+        query_words = set(str(body["query"]).lower().split())
+        results = []
+        for index, document in enumerate(body["documents"]):
+            words = set(str(document).lower().split())
+            score = len(query_words & words) / max(1, len(query_words))
+            results.append(
+                {"index": index, "relevance_score": score, "document": {"text": document}}
+            )
+        results.sort(key=lambda item: -float(item["relevance_score"]))  # type: ignore[arg-type]
+        if body.get("top_n"):
+            results = results[: int(body["top_n"])]
+        return {
+            "id": f"rerank-{next(self._ids)}",
+            "model": body["model"],
+            "results": results,
+            "usage": {"total_tokens": sum(len(str(d).split()) for d in body["documents"])},
         }
 
     def _chat_completion(self, body: Mapping[str, Any]) -> dict[str, Any]:

@@ -246,9 +246,37 @@ def _claim_is_stale(document: Document) -> bool:
 
 
 def _enqueue_processing(document_id: int) -> None:
+    transaction.on_commit(lambda: _send_processing(document_id))
+
+
+def _send_processing(document_id: int) -> bool:
+    """Queue processing; if the broker is down the document stays pending for the recovery job
+    (``rag.recover_documents``) instead of failing a request whose data is already committed."""
+    from kombu.exceptions import OperationalError
+
     from rag.tasks import process_document
 
-    transaction.on_commit(lambda: process_document.delay(document_id))
+    try:
+        process_document.delay(document_id)
+    except OperationalError:
+        logger.warning("broker unavailable; document %s stays pending", document_id)
+        return False
+    return True
+
+
+def documents_recover(*, pending_after: timedelta = timedelta(minutes=10)) -> dict[str, int]:
+    """Re-queue documents nobody is processing: pending for a while, or claimed by a dead worker."""
+    now = timezone.now()
+    stuck = Document.objects.filter(
+        Q(status=Document.Status.PENDING, updated_at__lt=now - pending_after)
+        | Q(
+            status=Document.Status.PROCESSING,
+            processing_started_at__lt=now - PROCESSING_STALE_AFTER,
+        )
+    ).exclude(knowledge_base__status__in=["paused", "archived"])
+    ids = list(stuck.values_list("id", flat=True)[:1000])
+    queued = sum(_send_processing(document_id) for document_id in ids)
+    return {"found": len(ids), "queued": queued}
 
 
 # --- the pipeline --------------------------------------------------------------------------------

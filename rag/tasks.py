@@ -5,12 +5,28 @@ import logging
 from celery import shared_task
 
 from core.embeddings.base import EmbeddingError
+from core.jobs import PeriodicJob, job_run
 from rag import services
 from rag.models import Document
 
 logger = logging.getLogger("engram.rag")
 
-PERIODIC_JOBS: list[object] = []
+PERIODIC_JOBS = [
+    PeriodicJob(
+        name="rag.recover_documents",
+        task="rag.tasks.recover_documents",
+        description="Re-queue documents left pending or claimed by a dead worker.",
+        every_seconds=600,
+        expires_seconds=540,
+    ),
+]
+
+
+@shared_task(bind=True, time_limit=300, soft_time_limit=240, acks_late=True)
+def recover_documents(self) -> dict[str, int]:  # type: ignore[no-untyped-def]
+    with job_run("rag.recover_documents", task_id=self.request.id or "") as run:
+        run.counts = services.documents_recover()
+    return run.counts
 
 
 @shared_task(

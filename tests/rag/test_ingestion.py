@@ -262,3 +262,25 @@ def test_chunk_vector_query_uses_the_hnsw_index(ingest, kb) -> None:
         )
         plan = "\n".join(row[0] for row in cursor.fetchall())
     assert "Index Scan using rag_chunk_embedding_hnsw" in plan, plan
+
+
+def test_recovery_job_requeues_stuck_documents(ingest, kb, actor, monkeypatch) -> None:
+    from core.models import JobRun
+    from rag import tasks
+
+    # The broker is down when the upload commits: the document is stored and stays pending.
+    def broker_down(*args, **kwargs):
+        from kombu.exceptions import OperationalError
+
+        raise OperationalError("connection refused")
+
+    monkeypatch.setattr(tasks.process_document, "delay", broker_down)
+    document = ingest(GUIDE)
+    assert document.status == Document.Status.PENDING
+    monkeypatch.undo()
+    Document.objects.filter(pk=document.pk).update(updated_at=timezone.now() - timedelta(hours=1))
+
+    assert tasks.recover_documents.delay().get() == {"found": 1, "queued": 1}
+    document.refresh_from_db()
+    assert document.status == Document.Status.INDEXED
+    assert JobRun.objects.get(job="rag.recover_documents").counts == {"found": 1, "queued": 1}

@@ -12,10 +12,6 @@ parameter to models that can shorten their vectors).
 
 from __future__ import annotations
 
-import os
-import threading
-from typing import Any
-
 from django.conf import settings
 
 from core.embeddings.base import (
@@ -24,6 +20,7 @@ from core.embeddings.base import (
     EmbeddingProvider,
     EmbeddingVector,
 )
+from core.process_cache import PerProcess
 
 __all__ = [
     "EmbeddingError",
@@ -39,10 +36,6 @@ PROVIDERS = ("local", "openai")
 DEFAULT_DIMENSIONS = 384
 DEFAULT_BATCH_TOKENS = 2048
 DEFAULT_TIMEOUT = 30.0
-
-_lock = threading.Lock()
-_provider: EmbeddingProvider | None = None
-_provider_pid: int | None = None
 
 
 def create_embedding_provider(
@@ -92,39 +85,26 @@ def create_embedding_provider(
 
 
 def get_embedding_provider() -> EmbeddingProvider:
-    """The provider configured in settings, built once per process and shared by all threads.
-
-    A forked child (Celery prefork, gunicorn) builds its own: model sessions and connection
-    pools do not survive a fork.
-    """
-    global _provider, _provider_pid
-    with _lock:
-        if _provider is None or _provider_pid != os.getpid():
-            _provider = _provider_from_settings()
-            _provider_pid = os.getpid()
-        return _provider
+    """The provider configured in settings, built once per process and shared by its threads."""
+    return _cached.get()
 
 
 def reset_embedding_provider() -> None:
     """Forget the cached provider so the next call rebuilds it (for tests and reconfiguration)."""
-    global _provider, _provider_pid
-    with _lock:
-        _provider = None
-        _provider_pid = None
+    _cached.reset()
 
 
 def _provider_from_settings() -> EmbeddingProvider:
-    def setting(name: str, default: Any) -> Any:
-        value = getattr(settings, name, None)
-        return default if value is None else value
-
     return create_embedding_provider(
-        setting("EMBEDDING_PROVIDER", "local"),
-        model=setting("EMBEDDING_MODEL", None),
-        base_url=setting("EMBEDDING_BASE_URL", None),
-        api_key=setting("EMBEDDING_API_KEY", None),
-        dimensions=int(setting("EMBEDDING_DIMENSIONS", DEFAULT_DIMENSIONS)),
-        batch_tokens=int(setting("EMBEDDING_BATCH_TOKENS", DEFAULT_BATCH_TOKENS)),
-        timeout=float(setting("EMBEDDING_TIMEOUT", DEFAULT_TIMEOUT)),
-        request_dimensions=bool(setting("EMBEDDING_REQUEST_DIMENSIONS", False)),
+        settings.EMBEDDING_PROVIDER,
+        model=settings.EMBEDDING_MODEL,
+        base_url=settings.EMBEDDING_BASE_URL,
+        api_key=settings.EMBEDDING_API_KEY,
+        dimensions=settings.EMBEDDING_DIMENSIONS,
+        batch_tokens=settings.EMBEDDING_BATCH_TOKENS,
+        timeout=settings.EMBEDDING_TIMEOUT,
+        request_dimensions=settings.EMBEDDING_REQUEST_DIMENSIONS,
     )
+
+
+_cached: PerProcess[EmbeddingProvider] = PerProcess(_provider_from_settings)

@@ -10,13 +10,10 @@ Settings (all optional): LLM_PROVIDER ("offline" | "openai", default "offline"),
 
 from __future__ import annotations
 
-import os
-import threading
-from typing import Any
-
 from django.conf import settings
 
 from core.llm.base import InvalidJSONError, JSONSchema, LLMError, LLMProvider
+from core.process_cache import PerProcess
 
 __all__ = [
     "InvalidJSONError",
@@ -31,10 +28,6 @@ __all__ = [
 PROVIDERS = ("offline", "openai")
 DEFAULT_TIMEOUT = 60.0
 DEFAULT_MAX_RETRIES = 2
-
-_lock = threading.Lock()
-_provider: LLMProvider | None = None
-_provider_pid: int | None = None
 
 
 def create_llm_provider(
@@ -69,37 +62,24 @@ def create_llm_provider(
 
 
 def get_llm_provider() -> LLMProvider:
-    """The provider configured in settings, built once per process and shared by all threads.
-
-    A forked child (Celery prefork, gunicorn) builds its own, as connection pools do not
-    survive a fork.
-    """
-    global _provider, _provider_pid
-    with _lock:
-        if _provider is None or _provider_pid != os.getpid():
-            _provider = _provider_from_settings()
-            _provider_pid = os.getpid()
-        return _provider
+    """The provider configured in settings, built once per process and shared by its threads."""
+    return _cached.get()
 
 
 def reset_llm_provider() -> None:
     """Forget the cached provider so the next call rebuilds it (for tests and reconfiguration)."""
-    global _provider, _provider_pid
-    with _lock:
-        _provider = None
-        _provider_pid = None
+    _cached.reset()
 
 
 def _provider_from_settings() -> LLMProvider:
-    def setting(name: str, default: Any) -> Any:
-        value = getattr(settings, name, None)
-        return default if value is None else value
-
     return create_llm_provider(
-        setting("LLM_PROVIDER", "offline"),
-        model=setting("LLM_MODEL", None),
-        base_url=setting("LLM_BASE_URL", None),
-        api_key=setting("LLM_API_KEY", None),
-        timeout=float(setting("LLM_TIMEOUT", DEFAULT_TIMEOUT)),
-        max_retries=int(setting("LLM_MAX_RETRIES", DEFAULT_MAX_RETRIES)),
+        settings.LLM_PROVIDER,
+        model=settings.LLM_MODEL,
+        base_url=settings.LLM_BASE_URL,
+        api_key=settings.LLM_API_KEY,
+        timeout=settings.LLM_TIMEOUT,
+        max_retries=settings.LLM_MAX_RETRIES,
     )
+
+
+_cached: PerProcess[LLMProvider] = PerProcess(_provider_from_settings)

@@ -5,13 +5,11 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
 import pytest
 
-import core.embeddings
 from core.embeddings import (
     EmbeddingError,
     create_embedding_provider,
@@ -342,10 +340,9 @@ def test_openai_timeout_raises(openai_standin: OpenAIStandIn) -> None:
 
 
 @pytest.fixture
-def fake_settings(monkeypatch: pytest.MonkeyPatch) -> Iterator[SimpleNamespace]:
-    """Stands in for django.conf.settings so the factory can be tested without Django."""
-    namespace = SimpleNamespace()
-    monkeypatch.setattr(core.embeddings, "settings", namespace)
+def fake_settings(settings: Any) -> Iterator[Any]:
+    """The real Django settings (restored after the test), with the provider cache cleared."""
+    namespace = settings
     reset_embedding_provider()
     yield namespace
     reset_embedding_provider()
@@ -363,7 +360,7 @@ def test_factory_defaults_to_local_model_and_caches() -> None:
 
 
 def test_factory_builds_openai_provider_from_settings(
-    fake_settings: SimpleNamespace, openai_standin: OpenAIStandIn
+    fake_settings: Any, openai_standin: OpenAIStandIn
 ) -> None:
     fake_settings.EMBEDDING_PROVIDER = "openai"
     fake_settings.EMBEDDING_MODEL = "text-embedding-test"

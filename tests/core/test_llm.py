@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from types import SimpleNamespace
 from typing import Any
 
 import jsonschema  # type: ignore[import-untyped]
 import pytest
 
-import core.llm
 from core.llm import (
     InvalidJSONError,
     LLMError,
@@ -344,10 +342,9 @@ def test_offline_complete_json_rejects_non_object_schema() -> None:
 
 
 @pytest.fixture
-def fake_settings(monkeypatch: pytest.MonkeyPatch) -> Iterator[SimpleNamespace]:
-    """Stands in for django.conf.settings so the factory can be tested without Django."""
-    namespace = SimpleNamespace()
-    monkeypatch.setattr(core.llm, "settings", namespace)
+def fake_settings(settings: Any) -> Iterator[Any]:
+    """The real Django settings (restored after the test), with the provider cache cleared."""
+    namespace = settings
     reset_llm_provider()
     yield namespace
     reset_llm_provider()
@@ -364,7 +361,7 @@ def test_factory_defaults_to_offline_and_caches() -> None:
 
 
 def test_factory_builds_openai_provider_from_settings(
-    fake_settings: SimpleNamespace, openai_standin: OpenAIStandIn
+    fake_settings: Any, openai_standin: OpenAIStandIn
 ) -> None:
     fake_settings.LLM_PROVIDER = "openai"
     fake_settings.LLM_MODEL = "test-model"

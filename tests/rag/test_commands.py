@@ -60,7 +60,7 @@ def test_rag_eval_loads_through_the_pipeline_scores_and_reuses(tmp_path: Path) -
 
 
 def test_rag_eval_reports_a_missing_split(tmp_path: Path) -> None:
-    with pytest.raises(CommandError, match="dev.tsv"):
+    with pytest.raises(CommandError, match=r"dev\.tsv"):
         call_command("rag_eval", dataset=beir(tmp_path), split="dev", stdout=StringIO())
 
 

@@ -124,6 +124,11 @@ class Command(BaseCommand):
                 chunk_size=options["chunk_size"],
                 chunk_overlap=options["chunk_overlap"],
             )
+        # The evaluation knowledge base belongs to this command alone: a claim left by an
+        # interrupted earlier run can be taken back at once instead of waiting for it to go stale.
+        Document.objects.filter(knowledge_base=kb, status=Document.Status.PROCESSING).update(
+            status=Document.Status.PENDING, processing_task_id=""
+        )
         loaded = set(
             Document.objects.filter(knowledge_base=kb).values_list("source_path", flat=True)
         )

@@ -19,7 +19,7 @@ from core.permissions import request_actor
 from rag import selectors, services
 from rag.context import context_block_build
 from rag.models import Document, KnowledgeBase
-from rag.search import FUSIONS, MAX_TOP_K, MODES, SearchFilters, SearchHit
+from rag.search import DEFAULT_FUSION, FUSIONS, MAX_TOP_K, MODES, SearchFilters, SearchHit
 
 # --- knowledge bases -----------------------------------------------------------------------------
 
@@ -353,7 +353,7 @@ class SearchInput(serializers.Serializer):
     query = serializers.CharField(max_length=4000)
     mode = serializers.ChoiceField(choices=MODES, default="hybrid")
     top_k = serializers.IntegerField(min_value=1, max_value=MAX_TOP_K, default=10)
-    fusion = serializers.ChoiceField(choices=FUSIONS, default="rrf")
+    fusion = serializers.ChoiceField(choices=FUSIONS, default=DEFAULT_FUSION)
     weights = serializers.DictField(child=serializers.FloatField(min_value=0), required=False)
     threshold = serializers.FloatField(
         min_value=-1, max_value=1, required=False, allow_null=True, default=None

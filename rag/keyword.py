@@ -23,7 +23,7 @@ K1 = 0.9
 B = 0.4
 # Postings read per query term: bounds the cost of common terms (chosen by measurement, see
 # docs/benchmarks.md); rare terms have fewer postings than this anyway.
-POSTINGS_PER_TERM = 2000
+POSTINGS_PER_TERM = 1000
 MAX_TERM_LENGTH = 64
 
 # Lucene's English stop words (the classic analyzer's set).

@@ -23,6 +23,7 @@ from rag import keyword
 from rag.chunking import chunk_document
 from rag.extraction import extract_text
 from rag.models import Chunk, Document, KnowledgeBase, SearchQuery, SearchResult
+from rag.search import DEFAULT_FUSION, SearchFilters, chunk_search
 
 logger = logging.getLogger("engram.rag")
 
@@ -573,14 +574,12 @@ def search_run(
     mode: str = "hybrid",
     top_k: int = 10,
     filters: Any = None,
-    fusion: str = "rrf",
+    fusion: str = DEFAULT_FUSION,
     weights: dict[str, float] | None = None,
     threshold: float | None = None,
     rerank: bool = False,
 ) -> Any:
     """Search and record the query for analytics (an invalid request is not recorded)."""
-    from rag.search import SearchFilters, chunk_search
-
     filters = filters or SearchFilters()
     started = time.perf_counter()
     outcome = chunk_search(

@@ -16,7 +16,7 @@ from core.models import Account, Agent
 from rag import services
 from rag.evaluation import evaluate, load_beir, percentiles
 from rag.models import Document, KnowledgeBase
-from rag.search import FUSIONS, MODES, SearchFilters, chunk_search
+from rag.search import DEFAULT_FUSION, FUSIONS, MODES, SearchFilters, chunk_search
 
 EVAL_ACCOUNT = "engram-eval"
 BATCH_DOCUMENTS = 64
@@ -34,7 +34,7 @@ class Command(BaseCommand):
         parser.add_argument("--split", required=True)
         parser.add_argument("--json", action="store_true", help="print one JSON object")
         parser.add_argument("--modes", default=",".join(MODES))
-        parser.add_argument("--fusion", default="rrf", choices=FUSIONS)
+        parser.add_argument("--fusion", default=DEFAULT_FUSION, choices=FUSIONS)
         parser.add_argument("--weights", default="", help='e.g. "vector=0.4,keyword=0.6"')
         parser.add_argument("--chunk-size", type=int, default=256)
         parser.add_argument("--chunk-overlap", type=int, default=32)

@@ -7,7 +7,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from core.actors import actor_for_account
 from core.errors import EngramError
 from core.models import Account
-from rag.search import FUSIONS, MODES, SearchFilters, chunk_search
+from rag.search import DEFAULT_FUSION, FUSIONS, MODES, SearchFilters, chunk_search
 
 
 class Command(BaseCommand):
@@ -18,7 +18,7 @@ class Command(BaseCommand):
         parser.add_argument("--account", required=True, help="account slug")
         parser.add_argument("--kb", type=int, action="append", default=[], help="knowledge base id")
         parser.add_argument("--mode", choices=MODES, default="hybrid")
-        parser.add_argument("--fusion", choices=FUSIONS, default="rrf")
+        parser.add_argument("--fusion", choices=FUSIONS, default=DEFAULT_FUSION)
         parser.add_argument("--top-k", type=int, default=5)
 
     def handle(self, *args: Any, **options: Any) -> None:

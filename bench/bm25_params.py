@@ -1,0 +1,88 @@
+"""Sweep BM25's k1 and b and the postings read per query term, on the SciFact train split.
+
+Needs the evaluation knowledge base that `manage.py rag_eval --dataset ../shared/data/scifact
+--split train` loads (the same one is reused). Prints nDCG@10 and keyword-stage latency for each
+setting, so the constants in rag/keyword.py are chosen by measurement.
+
+    uv run python bench/bm25_params.py
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import time
+
+from _setup import SHARED_DATA, django_setup
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--dataset", default=str(SHARED_DATA / "scifact"))
+    parser.add_argument("--k1", default="0.6,0.9,1.2,1.5")
+    parser.add_argument("--b", default="0.3,0.4,0.6,0.75")
+    parser.add_argument("--postings", default="250,500,1000,2000,100000")
+    args = parser.parse_args()
+    services = django_setup()
+    try:
+        run(args)
+    finally:
+        if services is not None:
+            services.release()  # type: ignore[attr-defined]
+
+
+def run(args: argparse.Namespace) -> None:
+    from pathlib import Path
+
+    from rag import keyword
+    from rag.evaluation import evaluate, load_beir, percentiles
+    from rag.models import Chunk, KnowledgeBase
+
+    dataset = load_beir(Path(args.dataset), "train")
+    kb = KnowledgeBase.objects.filter(name__startswith=f"beir:{Path(args.dataset).name}:").first()
+    if kb is None:
+        raise SystemExit("load the corpus first: manage.py rag_eval --dataset ... --split train")
+    doc_of = dict(
+        Chunk.objects.filter(knowledge_base=kb).values_list("id", "document__source_path")
+    )
+
+    def score(postings: int) -> tuple[float, dict[str, float]]:
+        run: dict[str, dict[str, float]] = {}
+        latencies = []
+        for qid, text in dataset.queries.items():
+            started = time.perf_counter()
+            hits = keyword.keyword_search(
+                knowledge_base_ids=[kb.pk], query=text, limit=200, postings_per_term=postings
+            )
+            latencies.append((time.perf_counter() - started) * 1000)
+            ranking: dict[str, float] = {}
+            for rank, hit in enumerate(hits, start=1):
+                ranking.setdefault(doc_of[hit.chunk_id], 1.0 / rank)
+            run[qid] = ranking
+        return evaluate(run, dataset.qrels)["ndcg@10"], percentiles(latencies, (50, 95))
+
+    defaults = (keyword.K1, keyword.B)
+    results = []
+    for k1, b in itertools.product(map(float, args.k1.split(",")), map(float, args.b.split(","))):
+        keyword.K1, keyword.B = k1, b
+        ndcg, _ = score(keyword.POSTINGS_PER_TERM)
+        results.append({"k1": k1, "b": b, "ndcg@10": round(ndcg, 4)})
+        print(json.dumps(results[-1]), flush=True)
+    keyword.K1, keyword.B = defaults
+    for postings in map(int, args.postings.split(",")):
+        ndcg, latency = score(postings)
+        print(
+            json.dumps(
+                {
+                    "postings_per_term": postings,
+                    "ndcg@10": round(ndcg, 4),
+                    "keyword_ms": {k: round(v, 2) for k, v in latency.items()},
+                }
+            ),
+            flush=True,
+        )
+
+
+if __name__ == "__main__":
+    main()

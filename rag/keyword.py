@@ -295,6 +295,7 @@ def index_rebuild(*, knowledge_base_id: int) -> None:
     chunks, in one transaction (searches see the old index until it commits)."""
     from django.db import transaction
 
+    from rag.indexing import indexed_text
     from rag.models import Chunk, KnowledgeBase
 
     with transaction.atomic():
@@ -306,12 +307,13 @@ def index_rebuild(*, knowledge_base_id: int) -> None:
             cursor.execute(
                 "DELETE FROM rag_keywordterm WHERE knowledge_base_id = %s", [knowledge_base_id]
             )
-        rows = list(
-            Chunk.objects.filter(knowledge_base_id=knowledge_base_id).values_list(
-                "id", "document_id", "text"
-            )
+        rows = Chunk.objects.filter(knowledge_base_id=knowledge_base_id).values_list(
+            "id", "document_id", "text", "heading_path", "document__title"
         )
-        analysed = [(cid, doc, chunk_terms(text)) for cid, doc, text in rows]
+        analysed = [
+            (cid, doc, chunk_terms(indexed_text(title=title, heading_path=path, text=text)))
+            for cid, doc, text, path, title in rows
+        ]
         total = sum(t.length for _, _, t in analysed)
         avg = total / len(analysed) if analysed else 0.0
         by_document: dict[int, list[tuple[int, ChunkTerms]]] = {}

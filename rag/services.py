@@ -22,6 +22,7 @@ from core.errors import Conflict, PayloadTooLarge, ValidationFailed
 from rag import keyword
 from rag.chunking import chunk_document
 from rag.extraction import extract_text
+from rag.indexing import indexed_text
 from rag.models import Chunk, Document, KnowledgeBase, SearchQuery, SearchResult
 from rag.search import DEFAULT_FUSION, SearchFilters, chunk_search
 
@@ -315,6 +316,7 @@ def _claim(document_id: int, claim: str) -> bool:
 class _Prepared:
     document: Document
     pieces: list[Any]
+    texts: list[str]  # what each piece is embedded and keyword-indexed as
     terms: list[keyword.ChunkTerms]
 
 
@@ -332,7 +334,11 @@ def _prepare(document: Document, claim: str, embed: Any) -> _Prepared:
         embed=embed,
     )
     _progress(document.pk, claim, chunks_total=len(pieces))
-    return _Prepared(document, pieces, [keyword.chunk_terms(piece.text) for piece in pieces])
+    texts = [
+        indexed_text(title=document.title, heading_path=piece.heading_path, text=piece.text)
+        for piece in pieces
+    ]
+    return _Prepared(document, pieces, texts, [keyword.chunk_terms(text) for text in texts])
 
 
 def document_process(*, document_id: int, claim: str | None = None) -> str:
@@ -358,7 +364,7 @@ def document_process(*, document_id: int, claim: str | None = None) -> str:
         vectors: list[Any] = []
         pieces = prepared.pieces
         for start in range(0, len(pieces), EMBED_BATCH):
-            batch = [piece.text for piece in pieces[start : start + EMBED_BATCH]]
+            batch = prepared.texts[start : start + EMBED_BATCH]
             vectors.extend(provider.embed_documents(batch))
             _progress(document_id, claim, chunks_embedded=min(start + EMBED_BATCH, len(pieces)))
         _swap_chunks(document, claim, pieces, vectors, prepared.terms, provider.model_id)
@@ -398,7 +404,7 @@ def documents_process_batch(*, document_ids: list[int], claim: str | None = None
         except (ValidationFailed, ValueError) as exc:
             _finish(document_id, claim, status=Document.Status.FAILED, error=str(exc))
             outcomes["failed"] += 1
-    texts = [piece.text for item in prepared for piece in item.pieces]
+    texts = [text for item in prepared for text in item.texts]
     vectors = list(provider.embed_documents(texts)) if texts else []
     offset = 0
     for item in prepared:

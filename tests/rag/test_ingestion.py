@@ -8,6 +8,7 @@ from django.db import connection
 from django.utils import timezone
 
 from rag import keyword, services
+from rag.indexing import indexed_text
 from rag.models import Chunk, Document, KeywordPosting, KeywordTerm, KnowledgeBase
 
 pytestmark = pytest.mark.django_db
@@ -34,8 +35,10 @@ def assert_index_consistent(kb: KnowledgeBase) -> None:
     assert kb.chunk_count == chunks.count()
     assert kb.total_terms == sum(chunks.values_list("keyword_length", flat=True))
     expected_df: Counter[str] = Counter()
-    for text in chunks.values_list("text", flat=True):
-        expected_df.update(set(keyword.analyze(text)))
+    for text, path, title in chunks.values_list("text", "heading_path", "document__title"):
+        expected_df.update(
+            set(keyword.analyze(indexed_text(title=title, heading_path=path, text=text)))
+        )
     stored_df = dict(KeywordTerm.objects.filter(knowledge_base=kb).values_list("term", "df"))
     assert stored_df == dict(expected_df)
     assert KeywordPosting.objects.filter(knowledge_base=kb).count() == sum(expected_df.values())
@@ -211,7 +214,12 @@ def test_bm25_scores_match_a_reference_implementation(ingest, kb, actor) -> None
     for text in docs:
         ingest(text)
     hits = keyword.keyword_search(knowledge_base_ids=[kb.pk], query="cats garden roses", limit=10)
-    chunks = {c.pk: keyword.analyze(c.text) for c in Chunk.objects.filter(knowledge_base=kb)}
+    chunks = {
+        c.pk: keyword.analyze(
+            indexed_text(title=c.document.title, heading_path=c.heading_path, text=c.text)
+        )
+        for c in Chunk.objects.filter(knowledge_base=kb).select_related("document")
+    }
     n = len(chunks)
     avg = sum(len(t) for t in chunks.values()) / n
     expected = {}

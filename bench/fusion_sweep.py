@@ -1,0 +1,102 @@
+"""Compare fusion methods and weights on SciFact train from one pass of stage results.
+
+Fetches each query's vector and keyword candidates once (depth 200, as rag_eval does), then scores
+every fusion variant offline. Needs the knowledge base `manage.py rag_eval --dataset
+../shared/data/scifact --split train` loads.
+
+    uv run python bench/fusion_sweep.py [--chunking 256/32]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from _setup import SHARED_DATA, django_setup
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--dataset", default=str(SHARED_DATA / "scifact"))
+    parser.add_argument("--chunking", default="256/32")
+    parser.add_argument("--depth", type=int, default=200)
+    args = parser.parse_args()
+    services = django_setup()
+    try:
+        run(args)
+    finally:
+        if services is not None:
+            services.release()  # type: ignore[attr-defined]
+
+
+def run(args: argparse.Namespace) -> None:
+    from pathlib import Path
+
+    from core.embeddings import get_embedding_provider
+    from rag.evaluation import evaluate, load_beir
+    from rag.keyword import keyword_search
+    from rag.models import Chunk, KnowledgeBase
+    from rag.search import rank_fusion, vector_search
+
+    dataset = load_beir(Path(args.dataset), "train")
+    kb = KnowledgeBase.objects.get(name=f"beir:{Path(args.dataset).name}:{args.chunking}")
+    doc_of = dict(
+        Chunk.objects.filter(knowledge_base=kb).values_list("id", "document__source_path")
+    )
+    provider = get_embedding_provider()
+    stages = {}
+    for qid, text in dataset.queries.items():
+        vector = vector_search(
+            knowledge_base_ids=[kb.pk], query_vector=provider.embed_query(text), limit=args.depth
+        )
+        keyword = [
+            (h.chunk_id, h.score)
+            for h in keyword_search(knowledge_base_ids=[kb.pk], query=text, limit=args.depth)
+        ]
+        stages[qid] = {"vector": vector, "keyword": keyword}
+
+    def score(fuse) -> float:  # type: ignore[no-untyped-def]
+        run = {}
+        for qid, lists in stages.items():
+            ranking: dict[str, float] = {}
+            for rank, (chunk_id, _) in enumerate(fuse(lists), start=1):
+                ranking.setdefault(doc_of[chunk_id], 1.0 / rank)
+            run[qid] = ranking
+        return round(evaluate(run, dataset.qrels)["ndcg@10"], 4)
+
+    def max_normalised(lists, wv):  # type: ignore[no-untyped-def]
+        """Scores divided by the list's best (zero stays zero), weighted sum."""
+        fused: dict[int, float] = {}
+        for name, weight in (("vector", wv), ("keyword", 1 - wv)):
+            items = lists[name]
+            if not items:
+                continue
+            top = max(s for _, s in items) or 1.0
+            for item, s in items:
+                fused[item] = fused.get(item, 0.0) + weight * s / top
+        return sorted(fused.items(), key=lambda p: (-p[1], p[0]))
+
+    results = {
+        "vector only": score(lambda s: s["vector"]),
+        "keyword only": score(lambda s: s["keyword"]),
+    }
+    for k in (10, 20, 60):
+        for wv in (0.5, 0.4):
+            results[f"rrf k={k} vector={wv}"] = score(
+                lambda s, k=k, wv=wv: rank_fusion(
+                    s, method="rrf", rrf_k=k, weights={"vector": wv, "keyword": 1 - wv}
+                )
+            )
+    for wv in (0.3, 0.4, 0.5, 0.6, 0.7):
+        results[f"weighted min-max vector={wv}"] = score(
+            lambda s, wv=wv: rank_fusion(
+                s, method="weighted", weights={"vector": wv, "keyword": 1 - wv}
+            )
+        )
+        results[f"weighted max-only vector={wv}"] = score(lambda s, wv=wv: max_normalised(s, wv))
+    for name, value in results.items():
+        print(json.dumps({"fusion": name, "ndcg@10": value}))
+
+
+if __name__ == "__main__":
+    main()

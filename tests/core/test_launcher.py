@@ -96,6 +96,29 @@ class Running:
         return code
 
 
+def admin_login(base: str, username: str, password: str) -> str:
+    """Log in through the admin's own form (CSRF cookie and token) and return the landing page."""
+    import http.cookiejar
+    import urllib.parse
+
+    jar = http.cookiejar.CookieJar()
+    opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
+    page = opener.open(f"{base}/admin/login/", timeout=10).read().decode()
+    token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page).group(1)  # type: ignore[union-attr]
+    form = urllib.parse.urlencode(
+        {
+            "csrfmiddlewaretoken": token,
+            "username": username,
+            "password": password,
+            "next": "/admin/",
+        }
+    ).encode()
+    request = urllib.request.Request(
+        f"{base}/admin/login/?next=/admin/", data=form, headers={"Referer": f"{base}/admin/login/"}
+    )
+    return opener.open(request, timeout=10).read().decode()
+
+
 def _engram_processes(data_dir: Path, port: int) -> list[str]:
     found = []
     for proc in psutil.process_iter(["cmdline", "environ"]):
@@ -130,6 +153,8 @@ def test_run_serve_stop_restart_and_recover_from_kill_9(data_dir: Path) -> None:
     assert status == 200 and me["name"] == "demo-agent"
     with urllib.request.urlopen(f"{first.base}/api/docs/", timeout=10) as response:
         assert response.status == 200
+    password = ADMIN_RE.search(first.output()).group(1)  # type: ignore[union-attr]
+    assert "Site administration" in admin_login(first.base, "admin", password)
     assert first.stop(signal.SIGINT) == 0
     time.sleep(0.5)
     assert _engram_processes(data_dir, port) == []

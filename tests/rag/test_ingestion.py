@@ -7,9 +7,11 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
+from core.embeddings import get_embedding_provider
 from rag import keyword, services
 from rag.indexing import indexed_text
 from rag.models import Chunk, Document, KeywordPosting, KeywordTerm, KnowledgeBase
+from rag.services import pipeline
 
 pytestmark = pytest.mark.django_db
 
@@ -106,7 +108,7 @@ def test_failure_is_visible_and_retryable(ingest, kb, monkeypatch) -> None:
     def broken(*args, **kwargs):
         raise ValueError("chunker exploded")
 
-    monkeypatch.setattr(services, "chunk_document", broken)
+    monkeypatch.setattr(pipeline, "chunk_document", broken)
     document = ingest(GUIDE)
     assert document.status == Document.Status.FAILED
     assert document.error == "chunker exploded"
@@ -124,7 +126,7 @@ def test_a_worker_killed_mid_document_leaves_nothing_partial(ingest, kb, monkeyp
     class WorkerKilled(BaseException):
         pass
 
-    provider = services.get_embedding_provider()
+    provider = get_embedding_provider()
     calls = {"n": 0}
     real = provider.embed_documents
 
@@ -134,7 +136,7 @@ def test_a_worker_killed_mid_document_leaves_nothing_partial(ingest, kb, monkeyp
             raise WorkerKilled
         return real(texts)
 
-    monkeypatch.setattr(services, "EMBED_BATCH", 1)
+    monkeypatch.setattr(pipeline, "EMBED_BATCH", 1)
     monkeypatch.setattr(provider, "embed_documents", dies_on_second_batch)
     Document.objects.filter(pk=original.pk).update(
         original=(GUIDE + "\n\nMore text.").encode(), checksum="changed", status="pending"
@@ -174,7 +176,7 @@ def test_stale_claims_are_taken_over(ingest) -> None:
 
 def test_a_superseded_run_writes_nothing(ingest, kb, monkeypatch) -> None:
     document = ingest(GUIDE)
-    provider = services.get_embedding_provider()
+    provider = get_embedding_provider()
     real = provider.embed_documents
 
     def content_changes_meanwhile(texts):

@@ -131,13 +131,22 @@ def vector_search(
     limit: int,
     filters: SearchFilters | None = None,
 ) -> list[tuple[int, float]]:
-    """(chunk id, cosine similarity) of the nearest chunks, through the HNSW index."""
+    """(chunk id, cosine similarity) of the nearest chunks, through the HNSW index.
+
+    Only chunks embedded by the current model are compared: after a model change, vectors of the
+    old model are meaningless to the new one until ``rag_reindex`` re-embeds them.
+    """
     if not knowledge_base_ids:
         return []
     condition, params = (filters or SearchFilters()).document_condition()
     join = "JOIN rag_document d ON d.id = c.document_id" if condition else ""
     where = f"AND {condition}" if condition else ""
-    params.update(kbs=list(knowledge_base_ids), q=_vector_literal(query_vector), limit=limit)
+    params.update(
+        kbs=list(knowledge_base_ids),
+        q=_vector_literal(query_vector),
+        limit=limit,
+        model=get_embedding_provider().model_id,
+    )
     with transaction.atomic(), connection.cursor() as cursor:
         # Enough candidates for the limit, and iterative scans so filters cannot starve results.
         cursor.execute("SELECT set_config('hnsw.ef_search', %s, true)", [str(max(40, limit))])
@@ -146,7 +155,7 @@ def vector_search(
             f"""
             SELECT c.id, c.embedding <=> %(q)s::vector AS distance
             FROM rag_chunk c {join}
-            WHERE c.knowledge_base_id = ANY(%(kbs)s) {where}
+            WHERE c.knowledge_base_id = ANY(%(kbs)s) AND c.embedding_model = %(model)s {where}
             ORDER BY distance
             LIMIT %(limit)s
             """,  # noqa: S608 - condition is built from validated, parameterised filters

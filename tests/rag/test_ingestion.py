@@ -267,8 +267,9 @@ def test_chunk_vector_query_uses_the_hnsw_index(ingest, kb) -> None:
         cursor.execute("ANALYZE rag_chunk")
         cursor.execute(
             "EXPLAIN SELECT c.id, c.embedding <=> %(q)s::vector AS distance FROM rag_chunk c "
-            "WHERE c.knowledge_base_id = ANY(%(kbs)s) ORDER BY distance LIMIT 50",
-            {"q": _vector_literal(vectors[7]), "kbs": [kb.pk]},
+            "WHERE c.knowledge_base_id = ANY(%(kbs)s) AND c.embedding_model = %(model)s "
+            "ORDER BY distance LIMIT 50",
+            {"q": _vector_literal(vectors[7]), "kbs": [kb.pk], "model": "test"},
         )
         plan = "\n".join(row[0] for row in cursor.fetchall())
     assert "Index Scan using rag_chunk_embedding_hnsw" in plan, plan
@@ -294,3 +295,14 @@ def test_recovery_job_requeues_stuck_documents(ingest, kb, actor, monkeypatch) -
     document.refresh_from_db()
     assert document.status == Document.Status.INDEXED
     assert JobRun.objects.get(job="rag.recover_documents").counts == {"found": 1, "queued": 1}
+
+
+def test_vector_search_ignores_chunks_of_another_embedding_model(ingest, kb) -> None:
+    from rag.search import vector_search
+
+    document = ingest("# Backups\n\nBack up the database nightly.")
+    query = get_embedding_provider().embed_query("database backups")
+    assert vector_search(knowledge_base_ids=[kb.pk], query_vector=query, limit=5)
+    Chunk.objects.filter(document=document).update(embedding_model="openai:old-model")
+    assert vector_search(knowledge_base_ids=[kb.pk], query_vector=query, limit=5) == []
+    assert keyword.keyword_search(knowledge_base_ids=[kb.pk], query="database backups", limit=5)

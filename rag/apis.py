@@ -6,6 +6,7 @@ import base64
 import binascii
 from typing import Any
 
+from django.db import transaction
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
@@ -248,8 +249,6 @@ class DocumentListCreateApi(APIView):
         actor = request_actor(request)
         kb = selectors.knowledge_base_get(actor=actor, kb_id=kb_id)
         uploads = self._uploads(request)
-        from django.db import transaction
-
         # All or nothing: one bad file in a batch stores none of them.
         with transaction.atomic():
             documents = [

@@ -178,8 +178,13 @@ class KeywordPosting(models.Model):
 
     class Meta:
         indexes = [
+            # Covering: a query term's top postings come from the index alone (index-only scan).
             models.Index(
-                "knowledge_base", "term", models.F("impact").desc(), name="rag_posting_impact"
+                "knowledge_base",
+                "term",
+                models.F("impact").desc(),
+                name="rag_posting_impact",
+                include=["chunk", "tf", "chunk_length", "document"],
             ),
         ]
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import uuid
 from collections import Counter
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -119,16 +120,42 @@ def document_process(*, document_id: int, claim: str | None = None) -> str:
     return "indexed"
 
 
-def documents_process_batch(*, document_ids: list[int], claim: str | None = None) -> Counter[str]:
-    """Process many documents with their chunks embedded together, in full batches.
+# Documents per group in batch processing: the model embeds one group while the previous one is
+# written, so a group should take the model a while but keep memory small.
+GROUP_DOCUMENTS = 16
 
-    Same guarantees as ``document_process`` per document (each swaps in its own transaction);
-    bulk loads and re-indexing use it because one embedding call per small document wastes most
-    of the model's batch capacity. Returns a count of outcomes.
+
+def documents_process_batch(*, document_ids: list[int], claim: str | None = None) -> Counter[str]:
+    """Process many documents, embedding one group while the database writes the previous one.
+
+    Same guarantees as ``document_process`` per document. Bulk loads and re-indexing use it: one
+    embedding call per small document wastes the model's batch capacity, and a strict
+    embed-then-write sequence leaves the model idle during writes. Only the embedding runs on the
+    helper thread (the model releases the GIL); every database call stays on the caller's thread
+    and connection. Returns a count of outcomes.
     """
     claim = claim or uuid.uuid4().hex
     outcomes: Counter[str] = Counter()
     provider = get_embedding_provider()
+    previous: tuple[list[_Prepared], Future[Any]] | None = None
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="embed") as embedder:
+        for start in range(0, len(document_ids), GROUP_DOCUMENTS):
+            group = _prepare_group(
+                document_ids[start : start + GROUP_DOCUMENTS], claim, provider, outcomes
+            )
+            texts = [text for item in group for text in item.texts]
+            current = (group, embedder.submit(provider.embed_documents, texts))
+            if previous is not None:
+                _swap_group(*previous, claim, provider.model_id, outcomes)
+            previous = current
+        if previous is not None:
+            _swap_group(*previous, claim, provider.model_id, outcomes)
+    return outcomes
+
+
+def _prepare_group(
+    document_ids: list[int], claim: str, provider: Any, outcomes: Counter[str]
+) -> list[_Prepared]:
     prepared: list[_Prepared] = []
     for document_id in document_ids:
         if not _claim(document_id, claim):
@@ -147,25 +174,36 @@ def documents_process_batch(*, document_ids: list[int], claim: str | None = None
         except (ValidationFailed, ValueError) as exc:
             _finish(document_id, claim, status=Document.Status.FAILED, error=str(exc))
             outcomes["failed"] += 1
-    texts = [text for item in prepared for text in item.texts]
-    vectors = list(provider.embed_documents(texts)) if texts else []
+    return prepared
+
+
+def _swap_group(
+    group: list[_Prepared],
+    embedded: Future[Any],
+    claim: str,
+    model_id: str,
+    outcomes: Counter[str],
+) -> None:
+    vectors = list(embedded.result()) if group else []
     offset = 0
-    for item in prepared:
-        count = len(item.pieces)
-        try:
-            _swap_chunks(
-                item.document,
-                claim,
-                item.pieces,
-                vectors[offset : offset + count],
-                item.terms,
-                provider.model_id,
-            )
-            outcomes["indexed"] += 1
-        except ProcessingAborted:
-            outcomes["skipped"] += 1
-        offset += count
-    return outcomes
+    # One commit for the group; each document still swaps all-or-nothing (a savepoint), and a
+    # document whose claim was taken over is skipped without writing.
+    with transaction.atomic():
+        for item in group:
+            count = len(item.pieces)
+            try:
+                _swap_chunks(
+                    item.document,
+                    claim,
+                    item.pieces,
+                    vectors[offset : offset + count],
+                    item.terms,
+                    model_id,
+                )
+                outcomes["indexed"] += 1
+            except ProcessingAborted:
+                outcomes["skipped"] += 1
+            offset += count
 
 
 def _progress(document_id: int, claim: str, **fields: int) -> None:
@@ -201,10 +239,12 @@ def _swap_chunks(
         if locked is None:
             raise ProcessingAborted
         kb = KnowledgeBase.objects.select_for_update().get(pk=document.knowledge_base_id)
-        old_chunks, old_terms = keyword.postings_remove_document(
-            knowledge_base_id=kb.pk, document_id=document.pk
-        )
-        Chunk.objects.filter(document_id=document.pk).delete()
+        old_chunks, old_terms = 0, 0
+        if document.indexed_at is not None:  # a document never indexed has nothing to replace
+            old_chunks, old_terms = keyword.postings_remove_document(
+                knowledge_base_id=kb.pk, document_id=document.pk
+            )
+            Chunk.objects.filter(document_id=document.pk).delete()
         new_chunks = Chunk.objects.bulk_create(
             [
                 Chunk(

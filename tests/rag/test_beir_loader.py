@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from rag.evaluation.beir import BeirDataset, BeirDoc, BeirFormatError, load_beir
-
-SCIFACT = Path(os.environ.get("ENGRAM_SCIFACT_DIR", "/work/shared/data/scifact"))
-
+from tests.support.data import SCIFACT
 
 # --- SciFact -------------------------------------------------------------------------------
 
@@ -20,7 +17,7 @@ SCIFACT = Path(os.environ.get("ENGRAM_SCIFACT_DIR", "/work/shared/data/scifact")
 @pytest.fixture(scope="module")
 def scifact() -> BeirDataset:
     if not (SCIFACT / "corpus.jsonl").is_file():
-        pytest.skip(f"SciFact evaluation data not found at {SCIFACT} (see /work/shared/data)")
+        pytest.skip(f"SciFact evaluation data not found at {SCIFACT} (shared evaluation data)")
     return load_beir(SCIFACT, "train")
 
 

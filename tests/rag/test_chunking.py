@@ -29,12 +29,13 @@ from rag.chunking import (
     sentence_spans,
 )
 from rag.tokens import count_tokens, count_tokens_one
+from tests.support.data import SCIFACT
 
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
 CONFIGURATION_DOC = ROOT / "docs" / "configuration.md"
 # Evaluation data lives in the shared folder next to the repository and is never copied in.
-SCIFACT_CORPUS = ROOT.parent / "shared" / "data" / "scifact" / "corpus.jsonl"
+SCIFACT_CORPUS = SCIFACT / "corpus.jsonl"
 SCIFACT_DOCS = 200
 
 

@@ -7,10 +7,8 @@ figures are only comparable with theirs if every per-query value agrees, ties in
 from __future__ import annotations
 
 import math
-import os
 import random
 from collections.abc import Mapping
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -27,8 +25,8 @@ from rag.evaluation.metrics import (
     reciprocal_rank_cut,
     trec_ranking,
 )
+from tests.support.data import SCIFACT
 
-SCIFACT = Path(os.environ.get("ENGRAM_SCIFACT_DIR", "/work/shared/data/scifact"))
 REFERENCE_MEASURES = {"ndcg_cut_10", "recall_10", "recall_100", "recip_rank"}
 TOLERANCE = 1e-9
 
@@ -293,7 +291,7 @@ def test_random_runs_match_pytrec_eval_per_query(seed: int) -> None:
 @pytest.fixture(scope="module")
 def scifact_qrels() -> tuple[Qrels, list[str]]:
     if not (SCIFACT / "qrels" / "train.tsv").is_file():
-        pytest.skip(f"SciFact evaluation data not found at {SCIFACT} (see /work/shared/data)")
+        pytest.skip(f"SciFact evaluation data not found at {SCIFACT} (shared evaluation data)")
     dataset = load_beir(SCIFACT, "train")
     return dataset.qrels, sorted(dataset.corpus)
 

@@ -13,9 +13,10 @@ import pytest
 from core.errors import UnsupportedMediaType, ValidationFailed
 from rag.chunking import chunk_markdown
 from rag.extraction import ExtractedText, extract_text, resolve_content_type
+from tests.support.data import SCIFACT
 
 ROOT = Path(__file__).resolve().parents[2]
-SCIFACT_CORPUS = ROOT.parent / "shared" / "data" / "scifact" / "corpus.jsonl"
+SCIFACT_CORPUS = SCIFACT / "corpus.jsonl"
 
 
 def extract(data: bytes, filename: str | None = None, content_type: str | None = None):

@@ -160,7 +160,7 @@ REST_FRAMEWORK = {
     "DEFAULT_PAGINATION_CLASS": "core.pagination.CreatedCursorPagination",
     "PAGE_SIZE": ENV.API_PAGE_SIZE,
     "EXCEPTION_HANDLER": "core.errors.api_exception_handler",
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "core.schema.EngramAutoSchema",
     "UNAUTHENTICATED_USER": None,
 }
 SPECTACULAR_SETTINGS = {
@@ -173,12 +173,11 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
     "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
     "SERVE_AUTHENTICATION": [],
-    "APPEND_COMPONENTS": {
-        "securitySchemes": {
-            "ApiKey": {"type": "http", "scheme": "bearer", "description": "eng_... agent API key"}
-        }
+    "ENUM_NAME_OVERRIDES": {
+        "KnowledgeBaseStatusEnum": "rag.models.KnowledgeBase.Status",
+        "DocumentStatusEnum": "rag.models.Document.Status",
+        "ChunkingStrategyEnum": "rag.models.KnowledgeBase.Chunking",
     },
-    "SECURITY": [{"ApiKey": []}],
 }
 
 # --- providers -----------------------------------------------------------------------------------

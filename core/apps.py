@@ -5,3 +5,6 @@ class CoreConfig(AppConfig):
     name = "core"
     verbose_name = "Core: accounts, agents and keys"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from core import schema  # noqa: F401  (registers the API key scheme with drf-spectacular)

@@ -429,6 +429,15 @@ class SearchApi(APIView):
         return Response(self.OutputSerializer(_run_search(request, data.validated_data)).data)
 
 
+class QuerySourceOutput(serializers.Serializer):
+    ref = serializers.IntegerField()
+    document_id = serializers.IntegerField()
+    chunk_id = serializers.IntegerField()
+    title = serializers.CharField()
+    heading_path = serializers.ListField(child=serializers.CharField())
+    score = serializers.FloatField()
+
+
 class QueryApi(APIView):
     """Search, then a token-budgeted context block with numbered sources, for an LLM prompt."""
 
@@ -437,7 +446,14 @@ class QueryApi(APIView):
     class InputSerializer(SearchInput):
         token_budget = serializers.IntegerField(min_value=50, max_value=100_000, default=2000)
 
-    @extend_schema(request=InputSerializer, operation_id="rag_query")
+    class OutputSerializer(serializers.Serializer):
+        context = serializers.CharField()  # type: ignore[assignment]  # a field named "context"
+        sources = QuerySourceOutput(many=True)
+        token_count = serializers.IntegerField()
+        truncated = serializers.BooleanField()
+        results = HitOutput(many=True)
+
+    @extend_schema(request=InputSerializer, responses=OutputSerializer, operation_id="rag_query")
     def post(self, request: Request) -> Response:
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
@@ -454,8 +470,21 @@ class QueryApi(APIView):
         )
 
 
+class AnalyticsModeOutput(serializers.Serializer):
+    mode = serializers.CharField()
+    queries = serializers.IntegerField()
+    avg_latency_ms = serializers.FloatField()
+    avg_score = serializers.FloatField(allow_null=True)
+    avg_quality = serializers.FloatField(allow_null=True)
+    empty = serializers.IntegerField()
+    errors = serializers.IntegerField()  # type: ignore[assignment]  # a field named "errors"
+
+
 class AnalyticsApi(APIView):
-    @extend_schema(operation_id="rag_analytics")
+    class OutputSerializer(serializers.Serializer):
+        modes = AnalyticsModeOutput(many=True)
+
+    @extend_schema(responses=OutputSerializer, operation_id="rag_analytics")
     def get(self, request: Request) -> Response:
         return Response(selectors.search_analytics(actor=request_actor(request)))
 

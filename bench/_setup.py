@@ -2,12 +2,25 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED_DATA = ROOT.parent / "shared" / "data"
+
+
+@contextlib.contextmanager
+def django_session() -> Iterator[None]:
+    """Django set up and migrated for the benchmark's duration; embedded servers released after."""
+    services = django_setup()
+    try:
+        yield
+    finally:
+        if services is not None:
+            services.release()  # type: ignore[attr-defined]
 
 
 def django_setup() -> object:

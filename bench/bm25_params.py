@@ -14,7 +14,7 @@ import itertools
 import json
 import time
 
-from _setup import SHARED_DATA, django_setup
+from _setup import SHARED_DATA, django_session
 
 
 def main() -> None:
@@ -24,12 +24,8 @@ def main() -> None:
     parser.add_argument("--b", default="0.3,0.4,0.6,0.75")
     parser.add_argument("--postings", default="250,500,1000,2000,100000")
     args = parser.parse_args()
-    services = django_setup()
-    try:
+    with django_session():
         run(args)
-    finally:
-        if services is not None:
-            services.release()  # type: ignore[attr-defined]
 
 
 def run(args: argparse.Namespace) -> None:

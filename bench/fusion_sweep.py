@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from _setup import SHARED_DATA, django_setup
+from _setup import SHARED_DATA, django_session
 
 
 def main() -> None:
@@ -21,12 +21,8 @@ def main() -> None:
     parser.add_argument("--chunking", default="256/32")
     parser.add_argument("--depth", type=int, default=200)
     args = parser.parse_args()
-    services = django_setup()
-    try:
+    with django_session():
         run(args)
-    finally:
-        if services is not None:
-            services.release()  # type: ignore[attr-defined]
 
 
 def run(args: argparse.Namespace) -> None:

@@ -16,7 +16,7 @@ import argparse
 import json
 import time
 
-from _setup import SHARED_DATA, django_setup
+from _setup import SHARED_DATA, django_session
 
 
 def main() -> None:
@@ -29,12 +29,8 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=100, help="unmeasured queries run first")
     parser.add_argument("--throughput-docs", type=int, default=400, help="0 skips this part")
     args = parser.parse_args()
-    services = django_setup()
-    try:
+    with django_session():
         report = run(args)
-    finally:
-        if services is not None:
-            services.release()  # type: ignore[attr-defined]
     print(json.dumps(report, indent=2))
 
 

@@ -15,14 +15,12 @@ from core.embeddings.base import (
     as_text_list,
     empty_matrix,
 )
+from core.openai_client import openai_client
 
 DEFAULT_TIMEOUT = 30.0
 DEFAULT_MAX_RETRIES = 2
 #: Inputs per request; far below OpenAI's 2048-input limit so one request stays small.
 DEFAULT_BATCH_SIZE = 256
-# The client refuses to start without a key, but keyless local servers (vLLM, Ollama) need
-# none and ignore the Authorization header this produces.
-_KEYLESS_PLACEHOLDER = "unused"
 
 
 class OpenAIEmbeddingProvider:
@@ -61,11 +59,8 @@ class OpenAIEmbeddingProvider:
         self._batch_size = batch_size
         self._request_dimensions = request_dimensions
         self._timeout = timeout
-        self._client = openai.OpenAI(
-            api_key=api_key or _KEYLESS_PLACEHOLDER,
-            base_url=base_url,
-            timeout=timeout,
-            max_retries=max_retries,
+        self._client = openai_client(
+            base_url=base_url, api_key=api_key, timeout=timeout, max_retries=max_retries
         )
 
     def embed_documents(self, texts: Sequence[str]) -> EmbeddingMatrix:

@@ -14,12 +14,10 @@ from core.llm.base import (
     json_instructions,
     parse_json_object,
 )
+from core.openai_client import openai_client
 
 DEFAULT_TIMEOUT = 60.0
 DEFAULT_MAX_RETRIES = 2
-# The client refuses to start without a key, but keyless local servers (vLLM, Ollama) need
-# none and ignore the Authorization header this produces.
-_KEYLESS_PLACEHOLDER = "unused"
 
 
 class OpenAILLMProvider:
@@ -48,11 +46,8 @@ class OpenAILLMProvider:
         self.model_id = f"openai:{model}"
         self._model = model
         self._timeout = timeout
-        self._client = openai.OpenAI(
-            api_key=api_key or _KEYLESS_PLACEHOLDER,
-            base_url=base_url,
-            timeout=timeout,
-            max_retries=max_retries,
+        self._client = openai_client(
+            base_url=base_url, api_key=api_key, timeout=timeout, max_retries=max_retries
         )
 
     def complete(

@@ -3,11 +3,8 @@
 from __future__ import annotations
 
 import os
-import shutil
 import signal
-import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import psycopg
@@ -19,21 +16,13 @@ from config.embedded import EmbeddedServices, _pid_alive
 pytestmark = pytest.mark.embedded
 
 
-@pytest.fixture
-def data_dir() -> Iterator[Path]:
-    # Short path under /tmp: unix socket paths are limited to ~100 bytes.
-    path = Path(tempfile.mkdtemp(prefix="eng-", dir="/tmp"))
-    yield path
-    EmbeddedServices(path).stop_all()
-    shutil.rmtree(path, ignore_errors=True)
-
-
 def _postmaster_pid(services: EmbeddedServices) -> int:
     return int((services.postgres.pgdata / "postmaster.pid").read_text().splitlines()[0])
 
 
 @pytest.mark.slow
-def test_start_attach_recover_and_stop(data_dir: Path) -> None:
+def test_start_attach_recover_and_stop(embedded_data_dir: Path) -> None:
+    data_dir = embedded_data_dir
     owner = EmbeddedServices(data_dir)
     env = owner.ensure()
     assert sorted(owner.started) == ["postgres", "valkey"]
@@ -79,7 +68,8 @@ def test_too_deep_data_dir_is_refused_with_a_clear_message(tmp_path: Path) -> No
 
 
 @pytest.mark.slow
-def test_the_last_process_to_leave_stops_the_servers(data_dir: Path) -> None:
+def test_the_last_process_to_leave_stops_the_servers(embedded_data_dir: Path) -> None:
+    data_dir = embedded_data_dir
     import subprocess
     import sys
 

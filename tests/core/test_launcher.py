@@ -5,22 +5,18 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
 import pytest
 
-from config.embedded import EmbeddedServices
 from config.env import BASE_DIR
 
 pytestmark = [pytest.mark.slow, pytest.mark.embedded]
@@ -132,15 +128,8 @@ def _engram_processes(data_dir: Path, port: int) -> list[str]:
     return found
 
 
-@pytest.fixture
-def data_dir() -> Iterator[Path]:
-    path = Path(tempfile.mkdtemp(prefix="eng-", dir="/tmp"))
-    yield path
-    EmbeddedServices(path).stop_all()
-    shutil.rmtree(path, ignore_errors=True)
-
-
-def test_run_serve_stop_restart_and_recover_from_kill_9(data_dir: Path) -> None:
+def test_run_serve_stop_restart_and_recover_from_kill_9(embedded_data_dir: Path) -> None:
+    data_dir = embedded_data_dir
     port = _free_port()
 
     first = Running(data_dir, port)

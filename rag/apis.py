@@ -6,7 +6,6 @@ import base64
 import binascii
 from typing import Any
 
-from django.db import transaction
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
@@ -250,10 +249,10 @@ class DocumentListCreateApi(APIView):
         kb = selectors.knowledge_base_get(actor=actor, kb_id=kb_id)
         uploads = self._uploads(request)
         # All or nothing: one bad file in a batch stores none of them.
-        with transaction.atomic():
-            documents = [
-                services.document_create(actor=actor, kb=kb, **kwargs) for kwargs in uploads
-            ]
+        if len(uploads) == 1:
+            documents = [services.document_create(actor=actor, kb=kb, **uploads[0])]
+        else:
+            documents = services.documents_create_batch(actor=actor, kb=kb, uploads=uploads)
         body = DocumentOutput(documents, many=True).data
         return Response(
             body if len(documents) > 1 or "documents" in request.data else body[0], status=201

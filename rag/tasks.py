@@ -50,3 +50,23 @@ def process_document(self, document_id: int) -> str:  # type: ignore[no-untyped-
         if claim:
             services.document_mark_failed(document_id=document_id, claim=claim, error=str(exc))
         return "failed"
+
+
+@shared_task(
+    bind=True,
+    acks_late=True,
+    time_limit=60 * 60,
+    soft_time_limit=58 * 60,
+    max_retries=3,
+)
+def process_documents(self, document_ids: list[int]) -> dict[str, int]:  # type: ignore[no-untyped-def]
+    """Ingest a batch upload's documents together (see ``documents_process_batch``)."""
+    claim = self.request.id or None
+    try:
+        return dict(services.documents_process_batch(document_ids=document_ids, claim=claim))
+    except EmbeddingError as exc:
+        if self.request.retries < self.max_retries:
+            raise self.retry(exc=exc, countdown=10 * 2**self.request.retries) from exc
+        if claim:
+            services.documents_mark_failed(claim=claim, error=str(exc))
+        return {"failed": len(document_ids)}

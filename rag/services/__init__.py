@@ -7,6 +7,7 @@ from rag.services.documents import (
     document_delete,
     document_replace_content,
     document_reprocess,
+    documents_create_batch,
     documents_recover,
 )
 from rag.services.knowledge_bases import (
@@ -19,6 +20,7 @@ from rag.services.pipeline import (
     ProcessingAborted,
     document_mark_failed,
     document_process,
+    documents_mark_failed,
     documents_process_batch,
 )
 
@@ -31,6 +33,8 @@ __all__ = [
     "document_process",
     "document_replace_content",
     "document_reprocess",
+    "documents_create_batch",
+    "documents_mark_failed",
     "documents_process_batch",
     "documents_recover",
     "knowledge_base_create",

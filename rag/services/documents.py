@@ -139,6 +139,36 @@ def _claim_is_stale(document: Document) -> bool:
     return started is None or started < timezone.now() - PROCESSING_STALE_AFTER
 
 
+def documents_create_batch(
+    *, actor: Actor, kb: KnowledgeBase, uploads: list[dict[str, Any]]
+) -> list[Document]:
+    """Store several uploads all or nothing, then process them as one batch task: their chunks
+    are embedded together in full batches instead of one small embedding call per document.
+
+    Each item of ``uploads`` takes ``document_create``'s keyword arguments.
+    """
+    with transaction.atomic():
+        documents = [
+            document_create(actor=actor, kb=kb, enqueue=False, **upload) for upload in uploads
+        ]
+        ids = [document.pk for document in documents]
+        transaction.on_commit(lambda: _send_batch_processing(ids))
+    return documents
+
+
+def _send_batch_processing(document_ids: list[int]) -> bool:
+    from kombu.exceptions import OperationalError
+
+    from rag.tasks import process_documents
+
+    try:
+        process_documents.delay(document_ids)
+    except OperationalError:
+        logger.warning("broker unavailable; %s documents stay pending", len(document_ids))
+        return False
+    return True
+
+
 def _enqueue_processing(document_id: int) -> None:
     transaction.on_commit(lambda: _send_processing(document_id))
 

@@ -221,6 +221,13 @@ def document_mark_failed(*, document_id: int, claim: str, error: str) -> None:
     _finish(document_id, claim, status=Document.Status.FAILED, error=error)
 
 
+def documents_mark_failed(*, claim: str, error: str) -> int:
+    """Fail every document a batch run still holds (its claim); returns how many."""
+    return Document.objects.filter(
+        processing_task_id=claim, status=Document.Status.PROCESSING
+    ).update(status=Document.Status.FAILED, error=error[:5000], processing_task_id="")
+
+
 def _swap_chunks(
     document: Document,
     claim: str,

@@ -341,3 +341,24 @@ def test_search_query_count_is_bounded(agent_client, upload, django_assert_max_n
             "/api/v1/rag/search", {"query": "search performance", "top_k": 5}, format="json"
         )
     assert len(response.json()["results"]) == 5
+
+
+def test_a_batch_upload_is_processed_as_one_batch_task(upload, monkeypatch) -> None:
+    from rag import tasks
+
+    sent: list[list[int]] = []
+    real = tasks.process_documents.delay
+
+    def record(document_ids):  # type: ignore[no-untyped-def]
+        sent.append(list(document_ids))
+        return real(document_ids)
+
+    monkeypatch.setattr(tasks.process_documents, "delay", record)
+    monkeypatch.setattr(
+        tasks.process_document, "delay", lambda *a: pytest.fail("per-document task")
+    )
+    response = upload({"documents": [{"text": "One."}, {"text": "Two."}, {"text": "Three."}]})
+    assert response.status_code == 201
+    ids = [d["id"] for d in response.json()]
+    assert sent == [ids]
+    assert set(Document.objects.filter(pk__in=ids).values_list("status", flat=True)) == {"indexed"}

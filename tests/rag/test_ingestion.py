@@ -306,3 +306,28 @@ def test_vector_search_ignores_chunks_of_another_embedding_model(ingest, kb) -> 
     Chunk.objects.filter(document=document).update(embedding_model="openai:old-model")
     assert vector_search(knowledge_base_ids=[kb.pk], query_vector=query, limit=5) == []
     assert keyword.keyword_search(knowledge_base_ids=[kb.pk], query="database backups", limit=5)
+
+
+def test_a_batch_that_cannot_embed_fails_its_documents_visibly(actor, kb, monkeypatch) -> None:
+    from core.embeddings.base import EmbeddingError
+    from rag import tasks
+
+    documents = [
+        services.document_create(
+            actor=actor, kb=kb, data=text.encode(), content_type="text/plain", enqueue=False
+        )
+        for text in ("First document.", "Second document.")
+    ]
+
+    def down(texts):  # type: ignore[no-untyped-def]
+        raise EmbeddingError("embedding endpoint unreachable")
+
+    monkeypatch.setattr(get_embedding_provider(), "embed_documents", down)
+    monkeypatch.setattr(tasks.process_documents, "max_retries", 0)
+    result = tasks.process_documents.apply(args=[[d.pk for d in documents]])
+    assert result.get() == {"failed": 2}
+    for document in documents:
+        document.refresh_from_db()
+        assert document.status == Document.Status.FAILED
+        assert document.error == "embedding endpoint unreachable"
+        assert not Chunk.objects.filter(document=document).exists()

@@ -349,7 +349,7 @@ def test_a_batch_upload_is_processed_as_one_batch_task(upload, monkeypatch) -> N
     sent: list[list[int]] = []
     real = tasks.process_documents.delay
 
-    def record(document_ids):  # type: ignore[no-untyped-def]
+    def record(document_ids):
         sent.append(list(document_ids))
         return real(document_ids)
 

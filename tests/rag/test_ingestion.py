@@ -319,12 +319,12 @@ def test_a_batch_that_cannot_embed_fails_its_documents_visibly(actor, kb, monkey
         for text in ("First document.", "Second document.")
     ]
 
-    def down(texts):  # type: ignore[no-untyped-def]
+    def down(texts):
         raise EmbeddingError("embedding endpoint unreachable")
 
     monkeypatch.setattr(get_embedding_provider(), "embed_documents", down)
     monkeypatch.setattr(tasks.process_documents, "max_retries", 0)
-    result = tasks.process_documents.apply(args=[[d.pk for d in documents]])
+    result = tasks.process_documents.apply(args=([d.pk for d in documents],))
     assert result.get() == {"failed": 2}
     for document in documents:
         document.refresh_from_db()

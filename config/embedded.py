@@ -18,7 +18,6 @@ import contextlib
 import fcntl
 import logging
 import os
-import shutil
 import subprocess
 import time
 import warnings
@@ -388,7 +387,3 @@ def ensure_environment(data_dir: Path | None = None) -> EmbeddedServices | None:
     services = EmbeddedServices(data_dir or default_data_dir())
     os.environ.update(services.ensure(postgres=need_pg, redis=need_redis))
     return services
-
-
-def which(name: str) -> str | None:
-    return shutil.which(name)

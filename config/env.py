@@ -77,6 +77,7 @@ class EngramEnv(BaseSettings):
     JOB_RUN_RETENTION_DAYS: int = Field(default=30, ge=1)
     RAG_MAX_UPLOAD_BYTES: int = Field(default=20 * 1024 * 1024, ge=1024)
 
+    @model_validator(mode="before")
     @classmethod
     def _split_lists(cls, data: object) -> object:
         if isinstance(data, dict):
@@ -84,11 +85,6 @@ class EngramEnv(BaseSettings):
                 if key in data:
                     data[key] = _csv(data[key])
         return data
-
-    @model_validator(mode="before")
-    @classmethod
-    def _before(cls, data: object) -> object:
-        return cls._split_lists(data)
 
     @model_validator(mode="after")
     def _check(self) -> EngramEnv:

@@ -133,7 +133,7 @@ class ApiKeyAdmin(admin.ModelAdmin):
 
 @admin.register(JobRun)
 class JobRunAdmin(admin.ModelAdmin):
-    list_display = ["job", "status", "started_at", "finished_at", "counts", "short_error"]
+    list_display = ["job", "status", "started_at", "duration_seconds", "counts", "short_error"]
     list_filter = ["status", "job"]
     date_hierarchy = "started_at"
     readonly_fields = ["job", "task_id", "status", "started_at", "finished_at", "counts", "error"]

@@ -6,7 +6,7 @@ from django.db.models import QuerySet
 
 from core.actors import Actor
 from core.errors import NotFound
-from core.models import Agent, ApiKey, JobRun
+from core.models import Agent, ApiKey
 
 
 def agent_list(*, actor: Actor) -> QuerySet[Agent]:
@@ -32,7 +32,3 @@ def api_key_get(*, actor: Actor, prefix: str) -> ApiKey:
     if key is None:
         raise NotFound("No such API key.", code="api_key_not_found")
     return key
-
-
-def job_run_latest(*, job: str) -> JobRun | None:
-    return JobRun.objects.filter(job=job).order_by("-started_at").first()

@@ -31,13 +31,6 @@ def membership_grant(*, account: Account, user: User, role: str) -> Membership:
     return membership
 
 
-def team_create(*, account: Account, name: str, description: str = "") -> Team:
-    team = Team(account=account, name=name, description=description)
-    team.full_clean()
-    team.save()
-    return team
-
-
 @transaction.atomic
 def agent_create(
     *,

@@ -17,7 +17,6 @@ from rag.services.knowledge_bases import (
     knowledge_base_update,
 )
 from rag.services.pipeline import (
-    ProcessingAborted,
     document_mark_failed,
     document_process,
     documents_mark_failed,
@@ -26,7 +25,6 @@ from rag.services.pipeline import (
 
 __all__ = [
     "DocumentMetadata",
-    "ProcessingAborted",
     "document_create",
     "document_delete",
     "document_mark_failed",

@@ -49,6 +49,33 @@ def document_create(
 
     ``enqueue=False`` leaves processing to the caller (bulk loads process in-process in batches).
     """
+    document = _document_build(
+        kb=kb,
+        data=data,
+        filename=filename,
+        content_type=content_type,
+        title=title,
+        source=source,
+        metadata=metadata,
+    )
+    with transaction.atomic():
+        document.save()
+        if enqueue:
+            _enqueue_processing(document.pk)
+    return document
+
+
+def _document_build(
+    *,
+    kb: KnowledgeBase,
+    data: bytes,
+    filename: str | None = None,
+    content_type: str | None = None,
+    title: str = "",
+    source: str = "",
+    metadata: DocumentMetadata | None = None,
+) -> Document:
+    """A validated, unsaved document for an upload: anything wrong raises before a write."""
     if kb.status == KnowledgeBase.Status.ARCHIVED:
         raise Conflict("The knowledge base is archived.", code="knowledge_base_archived")
     if len(data) > settings.RAG_MAX_UPLOAD_BYTES:
@@ -75,11 +102,8 @@ def document_create(
         document_date=meta.document_date,
         metadata=meta.extra or {},
     )
-    document.full_clean(exclude=["original"])
-    with transaction.atomic():
-        document.save()
-        if enqueue:
-            _enqueue_processing(document.pk)
+    # The relations come from the loaded knowledge base: validating them would query each one.
+    document.full_clean(exclude=["original", "account", "knowledge_base"])
     return document
 
 
@@ -125,8 +149,8 @@ def document_delete(*, document: Document) -> None:
     """Delete a document, its chunks and its index data, keeping corpus statistics exact."""
     with transaction.atomic():
         kb = KnowledgeBase.objects.select_for_update().get(pk=document.knowledge_base_id)
-        chunks, terms = keyword.postings_remove_document(
-            knowledge_base_id=kb.pk, document_id=document.pk
+        chunks, terms = keyword.postings_remove_documents(
+            knowledge_base_id=kb.pk, document_ids=[document.pk]
         )
         KnowledgeBase.objects.filter(pk=kb.pk).update(
             chunk_count=F("chunk_count") - chunks, total_terms=F("total_terms") - terms
@@ -140,19 +164,21 @@ def _claim_is_stale(document: Document) -> bool:
 
 
 def documents_create_batch(
-    *, actor: Actor, kb: KnowledgeBase, uploads: list[dict[str, Any]]
+    *, actor: Actor, kb: KnowledgeBase, uploads: list[dict[str, Any]], enqueue: bool = True
 ) -> list[Document]:
-    """Store several uploads all or nothing, then process them as one batch task: their chunks
-    are embedded together in full batches instead of one small embedding call per document.
+    """Store several uploads all or nothing (every one is validated before the single insert),
+    then process them as one batch task: their chunks are embedded together in full batches
+    instead of one small embedding call per document.
 
-    Each item of ``uploads`` takes ``document_create``'s keyword arguments.
+    Each item of ``uploads`` takes ``document_create``'s keyword arguments (except ``enqueue``:
+    ``enqueue=False`` leaves processing to the caller).
     """
+    built = [_document_build(kb=kb, **upload) for upload in uploads]
     with transaction.atomic():
-        documents = [
-            document_create(actor=actor, kb=kb, enqueue=False, **upload) for upload in uploads
-        ]
+        documents = Document.objects.bulk_create(built)
         ids = [document.pk for document in documents]
-        transaction.on_commit(lambda: _send_batch_processing(ids))
+        if enqueue:
+            transaction.on_commit(lambda: _send_batch_processing(ids))
     return documents
 
 

@@ -11,7 +11,7 @@ from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
@@ -28,11 +28,9 @@ EMBED_BATCH = 64
 PROCESSING_STALE_AFTER = timedelta(seconds=settings.CELERY_TASK_TIME_LIMIT + 60)
 
 
-class ProcessingAborted(Exception):
-    """Another run took the document over, or it was deleted: stop without writing."""
-
-
-def _claim(document_id: int, claim: str) -> bool:
+def _claim(document_ids: list[int], claim: str) -> list[int]:
+    """Claim the documents that are free to process (two statements, whatever their number);
+    returns the ids claimed."""
     now = timezone.now()
     claimable = (
         Q(status__in=[Document.Status.PENDING, Document.Status.FAILED])
@@ -42,18 +40,23 @@ def _claim(document_id: int, claim: str) -> bool:
             processing_started_at__lt=now - PROCESSING_STALE_AFTER,
         )
     )
-    return bool(
-        Document.objects.filter(pk=document_id)
-        .filter(claimable)
-        .exclude(knowledge_base__status__in=["paused", "archived"])
-        .update(
+    with transaction.atomic():
+        claimed = list(
+            Document.objects.filter(pk__in=document_ids)
+            .filter(claimable)
+            .exclude(knowledge_base__status__in=["paused", "archived"])
+            .select_for_update(of=("self",))
+            .order_by("pk")
+            .values_list("pk", flat=True)
+        )
+        Document.objects.filter(pk__in=claimed).update(
             status=Document.Status.PROCESSING,
             processing_task_id=claim,
             processing_started_at=now,
             chunks_embedded=0,
             error="",
         )
-    )
+    return claimed
 
 
 @dataclass
@@ -64,7 +67,7 @@ class _Prepared:
     terms: list[keyword.ChunkTerms]
 
 
-def _prepare(document: Document, claim: str, embed: Any) -> _Prepared:
+def _prepare(document: Document, embed: Any) -> _Prepared:
     kb = document.knowledge_base
     extracted = extract_text(
         data=bytes(document.original), filename=document.source, content_type=document.content_type
@@ -77,7 +80,6 @@ def _prepare(document: Document, claim: str, embed: Any) -> _Prepared:
         content_type=extracted.content_type,
         embed=embed,
     )
-    _progress(document.pk, claim, chunks_total=len(pieces))
     texts = [
         indexed_text(title=document.title, heading_path=piece.heading_path, text=piece.text)
         for piece in pieces
@@ -85,39 +87,76 @@ def _prepare(document: Document, claim: str, embed: Any) -> _Prepared:
     return _Prepared(document, pieces, texts, [keyword.chunk_terms(text) for text in texts])
 
 
+def _prepare_claimed(
+    document_ids: list[int], claim: str, provider: Any, outcomes: Counter[str]
+) -> list[_Prepared]:
+    """Claim, load, then extract and chunk the documents that need (re-)indexing.
+
+    Documents whose content and model are already indexed are finished as unchanged; those that
+    fail extraction or chunking are marked failed. Each prepared document's chunk total is
+    recorded (progress: chunks embedded / total); one that lost its claim meanwhile is dropped.
+    """
+    claimed = _claim(document_ids, claim)
+    outcomes["skipped"] += len(document_ids) - len(claimed)
+    documents = Document.objects.select_related("knowledge_base").filter(pk__in=claimed)
+    unchanged: list[int] = []
+    prepared: list[_Prepared] = []
+    for document in documents.order_by("pk"):
+        if (
+            document.indexed_checksum == document.checksum
+            and document.indexed_model == provider.model_id
+        ):
+            unchanged.append(document.pk)
+            continue
+        try:
+            prepared.append(_prepare(document, provider.embed_documents))
+        except (ValidationFailed, ValueError) as exc:
+            _finish([document.pk], claim, status=Document.Status.FAILED, error=str(exc))
+            outcomes["failed"] += 1
+    outcomes["unchanged"] += _finish(unchanged, claim, status=Document.Status.INDEXED)
+    if not prepared:
+        return []
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "UPDATE rag_document AS d SET chunks_total = t.total "
+            "FROM unnest(%s::bigint[], %s::int[]) AS t(id, total) "
+            "WHERE d.id = t.id AND d.processing_task_id = %s RETURNING d.id",
+            [[p.document.pk for p in prepared], [len(p.pieces) for p in prepared], claim],
+        )
+        still_ours = {row[0] for row in cursor.fetchall()}
+    outcomes["skipped"] += len(prepared) - len(still_ours)
+    return [p for p in prepared if p.document.pk in still_ours]
+
+
 def document_process(*, document_id: int, claim: str | None = None) -> str:
     """Extract, chunk and embed outside any transaction, then swap the chunks in one.
 
     Idempotent: a document whose content and embedding model match what is indexed is left as
     it is; a run whose claim was taken over (or whose document changed or vanished) writes
-    nothing. Returns "indexed", "unchanged", "skipped" or "failed".
+    nothing. Progress is recorded every EMBED_BATCH chunks. Returns "indexed", "unchanged",
+    "skipped" or "failed".
     """
     claim = claim or uuid.uuid4().hex
-    if not _claim(document_id, claim):
-        return "skipped"
-    document = Document.objects.select_related("knowledge_base").get(pk=document_id)
     provider = get_embedding_provider()
-    if (
-        document.indexed_checksum == document.checksum
-        and document.indexed_model == provider.model_id
-    ):
-        _finish(document_id, claim, status=Document.Status.INDEXED)
-        return "unchanged"
+    outcomes: Counter[str] = Counter()
+    prepared = _prepare_claimed([document_id], claim, provider, outcomes)
+    if not prepared:
+        return next(outcome for outcome, count in outcomes.items() if count)
+    item = prepared[0]
+    vectors: list[Any] = []
     try:
-        prepared = _prepare(document, claim, provider.embed_documents)
-        vectors: list[Any] = []
-        pieces = prepared.pieces
-        for start in range(0, len(pieces), EMBED_BATCH):
-            batch = prepared.texts[start : start + EMBED_BATCH]
-            vectors.extend(provider.embed_documents(batch))
-            _progress(document_id, claim, chunks_embedded=min(start + EMBED_BATCH, len(pieces)))
-        _swap_chunks(document, claim, pieces, vectors, prepared.terms, provider.model_id)
-    except ProcessingAborted:
-        return "skipped"
-    except (ValidationFailed, ValueError) as exc:
-        _finish(document_id, claim, status=Document.Status.FAILED, error=str(exc))
+        for start in range(0, len(item.texts), EMBED_BATCH):
+            vectors.extend(provider.embed_documents(item.texts[start : start + EMBED_BATCH]))
+            done = min(start + EMBED_BATCH, len(item.texts))
+            if not Document.objects.filter(pk=document_id, processing_task_id=claim).update(
+                chunks_embedded=done
+            ):
+                return "skipped"  # taken over: stop embedding for nothing
+    except ValueError as exc:
+        _finish([document_id], claim, status=Document.Status.FAILED, error=str(exc))
         return "failed"
-    return "indexed"
+    _swap(prepared, [vectors], claim, provider.model_id, outcomes)
+    return "indexed" if outcomes["indexed"] else "skipped"
 
 
 # Documents per group in batch processing: the model embeds one group while the previous one is
@@ -130,9 +169,10 @@ def documents_process_batch(*, document_ids: list[int], claim: str | None = None
 
     Same guarantees as ``document_process`` per document. Bulk loads and re-indexing use it: one
     embedding call per small document wastes the model's batch capacity, and a strict
-    embed-then-write sequence leaves the model idle during writes. Only the embedding runs on the
-    helper thread (the model releases the GIL); every database call stays on the caller's thread
-    and connection. Returns a count of outcomes.
+    embed-then-write sequence leaves the model idle during writes. A group costs a handful of
+    statements, not a handful per document. Only the embedding runs on the helper thread (the
+    model releases the GIL); every database call stays on the caller's thread and connection.
+    Returns a count of outcomes.
     """
     claim = claim or uuid.uuid4().hex
     outcomes: Counter[str] = Counter()
@@ -140,85 +180,47 @@ def documents_process_batch(*, document_ids: list[int], claim: str | None = None
     previous: tuple[list[_Prepared], Future[Any]] | None = None
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="embed") as embedder:
         for start in range(0, len(document_ids), GROUP_DOCUMENTS):
-            group = _prepare_group(
+            group = _prepare_claimed(
                 document_ids[start : start + GROUP_DOCUMENTS], claim, provider, outcomes
             )
             texts = [text for item in group for text in item.texts]
             current = (group, embedder.submit(provider.embed_documents, texts))
             if previous is not None:
-                _swap_group(*previous, claim, provider.model_id, outcomes)
+                _swap_embedded(*previous, claim, provider.model_id, outcomes)
             previous = current
         if previous is not None:
-            _swap_group(*previous, claim, provider.model_id, outcomes)
-    return outcomes
+            _swap_embedded(*previous, claim, provider.model_id, outcomes)
+    return +outcomes  # without zero counts
 
 
-def _prepare_group(
-    document_ids: list[int], claim: str, provider: Any, outcomes: Counter[str]
-) -> list[_Prepared]:
-    prepared: list[_Prepared] = []
-    for document_id in document_ids:
-        if not _claim(document_id, claim):
-            outcomes["skipped"] += 1
-            continue
-        document = Document.objects.select_related("knowledge_base").get(pk=document_id)
-        if (
-            document.indexed_checksum == document.checksum
-            and document.indexed_model == provider.model_id
-        ):
-            _finish(document_id, claim, status=Document.Status.INDEXED)
-            outcomes["unchanged"] += 1
-            continue
-        try:
-            prepared.append(_prepare(document, claim, provider.embed_documents))
-        except (ValidationFailed, ValueError) as exc:
-            _finish(document_id, claim, status=Document.Status.FAILED, error=str(exc))
-            outcomes["failed"] += 1
-    return prepared
-
-
-def _swap_group(
+def _swap_embedded(
     group: list[_Prepared],
     embedded: Future[Any],
     claim: str,
     model_id: str,
     outcomes: Counter[str],
 ) -> None:
-    vectors = list(embedded.result()) if group else []
+    if not group:
+        return
+    vectors = list(embedded.result())
+    per_document = []
     offset = 0
-    # One commit for the group; each document still swaps all-or-nothing (a savepoint), and a
-    # document whose claim was taken over is skipped without writing.
-    with transaction.atomic():
-        for item in group:
-            count = len(item.pieces)
-            try:
-                _swap_chunks(
-                    item.document,
-                    claim,
-                    item.pieces,
-                    vectors[offset : offset + count],
-                    item.terms,
-                    model_id,
-                )
-                outcomes["indexed"] += 1
-            except ProcessingAborted:
-                outcomes["skipped"] += 1
-            offset += count
+    for item in group:
+        per_document.append(vectors[offset : offset + len(item.pieces)])
+        offset += len(item.pieces)
+    _swap(group, per_document, claim, model_id, outcomes)
 
 
-def _progress(document_id: int, claim: str, **fields: int) -> None:
-    if not Document.objects.filter(pk=document_id, processing_task_id=claim).update(**fields):
-        raise ProcessingAborted
-
-
-def _finish(document_id: int, claim: str, *, status: str, error: str = "") -> None:
-    Document.objects.filter(pk=document_id, processing_task_id=claim).update(
+def _finish(document_ids: list[int], claim: str, *, status: str, error: str = "") -> int:
+    if not document_ids:
+        return 0
+    return Document.objects.filter(pk__in=document_ids, processing_task_id=claim).update(
         status=status, error=error[:5000], processing_task_id="", updated_at=timezone.now()
     )
 
 
 def document_mark_failed(*, document_id: int, claim: str, error: str) -> None:
-    _finish(document_id, claim, status=Document.Status.FAILED, error=error)
+    _finish([document_id], claim, status=Document.Status.FAILED, error=error)
 
 
 def documents_mark_failed(*, claim: str, error: str) -> int:
@@ -228,70 +230,99 @@ def documents_mark_failed(*, claim: str, error: str) -> int:
     ).update(status=Document.Status.FAILED, error=error[:5000], processing_task_id="")
 
 
-def _swap_chunks(
-    document: Document,
+def _swap(
+    group: list[_Prepared],
+    vectors: list[list[Any]],
     claim: str,
-    pieces: list[Any],
-    vectors: list[Any],
-    terms: list[keyword.ChunkTerms],
     model_id: str,
+    outcomes: Counter[str],
 ) -> None:
+    """Replace the chunks, postings and statistics of a group of documents in one transaction.
+
+    A document whose claim was taken over or whose content changed since it was read is left
+    out (counted as skipped) without writing; the others swap together. Each knowledge base's
+    row lock serialises its statistics.
+    """
     with transaction.atomic():
-        locked = (
+        current = dict(
             Document.objects.select_for_update()
-            .filter(pk=document.pk, processing_task_id=claim, checksum=document.checksum)
-            .only("pk")
-            .first()
+            .filter(pk__in=[item.document.pk for item in group], processing_task_id=claim)
+            .order_by("pk")
+            .values_list("pk", "checksum")
         )
-        if locked is None:
-            raise ProcessingAborted
-        kb = KnowledgeBase.objects.select_for_update().get(pk=document.knowledge_base_id)
-        old_chunks, old_terms = 0, 0
-        if document.indexed_at is not None:  # a document never indexed has nothing to replace
-            old_chunks, old_terms = keyword.postings_remove_document(
-                knowledge_base_id=kb.pk, document_id=document.pk
+        live = [
+            (item, item_vectors)
+            for item, item_vectors in zip(group, vectors, strict=True)
+            if current.get(item.document.pk) == item.document.checksum
+        ]
+        outcomes["skipped"] += len(group) - len(live)
+        if not live:
+            return
+        by_kb: dict[int, list[tuple[_Prepared, list[Any]]]] = {}
+        for item, item_vectors in live:
+            by_kb.setdefault(item.document.knowledge_base_id, []).append((item, item_vectors))
+        for kb_id in sorted(by_kb):
+            _swap_in_knowledge_base(kb_id, by_kb[kb_id], model_id)
+        # One statement for the group (the checksum was verified under the row lock above).
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "UPDATE rag_document AS d SET status = %s, error = '', processing_task_id = '', "
+                "chunks_total = t.chunks, chunks_embedded = t.chunks, "
+                "indexed_checksum = d.checksum, indexed_model = %s, indexed_at = now(), "
+                "token_count = t.tokens, updated_at = now() "
+                "FROM unnest(%s::bigint[], %s::int[], %s::int[]) AS t(id, chunks, tokens) "
+                "WHERE d.id = t.id",
+                [
+                    Document.Status.INDEXED,
+                    model_id,
+                    [item.document.pk for item, _ in live],
+                    [len(item.pieces) for item, _ in live],
+                    [sum(piece.token_count for piece in item.pieces) for item, _ in live],
+                ],
             )
-            Chunk.objects.filter(document_id=document.pk).delete()
-        new_chunks = Chunk.objects.bulk_create(
-            [
-                Chunk(
-                    account_id=document.account_id,
-                    knowledge_base_id=kb.pk,
-                    document_id=document.pk,
-                    position=piece.position,
-                    text=piece.text,
-                    heading_path=list(piece.heading_path),
-                    token_count=piece.token_count,
-                    start_char=piece.start_char,
-                    end_char=piece.end_char,
-                    embedding=vector,
-                    embedding_model=model_id,
-                    keyword_length=chunk_terms.length,
-                )
-                for piece, vector, chunk_terms in zip(pieces, vectors, terms, strict=True)
-            ]
-        )
-        new_terms = sum(t.length for t in terms)
-        chunk_count = kb.chunk_count - old_chunks + len(new_chunks)
-        total_terms = kb.total_terms - old_terms + new_terms
-        keyword.postings_add(
-            knowledge_base_id=kb.pk,
-            document_id=document.pk,
-            chunks=[(chunk.pk, t) for chunk, t in zip(new_chunks, terms, strict=True)],
-            avg_length=total_terms / chunk_count if chunk_count else 0.0,
-        )
-        KnowledgeBase.objects.filter(pk=kb.pk).update(
-            chunk_count=chunk_count, total_terms=total_terms
-        )
-        Document.objects.filter(pk=document.pk).update(
-            status=Document.Status.INDEXED,
-            error="",
-            processing_task_id="",
-            chunks_total=len(new_chunks),
-            chunks_embedded=len(new_chunks),
-            indexed_checksum=document.checksum,
-            indexed_model=model_id,
-            indexed_at=timezone.now(),
-            token_count=sum(piece.token_count for piece in pieces),
-            updated_at=timezone.now(),
-        )
+        outcomes["indexed"] += len(live)
+
+
+def _swap_in_knowledge_base(
+    kb_id: int, items: list[tuple[_Prepared, list[Any]]], model_id: str
+) -> None:
+    kb = KnowledgeBase.objects.select_for_update().get(pk=kb_id)
+    # A document never indexed has nothing to replace.
+    replaced = [item.document.pk for item, _ in items if item.document.indexed_at is not None]
+    old_chunks, old_terms = keyword.postings_remove_documents(
+        knowledge_base_id=kb.pk, document_ids=replaced
+    )
+    if replaced:
+        Chunk.objects.filter(document_id__in=replaced).delete()
+    new_chunks = Chunk.objects.bulk_create(
+        [
+            Chunk(
+                account_id=item.document.account_id,
+                knowledge_base_id=kb.pk,
+                document_id=item.document.pk,
+                position=piece.position,
+                text=piece.text,
+                heading_path=list(piece.heading_path),
+                token_count=piece.token_count,
+                start_char=piece.start_char,
+                end_char=piece.end_char,
+                embedding=vector,
+                embedding_model=model_id,
+                keyword_length=terms.length,
+            )
+            for item, item_vectors in items
+            for piece, vector, terms in zip(item.pieces, item_vectors, item.terms, strict=True)
+        ]
+    )
+    all_terms = [terms for item, _ in items for terms in item.terms]
+    chunk_count = kb.chunk_count - old_chunks + len(new_chunks)
+    total_terms = kb.total_terms - old_terms + sum(terms.length for terms in all_terms)
+    keyword.postings_add(
+        knowledge_base_id=kb.pk,
+        chunks=[
+            (chunk.pk, chunk.document_id, terms)
+            for chunk, terms in zip(new_chunks, all_terms, strict=True)
+        ],
+        avg_length=total_terms / chunk_count if chunk_count else 0.0,
+    )
+    KnowledgeBase.objects.filter(pk=kb.pk).update(chunk_count=chunk_count, total_terms=total_terms)

@@ -331,3 +331,65 @@ def test_a_batch_that_cannot_embed_fails_its_documents_visibly(actor, kb, monkey
         assert document.status == Document.Status.FAILED
         assert document.error == "embedding endpoint unreachable"
         assert not Chunk.objects.filter(document=document).exists()
+
+
+def test_a_batch_swaps_documents_of_several_knowledge_bases_in_groups(
+    actor, kb, ingest, monkeypatch
+) -> None:
+    other_kb = services.knowledge_base_create(actor=actor, name="Other", chunk_size=64)
+    indexed = ingest(GUIDE)  # indexed once already: the batch replaces its chunks
+    Document.objects.filter(pk=indexed.pk).update(
+        original=b"# Replaced\n\nOnly tomatoes now.", checksum="v2", status="pending"
+    )
+    fresh = [
+        services.document_create(
+            actor=actor,
+            kb=target,
+            data=f"# Note {n}\n\nValkey holds working memory number {n}.".encode(),
+            content_type="text/markdown",
+            enqueue=False,
+        )
+        for n, target in enumerate([kb, other_kb, kb, other_kb, kb])
+    ]
+    monkeypatch.setattr(pipeline, "GROUP_DOCUMENTS", 2)  # groups overlap embedding and writes
+    outcomes = services.documents_process_batch(document_ids=[indexed.pk] + [d.pk for d in fresh])
+    assert outcomes == {"indexed": 6}
+    for document in [indexed, *fresh]:
+        document.refresh_from_db()
+        assert document.status == Document.Status.INDEXED, document.error
+        assert document.chunks_embedded == document.chunks_total == document.chunks.count() > 0
+        assert document.indexed_checksum == document.checksum
+    assert ["Replaced" in t for t in indexed.chunks.values_list("text", flat=True)] == [True]
+    assert_index_consistent(kb)
+    assert_index_consistent(other_kb)
+    # Processing the same batch again re-embeds nothing.
+    for document in [indexed, *fresh]:
+        services.document_reprocess(document=document)
+    again = services.documents_process_batch(document_ids=[indexed.pk] + [d.pk for d in fresh])
+    assert again == {"unchanged": 6}
+
+
+def test_a_batch_skips_only_the_document_that_changed_meanwhile(actor, kb, monkeypatch) -> None:
+    documents = [
+        services.document_create(
+            actor=actor,
+            kb=kb,
+            data=f"Document number {n} about backups.".encode(),
+            content_type="text/plain",
+            enqueue=False,
+        )
+        for n in range(3)
+    ]
+    real_swap = pipeline._swap_embedded
+
+    def second_document_edited_meanwhile(*args, **kwargs):
+        # An edit lands after the batch read the document, before its chunks are written.
+        Document.objects.filter(pk=documents[1].pk).update(checksum="edited-meanwhile")
+        return real_swap(*args, **kwargs)
+
+    monkeypatch.setattr(pipeline, "_swap_embedded", second_document_edited_meanwhile)
+    outcomes = services.documents_process_batch(document_ids=[d.pk for d in documents])
+    assert outcomes == {"indexed": 2, "skipped": 1}
+    assert not Chunk.objects.filter(document=documents[1]).exists()
+    assert Chunk.objects.filter(document__in=[documents[0], documents[2]]).count() == 2
+    assert_index_consistent(kb)

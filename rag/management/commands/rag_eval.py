@@ -138,20 +138,22 @@ class Command(BaseCommand):
             self.stdout.write(f"loading {len(missing)} documents into {name}")
         progress = tqdm(total=len(missing), desc="ingest", disable=options["json"] or not missing)
         for start in range(0, len(missing), BATCH_DOCUMENTS):
-            ids = []
-            for doc_id, doc in missing[start : start + BATCH_DOCUMENTS]:
-                text = f"{doc.title}\n\n{doc.text}" if doc.title else doc.text
-                document = services.document_create(
-                    actor=actor,
-                    kb=kb,
-                    data=text.encode(),
-                    content_type="text/plain",
-                    title=doc.title[:500],
-                    source=f"{name}/{doc_id}",
-                    metadata=services.DocumentMetadata(source_path=doc_id),
-                    enqueue=False,
-                )
-                ids.append(document.pk)
+            documents = services.documents_create_batch(
+                actor=actor,
+                kb=kb,
+                uploads=[
+                    {
+                        "data": (f"{doc.title}\n\n{doc.text}" if doc.title else doc.text).encode(),
+                        "content_type": "text/plain",
+                        "title": doc.title[:500],
+                        "source": f"{name}/{doc_id}",
+                        "metadata": services.DocumentMetadata(source_path=doc_id),
+                    }
+                    for doc_id, doc in missing[start : start + BATCH_DOCUMENTS]
+                ],
+                enqueue=False,
+            )
+            ids = [document.pk for document in documents]
             services.documents_process_batch(document_ids=ids)
             progress.update(len(ids))
         progress.close()

@@ -264,9 +264,10 @@ def keyword_search(
         cursor.execute(
             f"""
             SELECT p.chunk_id,
-                   sum(q.idf * p.tf * %(k1p1)s
-                       / (p.tf + %(k1)s
-                          * (1 - %(b)s + %(b)s * p.chunk_length / %(avgdl)s))) AS score
+                   sum(q.idf * p.tf * %(k1p1)s::float8
+                       / (p.tf + %(k1)s::float8
+                          * (1 - %(b)s::float8 + %(b)s::float8 * p.chunk_length
+                             / %(avgdl)s::float8))) AS score
             FROM unnest(%(terms)s::text[], %(idfs)s::float8[]) AS q(term, idf)
             CROSS JOIN unnest(%(kbs)s::bigint[]) AS kb(id)
             CROSS JOIN LATERAL (

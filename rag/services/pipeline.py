@@ -159,9 +159,11 @@ def document_process(*, document_id: int, claim: str | None = None) -> str:
     return "indexed" if outcomes["indexed"] else "skipped"
 
 
-# Documents per group in batch processing: the model embeds one group while the previous one is
-# written, so a group should take the model a while but keep memory small.
-GROUP_DOCUMENTS = 16
+# Batch processing claims and prepares CLAIM_DOCUMENTS documents at a time, and hands the model
+# groups of at least GROUP_CHUNKS chunks: the model packs texts of similar length into its
+# inference batches, which works better on a bigger group, while the previous group is written.
+CLAIM_DOCUMENTS = 16
+GROUP_CHUNKS = 128
 
 
 def documents_process_batch(*, document_ids: list[int], claim: str | None = None) -> Counter[str]:
@@ -178,13 +180,18 @@ def documents_process_batch(*, document_ids: list[int], claim: str | None = None
     outcomes: Counter[str] = Counter()
     provider = get_embedding_provider()
     previous: tuple[list[_Prepared], Future[Any]] | None = None
+    group: list[_Prepared] = []
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="embed") as embedder:
-        for start in range(0, len(document_ids), GROUP_DOCUMENTS):
-            group = _prepare_claimed(
-                document_ids[start : start + GROUP_DOCUMENTS], claim, provider, outcomes
+        for start in range(0, len(document_ids), CLAIM_DOCUMENTS):
+            group += _prepare_claimed(
+                document_ids[start : start + CLAIM_DOCUMENTS], claim, provider, outcomes
             )
+            last = start + CLAIM_DOCUMENTS >= len(document_ids)
+            if not group or (sum(len(item.texts) for item in group) < GROUP_CHUNKS and not last):
+                continue
             texts = [text for item in group for text in item.texts]
             current = (group, embedder.submit(provider.embed_documents, texts))
+            group = []
             if previous is not None:
                 _swap_embedded(*previous, claim, provider.model_id, outcomes)
             previous = current
@@ -241,9 +248,16 @@ def _swap(
 
     A document whose claim was taken over or whose content changed since it was read is left
     out (counted as skipped) without writing; the others swap together. Each knowledge base's
-    row lock serialises its statistics.
+    row lock serialises its statistics; knowledge bases are locked before documents, in the
+    order deletions take them.
     """
     with transaction.atomic():
+        kbs = {
+            kb.pk: kb
+            for kb in KnowledgeBase.objects.select_for_update()
+            .filter(pk__in={item.document.knowledge_base_id for item in group})
+            .order_by("pk")
+        }
         current = dict(
             Document.objects.select_for_update()
             .filter(pk__in=[item.document.pk for item in group], processing_task_id=claim)
@@ -261,8 +275,8 @@ def _swap(
         by_kb: dict[int, list[tuple[_Prepared, list[Any]]]] = {}
         for item, item_vectors in live:
             by_kb.setdefault(item.document.knowledge_base_id, []).append((item, item_vectors))
-        for kb_id in sorted(by_kb):
-            _swap_in_knowledge_base(kb_id, by_kb[kb_id], model_id)
+        for kb_id, items in by_kb.items():
+            _swap_in_knowledge_base(kbs[kb_id], items, model_id)
         # One statement for the group (the checksum was verified under the row lock above).
         with connection.cursor() as cursor:
             cursor.execute(
@@ -284,9 +298,9 @@ def _swap(
 
 
 def _swap_in_knowledge_base(
-    kb_id: int, items: list[tuple[_Prepared, list[Any]]], model_id: str
+    kb: KnowledgeBase, items: list[tuple[_Prepared, list[Any]]], model_id: str
 ) -> None:
-    kb = KnowledgeBase.objects.select_for_update().get(pk=kb_id)
+    """Write one knowledge base's share of a group (the caller holds its row lock)."""
     # A document never indexed has nothing to replace.
     replaced = [item.document.pk for item, _ in items if item.document.indexed_at is not None]
     old_chunks, old_terms = keyword.postings_remove_documents(

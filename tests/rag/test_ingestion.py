@@ -351,7 +351,9 @@ def test_a_batch_swaps_documents_of_several_knowledge_bases_in_groups(
         )
         for n, target in enumerate([kb, other_kb, kb, other_kb, kb])
     ]
-    monkeypatch.setattr(pipeline, "GROUP_DOCUMENTS", 2)  # groups overlap embedding and writes
+    # Several groups, so embedding one overlaps writing another.
+    monkeypatch.setattr(pipeline, "CLAIM_DOCUMENTS", 2)
+    monkeypatch.setattr(pipeline, "GROUP_CHUNKS", 3)
     outcomes = services.documents_process_batch(document_ids=[indexed.pk] + [d.pk for d in fresh])
     assert outcomes == {"indexed": 6}
     for document in [indexed, *fresh]:

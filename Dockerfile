@@ -20,7 +20,7 @@ ENV PIP_NO_CACHE_DIR=1 \
     UV_PYTHON_DOWNLOADS=never \
     UV_PYTHON=/usr/local/bin/python3.11 \
     UV_PROJECT_ENVIRONMENT=/app/.venv \
-    UV_NATIVE_TLS=1
+    UV_SYSTEM_CERTS=1
 
 RUN pip install "uv==${UV_VERSION}"
 

@@ -160,9 +160,10 @@ def postings_remove_documents(
     ids = list(document_ids)
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT term, count(*) FROM rag_keywordposting "
-            "WHERE knowledge_base_id = %s AND document_id = ANY(%s) GROUP BY term",
-            [knowledge_base_id, ids],
+            "SELECT p.term, count(*) FROM rag_chunk c "
+            "JOIN rag_keywordposting p ON p.chunk_id = c.id "
+            "WHERE c.document_id = ANY(%s) GROUP BY p.term",
+            [ids],
         )
         df = Counter({term: count for term, count in cursor.fetchall()})
         cursor.execute(

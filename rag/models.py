@@ -125,7 +125,10 @@ class Chunk(models.Model):
     # Django's collector never loads them. Delete documents and knowledge bases through services.
     account = models.ForeignKey(Account, on_delete=models.DO_NOTHING, related_name="+")
     knowledge_base = models.ForeignKey(KnowledgeBase, on_delete=models.DO_NOTHING, related_name="+")
-    document = models.ForeignKey(Document, on_delete=models.DO_NOTHING, related_name="chunks")
+    # chunk_unique_position (document, position) serves lookups by document: no index of its own.
+    document = models.ForeignKey(
+        Document, on_delete=models.DO_NOTHING, related_name="chunks", db_index=False
+    )
     position = models.PositiveIntegerField()
     text = models.TextField()
     heading_path = ArrayField(models.CharField(max_length=300), default=list, blank=True)
@@ -171,7 +174,12 @@ class KeywordPosting(models.Model):
     )
     term = models.CharField(max_length=64)
     chunk = models.ForeignKey(Chunk, on_delete=models.DO_NOTHING, related_name="+")
-    document = models.ForeignKey(Document, on_delete=models.DO_NOTHING, related_name="+")
+    # Denormalised for search filters (in the impact index). Postings go with their chunk, and
+    # chunks with their document, so this needs no constraint or index of its own: each index
+    # costs every ingestion about fifty inserts per chunk.
+    document = models.ForeignKey(
+        Document, on_delete=models.DO_NOTHING, related_name="+", db_constraint=False, db_index=False
+    )
     tf = models.PositiveSmallIntegerField()
     chunk_length = models.PositiveIntegerField()
     impact = models.FloatField()

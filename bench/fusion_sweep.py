@@ -28,11 +28,13 @@ def main() -> None:
 def run(args: argparse.Namespace) -> None:
     from pathlib import Path
 
+    from django.db import connection
+
     from core.embeddings import get_embedding_provider
     from rag.evaluation import evaluate, load_beir
     from rag.keyword import keyword_search
     from rag.models import Chunk, KnowledgeBase
-    from rag.search import rank_fusion, vector_search
+    from rag.search import _vector_literal, rank_fusion, vector_search
 
     dataset = load_beir(Path(args.dataset), "train")
     kb = KnowledgeBase.objects.get(name=f"beir:{Path(args.dataset).name}:{args.chunking}")
@@ -49,7 +51,25 @@ def run(args: argparse.Namespace) -> None:
             (h.chunk_id, h.score)
             for h in keyword_search(knowledge_base_ids=[kb.pk], query=text, limit=args.depth)
         ]
-        stages[qid] = {"vector": vector, "keyword": keyword}
+        # For "fill-in" fusion: both scores for every candidate either stage returned.
+        union = {chunk_id for chunk_id, _ in vector + keyword}
+        bm25 = {
+            h.chunk_id: h.score
+            for h in keyword_search(
+                knowledge_base_ids=[kb.pk], query=text, limit=10**6, postings_per_term=10**9
+            )
+        }
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT id, 1 - (embedding <=> %s::vector) FROM rag_chunk WHERE id = ANY(%s)",
+                [_vector_literal(provider.embed_query(text)), list(union)],
+            )
+            cosine = dict(cursor.fetchall())
+        stages[qid] = {
+            "vector": vector,
+            "keyword": keyword,
+            "filled": {c: (float(cosine[c]), bm25.get(c, 0.0)) for c in union},
+        }
 
     def score(fuse) -> float:  # type: ignore[no-untyped-def]
         run = {}
@@ -72,6 +92,23 @@ def run(args: argparse.Namespace) -> None:
                 fused[item] = fused.get(item, 0.0) + weight * s / top
         return sorted(fused.items(), key=lambda p: (-p[1], p[0]))
 
+    def filled(lists, wv, z=False):  # type: ignore[no-untyped-def]
+        """Both scores for every candidate, min-max (or z-score) normalised over the union."""
+        pairs = lists["filled"]
+        fused = {}
+        for index, weight in ((0, wv), (1, 1 - wv)):
+            values = [p[index] for p in pairs.values()]
+            if z:
+                mean = sum(values) / len(values)
+                spread = (sum((v - mean) ** 2 for v in values) / len(values)) ** 0.5 or 1.0
+                norm = {c: (p[index] - mean) / spread for c, p in pairs.items()}
+            else:
+                low, high = min(values), max(values)
+                norm = {c: (p[index] - low) / ((high - low) or 1.0) for c, p in pairs.items()}
+            for c, v in norm.items():
+                fused[c] = fused.get(c, 0.0) + weight * v
+        return sorted(fused.items(), key=lambda p: (-p[1], p[0]))
+
     results = {
         "vector only": score(lambda s: s["vector"]),
         "keyword only": score(lambda s: s["keyword"]),
@@ -90,6 +127,8 @@ def run(args: argparse.Namespace) -> None:
             )
         )
         results[f"weighted max-only vector={wv}"] = score(lambda s, wv=wv: max_normalised(s, wv))
+        results[f"filled min-max vector={wv}"] = score(lambda s, wv=wv: filled(s, wv))
+        results[f"filled z-score vector={wv}"] = score(lambda s, wv=wv: filled(s, wv, z=True))
     for name, value in results.items():
         print(json.dumps({"fusion": name, "ndcg@10": value}))
 

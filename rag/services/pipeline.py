@@ -163,7 +163,7 @@ def document_process(*, document_id: int, claim: str | None = None) -> str:
 # groups of at least GROUP_CHUNKS chunks: the model packs texts of similar length into its
 # inference batches, which works better on a bigger group, while the previous group is written.
 CLAIM_DOCUMENTS = 16
-GROUP_CHUNKS = 128
+GROUP_CHUNKS = 256
 
 
 def documents_process_batch(*, document_ids: list[int], claim: str | None = None) -> Counter[str]:

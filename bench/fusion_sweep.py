@@ -95,7 +95,7 @@ def run(args: argparse.Namespace) -> None:
     def filled(lists, wv, z=False):  # type: ignore[no-untyped-def]
         """Both scores for every candidate, min-max (or z-score) normalised over the union."""
         pairs = lists["filled"]
-        fused = {}
+        fused: dict[int, float] = {}
         for index, weight in ((0, wv), (1, 1 - wv)):
             values = [p[index] for p in pairs.values()]
             if z:

@@ -80,6 +80,9 @@ def run(args: argparse.Namespace) -> None:
             run[qid] = ranking
         return round(evaluate(run, dataset.qrels)["ndcg@10"], 4)
 
+    def ranked(lists):  # type: ignore[no-untyped-def]
+        return {"vector": lists["vector"], "keyword": lists["keyword"]}
+
     def max_normalised(lists, wv):  # type: ignore[no-untyped-def]
         """Scores divided by the list's best (zero stays zero), weighted sum."""
         fused: dict[int, float] = {}
@@ -117,13 +120,13 @@ def run(args: argparse.Namespace) -> None:
         for wv in (0.5, 0.4):
             results[f"rrf k={k} vector={wv}"] = score(
                 lambda s, k=k, wv=wv: rank_fusion(
-                    s, method="rrf", rrf_k=k, weights={"vector": wv, "keyword": 1 - wv}
+                    ranked(s), method="rrf", rrf_k=k, weights={"vector": wv, "keyword": 1 - wv}
                 )
             )
     for wv in (0.3, 0.4, 0.5, 0.6, 0.7):
         results[f"weighted min-max vector={wv}"] = score(
             lambda s, wv=wv: rank_fusion(
-                s, method="weighted", weights={"vector": wv, "keyword": 1 - wv}
+                ranked(s), method="weighted", weights={"vector": wv, "keyword": 1 - wv}
             )
         )
         results[f"weighted max-only vector={wv}"] = score(lambda s, wv=wv: max_normalised(s, wv))

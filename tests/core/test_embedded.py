@@ -11,13 +11,21 @@ import psycopg
 import pytest
 import redis
 
-from config.embedded import EmbeddedServices, _pid_alive
+from config.embedded import EmbeddedServices, _pid_alive, shared_buffers_mb
 
 pytestmark = pytest.mark.embedded
 
 
 def _postmaster_pid(services: EmbeddedServices) -> int:
     return int((services.postgres.pgdata / "postmaster.pid").read_text().splitlines()[0])
+
+
+def test_shared_buffers_follow_memory_within_bounds(monkeypatch: pytest.MonkeyPatch) -> None:
+    sizes = {"SC_PAGE_SIZE": 4096}
+    monkeypatch.setattr(os, "sysconf", lambda name: sizes[name])
+    for memory_mb, expected in ((256, 128), (4096, 1024), (65536, 2048)):
+        sizes["SC_PHYS_PAGES"] = memory_mb * 256
+        assert shared_buffers_mb() == expected
 
 
 @pytest.mark.slow
@@ -33,6 +41,9 @@ def test_start_attach_recover_and_stop(embedded_data_dir: Path) -> None:
         conn.execute("CREATE TABLE kept (v vector(3))")
         conn.execute("INSERT INTO kept VALUES ('[1,2,3]')")
         assert conn.execute("SHOW listen_addresses").fetchone() == ("",)  # no TCP port at all
+        # Sized from memory, so search's indexes stay in shared buffers (in 8 kB pages).
+        pages = conn.execute("SELECT setting::int FROM pg_settings WHERE name = 'shared_buffers'")
+        assert pages.fetchone() == (shared_buffers_mb() * 128,)
     redis.Redis.from_url(env["REDIS_URL"]).set("kept", "yes")
 
     second = EmbeddedServices(data_dir)

@@ -34,7 +34,7 @@ def run(args: argparse.Namespace) -> None:
     from rag.evaluation import evaluate, load_beir
     from rag.keyword import keyword_search
     from rag.models import Chunk, KnowledgeBase
-    from rag.search import _vector_literal, rank_fusion, vector_search
+    from rag.search import rank_fusion, vector_literal, vector_search
 
     dataset = load_beir(Path(args.dataset), "train")
     kb = KnowledgeBase.objects.get(name=f"beir:{Path(args.dataset).name}:{args.chunking}")
@@ -62,7 +62,7 @@ def run(args: argparse.Namespace) -> None:
         with connection.cursor() as cursor:
             cursor.execute(
                 "SELECT id, 1 - (embedding <=> %s::vector) FROM rag_chunk WHERE id = ANY(%s)",
-                [_vector_literal(provider.embed_query(text)), list(union)],
+                [vector_literal(provider.embed_query(text)), list(union)],
             )
             cosine = dict(cursor.fetchall())
         stages[qid] = {

@@ -120,7 +120,8 @@ def knowledge_bases_for_search(*, actor: Actor, requested: Sequence[int]) -> lis
     return sorted(found)
 
 
-def _vector_literal(vector: np.ndarray) -> str:
+def vector_literal(vector: np.ndarray) -> str:
+    """A vector as a pgvector literal, for raw SQL (cast it: ``%s::vector``)."""
     return "[" + ",".join(f"{x:.7g}" for x in vector.tolist()) + "]"
 
 
@@ -143,7 +144,7 @@ def vector_search(
     where = f"AND {condition}" if condition else ""
     params.update(
         kbs=list(knowledge_base_ids),
-        q=_vector_literal(query_vector),
+        q=vector_literal(query_vector),
         limit=limit,
         model=get_embedding_provider().model_id,
     )
@@ -205,7 +206,7 @@ def _hydrate(hits: list[SearchHit], query_vector: np.ndarray | None) -> None:
     if not hits:
         return
     ids = [hit.chunk_id for hit in hits]
-    q = _vector_literal(query_vector) if query_vector is not None else None
+    q = vector_literal(query_vector) if query_vector is not None else None
     similarity = "1 - (c.embedding <=> %(q)s::vector)" if q else "NULL"
     with connection.cursor() as cursor:
         cursor.execute(

@@ -244,7 +244,7 @@ def test_chunk_vector_query_uses_the_hnsw_index(ingest, kb) -> None:
     """The exact query vector_search runs, on enough rows that the planner has a real choice."""
     import numpy as np
 
-    from rag.search import _vector_literal
+    from rag.search import vector_literal
 
     document = ingest("# Seed\n\nA seed document.")
     rng = np.random.default_rng(3)
@@ -269,7 +269,7 @@ def test_chunk_vector_query_uses_the_hnsw_index(ingest, kb) -> None:
             "EXPLAIN SELECT c.id, c.embedding <=> %(q)s::vector AS distance FROM rag_chunk c "
             "WHERE c.knowledge_base_id = ANY(%(kbs)s) AND c.embedding_model = %(model)s "
             "ORDER BY distance LIMIT 50",
-            {"q": _vector_literal(vectors[7]), "kbs": [kb.pk], "model": "test"},
+            {"q": vector_literal(vectors[7]), "kbs": [kb.pk], "model": "test"},
         )
         plan = "\n".join(row[0] for row in cursor.fetchall())
     assert "Index Scan using rag_chunk_embedding_hnsw" in plan, plan

@@ -61,9 +61,10 @@ COPY . /app
 # Static files into ENGRAM_DATA_DIR/static (served by WhiteNoise). Settings only compute service
 # URLs at import, so dummy values for this step suffice; nothing connects and none of them stays
 # in the image's environment. Then byte-compile the app (the code is read-only at run time).
-# The app user may write to MEDIA_ROOT only. /app/data itself stays root-owned on purpose: an
-# entry point started without DATABASE_URL / REDIS_URL would otherwise start embedded servers
-# inside the container (config/embedded.py); this way it fails at once instead.
+# The app user may write to MEDIA_ROOT only. /app/data itself stays root-owned on purpose: with
+# ENGRAM_ENV=production an entry point without DATABASE_URL / REDIS_URL already stops at start-up
+# (config/env.py); were ENGRAM_ENV overridden, embedded servers still could not start inside the
+# container (config/embedded.py).
 RUN SECRET_KEY=build-only \
     DATABASE_URL=postgres://build@localhost/build \
     REDIS_URL=redis://localhost:6379/0 \

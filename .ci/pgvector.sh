@@ -19,7 +19,6 @@ fi
 PG_MAJOR=$(( $(q 'show server_version_num') / 10000 ))
 PG_CONFIG=/usr/lib/postgresql/$PG_MAJOR/bin/pg_config
 log "server: $(q 'show server_version') (major $PG_MAJOR)"
-log "pg_trgm available: $(q "select coalesce((select default_version from pg_available_extensions where name='pg_trgm'), 'NO')")"
 
 have=$(q "select default_version from pg_available_extensions where name='vector'")
 if [[ -n $have ]] && [[ $(printf '%s\n' "$WANT" "$have" | sort -V | head -1) == "$WANT" ]]; then

@@ -1,10 +1,11 @@
 """Sweep BM25's k1 and b and the postings read per query term, on the SciFact train split.
 
-Needs the evaluation knowledge base that `manage.py rag_eval --dataset ../shared/data/scifact
---split train` loads (the same one is reused). Prints nDCG@10 and keyword-stage latency for each
-setting, so the constants in rag/keyword.py are chosen by measurement.
+Needs the evaluation knowledge base that `manage.py rag_eval --dataset DIR --split train` loads
+(the same one is reused; SciFact: docs/rag.md, "Evaluating retrieval"). Prints nDCG@10 and
+keyword-stage latency for each setting, so the constants in rag/keyword.py are chosen by
+measurement.
 
-    uv run python bench/bm25_params.py
+    uv run python bench/bm25_params.py --dataset ~/beir/scifact
 """
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
 """Compare fusion methods and weights on SciFact train from one pass of stage results.
 
 Fetches each query's vector and keyword candidates once (depth 200, as rag_eval does), then scores
-every fusion variant offline. Needs the knowledge base `manage.py rag_eval --dataset
-../shared/data/scifact --split train` loads.
+every fusion variant offline. Needs the knowledge base `manage.py rag_eval --dataset DIR
+--split train` loads (SciFact: docs/rag.md, "Evaluating retrieval").
 
-    uv run python bench/fusion_sweep.py [--chunking 256/32]
+    uv run python bench/fusion_sweep.py --dataset ~/beir/scifact [--chunking 256/32]
 """
 
 from __future__ import annotations

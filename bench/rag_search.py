@@ -1,11 +1,12 @@
 """Hybrid search latency at 100k chunks, and ingestion throughput vs the raw embedder.
 
-Data: BEIR SciFact abstracts read from ../shared/data/scifact (not copied into the project).
+Data: BEIR SciFact abstracts, read in place from --dataset (download: docs/rag.md, "Evaluating
+retrieval"; the default, ../shared/data/scifact beside the project, is the developers' copy).
 Every chunk goes through the real ingestion pipeline (extraction, chunking, embedding with the
 local model, BM25 postings, HNSW index). Small chunks (--chunk-size tokens) and repeated passes
 over the corpus (each pass a separate set of documents) reach the target chunk count.
 
-    uv run python bench/rag_search.py [--chunks 100000] [--queries 300]
+    uv run python bench/rag_search.py --dataset ~/beir/scifact [--chunks 100000] [--queries 300]
 
 Prints one JSON object; docs/benchmarks.md records the figures.
 """
@@ -56,7 +57,7 @@ def run(args: argparse.Namespace) -> dict[str, object]:
     from tqdm import tqdm
 
     from core import services as core_services
-    from core.actors import actor_for_agent
+    from core.actors import actor_for_account, actor_for_agent
     from core.embeddings import get_embedding_provider
     from core.models import Account, Agent
     from rag import services
@@ -71,7 +72,9 @@ def run(args: argparse.Namespace) -> dict[str, object]:
     )
     agent = Agent.objects.filter(
         account=account, name="bench"
-    ).first() or core_services.agent_create(account=account, name="bench")
+    ).first() or core_services.agent_create(
+        actor=actor_for_account(account.pk), account=account, name="bench"
+    )
     actor = actor_for_agent(agent)
     provider = get_embedding_provider()
     provider.embed_query("warm up")

@@ -6,7 +6,6 @@ the process at start-up with a message naming the variable, instead of failing o
 
 from __future__ import annotations
 
-import secrets
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -14,6 +13,10 @@ from pydantic import Field, ValidationError, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 BASE_DIR = Path(__file__).resolve().parent.parent
+
+
+# A throttle rate: <requests>/<period> or none (see core.throttling).
+_RATE = r"^(none|off|[1-9][0-9]*/(s|second|m|minute|h|hour|d|day))$"
 
 
 def _csv(value: object) -> object:
@@ -71,11 +74,40 @@ class EngramEnv(BaseSettings):
     RERANK_API_KEY: str | None = None
     RERANK_TIMEOUT: float = Field(default=30.0, gt=0)
 
+    # --- HTTPS (production defaults apply when unset; see docs/configuration.md) -------------
+    SECURE_SSL_REDIRECT: bool | None = None
+    SECURE_HSTS_SECONDS: int | None = Field(default=None, ge=0)
+    SECURE_HSTS_INCLUDE_SUBDOMAINS: bool | None = None
+    SECURE_HSTS_PRELOAD: bool | None = None
+    SECURE_PROXY_SSL_HEADER: bool | None = None
+
     # --- API ---------------------------------------------------------------------------------
-    API_PAGE_SIZE: int = Field(default=50, ge=1, le=1000)
+    API_PAGE_SIZE: int = Field(default=50, ge=1, le=500)  # ?page_size= allows 500 at most
+    API_THROTTLE_READ: str = Field(default="3000/minute", pattern=_RATE)
+    API_THROTTLE_WRITE: str = Field(default="1200/minute", pattern=_RATE)
     API_KEY_RETENTION_DAYS: int = Field(default=30, ge=1)
     JOB_RUN_RETENTION_DAYS: int = Field(default=30, ge=1)
     RAG_MAX_UPLOAD_BYTES: int = Field(default=20 * 1024 * 1024, ge=1024)
+    RAG_MAX_EXTRACTED_CHARS: int = Field(default=2_000_000, ge=1000)
+    RAG_MAX_CHUNKS_PER_DOCUMENT: int = Field(default=5000, ge=1)
+    RAG_MAX_PROCESSING_ATTEMPTS: int = Field(default=3, ge=1, le=100)
+    SEARCH_QUERY_RETENTION_DAYS: int = Field(default=90, ge=1)
+
+    # --- memory tiers (docs/memory.md) ---------------------------------------------------------
+    WORKING_MEMORY_DEFAULT_TTL: int = Field(default=300, ge=1)
+    WORKING_MEMORY_MAX_TTL: int = Field(default=86_400, ge=1)
+    WORKING_MEMORY_MAX_VALUE_BYTES: int = Field(default=256 * 1024, ge=1024, le=64 * 1024 * 1024)
+    WORKING_MEMORY_MAX_KEYS: int = Field(default=1000, ge=1, le=100_000)
+    WORKING_MEMORY_CONVERSATION_MAX_MESSAGES: int = Field(default=200, ge=1, le=10_000)
+    SHORT_TERM_DEFAULT_TTL: int = Field(default=3600, ge=1)
+    SHORT_TERM_MAX_TTL: int = Field(default=7 * 86_400, ge=1)
+    SHORT_TERM_MAX_VALUE_BYTES: int = Field(default=256 * 1024, ge=1024, le=64 * 1024 * 1024)
+    POOL_MAX_BYTES: int = Field(default=5 * 1024 * 1024, ge=1024, le=256 * 1024 * 1024)
+    POOL_EVENT_RETENTION_DAYS: int = Field(default=7, ge=1)
+
+    # --- admin sign-in -------------------------------------------------------------------------
+    ADMIN_LOGIN_FAILURE_LIMIT: int = Field(default=5, ge=0, le=1000)
+    ADMIN_LOGIN_COOLOFF_MINUTES: int = Field(default=30, ge=0)
 
     @model_validator(mode="before")
     @classmethod
@@ -106,18 +138,31 @@ class EngramEnv(BaseSettings):
             raise ValueError("RERANK_PROVIDER=http needs RERANK_BASE_URL")
         if self.LLM_PROVIDER == "openai" and not self.LLM_BASE_URL:
             raise ValueError("LLM_PROVIDER=openai needs LLM_BASE_URL")
+        if self.WORKING_MEMORY_DEFAULT_TTL > self.WORKING_MEMORY_MAX_TTL:
+            raise ValueError("WORKING_MEMORY_DEFAULT_TTL must not exceed WORKING_MEMORY_MAX_TTL")
+        if self.SHORT_TERM_DEFAULT_TTL > self.SHORT_TERM_MAX_TTL:
+            raise ValueError("SHORT_TERM_DEFAULT_TTL must not exceed SHORT_TERM_MAX_TTL")
         return self
+
+    def https(self, name: str) -> bool | int:
+        """An HTTPS setting: as configured, else its production value in production (a clean
+        ``manage.py check --deploy``) and off elsewhere."""
+        value = getattr(self, name)
+        if value is not None:
+            return bool(value) if isinstance(value, bool) else int(value)
+        production = self.ENGRAM_ENV == "production"
+        if name == "SECURE_HSTS_SECONDS":
+            return 31_536_000 if production else 0
+        return production
 
     def secret_key(self) -> str:
         """The configured key, or (outside production) one generated once per data directory."""
         if self.SECRET_KEY:
             return self.SECRET_KEY
-        path = self.ENGRAM_DATA_DIR / "secret_key"
-        if not path.exists():
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(secrets.token_urlsafe(50))
-            path.chmod(0o600)
-        return path.read_text().strip()
+        from config.embedded import read_or_create_secret
+
+        # Processes start together (xdist workers, the launcher's children): one value wins.
+        return read_or_create_secret(self.ENGRAM_DATA_DIR / "secret_key", nbytes=50)
 
 
 def load_env() -> EngramEnv:

@@ -32,6 +32,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "django_celery_beat",
+    "axes",  # before core: core.admin re-registers its admins for superusers only
     "core",
     "rag",
     "content",
@@ -49,6 +50,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Last: turns a locked-out admin login into its 429 answer.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -92,11 +95,11 @@ REDIS_URL = ENV.REDIS_URL or EmbeddedValkey(ENGRAM_DATA_DIR.resolve()).url
 
 
 def _celery_url(redis_url: str) -> str:
-    """Kombu spells a unix-socket Redis URL ``redis+socket://``."""
+    """Kombu spells a unix-socket Redis URL ``redis+socket://``; credentials stay in the netloc."""
     parts = urlsplit(redis_url)
     if parts.scheme == "unix":
         query = f"?{parts.query}" if parts.query else ""
-        return f"redis+socket://{parts.path}{query.replace('db=', 'virtual_host=')}"
+        return f"redis+socket://{parts.netloc}{parts.path}{query.replace('db=', 'virtual_host=')}"
     return redis_url
 
 
@@ -126,8 +129,36 @@ CELERY_WORKER_CONCURRENCY = ENV.CELERY_WORKER_CONCURRENCY
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+# The ingestion tasks' time limits (soft, hard) in seconds: the one definition. rag/tasks.py gives
+# them to the tasks; the stale-claim window (rag.services.pipeline.PROCESSING_STALE_AFTER) and the
+# broker's visibility timeout derive from the longest, so a live worker's claim is never taken over
+# and its message never redelivered while it runs (a reserved message waits for at most one task
+# ahead of it, hence twice the limit).
+RAG_DOCUMENT_TASK_TIME_LIMITS = (28 * 60, 30 * 60)
+RAG_BATCH_TASK_TIME_LIMITS = (58 * 60, 60 * 60)
+RAG_LONGEST_TASK_TIME_LIMIT = max(RAG_DOCUMENT_TASK_TIME_LIMITS[1], RAG_BATCH_TASK_TIME_LIMITS[1])
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 2 * RAG_LONGEST_TASK_TIME_LIMIT + 300}
 
 # --- auth, i18n, static --------------------------------------------------------------------------
+# People sign in to the admin with a password; django-axes locks a username after too many
+# failures (agents use API keys, which never pass through these backends).
+AUTHENTICATION_BACKENDS = [
+    "core.admin_base.AdminSignInLockout",  # django-axes' check, for sign-ins over HTTP
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_ENABLED = ENV.ADMIN_LOGIN_FAILURE_LIMIT > 0
+AXES_FAILURE_LIMIT = max(ENV.ADMIN_LOGIN_FAILURE_LIMIT, 1)
+# By username only: behind a reverse proxy every client has the proxy's address, and trusting
+# forwarded headers would let anyone dodge the limit.
+AXES_LOCKOUT_PARAMETERS = ["username"]
+# axes.W006 says varying user agents or cookies could dodge a lock keyed on them; ours is keyed
+# on the username alone, which the attacker must keep to guess its password.
+SILENCED_SYSTEM_CHECKS = ["axes.W006"]
+AXES_COOLOFF_TIME = (
+    timedelta(minutes=ENV.ADMIN_LOGIN_COOLOFF_MINUTES) if ENV.ADMIN_LOGIN_COOLOFF_MINUTES else None
+)
+AXES_RESET_ON_SUCCESS = True
+AXES_VERBOSE = False
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
@@ -147,27 +178,43 @@ STORAGES = {
 }
 WHITENOISE_USE_FINDERS = True
 MEDIA_ROOT = ENGRAM_DATA_DIR / "media"
-DATA_UPLOAD_MAX_MEMORY_SIZE = ENV.RAG_MAX_UPLOAD_BYTES + 1024 * 1024
+# A JSON upload carries the file base64-encoded (4 bytes per 3), plus its fields.
+DATA_UPLOAD_MAX_MEMORY_SIZE = -(-ENV.RAG_MAX_UPLOAD_BYTES * 4 // 3) + 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 RAG_MAX_UPLOAD_BYTES = ENV.RAG_MAX_UPLOAD_BYTES
+RAG_MAX_EXTRACTED_CHARS = ENV.RAG_MAX_EXTRACTED_CHARS
+RAG_MAX_CHUNKS_PER_DOCUMENT = ENV.RAG_MAX_CHUNKS_PER_DOCUMENT
+RAG_MAX_PROCESSING_ATTEMPTS = ENV.RAG_MAX_PROCESSING_ATTEMPTS
 
 # --- API -----------------------------------------------------------------------------------------
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["core.authentication.ApiKeyAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["core.permissions.HasApiKeyScope"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["core.parsers.StrictJSONParser"],
+    "DEFAULT_THROTTLE_CLASSES": ["core.throttling.ApiKeyThrottle"],
     "DEFAULT_PAGINATION_CLASS": "core.pagination.CreatedCursorPagination",
     "PAGE_SIZE": ENV.API_PAGE_SIZE,
     "EXCEPTION_HANDLER": "core.errors.api_exception_handler",
     "DEFAULT_SCHEMA_CLASS": "core.schema.EngramAutoSchema",
     "UNAUTHENTICATED_USER": None,
 }
+API_THROTTLE_RATES = {"read": ENV.API_THROTTLE_READ, "write": ENV.API_THROTTLE_WRITE}
 SPECTACULAR_SETTINGS = {
     "TITLE": "Engram API",
     "DESCRIPTION": "Memory and knowledge server for AI agents.",
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    # Separate request and response components: required strings get minLength 1, read-only
+    # fields stay out of request bodies.
+    "COMPONENT_SPLIT_REQUEST": True,
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "core.schema.add_resource_links",
+    ],
+    "PATH_CONVERTER_OVERRIDES": {
+        "id": {"type": "integer", "minimum": 1, "maximum": 999_999_999_999_999_999}
+    },
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
@@ -204,6 +251,22 @@ RERANK_TIMEOUT = ENV.RERANK_TIMEOUT
 
 API_KEY_RETENTION = timedelta(days=ENV.API_KEY_RETENTION_DAYS)
 JOB_RUN_RETENTION = timedelta(days=ENV.JOB_RUN_RETENTION_DAYS)
+SEARCH_QUERY_RETENTION = timedelta(days=ENV.SEARCH_QUERY_RETENTION_DAYS)
+
+# --- memory tiers --------------------------------------------------------------------------------
+# Working memory's Redis keys and the pools' pub/sub channels start with this (the test suite
+# gives each worker its own).
+MEMORY_REDIS_PREFIX = "engram"
+WORKING_MEMORY_DEFAULT_TTL = ENV.WORKING_MEMORY_DEFAULT_TTL
+WORKING_MEMORY_MAX_TTL = ENV.WORKING_MEMORY_MAX_TTL
+WORKING_MEMORY_MAX_VALUE_BYTES = ENV.WORKING_MEMORY_MAX_VALUE_BYTES
+WORKING_MEMORY_MAX_KEYS = ENV.WORKING_MEMORY_MAX_KEYS
+WORKING_MEMORY_CONVERSATION_MAX_MESSAGES = ENV.WORKING_MEMORY_CONVERSATION_MAX_MESSAGES
+SHORT_TERM_DEFAULT_TTL = ENV.SHORT_TERM_DEFAULT_TTL
+SHORT_TERM_MAX_TTL = ENV.SHORT_TERM_MAX_TTL
+SHORT_TERM_MAX_VALUE_BYTES = ENV.SHORT_TERM_MAX_VALUE_BYTES
+POOL_MAX_BYTES = ENV.POOL_MAX_BYTES
+POOL_EVENT_RETENTION = timedelta(days=ENV.POOL_EVENT_RETENTION_DAYS)
 
 # --- logging -------------------------------------------------------------------------------------
 LOGGING: dict[str, Any] = {
@@ -232,7 +295,17 @@ LOGGING: dict[str, Any] = {
     },
 }
 
-if not DEBUG and ENGRAM_ENV == "production":
+# --- HTTPS ---------------------------------------------------------------------------------------
+# Production defaults make `manage.py check --deploy` clean; each is overridable (configuration.md).
+SECURE_SSL_REDIRECT = bool(ENV.https("SECURE_SSL_REDIRECT"))
+# Probes are plain HTTP from inside the host or cluster.
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$"]
+SECURE_HSTS_SECONDS = int(ENV.https("SECURE_HSTS_SECONDS"))
+SECURE_HSTS_INCLUDE_SUBDOMAINS = bool(ENV.https("SECURE_HSTS_INCLUDE_SUBDOMAINS"))
+SECURE_HSTS_PRELOAD = bool(ENV.https("SECURE_HSTS_PRELOAD"))
+if ENV.https("SECURE_PROXY_SSL_HEADER"):
+    # The proxy in front must set X-Forwarded-Proto and overwrite any value a client sent.
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+if ENGRAM_ENV == "production":
     SESSION_COOKIE_SECURE = True
     CSRF_COOKIE_SECURE = True
-    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")

@@ -1,8 +1,11 @@
 from django.contrib import admin
-from django.urls import include, path
+from django.urls import include, path, register_converter
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from core import health
+from core.converters import IdConverter
+
+register_converter(IdConverter, "id")
 
 handler404 = "core.errors.json_404"
 handler500 = "core.errors.json_500"
@@ -10,6 +13,7 @@ handler500 = "core.errors.json_500"
 api_v1 = [
     path("", include(("core.urls", "core"), namespace="core")),
     path("rag/", include(("rag.urls", "rag"), namespace="rag")),
+    path("memory/", include(("memory.urls", "memory"), namespace="memory")),
 ]
 
 urlpatterns = [

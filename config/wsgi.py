@@ -1,9 +1,20 @@
 import os
+import sys
 
 from django.core.wsgi import get_wsgi_application
 
 from config.embedded import ensure_environment
 
+# gunicorn's status for a worker that cannot boot: the master stops instead of starting new
+# workers forever (it does so for any other exit status).
+WORKER_BOOT_ERROR = 3
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
-ensure_environment()
-application = get_wsgi_application()
+try:
+    ensure_environment()  # in production: refuses to run without SECRET_KEY, DATABASE_URL, ...
+    application = get_wsgi_application()
+except SystemExit as exc:  # invalid configuration: the message names the setting
+    if exc.code not in (None, 0):
+        sys.stderr.write(f"{exc.code if isinstance(exc.code, str) else 'invalid configuration'}\n")
+        sys.exit(WORKER_BOOT_ERROR)
+    raise

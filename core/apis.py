@@ -2,16 +2,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.views import APIView
 
 from core import selectors, services
+from core import serializers as strict
 from core.models import Agent, ApiKey
-from core.pagination import CreatedCursorPagination
+from core.pagination import CreatedCursorPagination, paginated_response
 from core.permissions import request_actor
+from core.views import ApiView
 
 
 class AccountOutput(serializers.Serializer):
@@ -41,7 +42,7 @@ class ApiKeyOutput(serializers.Serializer):
     revoked_at = serializers.DateTimeField(allow_null=True)
 
 
-class MeApi(APIView):
+class MeApi(ApiView):
     """The calling agent, its account and the scopes of the key in use."""
 
     class OutputSerializer(AgentOutput):
@@ -59,35 +60,39 @@ class MeApi(APIView):
         return Response(self.OutputSerializer(agent, context={"key": actor.api_key}).data)
 
 
-class AgentListApi(APIView):
+class AgentListApi(ApiView):
     """Agents of the caller's account."""
 
     class Pagination(CreatedCursorPagination):
         ordering = ("name", "id")
 
+    pagination_class = Pagination
+
     @extend_schema(responses=AgentOutput(many=True), operation_id="agents_list")
     def get(self, request: Request) -> Response:
-        paginator = self.Pagination()
-        page = paginator.paginate_queryset(
-            selectors.agent_list(actor=request_actor(request)), request, self
+        return paginated_response(
+            self, request, selectors.agent_list(actor=request_actor(request)), AgentOutput
         )
-        return paginator.get_paginated_response(AgentOutput(page, many=True).data)
 
 
-class AgentDetailApi(APIView):
+class AgentDetailApi(ApiView):
     @extend_schema(responses=AgentOutput, operation_id="agents_retrieve")
     def get(self, request: Request, agent_id: int) -> Response:
         agent = selectors.agent_get(actor=request_actor(request), agent_id=agent_id)
         return Response(AgentOutput(agent).data)
 
 
-class ApiKeyListCreateApi(APIView):
+class ApiKeyListCreateApi(ApiView):
     """List or create API keys of agents in the caller's account (``admin`` scope)."""
 
     required_scope = "admin"
+    pagination_class = CreatedCursorPagination
 
-    class InputSerializer(serializers.Serializer):
-        agent_id = serializers.IntegerField()
+    class FilterSerializer(strict.FilterSerializer):
+        agent_id = strict.IdField(required=False)
+
+    class InputSerializer(strict.InputSerializer):
+        agent_id = strict.IdField()
         name = serializers.CharField(max_length=200, required=False, default="", allow_blank=True)
         scopes = serializers.ListField(
             child=serializers.ChoiceField(choices=ApiKey.Scope.choices), min_length=1
@@ -98,20 +103,15 @@ class ApiKeyListCreateApi(APIView):
         key = serializers.CharField(help_text="The full key. Shown only in this response.")
 
     @extend_schema(
-        parameters=[OpenApiParameter("agent_id", int, required=False)],
+        parameters=[FilterSerializer],
         responses=ApiKeyOutput(many=True),
         operation_id="keys_list",
     )
     def get(self, request: Request) -> Response:
-        agent_id = request.query_params.get("agent_id")
-        if agent_id is not None and not agent_id.isdigit():
-            raise serializers.ValidationError({"agent_id": ["Must be an integer."]})
         keys = selectors.api_key_list(
-            actor=request_actor(request), agent_id=int(agent_id) if agent_id else None
+            actor=request_actor(request), agent_id=self.filters.get("agent_id")
         )
-        paginator = CreatedCursorPagination()
-        page = paginator.paginate_queryset(keys, request, self)
-        return paginator.get_paginated_response(ApiKeyOutput(page, many=True).data)
+        return paginated_response(self, request, keys, ApiKeyOutput)
 
     @extend_schema(
         request=InputSerializer, responses={201: CreatedOutput}, operation_id="keys_create"
@@ -122,6 +122,7 @@ class ApiKeyListCreateApi(APIView):
         actor = request_actor(request)
         agent = selectors.agent_get(actor=actor, agent_id=data.validated_data["agent_id"])
         key, secret = services.api_key_create(
+            actor=actor,
             agent=agent,
             scopes=data.validated_data["scopes"],
             name=data.validated_data["name"],
@@ -132,12 +133,13 @@ class ApiKeyListCreateApi(APIView):
         return Response(body, status=status.HTTP_201_CREATED)
 
 
-class ApiKeyRevokeApi(APIView):
+class ApiKeyRevokeApi(ApiView):
     """Revoke a key (``admin`` scope). Idempotent."""
 
     required_scope = "admin"
 
     @extend_schema(request=None, responses=ApiKeyOutput, operation_id="keys_revoke")
     def post(self, request: Request, prefix: str) -> Response:
-        key = selectors.api_key_get(actor=request_actor(request), prefix=prefix)
-        return Response(ApiKeyOutput(services.api_key_revoke(key=key)).data)
+        actor = request_actor(request)
+        key = selectors.api_key_get(actor=actor, prefix=prefix)
+        return Response(ApiKeyOutput(services.api_key_revoke(actor=actor, key=key)).data)

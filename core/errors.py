@@ -1,12 +1,15 @@
 """Domain errors and the one API error shape.
 
-Every API error is ``{"error": {"code": ..., "message": ..., "details": {...}}}`` with a 4xx status;
-anything unexpected is a 500 carrying only the request id (the traceback goes to the log).
+Every API error is ``{"error": {"code": ..., "message": ..., "details": {...}}}``: 4xx for the
+caller's mistakes, 503 with ``Retry-After`` when a provider (embeddings, LLM, reranker) or a store
+(PostgreSQL, Redis) is unavailable. Anything unexpected is a 500 carrying only the request id
+(the traceback goes to the log).
 """
 
 from __future__ import annotations
 
 import logging
+import math
 from typing import Any
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
@@ -18,6 +21,11 @@ from rest_framework.response import Response
 from core.logging import current_request_id
 
 logger = logging.getLogger("engram.errors")
+
+# What a 503 asks clients to wait before retrying.
+RETRY_AFTER_SECONDS = 10
+# 401 responses name the scheme clients must use (RFC 9110 section 11.6.1).
+WWW_AUTHENTICATE = 'Bearer realm="engram"'
 
 
 class EngramError(Exception):
@@ -74,6 +82,24 @@ class UnsupportedMediaType(EngramError):
 class ServiceUnavailable(EngramError):
     status_code = 503
     code = "service_unavailable"
+    retry_after = RETRY_AFTER_SECONDS
+
+
+class ProviderUnavailable(ServiceUnavailable):
+    """An embedding, LLM or rerank provider failed or timed out."""
+
+    code = "provider_unavailable"
+
+
+class StoreUnavailable(ServiceUnavailable):
+    """PostgreSQL or Redis could not be reached."""
+
+    code = "store_unavailable"
+
+
+class Throttled(EngramError):
+    status_code = 429
+    code = "throttled"
 
 
 def error_body(code: str, message: str, details: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -113,8 +139,72 @@ def _drf_code(exc: drf.APIException) -> str:
     return "bad_request"
 
 
+def _leaf_codes(detail: Any) -> set[str]:
+    if isinstance(detail, dict):
+        return set().union(*(_leaf_codes(v) for v in detail.values())) if detail else set()
+    if isinstance(detail, list):
+        return set().union(*(_leaf_codes(v) for v in detail)) if detail else set()
+    return {str(getattr(detail, "code", "invalid"))}
+
+
+def _validation_code(detail: Any) -> str:
+    """``unknown_field`` when any field was unknown (a misspelt name is worth its own code);
+    every other problem is a ``validation_error`` whose details name each field's problem."""
+    return "unknown_field" if "unknown_field" in _leaf_codes(detail) else "validation_error"
+
+
+def translate_exception(exc: Exception) -> Exception:
+    """Turn errors raised below the API (Django, providers, stores) into Engram errors."""
+    from django.core.exceptions import (
+        BadRequest,
+        RequestDataTooBig,
+        TooManyFieldsSent,
+        TooManyFilesSent,
+    )
+    from django.db import InterfaceError, OperationalError
+
+    from core.embeddings.base import EmbeddingError
+    from core.llm.base import LLMError
+
+    if isinstance(exc, RequestDataTooBig):
+        from django.conf import settings
+
+        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        return PayloadTooLarge(
+            f"Request bodies are limited to {limit} bytes.",
+            code="request_too_large",
+            details={"limit": limit},
+        )
+    if isinstance(exc, TooManyFieldsSent | TooManyFilesSent):
+        return PayloadTooLarge(str(exc), code="request_too_large")
+    if isinstance(exc, BadRequest):
+        return ValidationFailed(str(exc) or "Bad request.", code="bad_request")
+    if isinstance(exc, EmbeddingError):
+        return ProviderUnavailable(
+            "The embedding provider is unavailable.",
+            details={"provider": "embeddings", "reason": str(exc)[:300]},
+        )
+    if isinstance(exc, LLMError):
+        return ProviderUnavailable(
+            "The LLM provider is unavailable.",
+            details={"provider": "llm", "reason": str(exc)[:300]},
+        )
+    if isinstance(exc, OperationalError | InterfaceError):
+        logger.warning("database unavailable: %s", exc)
+        return StoreUnavailable("The database is unavailable.", details={"store": "database"})
+    try:
+        import redis
+    except ImportError:  # pragma: no cover - a hard dependency
+        return exc
+    if isinstance(exc, redis.ConnectionError | redis.TimeoutError):
+        logger.warning("redis unavailable: %s", exc)
+        return StoreUnavailable("Redis is unavailable.", details={"store": "redis"})
+    return exc
+
+
 def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
     """DRF ``EXCEPTION_HANDLER``: map every error to the one shape with the right status."""
+    exc = translate_exception(exc)
     if isinstance(exc, Http404):
         exc = NotFound(str(exc) or "Not found.")
     elif isinstance(exc, DjangoPermissionDenied):
@@ -128,18 +218,22 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response |
     headers: dict[str, str] = {}
     if isinstance(exc, EngramError):
         status, body = exc.status_code, error_body(exc.code, exc.message, exc.details)
+        retry_after = getattr(exc, "retry_after", None)
+        if retry_after:
+            headers["Retry-After"] = str(int(retry_after))
     elif isinstance(exc, drf.ValidationError):
         detail: Any = exc.detail
         fields = detail if isinstance(detail, dict) else {"non_field_errors": detail}
-        status, body = 400, error_body("validation_error", "Invalid input.", fields)
+        status, body = 400, error_body(_validation_code(detail), "Invalid input.", fields)
     elif isinstance(exc, drf.APIException):
-        if getattr(exc, "auth_header", None):
-            headers["WWW-Authenticate"] = exc.auth_header  # type: ignore[attr-defined]
-        if getattr(exc, "wait", None):
-            headers["Retry-After"] = str(int(exc.wait))  # type: ignore[attr-defined]
+        wait = getattr(exc, "wait", None)
+        if wait:
+            headers["Retry-After"] = str(max(1, math.ceil(wait)))
         status, body = exc.status_code, error_body(_drf_code(exc), str(exc.detail))
     else:
         return None  # Unexpected: RequestIdMiddleware turns it into a logged 500.
+    if status == 401:
+        headers["WWW-Authenticate"] = WWW_AUTHENTICATE
 
     # Imported here: rest_framework.views imports the permission classes, which import this module.
     from rest_framework.views import set_rollback

@@ -17,13 +17,48 @@ def healthz(request: HttpRequest) -> JsonResponse:
     return JsonResponse({"status": "ok"})
 
 
-def _check_database() -> dict[str, object]:
+# Vector search sets hnsw.iterative_scan (rag.search), which pgvector has had since 0.8.0.
+PGVECTOR_MIN_VERSION = (0, 8, 0)
+
+
+def pgvector_version_supported(version: str) -> bool:
+    """Whether an installed ``vector`` extension version (``"0.8.0"``) is new enough.
+
+    Compared as numbers, part by part (``"0.10.0"`` is newer than ``"0.8.0"``), up to the first
+    part that is not a plain number; a version that does not start with one is not supported.
+    """
+    parts: list[int] = []
+    for piece in version.strip().split("."):
+        if not (piece.isascii() and piece.isdigit()):
+            break  # "0.8.0-dev" counts as 0.8
+        parts.append(int(piece))
+    if not parts:
+        return False
+    padded = tuple(parts) + (0,) * (len(PGVECTOR_MIN_VERSION) - len(parts))
+    return padded >= PGVECTOR_MIN_VERSION
+
+
+def _pgvector_version() -> str | None:
+    """The ``vector`` extension's version in Engram's database, or None when not installed."""
     with connection.cursor() as cursor:
         cursor.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
         row = cursor.fetchone()
-    if row is None:
+    return None if row is None else str(row[0])
+
+
+def _check_database() -> dict[str, object]:
+    version = _pgvector_version()
+    if version is None:
         return {"ok": False, "error": "pgvector extension is not installed"}
-    return {"ok": True, "pgvector": row[0]}
+    if not pgvector_version_supported(version):
+        minimum = ".".join(map(str, PGVECTOR_MIN_VERSION))
+        return {
+            "ok": False,
+            "pgvector": version,
+            "error": f"pgvector {version} is older than {minimum}, which Engram needs: install "
+            f"pgvector {minimum} or newer, then run ALTER EXTENSION vector UPDATE",
+        }
+    return {"ok": True, "pgvector": version}
 
 
 def _check_redis() -> dict[str, object]:
@@ -38,9 +73,9 @@ def _check_redis() -> dict[str, object]:
 
 
 def _check_broker() -> dict[str, object]:
-    from config.celery import app
+    from celery import current_app  # the project's app (core never imports config)
 
-    with app.connection_for_write() as conn:
+    with current_app.connection_for_write() as conn:
         conn.ensure_connection(max_retries=1, timeout=2)
     return {"ok": True}
 

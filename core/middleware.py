@@ -5,14 +5,18 @@ import re
 import uuid
 from collections.abc import Callable
 
-from django.http import HttpRequest, HttpResponse
+from django.core.exceptions import BadRequest, PermissionDenied, SuspiciousOperation
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 
-from core.errors import internal_error_response
+from core.errors import EngramError, error_body, internal_error_response, translate_exception
 from core.logging import reset_request_id, set_request_id
+from core.parsers import bad_text
 
 logger = logging.getLogger("engram.request")
 
 _VALID_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
+# Django answers these itself (404, 403, 400): they are not server errors.
+_EXPECTED = (Http404, PermissionDenied, BadRequest, SuspiciousOperation)
 
 
 class RequestIdMiddleware:
@@ -20,6 +24,8 @@ class RequestIdMiddleware:
 
     It is also the last line of defence: an exception nothing else handled is logged with its
     traceback and answered for ``/api/`` paths as a JSON 500 carrying only the request id.
+    Errors Django or the API map themselves (404, 403, 400, a body too large, a store that is
+    down) are not logged as unhandled.
     """
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
@@ -31,13 +37,40 @@ class RequestIdMiddleware:
         request.request_id = request_id  # type: ignore[attr-defined]
         token = set_request_id(request_id)
         try:
-            response = self.get_response(request)
+            response = self._api_input_check(request) or self.get_response(request)
             response["X-Request-ID"] = request_id
             return response
         finally:
             reset_request_id(token)
 
+    @staticmethod
+    def _api_input_check(request: HttpRequest) -> HttpResponse | None:
+        """A NUL in an API path or query string would reach a database query: 400 instead."""
+        if not request.path.startswith("/api/"):
+            return None
+        problem = bad_text(request.path)
+        if problem is None:
+            for key, values in request.GET.lists():
+                problem = bad_text(key) or next(filter(None, map(bad_text, values)), None)
+                if problem:
+                    break
+        if problem is None:
+            return None
+        return JsonResponse(error_body("invalid_characters", f"The URL {problem}."), status=400)
+
     def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
+        translated = translate_exception(exception)
+        if request.path.startswith("/api/") and isinstance(translated, EngramError):
+            response = JsonResponse(
+                error_body(translated.code, translated.message, translated.details),
+                status=translated.status_code,
+            )
+            retry_after = getattr(translated, "retry_after", None)
+            if retry_after:
+                response["Retry-After"] = str(retry_after)
+            return response
+        if isinstance(exception, _EXPECTED):
+            return None  # Django's own handler answers 404 / 403 / 400
         logger.exception("unhandled error on %s %s", request.method, request.path)
         if request.path.startswith("/api/"):
             return internal_error_response(request)

@@ -208,3 +208,40 @@ class PeriodicJobDefault(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+
+class AuditEvent(models.Model):
+    """Who did which write: every service that changes data records one.
+
+    ``account`` is empty for installation-wide operations. The actor is an agent, a person, or
+    neither (a command-line tool or the system); both references survive their deletion as the
+    recorded ``actor_label``.
+    """
+
+    account = models.ForeignKey(
+        Account, null=True, blank=True, on_delete=models.CASCADE, related_name="+"
+    )
+    agent = models.ForeignKey(
+        Agent, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    actor_label = models.CharField(max_length=300)
+    action = models.CharField(max_length=100, help_text="e.g. rag.knowledge_base.update")
+    target_type = models.CharField(max_length=100, blank=True)
+    target_id = models.CharField(max_length=100, blank=True)
+    changes = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+
+    objects: ClassVar[AccountScopedQuerySet[AuditEvent]] = AccountScopedQuerySet.as_manager()  # type: ignore[assignment]
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [
+            models.Index(fields=["account", "-created_at"], name="core_audit_account_time"),
+            models.Index(fields=["target_type", "target_id"], name="core_audit_target"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.actor_label}: {self.action} {self.target_type} {self.target_id}"

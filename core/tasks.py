@@ -28,18 +28,23 @@ PERIODIC_JOBS = [
 
 
 @shared_task(bind=True, time_limit=600, soft_time_limit=540, acks_late=True)
-def prune_api_keys(self) -> dict[str, int]:  # type: ignore[no-untyped-def]
+def prune_api_keys(self, dry_run: bool = False) -> dict[str, int]:  # type: ignore[no-untyped-def]
     with job_run("core.prune_api_keys", task_id=self.request.id or "") as run:
-        run.counts = {"deleted": services.api_keys_prune(retention=settings.API_KEY_RETENTION)}
+        found = services.api_keys_prune(retention=settings.API_KEY_RETENTION, dry_run=dry_run)
+        run.counts = {"would_delete" if dry_run else "deleted": found}
     return run.counts
 
 
 @shared_task(bind=True, time_limit=600, soft_time_limit=540, acks_late=True)
-def prune_job_runs(self) -> dict[str, int]:  # type: ignore[no-untyped-def]
+def prune_job_runs(self, dry_run: bool = False) -> dict[str, int]:  # type: ignore[no-untyped-def]
     from django.utils import timezone
 
     with job_run("core.prune_job_runs", task_id=self.request.id or "") as run:
         cutoff = timezone.now() - settings.JOB_RUN_RETENTION
-        deleted, _ = JobRun.objects.filter(started_at__lt=cutoff).exclude(pk=run.pk).delete()
-        run.counts = {"deleted": deleted}
+        old = JobRun.objects.filter(started_at__lt=cutoff).exclude(pk=run.pk)
+        if dry_run:
+            run.counts = {"would_delete": old.count()}
+        else:
+            deleted, _ = old.delete()
+            run.counts = {"deleted": deleted}
     return run.counts

@@ -6,20 +6,30 @@ import base64
 import binascii
 from typing import Any
 
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import PolymorphicProxySerializer, extend_schema, extend_schema_field
 from rest_framework import serializers, status
-from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
+from rest_framework.parsers import MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.views import APIView
 
+from core import serializers as strict
 from core.errors import ValidationFailed
-from core.pagination import CreatedCursorPagination
+from core.pagination import CreatedCursorPagination, paginated_response
+from core.parsers import StrictJSONParser
 from core.permissions import request_actor
+from core.views import ApiView
 from rag import selectors, services
 from rag.context import context_block_build
 from rag.models import Document, KnowledgeBase
-from rag.search import DEFAULT_FUSION, FUSIONS, MAX_TOP_K, MODES, SearchFilters, SearchHit
+from rag.search import (
+    DEFAULT_FUSION,
+    FUSIONS,
+    MAX_TOP_K,
+    MAX_WEIGHT,
+    MODES,
+    SearchFilters,
+    SearchHit,
+)
 
 # --- knowledge bases -----------------------------------------------------------------------------
 
@@ -44,10 +54,14 @@ class KnowledgeBaseOutput(serializers.ModelSerializer[KnowledgeBase]):
         ]
 
 
-class KnowledgeBaseListCreateApi(APIView):
-    class InputSerializer(serializers.Serializer):
+class KnowledgeBaseListCreateApi(ApiView):
+    pagination_class = CreatedCursorPagination
+
+    class InputSerializer(strict.InputSerializer):
         name = serializers.CharField(max_length=200)
-        description = serializers.CharField(required=False, default="", allow_blank=True)
+        description = serializers.CharField(
+            max_length=10_000, required=False, default="", allow_blank=True
+        )
         chunking_strategy = serializers.ChoiceField(
             choices=KnowledgeBase.Chunking.choices, default=KnowledgeBase.Chunking.MARKDOWN
         )
@@ -56,11 +70,8 @@ class KnowledgeBaseListCreateApi(APIView):
 
     @extend_schema(responses=KnowledgeBaseOutput(many=True), operation_id="rag_kb_list")
     def get(self, request: Request) -> Response:
-        paginator = CreatedCursorPagination()
-        page = paginator.paginate_queryset(
-            selectors.knowledge_base_list(actor=request_actor(request)), request, self
-        )
-        return paginator.get_paginated_response(KnowledgeBaseOutput(page, many=True).data)
+        kbs = selectors.knowledge_base_list(actor=request_actor(request))
+        return paginated_response(self, request, kbs, KnowledgeBaseOutput)
 
     @extend_schema(
         request=InputSerializer, responses={201: KnowledgeBaseOutput}, operation_id="rag_kb_create"
@@ -72,10 +83,10 @@ class KnowledgeBaseListCreateApi(APIView):
         return Response(KnowledgeBaseOutput(kb).data, status=status.HTTP_201_CREATED)
 
 
-class KnowledgeBaseDetailApi(APIView):
-    class UpdateSerializer(serializers.Serializer):
+class KnowledgeBaseDetailApi(ApiView):
+    class UpdateSerializer(strict.InputSerializer):
         name = serializers.CharField(max_length=200, required=False)
-        description = serializers.CharField(required=False, allow_blank=True)
+        description = serializers.CharField(max_length=10_000, required=False, allow_blank=True)
         chunking_strategy = serializers.ChoiceField(
             choices=KnowledgeBase.Chunking.choices, required=False
         )
@@ -95,30 +106,41 @@ class KnowledgeBaseDetailApi(APIView):
         data = self.UpdateSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         return Response(
-            KnowledgeBaseOutput(services.knowledge_base_update(kb=kb, **data.validated_data)).data
+            KnowledgeBaseOutput(
+                services.knowledge_base_update(
+                    actor=request_actor(request), kb=kb, **data.validated_data
+                )
+            ).data
         )
 
     @extend_schema(responses={204: None}, operation_id="rag_kb_delete")
     def delete(self, request: Request, kb_id: int) -> Response:
-        kb = selectors.knowledge_base_get(actor=request_actor(request), kb_id=kb_id)
-        services.knowledge_base_delete(kb=kb)
+        actor = request_actor(request)
+        kb = selectors.knowledge_base_get(actor=actor, kb_id=kb_id)
+        services.knowledge_base_delete(actor=actor, kb=kb)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
-class KnowledgeBaseStatusApi(APIView):
-    class InputSerializer(serializers.Serializer):
+class KnowledgeBaseStatusApi(ApiView):
+    class InputSerializer(strict.InputSerializer):
         status = serializers.ChoiceField(choices=KnowledgeBase.Status.choices)
-        message = serializers.CharField(required=False, default="", allow_blank=True)
+        message = serializers.CharField(
+            max_length=2000, required=False, default="", allow_blank=True
+        )
 
     @extend_schema(
         request=InputSerializer, responses=KnowledgeBaseOutput, operation_id="rag_kb_status"
     )
     def post(self, request: Request, kb_id: int) -> Response:
-        kb = selectors.knowledge_base_get(actor=request_actor(request), kb_id=kb_id)
+        actor = request_actor(request)
+        kb = selectors.knowledge_base_get(actor=actor, kb_id=kb_id)
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         kb = services.knowledge_base_transition(
-            kb=kb, to=data.validated_data["status"], message=data.validated_data["message"]
+            actor=actor,
+            kb=kb,
+            to=data.validated_data["status"],
+            message=data.validated_data["message"],
         )
         return Response(KnowledgeBaseOutput(kb).data)
 
@@ -158,7 +180,7 @@ class DocumentOutput(serializers.ModelSerializer[Document]):
         ]
 
 
-class DocumentInput(serializers.Serializer):
+class DocumentInput(strict.InputSerializer):
     """One document as JSON: ``text`` or base64 ``content_base64`` (with a ``filename``)."""
 
     title = serializers.CharField(max_length=500, required=False, default="", allow_blank=True)
@@ -171,7 +193,7 @@ class DocumentInput(serializers.Serializer):
     )
     doc_type = serializers.CharField(max_length=100, required=False, default="", allow_blank=True)
     tags = serializers.ListField(
-        child=serializers.CharField(max_length=100), required=False, default=list
+        child=serializers.CharField(max_length=100), required=False, default=list, max_length=100
     )
     lifecycle_state = serializers.CharField(
         max_length=50, required=False, default="", allow_blank=True
@@ -217,58 +239,105 @@ def _document_kwargs(data: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-class DocumentListCreateApi(APIView):
-    """List a knowledge base's documents, or upload: JSON (one, or ``{"documents": [...]}``) or
-    multipart files (``file``, repeatable; metadata fields apply to every file)."""
+class DocumentTextInput(DocumentInput):
+    """A document given as text (the schema's view of DocumentInput)."""
 
-    parser_classes = [JSONParser, MultiPartParser, FormParser]
+    text = serializers.CharField(allow_blank=True, trim_whitespace=False)
+    content_base64 = None  # type: ignore[assignment]
 
-    class BatchInput(serializers.Serializer):
-        documents = DocumentInput(many=True, allow_empty=False)
 
-    @extend_schema(responses=DocumentOutput(many=True), operation_id="rag_documents_list")
+class DocumentBase64Input(DocumentInput):
+    """A document given as base64 bytes (the schema's view of DocumentInput)."""
+
+    content_base64 = serializers.CharField()
+    text = None  # type: ignore[assignment]
+
+
+class DocumentBatchInput(strict.InputSerializer):
+    # ListSerializer takes max_length (DRF 3.15); the stubs do not know it.
+    documents = DocumentInput(many=True, allow_empty=False, max_length=1000)  # type: ignore[call-arg]
+
+
+class DocumentMultipartInput(serializers.Serializer):
+    """``multipart/form-data``: one or more ``file`` parts; the metadata applies to each."""
+
+    file = serializers.ListField(child=serializers.FileField())
+    title = serializers.CharField(max_length=500, required=False)
+    source = serializers.CharField(max_length=1000, required=False)  # type: ignore[assignment]
+    doc_type = serializers.CharField(max_length=100, required=False)
+    tags = serializers.ListField(child=serializers.CharField(max_length=100), required=False)
+    lifecycle_state = serializers.CharField(max_length=50, required=False)
+    source_path = serializers.CharField(max_length=1000, required=False)
+    document_date = serializers.DateField(required=False)
+
+
+class DocumentListCreateApi(ApiView):
+    """List a knowledge base's documents, or upload: JSON (one document, answered with the
+    document; or ``{"documents": [...]}``, answered with the list) or multipart files (``file``,
+    repeatable; metadata fields apply to every file; answered with the list)."""
+
+    parser_classes = [StrictJSONParser, MultiPartParser]
+    pagination_class = CreatedCursorPagination
+
+    class FilterSerializer(strict.FilterSerializer):
+        status = serializers.ChoiceField(choices=Document.Status.choices, required=False)
+
+    @extend_schema(
+        parameters=[FilterSerializer],
+        responses=DocumentOutput(many=True),
+        operation_id="rag_documents_list",
+    )
     def get(self, request: Request, kb_id: int) -> Response:
         actor = request_actor(request)
         kb = selectors.knowledge_base_get(actor=actor, kb_id=kb_id)
-        wanted = request.query_params.get("status")
-        if wanted and wanted not in Document.Status.values:
-            raise ValidationFailed("Unknown status filter.", code="invalid_status")
-        paginator = CreatedCursorPagination()
-        page = paginator.paginate_queryset(
-            selectors.document_list(actor=actor, kb_id=kb.pk, status=wanted), request, self
+        documents = selectors.document_list(
+            actor=actor, kb_id=kb.pk, status=self.filters.get("status")
         )
-        return paginator.get_paginated_response(DocumentOutput(page, many=True).data)
+        return paginated_response(self, request, documents, DocumentOutput)
 
     @extend_schema(
-        request=DocumentInput,
-        responses={201: DocumentOutput(many=True)},
+        request={
+            "application/json": PolymorphicProxySerializer(
+                component_name="DocumentUpload",
+                serializers=[DocumentTextInput, DocumentBase64Input, DocumentBatchInput],
+                resource_type_field_name=None,
+            ),
+            "multipart/form-data": DocumentMultipartInput,
+        },
+        responses={
+            201: PolymorphicProxySerializer(
+                component_name="DocumentsCreated",
+                serializers=[DocumentOutput, DocumentOutput(many=True)],
+                resource_type_field_name=None,
+                many=False,
+            )
+        },
         operation_id="rag_documents_create",
     )
     def post(self, request: Request, kb_id: int) -> Response:
         actor = request_actor(request)
         kb = selectors.knowledge_base_get(actor=actor, kb_id=kb_id)
-        uploads = self._uploads(request)
+        uploads, many = self._uploads(request)
         # All or nothing: one bad file in a batch stores none of them.
         if len(uploads) == 1:
             documents = [services.document_create(actor=actor, kb=kb, **uploads[0])]
         else:
             documents = services.documents_create_batch(actor=actor, kb=kb, uploads=uploads)
         body = DocumentOutput(documents, many=True).data
-        return Response(
-            body if len(documents) > 1 or "documents" in request.data else body[0], status=201
-        )
+        return Response(body if many else body[0], status=status.HTTP_201_CREATED)
 
-    def _uploads(self, request: Request) -> list[dict[str, Any]]:
+    def _uploads(self, request: Request) -> tuple[list[dict[str, Any]], bool]:
+        """The uploads in the body, and whether the caller sent a list (answered with one)."""
         files = request.FILES.getlist("file") if hasattr(request, "FILES") else []
         if files:
             form: Any = request.data  # a QueryDict for multipart bodies
             fields = {
                 k: form.getlist(k) if k == "tags" else form.get(k) for k in form if k != "file"
             }
-            meta = DocumentInput(data={**fields, "text": ""})
+            meta = DocumentInput(data={**fields, "text": ""}, context={"strict_types": False})
             meta.is_valid(raise_exception=True)
             base = _document_kwargs(meta.validated_data)
-            return [
+            uploads = [
                 {
                     **base,
                     "data": f.read(),
@@ -280,16 +349,22 @@ class DocumentListCreateApi(APIView):
                 }
                 for f in files
             ]
-        if isinstance(request.data, dict) and "documents" in request.data:
-            batch = self.BatchInput(data=request.data)
+            return uploads, len(files) > 1
+        if not isinstance(request.data, dict):
+            raise ValidationFailed(
+                'Send one document, {"documents": [...]}, or multipart files.',
+                code="invalid_type",
+            )
+        if "documents" in request.data:
+            batch = DocumentBatchInput(data=request.data)
             batch.is_valid(raise_exception=True)
-            return [_document_kwargs(item) for item in batch.validated_data["documents"]]
+            return [_document_kwargs(item) for item in batch.validated_data["documents"]], True
         single = DocumentInput(data=request.data)
         single.is_valid(raise_exception=True)
-        return [_document_kwargs(single.validated_data)]
+        return [_document_kwargs(single.validated_data)], False
 
 
-class DocumentDetailApi(APIView):
+class DocumentDetailApi(ApiView):
     @extend_schema(responses=DocumentOutput, operation_id="rag_document_retrieve")
     def get(self, request: Request, document_id: int) -> Response:
         document = selectors.document_get(actor=request_actor(request), document_id=document_id)
@@ -297,24 +372,30 @@ class DocumentDetailApi(APIView):
 
     @extend_schema(responses={204: None}, operation_id="rag_document_delete")
     def delete(self, request: Request, document_id: int) -> Response:
-        document = selectors.document_get(actor=request_actor(request), document_id=document_id)
-        services.document_delete(document=document)
+        actor = request_actor(request)
+        document = selectors.document_get(actor=actor, document_id=document_id)
+        services.document_delete(actor=actor, document=document)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
-class DocumentReprocessApi(APIView):
-    class InputSerializer(serializers.Serializer):
+class DocumentReprocessApi(ApiView):
+    """Queue a document again; processing continues in the background (202)."""
+
+    class InputSerializer(strict.InputSerializer):
         force = serializers.BooleanField(default=False, help_text="Re-embed even if unchanged.")
 
     @extend_schema(
-        request=InputSerializer, responses=DocumentOutput, operation_id="rag_document_reprocess"
+        request=InputSerializer,
+        responses={202: DocumentOutput},
+        operation_id="rag_document_reprocess",
     )
     def post(self, request: Request, document_id: int) -> Response:
-        document = selectors.document_get(actor=request_actor(request), document_id=document_id)
-        data = self.InputSerializer(data=request.data or {})
+        actor = request_actor(request)
+        document = selectors.document_get(actor=actor, document_id=document_id)
+        data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         document = services.document_reprocess(
-            document=document, force=data.validated_data["force"]
+            actor=actor, document=document, force=data.validated_data["force"]
         )
         return Response(DocumentOutput(document).data, status=status.HTTP_202_ACCEPTED)
 
@@ -322,23 +403,23 @@ class DocumentReprocessApi(APIView):
 # --- search --------------------------------------------------------------------------------------
 
 
-class FiltersInput(serializers.Serializer):
+class FiltersInput(strict.InputSerializer):
     knowledge_base_ids = serializers.ListField(
-        child=serializers.IntegerField(min_value=1), required=False, default=list
+        child=strict.IdField(), required=False, default=list, max_length=1000
     )
     doc_types = serializers.ListField(
-        child=serializers.CharField(max_length=100), required=False, default=list
+        child=serializers.CharField(max_length=100), required=False, default=list, max_length=100
     )
     tags_any = serializers.ListField(
-        child=serializers.CharField(max_length=100), required=False, default=list
+        child=serializers.CharField(max_length=100), required=False, default=list, max_length=100
     )
     tags_all = serializers.ListField(
-        child=serializers.CharField(max_length=100), required=False, default=list
+        child=serializers.CharField(max_length=100), required=False, default=list, max_length=100
     )
     date_from = serializers.DateField(required=False, allow_null=True, default=None)
     date_to = serializers.DateField(required=False, allow_null=True, default=None)
     lifecycle_states = serializers.ListField(
-        child=serializers.CharField(max_length=50), required=False, default=list
+        child=serializers.CharField(max_length=50), required=False, default=list, max_length=100
     )
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
@@ -347,23 +428,36 @@ class FiltersInput(serializers.Serializer):
         return attrs
 
 
-class SearchInput(serializers.Serializer):
+class WeightsInput(strict.InputSerializer):
+    """Relative weights of the stages in a hybrid search (normalised to sum to 1)."""
+
+    vector = strict.FiniteFloatField(min_value=0, max_value=MAX_WEIGHT, required=False)
+    keyword = strict.FiniteFloatField(min_value=0, max_value=MAX_WEIGHT, required=False)
+
+
+class SearchInput(strict.InputSerializer):
     query = serializers.CharField(max_length=4000)
     mode = serializers.ChoiceField(choices=MODES, default="hybrid")
     top_k = serializers.IntegerField(min_value=1, max_value=MAX_TOP_K, default=10)
     fusion = serializers.ChoiceField(choices=FUSIONS, default=DEFAULT_FUSION)
-    weights = serializers.DictField(child=serializers.FloatField(min_value=0), required=False)
-    threshold = serializers.FloatField(
+    weights = WeightsInput(required=False)
+    threshold = strict.FiniteFloatField(
         min_value=-1, max_value=1, required=False, allow_null=True, default=None
     )
     filters = FiltersInput(required=False)
     rerank = serializers.BooleanField(default=False, help_text="Needs RERANK_PROVIDER.")
 
-    def validate_weights(self, value: dict[str, float]) -> dict[str, float]:
-        unknown = set(value) - {"vector", "keyword"}
-        if unknown:
-            raise serializers.ValidationError(f"Unknown weights: {sorted(unknown)}.")
-        return value
+
+class StageExplanation(serializers.Serializer):
+    rank = serializers.IntegerField(allow_null=True)
+    score = strict.FiniteFloatField(allow_null=True)
+
+
+class HitExplanation(serializers.Serializer):
+    vector = StageExplanation()
+    keyword = StageExplanation()
+    fused_score = strict.FiniteFloatField(allow_null=True)
+    rerank_score = strict.FiniteFloatField(allow_null=True)
 
 
 class HitOutput(serializers.Serializer):
@@ -374,20 +468,23 @@ class HitOutput(serializers.Serializer):
     text = serializers.CharField()
     heading_path = serializers.ListField(child=serializers.CharField())
     position = serializers.IntegerField()
-    score = serializers.FloatField()
+    score = strict.FiniteFloatField(allow_null=True)
     explanation = serializers.SerializerMethodField()
 
+    @extend_schema_field(HitExplanation)
     def get_explanation(self, hit: SearchHit) -> dict[str, Any]:
-        return {
-            "vector": {"rank": hit.vector_rank, "score": hit.vector_score},
-            "keyword": {"rank": hit.keyword_rank, "score": hit.keyword_score},
-            "fused_score": hit.score,
-            "rerank_score": hit.rerank_score,
-        }
+        return HitExplanation(
+            {
+                "vector": {"rank": hit.vector_rank, "score": hit.vector_score},
+                "keyword": {"rank": hit.keyword_rank, "score": hit.keyword_score},
+                "fused_score": hit.score,
+                "rerank_score": hit.rerank_score,
+            }
+        ).data
 
 
 def _run_search(request: Request, data: dict[str, Any]) -> Any:
-    filters = data.get("filters") or FiltersInput(data={}).run_validation({})
+    filters = data.get("filters") or FiltersInput().run_validation({})
     return services.search_run(
         actor=request_actor(request),
         query=data["query"],
@@ -409,7 +506,7 @@ def _run_search(request: Request, data: dict[str, Any]) -> Any:
     )
 
 
-class SearchApi(APIView):
+class SearchApi(ApiView):
     """Search chunks: ``vector``, ``keyword`` (BM25) or ``hybrid`` (fused); every hit explains
     its ranks and scores. A search is a read: it needs only the ``read`` scope."""
 
@@ -434,10 +531,10 @@ class QuerySourceOutput(serializers.Serializer):
     chunk_id = serializers.IntegerField()
     title = serializers.CharField()
     heading_path = serializers.ListField(child=serializers.CharField())
-    score = serializers.FloatField()
+    score = strict.FiniteFloatField(allow_null=True)
 
 
-class QueryApi(APIView):
+class QueryApi(ApiView):
     """Search, then a token-budgeted context block with numbered sources, for an LLM prompt."""
 
     required_scope = "read"
@@ -461,7 +558,7 @@ class QueryApi(APIView):
         return Response(
             {
                 "context": block.text,
-                "sources": block.sources,
+                "sources": QuerySourceOutput(block.sources, many=True).data,
                 "token_count": block.token_count,
                 "truncated": block.truncated,
                 "results": HitOutput(outcome.hits, many=True).data,
@@ -472,23 +569,26 @@ class QueryApi(APIView):
 class AnalyticsModeOutput(serializers.Serializer):
     mode = serializers.CharField()
     queries = serializers.IntegerField()
-    avg_latency_ms = serializers.FloatField()
-    avg_score = serializers.FloatField(allow_null=True)
-    avg_quality = serializers.FloatField(allow_null=True)
+    avg_latency_ms = strict.FiniteFloatField(allow_null=True)
+    avg_score = strict.FiniteFloatField(allow_null=True)
+    avg_quality = strict.FiniteFloatField(allow_null=True)
     empty = serializers.IntegerField()
     errors = serializers.IntegerField()  # type: ignore[assignment]  # a field named "errors"
 
 
-class AnalyticsApi(APIView):
+class AnalyticsApi(ApiView):
     class OutputSerializer(serializers.Serializer):
         modes = AnalyticsModeOutput(many=True)
 
     @extend_schema(responses=OutputSerializer, operation_id="rag_analytics")
     def get(self, request: Request) -> Response:
-        return Response(selectors.search_analytics(actor=request_actor(request)))
+        analytics = selectors.search_analytics(actor=request_actor(request))
+        return Response(self.OutputSerializer(analytics).data)
 
 
-class QueryLogApi(APIView):
+class QueryLogApi(ApiView):
+    pagination_class = CreatedCursorPagination
+
     class OutputSerializer(serializers.Serializer):
         id = serializers.IntegerField()
         created_at = serializers.DateTimeField()
@@ -497,16 +597,13 @@ class QueryLogApi(APIView):
         fusion = serializers.CharField()
         top_k = serializers.IntegerField()
         result_count = serializers.IntegerField()
-        avg_score = serializers.FloatField(allow_null=True)
-        quality_score = serializers.FloatField(allow_null=True)
-        latency_ms = serializers.FloatField()
-        stage_ms = serializers.DictField()
+        avg_score = strict.FiniteFloatField(allow_null=True)
+        quality_score = strict.FiniteFloatField(allow_null=True)
+        latency_ms = strict.FiniteFloatField(allow_null=True)
+        stage_ms = serializers.DictField(child=strict.FiniteFloatField(allow_null=True))
         status = serializers.CharField()
 
     @extend_schema(responses=OutputSerializer(many=True), operation_id="rag_queries_list")
     def get(self, request: Request) -> Response:
-        paginator = CreatedCursorPagination()
-        page = paginator.paginate_queryset(
-            selectors.search_query_list(actor=request_actor(request)), request, self
-        )
-        return paginator.get_paginated_response(self.OutputSerializer(page, many=True).data)
+        queries = selectors.search_query_list(actor=request_actor(request))
+        return paginated_response(self, request, queries, self.OutputSerializer)

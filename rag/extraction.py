@@ -8,6 +8,11 @@ no runs of more than one blank line.
 Failures raise core errors the API maps to 4xx responses: UnsupportedMediaType
 ("unsupported_file_type") and ValidationFailed ("empty_file", "undecodable_file",
 "invalid_pdf", "invalid_json").
+
+``check_upload`` is what a web request runs: text formats are extracted there (it is linear and
+catches every error up front), a PDF is only opened (magic bytes, cross-reference table, page
+count): extracting every page's text is CPU work proportional to what the content streams expand
+to, not to the upload's size, so it runs in the ingestion worker.
 """
 
 from __future__ import annotations
@@ -18,10 +23,11 @@ import json
 import logging
 import re
 import unicodedata
+from collections.abc import Callable
 from dataclasses import dataclass
 from html.parser import HTMLParser
 from pathlib import PurePosixPath
-from typing import Any
+from typing import Any, TypeVar
 
 import pypdf
 from pypdf.errors import FileNotDecryptedError, PdfReadError
@@ -31,7 +37,9 @@ from rag.chunking import markdown_outline
 
 __all__ = [
     "SUPPORTED_CONTENT_TYPES",
+    "CheckedUpload",
     "ExtractedText",
+    "check_upload",
     "extract_text",
     "normalise_text",
     "resolve_content_type",
@@ -60,6 +68,7 @@ _EXTENSIONS = {
 }
 
 logger = logging.getLogger("engram.rag")
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -98,6 +107,31 @@ def extract_text(*, data: bytes, filename: str | None, content_type: str | None)
     if kind == "text/markdown":
         title = next((h.title for h in markdown_outline(text).headings if h.level == 1), None)
     return ExtractedText(text=text, content_type=kind, title=_clean_title(title))
+
+
+@dataclass(frozen=True)
+class CheckedUpload:
+    """An upload that passed the web request's checks. ``text`` is None when its extraction is
+    left to the worker (PDF)."""
+
+    content_type: str
+    title: str | None
+    text: str | None
+
+
+def check_upload(*, data: bytes, filename: str | None, content_type: str | None) -> CheckedUpload:
+    """Validate an upload cheaply enough for a web request (see the module docstring).
+
+    Raises what ``extract_text`` raises; a PDF that opens here can still fail extraction in the
+    worker (a corrupt content stream, no text at all), which ends its document ``failed``.
+    """
+    kind = resolve_content_type(filename=filename, content_type=content_type)
+    if not data:
+        raise ValidationFailed("The file is empty.", code="empty_file")
+    if kind == "application/pdf":
+        return CheckedUpload(content_type=kind, title=_pdf_check(data), text=None)
+    extracted = extract_text(data=data, filename=filename, content_type=kind)
+    return CheckedUpload(content_type=kind, title=extracted.title, text=extracted.text)
 
 
 def resolve_content_type(*, filename: str | None, content_type: str | None) -> str:
@@ -160,7 +194,35 @@ def _clean_title(title: str | None) -> str | None:
 
 
 # --- PDF ------------------------------------------------------------------------------------
+# The header may follow some junk, but must start within the first kilobyte (PDF 1.7, annex H).
+_PDF_MAGIC = b"%PDF-"
+_PDF_MAGIC_WITHIN = 1024
+
+
 def _pdf(data: bytes) -> tuple[str, str | None]:
+    def read(reader: pypdf.PdfReader) -> tuple[str, str | None]:
+        pages = [page.extract_text() or "" for page in reader.pages]
+        return "\n\n".join(page.strip() for page in pages), _pdf_title(reader)
+
+    return _pdf_open(data, read)
+
+
+def _pdf_check(data: bytes) -> str | None:
+    """Open a PDF and count its pages without extracting text; returns its title."""
+
+    def count(reader: pypdf.PdfReader) -> str | None:
+        if not len(reader.pages):
+            raise ValidationFailed("The PDF has no pages.", code="empty_file")
+        return _pdf_title(reader)
+
+    return _pdf_open(data, count)
+
+
+def _pdf_open(data: bytes, use: Callable[[pypdf.PdfReader], T]) -> T:
+    """Open (and, with the empty password, unlock) a PDF and run ``use`` on it, turning pypdf's
+    many failure types into invalid_pdf."""
+    if _PDF_MAGIC not in data[:_PDF_MAGIC_WITHIN]:
+        raise _invalid_pdf("The file is not a PDF (no %PDF- header).", reason="not_pdf")
     try:
         reader = pypdf.PdfReader(io.BytesIO(data))
         if reader.is_encrypted:
@@ -172,8 +234,7 @@ def _pdf(data: bytes) -> tuple[str, str | None]:
                 raise _invalid_pdf("The PDF is encrypted.", reason="encrypted") from exc
             if not unlocked:
                 raise _invalid_pdf("The PDF is password-protected.", reason="encrypted")
-        pages = [page.extract_text() or "" for page in reader.pages]
-        title = _pdf_title(reader)
+        return use(reader)
     except ValidationFailed:
         raise
     except FileNotDecryptedError as exc:
@@ -183,7 +244,6 @@ def _pdf(data: bytes) -> tuple[str, str | None]:
     except Exception as exc:  # malformed files surface as many exception types inside pypdf
         logger.info("PDF extraction failed", exc_info=True)
         raise _invalid_pdf("The file is not a readable PDF.", reason="corrupt") from exc
-    return "\n\n".join(page.strip() for page in pages), title
 
 
 def _pdf_title(reader: pypdf.PdfReader) -> str | None:

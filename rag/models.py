@@ -94,6 +94,12 @@ class Document(TimeStampedModel):
     error = models.TextField(blank=True)
     processing_task_id = models.CharField(max_length=255, blank=True, editable=False)
     processing_started_at = models.DateTimeField(null=True, blank=True, editable=False)
+    attempts = models.PositiveSmallIntegerField(
+        default=0,
+        editable=False,
+        help_text="Processing runs of the current cycle; one that never finished (worker lost or "
+        "timed out) is given up after RAG_MAX_PROCESSING_ATTEMPTS.",
+    )
     chunks_total = models.PositiveIntegerField(default=0, editable=False)
     chunks_embedded = models.PositiveIntegerField(default=0, editable=False)
     indexed_checksum = models.CharField(max_length=64, blank=True, editable=False)
@@ -254,9 +260,28 @@ class SearchQuery(models.Model):
 
 
 class SearchResult(models.Model):
+    """One hit of a recorded search. A log: the chunk and document it names may have been
+    replaced or deleted since (re-indexing, deletion), so those references carry no constraint;
+    a foreign key would make a search fail when its hit is replaced before the log commits."""
+
     query = models.ForeignKey(SearchQuery, on_delete=models.CASCADE, related_name="results")
-    chunk = models.ForeignKey(Chunk, null=True, on_delete=models.DO_NOTHING, related_name="+")
-    document = models.ForeignKey(Document, null=True, on_delete=models.DO_NOTHING, related_name="+")
+    # No query looks results up by chunk or document: no index either.
+    chunk = models.ForeignKey(
+        Chunk,
+        null=True,
+        on_delete=models.DO_NOTHING,
+        related_name="+",
+        db_constraint=False,
+        db_index=False,
+    )
+    document = models.ForeignKey(
+        Document,
+        null=True,
+        on_delete=models.DO_NOTHING,
+        related_name="+",
+        db_constraint=False,
+        db_index=False,
+    )
     rank = models.PositiveIntegerField()
     mode = models.CharField(max_length=20)
     fusion = models.CharField(max_length=20, blank=True)

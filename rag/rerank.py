@@ -4,21 +4,32 @@ Off by default (``RERANK_PROVIDER=none``). ``http`` calls any server speaking th
 protocol (vLLM, Jina, Cohere-compatible: query + documents in, ``results[].index`` and
 ``relevance_score`` out); ``llm`` asks the configured LLM to score the passages. With the offline
 LLM provider, ``llm`` reranking keeps the fused order (the offline model cannot judge relevance).
+
+Failures: a reranker that cannot be reached, times out, answers an error status or breaks its
+protocol (a malformed body, a score that is not a finite number) raises ServiceUnavailable with
+code ``provider_unavailable`` (503) and ``details["provider"] == "rerank"``. An LLM that answers
+but gives no usable judgement (no JSON object, the wrong number of scores, or any score that is
+not a finite number) is treated like the offline model: the fused order is kept and
+``rerank_score`` is null. The judgement is all or nothing: mixing judged and unjudged passages
+would rank them on two scales. (A dedicated rerank server that breaks its protocol is broken; a
+general-purpose model straying from the requested format is an expected, degraded answer.)
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import time
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 import httpx
 from django.conf import settings
 
 from core.errors import ServiceUnavailable
 from core.llm import get_llm_provider
-from core.llm.base import LLMError
+from core.llm.base import InvalidJSONError, LLMError
+from core.process_cache import PerProcess
 from rag.search import SearchHit
 
 logger = logging.getLogger("engram.rag")
@@ -26,6 +37,22 @@ logger = logging.getLogger("engram.rag")
 RERANK_PROVIDERS = ("none", "http", "llm")
 # Each passage is cut to this many characters before it is sent to a reranker.
 PASSAGE_CHARS = 2000
+
+
+def _unavailable(message: str, reranker: str, **details: Any) -> ServiceUnavailable:
+    return ServiceUnavailable(
+        message,
+        code="provider_unavailable",
+        details={"provider": "rerank", "reranker": reranker, **details},
+    )
+
+
+def _finite(value: object) -> float | None:
+    """``value`` as a score if it is a finite JSON number (not a string, null or boolean)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    number = float(value)
+    return number if math.isfinite(number) else None
 
 
 class Reranker(Protocol):
@@ -50,6 +77,8 @@ class HttpReranker:
     ) -> None:
         self.model = model
         self.max_retries = max_retries
+        # What it was built from: the process-wide instance is rebuilt when settings change.
+        self.config: tuple[object, ...] = (base_url, model, api_key, timeout)
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._client = httpx.Client(
             base_url=base_url.rstrip("/") + "/",
@@ -71,12 +100,10 @@ class HttpReranker:
             try:
                 response = self._client.post("rerank", json=body)
             except httpx.TimeoutException as exc:
-                raise ServiceUnavailable(
-                    "The reranker timed out.", code="rerank_unavailable"
-                ) from exc
+                raise _unavailable("The reranker timed out.", self.name, reason="timeout") from exc
             except httpx.TransportError as exc:
-                raise ServiceUnavailable(
-                    "The reranker is unreachable.", code="rerank_unavailable"
+                raise _unavailable(
+                    "The reranker is unreachable.", self.name, reason="unreachable"
                 ) from exc
             # Only overload and server errors are worth another try.
             if response.status_code in (429, 500, 502, 503, 504) and attempt < self.max_retries:
@@ -84,19 +111,28 @@ class HttpReranker:
                 continue
             break
         if response.status_code != 200:
-            raise ServiceUnavailable(
+            raise _unavailable(
                 f"The reranker answered {response.status_code}.",
-                code="rerank_failed",
-                details={"status": response.status_code},
+                self.name,
+                reason="status",
+                status=response.status_code,
             )
         try:
             results = response.json()["results"]
-            scores = {int(item["index"]): float(item["relevance_score"]) for item in results}
+            scores = {int(item["index"]): _finite(item["relevance_score"]) for item in results}
         except (ValueError, KeyError, TypeError) as exc:
-            raise ServiceUnavailable(
-                "The reranker's answer is malformed.", code="rerank_failed"
+            raise _unavailable(
+                "The reranker's answer is malformed.", self.name, reason="malformed"
             ) from exc
-        return _reordered(hits, scores)
+        if any(score is None for score in scores.values()) or not set(scores) <= set(
+            range(len(hits))
+        ):
+            raise _unavailable(
+                "The reranker's answer has invalid scores or indexes.",
+                self.name,
+                reason="malformed",
+            )
+        return _reordered(hits, {i: score for i, score in scores.items() if score is not None})
 
 
 class LLMReranker:
@@ -119,15 +155,25 @@ class LLMReranker:
         )
         try:
             answer = get_llm_provider().complete_json(prompt, schema=self.SCHEMA, max_tokens=512)
+        except InvalidJSONError:
+            logger.warning("the LLM reranker's answer is not usable JSON; keeping the fused order")
+            return _unranked(hits)
         except LLMError as exc:
-            raise ServiceUnavailable("The LLM reranker failed.", code="rerank_failed") from exc
-        raw = answer.get("scores") or []
-        if len(raw) != len(hits):
+            raise _unavailable("The LLM reranker failed.", self.name, reason="llm") from exc
+        raw = answer.get("scores")
+        scores = [_finite(score) for score in raw] if isinstance(raw, list) else []
+        if len(scores) != len(hits) or any(score is None for score in scores):
             # The offline provider (or a sloppy model) gave no usable judgement: keep the order.
-            for hit in hits:
-                hit.rerank_score = None
-            return list(hits)
-        return _reordered(hits, {i: float(score) for i, score in enumerate(raw)})
+            if raw:
+                logger.warning("the LLM reranker's scores are unusable; keeping the fused order")
+            return _unranked(hits)
+        return _reordered(hits, {i: score for i, score in enumerate(scores) if score is not None})
+
+
+def _unranked(hits: Sequence[SearchHit]) -> list[SearchHit]:
+    for hit in hits:
+        hit.rerank_score = None
+    return list(hits)
 
 
 def _reordered(hits: Sequence[SearchHit], scores: dict[int, float]) -> list[SearchHit]:
@@ -140,17 +186,44 @@ def _reordered(hits: Sequence[SearchHit], scores: dict[int, float]) -> list[Sear
     return [hits[i] for i in order]
 
 
+def _http_config() -> tuple[object, ...]:
+    return (
+        settings.RERANK_BASE_URL,
+        settings.RERANK_MODEL,
+        settings.RERANK_API_KEY,
+        settings.RERANK_TIMEOUT,
+    )
+
+
+def _http_reranker_from_settings() -> HttpReranker:
+    assert settings.RERANK_BASE_URL, "validated at start-up"
+    return HttpReranker(
+        base_url=settings.RERANK_BASE_URL,
+        model=settings.RERANK_MODEL,
+        api_key=settings.RERANK_API_KEY,
+        timeout=settings.RERANK_TIMEOUT,
+    )
+
+
+# One HTTP client (and its connection pool) per process, not one per search.
+_http_reranker: PerProcess[HttpReranker] = PerProcess(_http_reranker_from_settings)
+
+
 def get_reranker() -> Reranker | None:
-    """The configured reranker, or None when reranking is off."""
+    """The configured reranker, or None when reranking is off. The HTTP reranker is built once
+    per process (again if its settings changed)."""
     provider = settings.RERANK_PROVIDER
     if provider == "http":
-        assert settings.RERANK_BASE_URL, "validated at start-up"
-        return HttpReranker(
-            base_url=settings.RERANK_BASE_URL,
-            model=settings.RERANK_MODEL,
-            api_key=settings.RERANK_API_KEY,
-            timeout=settings.RERANK_TIMEOUT,
-        )
+        reranker = _http_reranker.get()
+        if reranker.config != _http_config():
+            _http_reranker.reset()
+            reranker = _http_reranker.get()
+        return reranker
     if provider == "llm":
         return LLMReranker()
     return None
+
+
+def reset_reranker() -> None:
+    """Forget the process's HTTP reranker (tests, reconfiguration)."""
+    _http_reranker.reset()

@@ -44,16 +44,25 @@ def search_query_list(*, actor: Actor) -> QuerySet[SearchQuery]:
     return SearchQuery.objects.for_actor(actor)
 
 
+def _finite(field: str) -> Q:
+    """Rows whose ``field`` is a finite number. PostgreSQL orders NaN above Infinity, so the two
+    bounds exclude NaN and both infinities (rows written before the API refused them)."""
+    return Q(**{f"{field}__lt": float("inf"), f"{field}__gt": float("-inf")})
+
+
 def search_analytics(*, actor: Actor) -> dict[str, Any]:
-    """Per mode: query count, average latency, average result score and quality, empty share."""
+    """Per mode: query count, average latency, average result score and quality, empty share.
+
+    A value that is not a finite number is left out of its average instead of making it one.
+    """
     rows = (
         search_query_list(actor=actor)
         .values("mode")
         .annotate(
             queries=Count("id"),
-            avg_latency_ms=Avg("latency_ms"),
-            avg_score=Avg("avg_score"),
-            avg_quality=Avg("quality_score"),
+            avg_latency_ms=Avg("latency_ms", filter=_finite("latency_ms")),
+            avg_score=Avg("avg_score", filter=_finite("avg_score")),
+            avg_quality=Avg("quality_score", filter=_finite("quality_score")),
             empty=Count("id", filter=Q(status=SearchQuery.Status.EMPTY)),
             errors=Count("id", filter=Q(status=SearchQuery.Status.ERROR)),
         )

@@ -1,8 +1,12 @@
 from __future__ import annotations
 
 import logging
+import uuid
+from typing import Any
 
 from celery import shared_task
+from celery.exceptions import SoftTimeLimitExceeded
+from django.conf import settings
 
 from core.embeddings.base import EmbeddingError
 from core.jobs import PeriodicJob, job_run
@@ -15,58 +19,111 @@ PERIODIC_JOBS = [
     PeriodicJob(
         name="rag.recover_documents",
         task="rag.tasks.recover_documents",
-        description="Re-queue documents left pending or claimed by a dead worker.",
+        description="Re-queue documents left pending or claimed by a dead worker; give up on "
+        "those whose claims went stale RAG_MAX_PROCESSING_ATTEMPTS times.",
         every_seconds=600,
         expires_seconds=540,
     ),
+    PeriodicJob(
+        name="rag.prune_search_queries",
+        task="rag.tasks.prune_search_queries",
+        description="Delete search queries (and their results) older than "
+        "SEARCH_QUERY_RETENTION_DAYS.",
+        crontab="37 3 * * *",
+        expires_seconds=6 * 3600,
+    ),
 ]
+
+DOCUMENT_SOFT_TIME_LIMIT, DOCUMENT_TIME_LIMIT = settings.RAG_DOCUMENT_TASK_TIME_LIMITS
+BATCH_SOFT_TIME_LIMIT, BATCH_TIME_LIMIT = settings.RAG_BATCH_TASK_TIME_LIMITS
+
+
+def _timed_out(task: Any) -> str:
+    # The limit this run was given (a call may override the task's own).
+    _, soft = task.request.timelimit or (None, None)
+    seconds = soft or task.soft_time_limit
+    return f"Timed out: processing took longer than the {seconds:g} s soft time limit."
+
+
+def _unexpected(exc: Exception) -> str:
+    return f"Unexpected error while processing ({type(exc).__name__}); see the worker log."
 
 
 @shared_task(bind=True, time_limit=300, soft_time_limit=240, acks_late=True)
-def recover_documents(self) -> dict[str, int]:  # type: ignore[no-untyped-def]
+def recover_documents(self, dry_run: bool = False) -> dict[str, int]:  # type: ignore[no-untyped-def]
     with job_run("rag.recover_documents", task_id=self.request.id or "") as run:
-        run.counts = services.documents_recover()
+        run.counts = services.documents_recover(dry_run=dry_run)
+    return run.counts
+
+
+@shared_task(bind=True, time_limit=900, soft_time_limit=840, acks_late=True)
+def prune_search_queries(self, dry_run: bool = False) -> dict[str, int]:  # type: ignore[no-untyped-def]
+    with job_run("rag.prune_search_queries", task_id=self.request.id or "") as run:
+        run.counts = services.search_queries_prune(
+            older_than=settings.SEARCH_QUERY_RETENTION, dry_run=dry_run
+        )
     return run.counts
 
 
 @shared_task(
     bind=True,
     acks_late=True,
-    time_limit=30 * 60,
-    soft_time_limit=28 * 60,
+    time_limit=DOCUMENT_TIME_LIMIT,
+    soft_time_limit=DOCUMENT_SOFT_TIME_LIMIT,
     max_retries=3,
 )
 def process_document(self, document_id: int) -> str:  # type: ignore[no-untyped-def]
-    """Ingest one document. The task id is the claim, so a redelivered task resumes its own."""
+    """Ingest one document. The task id is the claim, so a redelivered task resumes its own.
+
+    Every way out leaves the document in a visible state: the service fails a document that
+    breaks; here the provider being down is retried, then failed, and running out of time fails
+    the document (the hard limit would kill the worker a moment later).
+    """
     if not Document.objects.filter(pk=document_id).exists():
         return "gone"
-    claim = self.request.id or None
+    claim = self.request.id or uuid.uuid4().hex
     try:
         return services.document_process(document_id=document_id, claim=claim)
     except EmbeddingError as exc:
         # Transient provider trouble: retry with backoff, then give up visibly.
         if self.request.retries < self.max_retries:
+            services.documents_release(claim=claim, note=f"Embedding failed, will retry: {exc}")
             raise self.retry(exc=exc, countdown=10 * 2**self.request.retries) from exc
-        if claim:
-            services.document_mark_failed(document_id=document_id, claim=claim, error=str(exc))
+        services.document_mark_failed(document_id=document_id, claim=claim, error=str(exc))
+        return "failed"
+    except SoftTimeLimitExceeded:
+        services.document_mark_failed(document_id=document_id, claim=claim, error=_timed_out(self))
+        return "failed"
+    except Exception as exc:  # the service fails what breaks; this is the last line of defence
+        logger.exception("processing document %s failed", document_id)
+        services.document_mark_failed(document_id=document_id, claim=claim, error=_unexpected(exc))
         return "failed"
 
 
 @shared_task(
     bind=True,
     acks_late=True,
-    time_limit=60 * 60,
-    soft_time_limit=58 * 60,
+    time_limit=BATCH_TIME_LIMIT,
+    soft_time_limit=BATCH_SOFT_TIME_LIMIT,
     max_retries=3,
 )
 def process_documents(self, document_ids: list[int]) -> dict[str, int]:  # type: ignore[no-untyped-def]
-    """Ingest a batch upload's documents together (see ``documents_process_batch``)."""
-    claim = self.request.id or None
+    """Ingest a batch upload's documents together (see ``documents_process_batch``).
+
+    The documents it has not claimed yet when it fails or runs out of time stay pending: the
+    recovery job queues them one by one.
+    """
+    claim = self.request.id or uuid.uuid4().hex
     try:
         return dict(services.documents_process_batch(document_ids=document_ids, claim=claim))
     except EmbeddingError as exc:
         if self.request.retries < self.max_retries:
+            services.documents_release(claim=claim, note=f"Embedding failed, will retry: {exc}")
             raise self.retry(exc=exc, countdown=10 * 2**self.request.retries) from exc
-        if claim:
-            services.documents_mark_failed(claim=claim, error=str(exc))
-        return {"failed": len(document_ids)}
+        return {"failed": services.documents_mark_failed(claim=claim, error=str(exc))}
+    except SoftTimeLimitExceeded:
+        error = _timed_out(self)
+        return {"failed": services.documents_mark_failed(claim=claim, error=error)}
+    except Exception as exc:
+        logger.exception("processing a batch of %s documents failed", len(document_ids))
+        return {"failed": services.documents_mark_failed(claim=claim, error=_unexpected(exc))}

@@ -4,20 +4,20 @@ from rag import apis
 
 urlpatterns = [
     path("knowledge-bases", apis.KnowledgeBaseListCreateApi.as_view(), name="kb-list"),
-    path("knowledge-bases/<int:kb_id>", apis.KnowledgeBaseDetailApi.as_view(), name="kb-detail"),
+    path("knowledge-bases/<id:kb_id>", apis.KnowledgeBaseDetailApi.as_view(), name="kb-detail"),
     path(
-        "knowledge-bases/<int:kb_id>/status",
+        "knowledge-bases/<id:kb_id>/status",
         apis.KnowledgeBaseStatusApi.as_view(),
         name="kb-status",
     ),
     path(
-        "knowledge-bases/<int:kb_id>/documents",
+        "knowledge-bases/<id:kb_id>/documents",
         apis.DocumentListCreateApi.as_view(),
         name="document-list",
     ),
-    path("documents/<int:document_id>", apis.DocumentDetailApi.as_view(), name="document-detail"),
+    path("documents/<id:document_id>", apis.DocumentDetailApi.as_view(), name="document-detail"),
     path(
-        "documents/<int:document_id>/reprocess",
+        "documents/<id:document_id>/reprocess",
         apis.DocumentReprocessApi.as_view(),
         name="document-reprocess",
     ),

@@ -7,6 +7,7 @@ import pytest
 from rest_framework.test import APIClient
 
 from core import services
+from core.actors import actor_for_account
 from core.models import Agent, ApiKey
 from tests.factories import AgentFactory
 
@@ -27,7 +28,9 @@ def make_agent_client(db: None) -> Callable[..., AuthedAgent]:
         *, scopes: tuple[str, ...] = ("read", "write"), agent: Agent | None = None, **kw: object
     ) -> AuthedAgent:
         agent = agent or AgentFactory.create(**kw)
-        key, secret = services.api_key_create(agent=agent, scopes=scopes)
+        key, secret = services.api_key_create(
+            actor=actor_for_account(agent.account_id), agent=agent, scopes=scopes
+        )
         client = APIClient()
         client.credentials(HTTP_AUTHORIZATION=f"Bearer {secret}")
         return AuthedAgent(agent=agent, key=key, secret=secret, client=client)

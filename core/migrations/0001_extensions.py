@@ -1,4 +1,3 @@
-from django.contrib.postgres.operations import TrigramExtension
 from django.db import migrations
 from pgvector.django import VectorExtension
 
@@ -6,4 +5,6 @@ from pgvector.django import VectorExtension
 class Migration(migrations.Migration):
     initial = True
     dependencies: list[tuple[str, str]] = []
-    operations = [VectorExtension(), TrigramExtension()]
+    # pg_trgm was created here once and nothing used it: fresh installs no longer need it, and
+    # databases that have it keep it (dropping an extension is often refused on managed servers).
+    operations = [VectorExtension()]

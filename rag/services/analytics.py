@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import math
 import time
+from datetime import timedelta
 from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
 
 from core.actors import Actor
 from rag.models import SearchQuery, SearchResult
@@ -24,7 +29,8 @@ def search_query_record(
 ) -> SearchQuery:
     """Record one search with its results (two INSERTs)."""
     hits = outcome.hits if outcome is not None else []
-    similarities = [h.vector_score for h in hits if h.vector_score is not None]
+    similarities = [h.vector_score for h in hits if _finite(h.vector_score)]
+    scores = [h.score for h in hits if _finite(h.score)]
     status = (
         SearchQuery.Status.ERROR
         if error
@@ -41,10 +47,10 @@ def search_query_record(
         knowledge_base_ids=outcome.knowledge_base_ids if outcome is not None else [],
         filters=filters,
         result_count=len(hits),
-        avg_score=sum(h.score for h in hits) / len(hits) if hits else None,
+        avg_score=_finite_or_none(sum(scores) / len(scores)) if scores else None,
         # Quality: how close, semantically, the returned passages are to the query (mean cosine
         # similarity), discounted when fewer results came back than were asked for.
-        quality_score=(
+        quality_score=_finite_or_none(
             (sum(similarities) / len(similarities)) * min(1.0, len(hits) / top_k)
             if similarities
             else None
@@ -62,15 +68,24 @@ def search_query_record(
             rank=rank,
             mode=mode,
             fusion=record.fusion,
-            score=hit.score,
+            score=hit.score if _finite(hit.score) else 0.0,
             vector_rank=hit.vector_rank,
-            vector_score=hit.vector_score,
+            vector_score=_finite_or_none(hit.vector_score),
             keyword_rank=hit.keyword_rank,
-            keyword_score=hit.keyword_score,
+            keyword_score=_finite_or_none(hit.keyword_score),
         )
         for rank, hit in enumerate(hits, start=1)
     )
     return record
+
+
+def _finite(value: float | None) -> bool:
+    return value is not None and math.isfinite(value)
+
+
+def _finite_or_none(value: float | None) -> float | None:
+    """Analytics never store NaN or infinities: one such row would poison every average."""
+    return value if _finite(value) else None
 
 
 def search_run(
@@ -110,3 +125,37 @@ def search_run(
         latency_ms=(time.perf_counter() - started) * 1000,
     )
     return outcome
+
+
+# Rows deleted per transaction by the retention job: bounded locks and WAL bursts, and a run cut
+# short (time limit, restart) keeps what it already deleted.
+PRUNE_BATCH = 2000
+
+
+def search_queries_prune(
+    *, older_than: timedelta, dry_run: bool = False, batch_size: int | None = None
+) -> dict[str, int]:
+    """Delete recorded searches older than ``older_than`` with their results, ``batch_size``
+    queries per transaction. Returns {"queries", "results"} deleted; a dry run deletes nothing
+    and reports what a run would delete.
+    """
+    old = SearchQuery.objects.filter(created_at__lt=timezone.now() - older_than)
+    if dry_run:
+        return {
+            "queries": old.count(),
+            "results": SearchResult.objects.filter(query__in=old.values("pk")).count(),
+            "dry_run": 1,
+        }
+    batch_size = batch_size or PRUNE_BATCH
+    deleted = {"queries": 0, "results": 0}
+    while True:
+        with transaction.atomic():
+            # Oldest first, along the created_at index.
+            ids = list(old.order_by("created_at").values_list("pk", flat=True)[:batch_size])
+            if not ids:
+                break
+            _, results = SearchResult.objects.filter(query_id__in=ids).delete()
+            _, queries = SearchQuery.objects.filter(pk__in=ids).delete()
+        deleted["results"] += results.get(SearchResult._meta.label, 0)
+        deleted["queries"] += queries.get(SearchQuery._meta.label, 0)
+    return deleted

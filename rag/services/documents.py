@@ -13,12 +13,18 @@ from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from core.actors import Actor
-from core.errors import Conflict, PayloadTooLarge
+from core.actors import WRITE_DOCUMENTS, Actor
+from core.audit import audit_record
+from core.errors import Conflict, NotFound, PayloadTooLarge
+from core.writes import changes_of, changes_validate, row_update
 from rag import keyword
-from rag.extraction import extract_text
+from rag.extraction import CheckedUpload, check_upload
 from rag.models import Document, KnowledgeBase
-from rag.services.pipeline import PROCESSING_STALE_AFTER
+from rag.services.pipeline import (
+    PROCESSING_STALE_AFTER,
+    documents_give_up,
+    extracted_size_check,
+)
 
 logger = logging.getLogger("engram.rag")
 
@@ -49,6 +55,7 @@ def document_create(
 
     ``enqueue=False`` leaves processing to the caller (bulk loads process in-process in batches).
     """
+    actor.require(kb.account_id, WRITE_DOCUMENTS)
     document = _document_build(
         kb=kb,
         data=data,
@@ -60,6 +67,13 @@ def document_create(
     )
     with transaction.atomic():
         document.save()
+        audit_record(
+            actor=actor,
+            action="rag.document.create",
+            account_id=kb.account_id,
+            target=document,
+            changes={"knowledge_base": kb.pk, "title": document.title, "size": document.size_bytes},
+        )
         if enqueue:
             _enqueue_processing(document.pk)
     return document
@@ -78,13 +92,7 @@ def _document_build(
     """A validated, unsaved document for an upload: anything wrong raises before a write."""
     if kb.status == KnowledgeBase.Status.ARCHIVED:
         raise Conflict("The knowledge base is archived.", code="knowledge_base_archived")
-    if len(data) > settings.RAG_MAX_UPLOAD_BYTES:
-        raise PayloadTooLarge(
-            f"Uploads are limited to {settings.RAG_MAX_UPLOAD_BYTES} bytes.",
-            code="upload_too_large",
-            details={"limit": settings.RAG_MAX_UPLOAD_BYTES, "size": len(data)},
-        )
-    extracted = extract_text(data=data, filename=filename, content_type=content_type)
+    extracted = _upload_check(data=data, filename=filename, content_type=content_type)
     meta = metadata or DocumentMetadata()
     document = Document(
         account_id=kb.account_id,
@@ -107,46 +115,143 @@ def _document_build(
     return document
 
 
-def document_replace_content(
-    *, document: Document, data: bytes, filename: str | None = None, content_type: str | None = None
-) -> Document:
-    """New content for a document: its chunks are replaced atomically once processed."""
+def _upload_check(*, data: bytes, filename: str | None, content_type: str | None) -> CheckedUpload:
+    """What a web request checks before storing an upload: its size in bytes, then its format;
+    text formats are extracted here and their text's length is limited too (a PDF's text is
+    extracted, and limited, by the worker)."""
     if len(data) > settings.RAG_MAX_UPLOAD_BYTES:
-        raise PayloadTooLarge("Upload too large.", code="upload_too_large")
-    extracted = extract_text(data=data, filename=filename, content_type=content_type)
+        raise PayloadTooLarge(
+            f"Uploads are limited to {settings.RAG_MAX_UPLOAD_BYTES} bytes.",
+            code="upload_too_large",
+            details={"limit": settings.RAG_MAX_UPLOAD_BYTES, "size": len(data)},
+        )
+    checked = check_upload(data=data, filename=filename, content_type=content_type)
+    if checked.text is not None:
+        extracted_size_check(len(checked.text))
+    return checked
+
+
+def document_replace_content(
+    *,
+    actor: Actor,
+    document: Document,
+    data: bytes,
+    filename: str | None = None,
+    content_type: str | None = None,
+) -> Document:
+    """New content for a document: its chunks are replaced atomically once processed.
+
+    A run still processing the old content loses its claim: it can neither index the old content
+    nor mark the document failed or indexed over the new one.
+    """
+    actor.require(document.account_id, WRITE_DOCUMENTS)
+    checked = _upload_check(data=data, filename=filename, content_type=content_type)
     with transaction.atomic():
         Document.objects.filter(pk=document.pk).update(
             original=data,
             checksum=hashlib.sha256(data).hexdigest(),
             size_bytes=len(data),
-            content_type=extracted.content_type,
+            content_type=checked.content_type,
             status=Document.Status.PENDING,
             error="",
+            processing_task_id="",
             updated_at=timezone.now(),
+        )
+        audit_record(
+            actor=actor,
+            action="rag.document.replace_content",
+            account_id=document.account_id,
+            target=document,
+            changes={"size": len(data)},
         )
         _enqueue_processing(document.pk)
     document.refresh_from_db()
     return document
 
 
-def document_reprocess(*, document: Document, force: bool = False) -> Document:
-    """Queue a document again (after a failure, a settings change, or a lost worker)."""
-    if document.status == Document.Status.PROCESSING and not _claim_is_stale(document):
-        raise Conflict("The document is being processed.", code="document_processing")
+# Metadata a person or agent may edit on a stored document; content has its own operation.
+UPDATABLE_FIELDS = ("title", "doc_type", "tags", "lifecycle_state", "document_date", "metadata")
+
+
+def document_update(*, actor: Actor, document: Document, **fields: Any) -> Document:
+    """Change a document's descriptive fields; one UPDATE of exactly those fields.
+
+    Processing state, progress and the original are never written from an instance read
+    earlier, so an edit during ingestion cannot undo the pipeline's progress. A new title is
+    part of every chunk's indexed text (``rag.indexing``): the document is queued for
+    re-indexing, and a run still using the old title loses its claim and writes nothing.
+    """
+    actor.require(document.account_id, WRITE_DOCUMENTS)
+    changes = changes_of(document, fields, UPDATABLE_FIELDS)
+    if not changes:
+        return document
+    changes_validate(document, changes)
+    reindex = "title" in changes
+    return row_update(
+        actor=actor,
+        instance=document,
+        changes=changes,
+        also=(
+            {
+                "status": Document.Status.PENDING,
+                "error": "",
+                "processing_task_id": "",
+                "indexed_checksum": "",
+            }
+            if reindex
+            else None
+        ),
+        action="rag.document.update",
+        account_id=document.account_id,
+        missing=lambda: NotFound("No such document.", code="document_not_found"),
+        then=(lambda: _enqueue_processing(document.pk)) if reindex else None,
+    )
+
+
+def document_reprocess(*, actor: Actor, document: Document, force: bool = False) -> Document:
+    """Queue a document again (after a failure, a settings change, or a lost worker).
+
+    A stale claim is released with it, so the dead worker's run, should it still be alive, can
+    write nothing over the new one.
+    """
+    actor.require(document.account_id, WRITE_DOCUMENTS)
+    now = timezone.now()
+    # Compare-and-set: the instance was read earlier, a worker may have claimed it since.
+    live_claim = Q(
+        status=Document.Status.PROCESSING,
+        processing_started_at__gte=now - PROCESSING_STALE_AFTER,
+    )
     with transaction.atomic():
-        Document.objects.filter(pk=document.pk).update(
-            status=Document.Status.PENDING,
-            error="",
-            indexed_checksum="" if force else F("indexed_checksum"),
-            updated_at=timezone.now(),
+        updated = (
+            Document.objects.filter(pk=document.pk)
+            .exclude(live_claim)
+            .update(
+                status=Document.Status.PENDING,
+                error="",
+                processing_task_id="",
+                indexed_checksum="" if force else F("indexed_checksum"),
+                updated_at=now,
+            )
+        )
+        if not updated:
+            if Document.objects.filter(pk=document.pk).exists():
+                raise Conflict("The document is being processed.", code="document_processing")
+            raise NotFound("No such document.", code="document_not_found")
+        audit_record(
+            actor=actor,
+            action="rag.document.reprocess",
+            account_id=document.account_id,
+            target=document,
+            changes={"force": force},
         )
         _enqueue_processing(document.pk)
     document.refresh_from_db()
     return document
 
 
-def document_delete(*, document: Document) -> None:
+def document_delete(*, actor: Actor, document: Document) -> None:
     """Delete a document, its chunks and its index data, keeping corpus statistics exact."""
+    actor.require(document.account_id, WRITE_DOCUMENTS)
     with transaction.atomic():
         kb = KnowledgeBase.objects.select_for_update().get(pk=document.knowledge_base_id)
         chunks, terms = keyword.postings_remove_documents(
@@ -155,12 +260,14 @@ def document_delete(*, document: Document) -> None:
         KnowledgeBase.objects.filter(pk=kb.pk).update(
             chunk_count=F("chunk_count") - chunks, total_terms=F("total_terms") - terms
         )
-        document.delete()
-
-
-def _claim_is_stale(document: Document) -> bool:
-    started = document.processing_started_at
-    return started is None or started < timezone.now() - PROCESSING_STALE_AFTER
+        audit_record(
+            actor=actor,
+            action="rag.document.delete",
+            account_id=document.account_id,
+            target=document,
+            changes={"title": document.title},
+        )
+        Document.objects.filter(pk=document.pk).delete()
 
 
 def documents_create_batch(
@@ -173,10 +280,19 @@ def documents_create_batch(
     Each item of ``uploads`` takes ``document_create``'s keyword arguments (except ``enqueue``:
     ``enqueue=False`` leaves processing to the caller).
     """
+    actor.require(kb.account_id, WRITE_DOCUMENTS)
     built = [_document_build(kb=kb, **upload) for upload in uploads]
     with transaction.atomic():
         documents = Document.objects.bulk_create(built)
         ids = [document.pk for document in documents]
+        audit_record(
+            actor=actor,
+            action="rag.document.create_batch",
+            account_id=kb.account_id,
+            target_type="rag.document",
+            target_id=f"{ids[0]}..{ids[-1]}" if ids else "",
+            changes={"knowledge_base": kb.pk, "documents": ids},
+        )
         if enqueue:
             transaction.on_commit(lambda: _send_batch_processing(ids))
     return documents
@@ -214,16 +330,29 @@ def _send_processing(document_id: int) -> bool:
     return True
 
 
-def documents_recover(*, pending_after: timedelta = timedelta(minutes=10)) -> dict[str, int]:
-    """Re-queue documents nobody is processing: pending for a while, or claimed by a dead worker."""
+def documents_recover(
+    *, pending_after: timedelta = timedelta(minutes=10), dry_run: bool = False
+) -> dict[str, int]:
+    """Re-queue documents nobody is processing: pending for a while, or claimed by a dead worker;
+    give up (fail) those whose claims went stale RAG_MAX_PROCESSING_ATTEMPTS times instead.
+
+    Returns {"found", "queued", "gave_up"}; a dry run changes nothing and reports what a run
+    would do.
+    """
     now = timezone.now()
+    stale = Q(
+        status=Document.Status.PROCESSING,
+        processing_started_at__lt=now - PROCESSING_STALE_AFTER,
+    )
+    limit = settings.RAG_MAX_PROCESSING_ATTEMPTS
     stuck = Document.objects.filter(
         Q(status=Document.Status.PENDING, updated_at__lt=now - pending_after)
-        | Q(
-            status=Document.Status.PROCESSING,
-            processing_started_at__lt=now - PROCESSING_STALE_AFTER,
-        )
+        | (stale & Q(attempts__lt=limit))
     ).exclude(knowledge_base__status__in=["paused", "archived"])
-    ids = list(stuck.values_list("id", flat=True)[:1000])
+    ids = list(stuck.order_by("pk").values_list("id", flat=True)[:1000])
+    if dry_run:
+        exhausted = Document.objects.filter(stale, attempts__gte=limit).count()
+        return {"found": len(ids), "queued": len(ids), "gave_up": exhausted, "dry_run": 1}
+    gave_up = documents_give_up(stale_only=True)
     queued = sum(_send_processing(document_id) for document_id in ids)
-    return {"found": len(ids), "queued": queued}
+    return {"found": len(ids), "queued": queued, "gave_up": gave_up}

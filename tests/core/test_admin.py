@@ -9,6 +9,7 @@ from django.contrib import admin
 from django.urls import reverse
 from rest_framework.test import APIClient
 
+from core.actors import actor_for_account
 from core.models import ApiKey
 from tests.factories import AgentFactory, UserFactory
 
@@ -61,7 +62,8 @@ def test_creating_a_key_in_the_admin_shows_the_secret_once(admin_client) -> None
 def test_revoke_action(admin_client) -> None:
     from core import services
 
-    key, _ = services.api_key_create(agent=AgentFactory.create())
+    agent = AgentFactory.create()
+    key, _ = services.api_key_create(actor=actor_for_account(agent.account_id), agent=agent)
     admin_client.post(
         reverse("admin:core_apikey_changelist"),
         {"action": "revoke_selected", "_selected_action": [key.pk]},

@@ -1,4 +1,7 @@
+import re
 from pathlib import Path
+
+import yaml
 
 from config.env import BASE_DIR, EngramEnv
 
@@ -18,3 +21,43 @@ def test_ci_runs_the_readme_test_command() -> None:
     ]
     assert commands[:2] == ["./engram run", "./engram test"]
     assert "\n./engram test\n" in Path(BASE_DIR / ".ci" / "run").read_text()
+
+
+# Settings docker-compose.yml deliberately does not pass to Engram's containers (its comment says
+# why): the image fixes the data directory, production refuses DEBUG, ENGRAM_HOST / ENGRAM_PORT
+# are ./engram run's, and eager tasks are for tests.
+COMPOSE_NOT_PASSED = {
+    "ENGRAM_DATA_DIR",
+    "DEBUG",
+    "ENGRAM_HOST",
+    "ENGRAM_PORT",
+    "CELERY_TASK_ALWAYS_EAGER",
+}
+
+
+def test_compose_passes_every_setting_through() -> None:
+    compose = yaml.safe_load((BASE_DIR / "docker-compose.yml").read_text())
+    passed = set(compose["x-engram-env"])
+    missing = set(EngramEnv.model_fields) - COMPOSE_NOT_PASSED - passed
+    assert missing == set()
+    assert compose["x-engram-env"]["ENGRAM_ENV"] == "production"
+
+
+_LINK = re.compile(r"\]\(([^)\s]+)\)")
+
+
+def test_documentation_links_stay_inside_the_repository() -> None:
+    for page in [BASE_DIR / "README.md", *sorted((BASE_DIR / "docs").glob("*.md"))]:
+        for target in _LINK.findall(page.read_text()):
+            if target.startswith(("http://", "https://", "#")):
+                continue
+            resolved = (page.parent / target.split("#")[0]).resolve()
+            assert resolved.is_relative_to(BASE_DIR), (page.name, target)
+            assert resolved.exists(), (page.name, target)
+
+
+def test_the_readme_lists_every_document() -> None:
+    readme = (BASE_DIR / "README.md").read_text()
+    documentation = readme.split("## Documentation")[1].split("\n## ")[0]
+    for doc in sorted((BASE_DIR / "docs").glob("*.md")):
+        assert f"](docs/{doc.name})" in documentation, doc.name

@@ -46,3 +46,40 @@ def test_readyz_names_a_missing_pgvector(monkeypatch, client) -> None:
     assert (
         response.json()["components"]["database"]["error"] == "pgvector extension is not installed"
     )
+
+
+@pytest.mark.parametrize(
+    ("version", "supported"),
+    [
+        ("0.8.0", True),
+        ("0.8.1", True),
+        ("0.10.0", True),
+        ("1.0", True),
+        ("0.8", True),
+        ("0.7.4", False),
+        ("0.7.99", False),
+        ("0.5.1", False),
+        ("0", False),
+        ("", False),
+        ("dev", False),
+    ],
+)
+def test_pgvector_versions_compare_as_numbers(version: str, supported: bool) -> None:
+    assert health.pgvector_version_supported(version) is supported
+
+
+def test_readyz_fails_on_pgvector_older_than_0_8(monkeypatch, client) -> None:
+    monkeypatch.setattr(health, "_pgvector_version", lambda: "0.7.4")
+    response = client.get("/readyz")
+    assert response.status_code == 503
+    database = response.json()["components"]["database"]
+    assert database["ok"] is False
+    assert database["pgvector"] == "0.7.4"
+    assert "older than 0.8.0" in database["error"]
+
+
+def test_the_real_server_has_a_supported_pgvector() -> None:
+    version = health._pgvector_version()
+    assert version is not None
+    assert health.pgvector_version_supported(version)
+    assert health._check_database() == {"ok": True, "pgvector": version}

@@ -8,6 +8,7 @@ from django.utils import timezone
 from django_celery_beat.models import CrontabSchedule, IntervalSchedule, PeriodicTask
 
 from core import services, tasks
+from core.actors import actor_for_account
 from core.jobs import PeriodicJob, job_run, periodic_jobs
 from core.models import ApiKey, JobRun
 from core.periodic import periodic_tasks_sync
@@ -18,21 +19,27 @@ pytestmark = pytest.mark.django_db
 
 def test_prune_api_keys_deletes_only_long_dead_keys() -> None:
     agent = AgentFactory.create()
-    live, _ = services.api_key_create(agent=agent)
-    recently_revoked, _ = services.api_key_create(agent=agent)
-    services.api_key_revoke(key=recently_revoked)
-    old_revoked, _ = services.api_key_create(agent=agent)
-    long_expired, _ = services.api_key_create(agent=agent)
+    live, _ = services.api_key_create(actor=actor_for_account(agent.account_id), agent=agent)
+    recently_revoked, _ = services.api_key_create(
+        actor=actor_for_account(agent.account_id), agent=agent
+    )
+    services.api_key_revoke(actor=actor_for_account(agent.account_id), key=recently_revoked)
+    old_revoked, _ = services.api_key_create(actor=actor_for_account(agent.account_id), agent=agent)
+    long_expired, _ = services.api_key_create(
+        actor=actor_for_account(agent.account_id), agent=agent
+    )
     long_ago = timezone.now() - timedelta(days=90)
     ApiKey.objects.filter(pk=old_revoked.pk).update(revoked_at=long_ago)
     ApiKey.objects.filter(pk=long_expired.pk).update(expires_at=long_ago)
 
+    assert tasks.prune_api_keys.delay(dry_run=True).get() == {"would_delete": 2}
+    assert ApiKey.objects.count() == 4
     result = tasks.prune_api_keys.delay()
 
     assert result.get() == {"deleted": 2}
     assert set(ApiKey.objects.values_list("pk", flat=True)) == {live.pk, recently_revoked.pk}
-    run = JobRun.objects.get(job="core.prune_api_keys")
-    assert run.status == JobRun.Status.SUCCEEDED
+    run = JobRun.objects.filter(job="core.prune_api_keys").first()  # the newest
+    assert run is not None and run.status == JobRun.Status.SUCCEEDED
     assert run.counts == {"deleted": 2}
     assert run.finished_at is not None
 
@@ -40,6 +47,8 @@ def test_prune_api_keys_deletes_only_long_dead_keys() -> None:
 def test_prune_job_runs_keeps_recent_runs() -> None:
     old = JobRun.objects.create(job="x", started_at=timezone.now() - timedelta(days=400))
     recent = JobRun.objects.create(job="x")
+    assert tasks.prune_job_runs.delay(dry_run=True).get() == {"would_delete": 1}
+    assert JobRun.objects.filter(pk=old.pk).exists()
     tasks.prune_job_runs.delay()
     assert not JobRun.objects.filter(pk=old.pk).exists()
     assert JobRun.objects.filter(pk=recent.pk).exists()

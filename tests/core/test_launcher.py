@@ -1,18 +1,24 @@
-"""``make run`` end to end: start, serve, Ctrl-C, restart with data intact, recover from kill -9."""
+"""``./engram run`` end to end: start, serve, stop however its output is piped, restart with data
+intact, recover from kill -9, restart what dies, give up on a crash loop; and ``--help``."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
+import shlex
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import ClassVar
 
 import psutil
 import pytest
@@ -31,8 +37,48 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def _state(data_dir: Path) -> dict:
+    """The launcher's state file: its pid and each child's pid and start time."""
+    try:
+        return json.loads((data_dir / "run" / "launcher.json").read_text())
+    except (FileNotFoundError, ValueError):
+        return {}
+
+
+def _wait_for(condition: Callable[[], object], timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.2)
+
+
+@pytest.fixture(autouse=True)
+def _no_launcher_outlives_its_test(embedded_data_dir: Path) -> Iterator[None]:
+    """A failed test must not leave a launcher restarting servers in a removed data directory
+    (this runs before ``embedded_data_dir`` stops and removes them)."""
+    yield
+    for run in Running.started:
+        if run.proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(run.proc.pid, signal.SIGTERM)
+            try:
+                run.proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                os.killpg(run.proc.pid, signal.SIGKILL)
+                run.proc.wait()
+    Running.started.clear()
+
+
 class Running:
-    def __init__(self, data_dir: Path, port: int) -> None:
+    """The launcher, as a user starts it, in its own session: its output to a file, or through
+    a shell redirection or pipeline (``output="| tee /dev/null"``, ``">&-"``) whose output and
+    errors go to the file."""
+
+    started: ClassVar[list[Running]] = []
+
+    def __init__(self, data_dir: Path, port: int, output: str | None = None) -> None:
+        self.data_dir = data_dir
         env = {
             k: v
             for k, v in os.environ.items()
@@ -48,8 +94,15 @@ class Running:
         )
         self.log_path = data_dir.parent / f"{data_dir.name}-launcher-{time.monotonic_ns()}.log"
         self.log = open(self.log_path, "w")
+        launcher = f"{shlex.quote(sys.executable)} -m config.launcher"
+        if output is None:
+            argv = [sys.executable, "-m", "config.launcher"]
+        else:
+            # No-op traps keep the shell alive to report the launcher's exit status, while the
+            # pipeline's commands keep the default actions (tee and head die of Ctrl-C).
+            argv = ["bash", "-c", f"trap : INT TERM; {launcher} {output}; exit ${{PIPESTATUS[0]}}"]
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "config.launcher"],
+            argv,
             cwd=BASE_DIR,
             env=env,
             stdout=self.log,
@@ -57,22 +110,43 @@ class Running:
             start_new_session=True,
         )
         self.base = f"http://127.0.0.1:{port}"
+        Running.started.append(self)
 
     def output(self) -> str:
         return self.log_path.read_text()
+
+    def launcher_pid(self) -> int | None:
+        """The launcher's pid, as recorded once it has started its children."""
+        state = _state(self.data_dir)
+        if "beat" not in state.get("children", {}):
+            return None
+        ours = {self.proc.pid}
+        with_children = psutil.Process(self.proc.pid).children(recursive=True)
+        ours.update(p.pid for p in with_children)
+        return state["launcher"] if state["launcher"] in ours else None
+
+    def readyz(self) -> tuple[int, dict]:
+        try:
+            with urllib.request.urlopen(f"{self.base}/readyz", timeout=10) as response:
+                return response.status, json.loads(response.read())
+        except urllib.error.HTTPError as exc:
+            return exc.code, json.loads(exc.read())
+        except (urllib.error.URLError, ConnectionError, TimeoutError) as exc:
+            return 0, {"error": str(exc)}
 
     def wait_ready(self, timeout: float = 180) -> dict:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             assert self.proc.poll() is None, self.output()[-3000:]
-            if "[engram] Engram is up" not in self.output():
-                time.sleep(0.5)  # an orphan of an earlier run may still answer on the port
-                continue
-            try:
-                with urllib.request.urlopen(f"{self.base}/readyz", timeout=10) as response:
-                    return json.loads(response.read())
-            except (urllib.error.URLError, ConnectionError, TimeoutError):
+            # Not before this launcher's own children run: an orphan of an earlier run may still
+            # answer on the port until the new launcher has reaped it.
+            if self.launcher_pid() is None:
                 time.sleep(0.5)
+                continue
+            status, body = self.readyz()
+            if status == 200:
+                return body
+            time.sleep(0.5)
         raise AssertionError("not ready in time:\n" + self.output()[-3000:])
 
     def get(self, path: str, key: str) -> tuple[int, dict]:
@@ -86,7 +160,8 @@ class Running:
             return exc.code, json.loads(exc.read())
 
     def stop(self, sig: int = signal.SIGINT) -> int:
-        self.proc.send_signal(sig)
+        """Signal the whole process group, as a terminal's Ctrl-C does."""
+        os.killpg(self.proc.pid, sig)
         code = self.proc.wait(timeout=90)
         self.log.close()
         return code
@@ -132,7 +207,8 @@ def test_run_serve_stop_restart_and_recover_from_kill_9(embedded_data_dir: Path)
     data_dir = embedded_data_dir
     port = _free_port()
 
-    first = Running(data_dir, port)
+    # `./engram run | tee log`, then Ctrl-C: tee dies with the launcher's output still to come.
+    first = Running(data_dir, port, output="| tee /dev/null")
     ready = first.wait_ready()
     assert ready["status"] == "ok", ready
     assert all(component["ok"] for component in ready["components"].values())
@@ -144,7 +220,7 @@ def test_run_serve_stop_restart_and_recover_from_kill_9(embedded_data_dir: Path)
         assert response.status == 200
     password = ADMIN_RE.search(first.output()).group(1)  # type: ignore[union-attr]
     assert "Site administration" in admin_login(first.base, "admin", password)
-    assert first.stop(signal.SIGINT) == 0
+    assert first.stop(signal.SIGINT) == 0  # the launcher's own exit status
     time.sleep(0.5)
     assert _engram_processes(data_dir, port) == []
 
@@ -154,14 +230,129 @@ def test_run_serve_stop_restart_and_recover_from_kill_9(embedded_data_dir: Path)
     assert "already set up" in second.output() and not KEY_RE.search(second.output())
     assert second.get("/api/v1/me", key)[0] == 200
 
-    # kill -9 the launcher: its children and servers are orphaned; the next start cleans up.
+    # kill -9 the launcher: its children and servers are orphaned; the next start cleans up,
+    # this time with its stdout closed.
     os.kill(second.proc.pid, signal.SIGKILL)
     second.proc.wait()
     second.log.close()
     assert _engram_processes(data_dir, port) != []
-    third = Running(data_dir, port)
+    third = Running(data_dir, port, output=">&-")
     third.wait_ready()
     assert third.get("/api/v1/me", key)[0] == 200
     assert third.stop(signal.SIGTERM) == 0
+    time.sleep(0.5)
+    assert _engram_processes(data_dir, port) == []
+    assert "Traceback" not in third.output()
+
+
+def test_output_reader_gone_from_the_start(embedded_data_dir: Path) -> None:
+    """`./engram run | head -1`: every line after the first meets a closed pipe, the children's
+    output included; Engram still starts, serves, and stops everything on Ctrl-C."""
+    data_dir = embedded_data_dir
+    port = _free_port()
+    run = Running(data_dir, port, output="| head -1")
+    assert run.wait_ready()["status"] == "ok"
+    assert run.stop(signal.SIGINT) == 0
+    time.sleep(0.5)
+    assert _engram_processes(data_dir, port) == []
+    assert run.output().startswith("[engram] ") and "Traceback" not in run.output()
+
+
+def _worker_answers(data_dir: Path) -> bool:
+    """A control ping through the launcher's own broker reaches its Celery worker."""
+    from celery import Celery
+
+    from config.embedded import EmbeddedValkey
+    from config.settings import _celery_url
+
+    app = Celery(broker=_celery_url(EmbeddedValkey(data_dir).url))
+    try:
+        return bool(app.control.ping(timeout=2))
+    except Exception:  # the broker itself may be down for a moment
+        return False
+    finally:
+        app.close()
+
+
+def test_supervision_restarts_what_dies_and_stops_on_a_crash_loop(
+    embedded_data_dir: Path,
+) -> None:
+    from config.embedded import EmbeddedPostgres, EmbeddedValkey
+
+    data_dir = embedded_data_dir
+    port = _free_port()
+    run = Running(data_dir, port)
+    run.wait_ready()
+    key = KEY_RE.search(run.output()).group(1)  # type: ignore[union-attr]
+    children = _state(data_dir)["children"]
+    web, worker = children["web"]["pid"], children["worker"]["pid"]
+    _wait_for(lambda: _worker_answers(data_dir), 60, "the worker to answer")
+
+    # The worker dies: it is started again while the web server keeps serving.
+    statuses: list[int] = []
+    done = threading.Event()
+
+    def keep_asking() -> None:
+        while not done.is_set():
+            try:
+                statuses.append(run.get("/api/v1/me", key)[0])
+            except (urllib.error.URLError, ConnectionError, TimeoutError):
+                statuses.append(0)
+            time.sleep(0.1)
+
+    asker = threading.Thread(target=keep_asking)
+    asker.start()
+    try:
+        os.kill(worker, signal.SIGKILL)
+
+        def new_worker() -> bool:
+            pid = _state(data_dir).get("children", {}).get("worker", {}).get("pid")
+            return pid not in (None, worker) and _worker_answers(data_dir)
+
+        _wait_for(new_worker, 60, "a new worker")
+    finally:
+        done.set()
+        asker.join()
+    assert len(statuses) > 10 and set(statuses) == {200}, statuses
+    assert _state(data_dir)["children"]["web"]["pid"] == web and psutil.pid_exists(web)
+    assert "worker exited (-9); restarting it in 1 s" in run.output()
+
+    # Valkey dies: /readyz is green again within 30 s, and the worker talks to the new server.
+    valkey = EmbeddedValkey(data_dir)
+    old_valkey = valkey._pid()
+    os.kill(old_valkey, signal.SIGKILL)
+    killed_at = time.monotonic()
+    _wait_for(lambda: run.readyz()[0] == 200 and valkey._pid() not in (0, old_valkey), 30, "Valkey")
+    assert time.monotonic() - killed_at < 30
+    _wait_for(lambda: _worker_answers(data_dir), 60, "the worker on the new Valkey")
+
+    # PostgreSQL dies: the same.
+    postgres = EmbeddedPostgres(data_dir)
+    old_postmaster = postgres.pid()
+    os.kill(old_postmaster, signal.SIGKILL)
+    _wait_for(
+        lambda: run.readyz()[0] == 200 and postgres.pid() not in (0, old_postmaster),
+        60,
+        "PostgreSQL",
+    )
+    assert run.get("/api/v1/me", key)[0] == 200
+    assert _state(data_dir)["children"]["web"]["pid"] == web  # never restarted
+    _wait_for(lambda: "[engram] postgres is back" in run.output(), 30, "the launcher's word")
+    assert "[engram] valkey died; restarting it in 1 s" in run.output()
+    assert "[engram] valkey is back" in run.output()
+
+    # Beat dies each time it comes back: the launcher gives up, says why, stops everything.
+    killed: set[int] = set()
+    deadline = time.monotonic() + 120
+    while run.proc.poll() is None and time.monotonic() < deadline:
+        pid = _state(data_dir).get("children", {}).get("beat", {}).get("pid")
+        if pid is not None and pid not in killed:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+            killed.add(pid)
+        time.sleep(0.05)
+    assert run.proc.wait(timeout=90) == 1, run.output()[-3000:]
+    run.log.close()
+    assert re.search(r"beat failed 5 times within 60 s \(last: exited \(-9\)\)", run.output())
     time.sleep(0.5)
     assert _engram_processes(data_dir, port) == []

@@ -64,3 +64,26 @@ def test_production_entry_points_never_start_embedded_servers(monkeypatch, tmp_p
         ensure_environment()
     assert "DATABASE_URL" in str(exc.value)
     assert not (tmp_path / "postgres").exists()
+
+
+@pytest.mark.slow
+def test_gunicorn_stops_on_a_configuration_error_instead_of_looping(tmp_path) -> None:
+    """Production without its settings: the workers cannot boot, and the master stops."""
+    import os
+    import subprocess
+    import sys
+
+    from config.env import BASE_DIR
+
+    env = {k: v for k, v in os.environ.items() if k not in {"SECRET_KEY", "DJANGO_SETTINGS_MODULE"}}
+    env.update(ENGRAM_ENV="production", DATABASE_URL="", REDIS_URL="")
+    started = subprocess.run(
+        [sys.executable, "-m", "gunicorn", "config.wsgi:application", "--bind", "127.0.0.1:0"],
+        cwd=BASE_DIR,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert started.returncode != 0
+    assert "production requires" in started.stderr

@@ -12,6 +12,7 @@ from django.utils import timezone
 
 from config.celery import app
 from core import services, tasks
+from core.actors import actor_for_account
 from core.models import ApiKey, JobRun
 from tests.factories import AgentFactory
 
@@ -20,7 +21,7 @@ from tests.factories import AgentFactory
 @pytest.mark.django_db(transaction=True)
 def test_task_enqueued_on_commit_runs_on_a_real_worker(settings) -> None:
     agent = AgentFactory.create()
-    key, _ = services.api_key_create(agent=agent)
+    key, _ = services.api_key_create(actor=actor_for_account(agent.account_id), agent=agent)
     ApiKey.objects.filter(pk=key.pk).update(revoked_at=timezone.now() - timedelta(days=400))
 
     app.conf.task_always_eager = False

@@ -51,7 +51,7 @@ def test_knowledge_base_crud_and_lifecycle(agent_client, api_kb) -> None:
     bad = client.post(f"{KBS}/{api_kb['id']}/status", {"status": "indexing"}, format="json")
     assert bad.status_code == 409 and code(bad) == "invalid_transition"
     duplicate = client.post(KBS, {"name": "Docs"}, format="json")
-    assert duplicate.status_code == 409 and code(duplicate) == "knowledge_base_exists"
+    assert duplicate.status_code == 409 and code(duplicate) == "name_taken"
     invalid = client.post(KBS, {"name": "X", "chunk_size": 64, "chunk_overlap": 64}, format="json")
     assert invalid.status_code == 400 and code(invalid) == "invalid_chunking"
     assert client.delete(f"{KBS}/{api_kb['id']}").status_code == 204
@@ -183,7 +183,7 @@ def test_oversize_upload_is_413(upload, settings) -> None:
             "validation_error",
         ),
         ({"query": "x", "filters": {"tags_any": "notalist"}}, "validation_error"),
-        ({"query": "x", "weights": {"graph": 1}}, "validation_error"),
+        ({"query": "x", "weights": {"graph": 1}}, "unknown_field"),
         ({"query": "   "}, "validation_error"),
     ],
 )
@@ -362,3 +362,115 @@ def test_a_batch_upload_is_processed_as_one_batch_task(upload, monkeypatch) -> N
     ids = [d["id"] for d in response.json()]
     assert sent == [ids]
     assert set(Document.objects.filter(pk__in=ids).values_list("status", flat=True)) == {"indexed"}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_search_whose_hit_is_replaced_before_it_is_logged_still_succeeds(agent_client) -> None:
+    """The query log names chunks that re-indexing may replace at any moment (found by
+    schemathesis: a reprocess between a search and its log's commit made the search a 500)."""
+    from core.actors import actor_for_agent
+    from rag import services
+    from rag.search import SearchHit, SearchOutcome
+
+    actor = actor_for_agent(agent_client.agent)
+    gone = SearchHit(chunk_id=987_654_321, score=0.5, document_id=987_654_321)
+    outcome = SearchOutcome(
+        hits=[gone], mode="hybrid", fusion="weighted", knowledge_base_ids=[], stage_ms={}
+    )
+    record = services.search_query_record(
+        actor=actor,
+        query="q",
+        mode="hybrid",
+        top_k=10,
+        threshold=None,
+        filters={},
+        outcome=outcome,
+        latency_ms=1.0,
+    )
+    assert SearchResult.objects.get(query=record).chunk_id == 987_654_321
+    log = agent_client.client.get("/api/v1/rag/queries")
+    assert log.status_code == 200 and log.json()["results"][0]["result_count"] == 1
+
+
+def test_extracted_text_over_the_limit_is_413_and_stores_nothing(upload, settings) -> None:
+    """The limit counts extracted text, not bytes: markup does not count, characters do."""
+    settings.RAG_MAX_EXTRACTED_CHARS = 1000
+    too_long = upload({"text": "word " * 201, "content_type": "text/markdown"})
+    assert too_long.status_code == 413, too_long.json()
+    assert code(too_long) == "document_too_large"
+    assert too_long.json()["error"]["details"] == {"characters": 1004, "limit": 1000}
+    in_a_batch = upload({"documents": [{"text": "fine"}, {"text": "x" * 1001}]})
+    assert in_a_batch.status_code == 413 and code(in_a_batch) == "document_too_large"
+    assert Document.objects.count() == 0
+
+    markup = "<div class='wrapper'><span class='decoration'></span></div>" * 100
+    html = f"<html><body>{markup}<p>{'short text ' * 50}</p></body></html>"
+    assert len(html) > 5000
+    accepted = upload(
+        {"content_base64": base64.b64encode(html.encode()).decode(), "filename": "page.html"}
+    )
+    assert accepted.status_code == 201, accepted.json()
+    assert Document.objects.get(pk=accepted.json()["id"]).status == Document.Status.INDEXED
+
+
+def test_a_pdf_upload_is_extracted_by_the_worker_not_the_request(
+    agent_client, api_kb, monkeypatch, django_capture_on_commit_callbacks
+) -> None:
+    import pypdf
+
+    from tests.rag.test_extraction import build_pdf
+
+    extracted: list[int] = []
+    real = pypdf.PageObject.extract_text
+
+    def counting(self, *args, **kwargs):
+        extracted.append(1)
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(pypdf.PageObject, "extract_text", counting)
+    pdf = build_pdf(["Vacuum reclaims dead tuples.", "Analyze refreshes statistics."], title="PG")
+    with django_capture_on_commit_callbacks(execute=False) as queued:
+        response = agent_client.client.post(
+            f"{KBS}/{api_kb['id']}/documents",
+            {"content_base64": base64.b64encode(pdf).decode(), "filename": "pg.pdf"},
+            format="json",
+        )
+    assert response.status_code == 201, response.json()
+    assert response.json()["status"] == "pending"
+    assert response.json()["title"] == "PG"  # read from the metadata, not the pages
+    assert extracted == []  # the request opened the PDF and counted its pages, no more
+
+    for send in queued:  # the worker's turn (eager tasks)
+        send()
+    assert len(extracted) == 2
+    document = Document.objects.get(pk=response.json()["id"])
+    assert document.status == Document.Status.INDEXED, document.error
+    text = " ".join(Chunk.objects.filter(document=document).values_list("text", flat=True))
+    assert "Vacuum reclaims dead tuples." in text and "Analyze refreshes statistics." in text
+
+
+def test_a_pdf_without_text_is_accepted_then_fails_in_the_worker(upload) -> None:
+    import pypdf
+
+    writer = pypdf.PdfWriter()
+    writer.add_blank_page(width=200, height=200)
+    out = io.BytesIO()
+    writer.write(out)
+    response = upload(
+        {"content_base64": base64.b64encode(out.getvalue()).decode(), "filename": "scan.pdf"}
+    )
+    assert response.status_code == 201, response.json()
+    document = Document.objects.get(pk=response.json()["id"])
+    assert document.status == Document.Status.FAILED
+    assert document.error == "The file contains no text."
+
+
+@pytest.mark.parametrize(
+    ("data", "reason"),
+    [(b"GIF89a not a pdf", "not_pdf"), (b"%PDF-1.4\n1 0 obj\n<< /Type /Catalog", "corrupt")],
+)
+def test_a_pdf_that_does_not_open_is_refused_at_upload(upload, data, reason) -> None:
+    response = upload({"content_base64": base64.b64encode(data).decode(), "filename": "a.pdf"})
+    assert response.status_code == 400 and code(response) == "invalid_pdf"
+    assert response.json()["error"]["details"] == {"reason": reason}
+    assert Document.objects.count() == 0

@@ -289,7 +289,8 @@ def test_markdown_real_headings_of_the_readme() -> None:
         "Configuration",
     )
     assert path_of("Swagger UI") == ("Engram", "API")
-    assert path_of("ARCHITECTURE.md") == ("Engram", "Code")
+    assert path_of("services for writes, selectors for reads") == ("Engram", "Code")
+    assert path_of("docs/benchmarks.md): retrieval quality") == ("Engram", "Documentation")
 
 
 def test_markdown_nested_sections_and_overlap_stay_inside_a_section() -> None:

@@ -1,13 +1,19 @@
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
 from collections import Counter
+from collections.abc import Callable, Iterator
 from datetime import timedelta
 
 import pytest
 from django.db import connection
 from django.utils import timezone
 
+from core.actors import actor_for_account
 from core.embeddings import get_embedding_provider
+from core.errors import Conflict
 from rag import keyword, services
 from rag.indexing import indexed_text
 from rag.models import Chunk, Document, KeywordPosting, KeywordTerm, KnowledgeBase
@@ -64,10 +70,12 @@ def test_upload_is_chunked_embedded_and_indexed(ingest, kb) -> None:
 def test_processing_the_same_content_twice_changes_nothing(ingest, kb) -> None:
     document = ingest(GUIDE)
     before = list(Chunk.objects.filter(document=document).values_list("id", "text"))
-    services.document_reprocess(document=document)
+    services.document_reprocess(actor=actor_for_account(document.account_id), document=document)
     assert services.document_process(document_id=document.pk) == "unchanged"
     assert list(Chunk.objects.filter(document=document).values_list("id", "text")) == before
-    forced = services.document_reprocess(document=document, force=True)
+    forced = services.document_reprocess(
+        actor=actor_for_account(document.account_id), document=document, force=True
+    )
     assert services.document_process(document_id=forced.pk) == "indexed"
     assert [t for _, t in Chunk.objects.filter(document=document).values_list("id", "text")] == [
         t for _, t in before
@@ -82,6 +90,7 @@ def test_changed_content_replaces_chunks_atomically(
     other = ingest("# Other\n\nA second document about gardening and tomatoes.")
     with django_capture_on_commit_callbacks(execute=True):
         services.document_replace_content(
+            actor=actor_for_account(document.account_id),
             document=document,
             data=b"# Replaced\n\nNothing about servers any more, only tomatoes.",
             content_type="text/markdown",
@@ -97,7 +106,7 @@ def test_changed_content_replaces_chunks_atomically(
 def test_delete_removes_chunks_and_index_data(ingest, kb) -> None:
     keep = ingest("# Keep\n\nValkey keeps working memory.")
     gone = ingest(GUIDE)
-    services.document_delete(document=gone)
+    services.document_delete(actor=actor_for_account(gone.account_id), document=gone)
     assert not Chunk.objects.filter(document_id=gone.pk).exists()
     assert not KeywordPosting.objects.filter(document_id=gone.pk).exists()
     assert Chunk.objects.filter(document=keep).exists()
@@ -114,7 +123,7 @@ def test_failure_is_visible_and_retryable(ingest, kb, monkeypatch) -> None:
     assert document.error == "chunker exploded"
     assert not Chunk.objects.filter(document=document).exists()
     monkeypatch.undo()
-    services.document_reprocess(document=document)
+    services.document_reprocess(actor=actor_for_account(document.account_id), document=document)
     assert services.document_process(document_id=document.pk) == "indexed"
     assert_index_consistent(kb)
 
@@ -191,19 +200,21 @@ def test_a_superseded_run_writes_nothing(ingest, kb, monkeypatch) -> None:
 
 
 def test_paused_knowledge_base_defers_processing(ingest, kb) -> None:
-    services.knowledge_base_transition(kb=kb, to="paused")
+    services.knowledge_base_transition(actor=actor_for_account(kb.account_id), kb=kb, to="paused")
     document = ingest(GUIDE)
     assert document.status == Document.Status.PENDING
-    services.knowledge_base_transition(kb=kb, to="active")
+    services.knowledge_base_transition(actor=actor_for_account(kb.account_id), kb=kb, to="active")
     assert services.document_process(document_id=document.pk) == "indexed"
 
 
 def test_invalid_transitions_are_refused(kb) -> None:
     from core.errors import Conflict
 
-    services.knowledge_base_transition(kb=kb, to="archived")
+    services.knowledge_base_transition(actor=actor_for_account(kb.account_id), kb=kb, to="archived")
     with pytest.raises(Conflict) as exc:
-        services.knowledge_base_transition(kb=kb, to="indexing")
+        services.knowledge_base_transition(
+            actor=actor_for_account(kb.account_id), kb=kb, to="indexing"
+        )
     assert exc.value.code == "invalid_transition"
 
 
@@ -291,10 +302,22 @@ def test_recovery_job_requeues_stuck_documents(ingest, kb, actor, monkeypatch) -
     monkeypatch.undo()
     Document.objects.filter(pk=document.pk).update(updated_at=timezone.now() - timedelta(hours=1))
 
-    assert tasks.recover_documents.delay().get() == {"found": 1, "queued": 1}
+    assert tasks.recover_documents.delay(dry_run=True).get() == {
+        "found": 1,
+        "queued": 1,
+        "gave_up": 0,
+        "dry_run": 1,
+    }
+    document.refresh_from_db()
+    assert document.status == Document.Status.PENDING  # a dry run queues nothing
+
+    counts = {"found": 1, "queued": 1, "gave_up": 0}
+    assert tasks.recover_documents.delay().get() == counts
     document.refresh_from_db()
     assert document.status == Document.Status.INDEXED
-    assert JobRun.objects.get(job="rag.recover_documents").counts == {"found": 1, "queued": 1}
+    assert JobRun.objects.filter(job="rag.recover_documents").values("counts")[0] == {
+        "counts": counts
+    }
 
 
 def test_vector_search_ignores_chunks_of_another_embedding_model(ingest, kb) -> None:
@@ -366,7 +389,7 @@ def test_a_batch_swaps_documents_of_several_knowledge_bases_in_groups(
     assert_index_consistent(other_kb)
     # Processing the same batch again re-embeds nothing.
     for document in [indexed, *fresh]:
-        services.document_reprocess(document=document)
+        services.document_reprocess(actor=actor_for_account(document.account_id), document=document)
     again = services.documents_process_batch(document_ids=[indexed.pk] + [d.pk for d in fresh])
     assert again == {"unchanged": 6}
 
@@ -395,3 +418,474 @@ def test_a_batch_skips_only_the_document_that_changed_meanwhile(actor, kb, monke
     assert not Chunk.objects.filter(document=documents[1]).exists()
     assert Chunk.objects.filter(document__in=[documents[0], documents[2]]).count() == 2
     assert_index_consistent(kb)
+
+
+# --- every failure ends visibly, never in a loop ------------------------------------------------
+
+
+@contextlib.contextmanager
+def soft_time_limit_signal() -> Iterator[Callable[[], None]]:
+    """What a prefork worker does when a task's soft time limit expires: the pool sends the
+    child SIGUSR1 and billiard's handler raises SoftTimeLimitExceeded wherever the task is."""
+    from billiard.pool import soft_timeout_sighandler
+
+    previous = signal.signal(signal.SIGUSR1, soft_timeout_sighandler)
+    try:
+        yield lambda: os.kill(os.getpid(), signal.SIGUSR1)
+    finally:
+        signal.signal(signal.SIGUSR1, previous)
+
+
+def test_a_soft_time_limit_mid_document_fails_it_with_the_error(ingest, kb, monkeypatch) -> None:
+    from rag import tasks
+
+    document = ingest(GUIDE)
+    before = sorted(Chunk.objects.filter(document=document).values_list("text", flat=True))
+    Document.objects.filter(pk=document.pk).update(
+        original=(GUIDE + "\n\nMore text.").encode(), checksum="v2", status="pending"
+    )
+    provider = get_embedding_provider()
+    real = provider.embed_documents
+    calls = {"n": 0}
+    with soft_time_limit_signal() as expire:
+
+        def slow(texts):
+            calls["n"] += 1
+            if calls["n"] == 2:
+                expire()  # the limit expires while the second batch of chunks is embedded
+            return real(texts)
+
+        monkeypatch.setattr(pipeline, "EMBED_BATCH", 1)
+        monkeypatch.setattr(provider, "embed_documents", slow)
+        assert tasks.process_document.apply(args=(document.pk,)).get() == "failed"
+    document.refresh_from_db()
+    assert calls["n"] == 2  # stopped at once, not after embedding the rest
+    assert document.status == Document.Status.FAILED
+    assert document.error == "Timed out: processing took longer than the 1680 s soft time limit."
+    assert document.processing_task_id == ""
+    # The previous chunks stay searchable; nothing partial was written.
+    assert sorted(Chunk.objects.filter(document=document).values_list("text", flat=True)) == before
+    assert_index_consistent(kb)
+
+
+def test_a_soft_time_limit_inside_a_library_that_catches_everything_still_stops_the_batch(
+    actor, kb, monkeypatch
+) -> None:
+    """PDF parsing turns any exception into invalid_pdf; the time limit must not become one
+    document's "not a readable PDF" while the batch carries on towards the hard limit."""
+    from rag import tasks
+    from rag.extraction import _pdf_open
+    from tests.rag.test_extraction import build_pdf
+
+    documents = [
+        services.document_create(
+            actor=actor, kb=kb, data=f"Note {n}.".encode(), content_type="text/plain", enqueue=False
+        )
+        for n in range(3)
+    ]
+    real_extract = pipeline.extract_text
+    with soft_time_limit_signal() as expire:
+
+        def extract(*, data, filename, content_type):
+            if data == b"Note 1.":
+
+                def expire_inside(reader):
+                    expire()
+
+                _pdf_open(build_pdf(["A page."]), expire_inside)  # raises invalid_pdf from it
+            return real_extract(data=data, filename=filename, content_type=content_type)
+
+        monkeypatch.setattr(pipeline, "extract_text", extract)
+        monkeypatch.setattr(pipeline, "CLAIM_DOCUMENTS", 1)
+        result = tasks.process_documents.apply(args=([d.pk for d in documents],)).get()
+    assert result == {"failed": 2}
+    states = {}
+    for document in documents:
+        document.refresh_from_db()
+        states[document.pk] = (document.status, document.error)
+    timed_out = "Timed out: processing took longer than the 3480 s soft time limit."
+    assert states == {
+        documents[0].pk: ("failed", timed_out),  # claimed and embedded, not yet written
+        documents[1].pk: ("failed", timed_out),
+        documents[2].pk: ("pending", ""),  # never claimed: the recovery job queues it
+    }
+
+
+@pytest.mark.parametrize("stage", ["chunking", "embedding", "writing"])
+def test_an_exception_in_one_document_of_a_batch_fails_only_that_one(
+    actor, kb, monkeypatch, stage
+) -> None:
+    from rag import tasks
+
+    texts = [f"# Note {n}\n\nValkey holds working memory number {n}." for n in range(5)]
+    texts[2] = "# Poison\n\nThis document breaks the pipeline."
+    documents = [
+        services.document_create(
+            actor=actor, kb=kb, data=text.encode(), content_type="text/markdown", enqueue=False
+        )
+        for text in texts
+    ]
+
+    def poisoned(text: str) -> bool:
+        return "breaks the pipeline" in text
+
+    if stage == "chunking":
+        real_chunk = pipeline.chunk_document
+
+        def chunk(text, **kwargs):
+            if poisoned(text):
+                raise KeyError("chunker bug")
+            return real_chunk(text, **kwargs)
+
+        monkeypatch.setattr(pipeline, "chunk_document", chunk)
+    elif stage == "embedding":
+        provider = get_embedding_provider()
+        real_embed = provider.embed_documents
+
+        def embed(batch):
+            if any(poisoned(text) for text in batch):
+                raise IndexError("tokenizer bug")
+            return real_embed(batch)
+
+        monkeypatch.setattr(provider, "embed_documents", embed)
+    else:
+        real_write = pipeline._swap_in_knowledge_base
+
+        def write(kb, items, model_id):
+            if any(poisoned(bytes(item.document.original).decode()) for item, _ in items):
+                raise RuntimeError("constraint bug")
+            return real_write(kb, items, model_id)
+
+        monkeypatch.setattr(pipeline, "_swap_in_knowledge_base", write)
+    # Two groups, so a failure in one cannot hide behind the other.
+    monkeypatch.setattr(pipeline, "CLAIM_DOCUMENTS", 3)
+    monkeypatch.setattr(pipeline, "GROUP_CHUNKS", 2)
+
+    result = tasks.process_documents.apply(args=([d.pk for d in documents],)).get()
+
+    assert result == {"indexed": 4, "failed": 1}
+    for document in documents:
+        document.refresh_from_db()
+    bad = documents[2]
+    error_type = {"chunking": "KeyError", "embedding": "IndexError", "writing": "RuntimeError"}
+    assert bad.status == Document.Status.FAILED
+    assert bad.error == (
+        f"Unexpected error while processing ({error_type[stage]}); see the worker log."
+    )
+    assert not Chunk.objects.filter(document=bad).exists()
+    for good in documents[:2] + documents[3:]:
+        assert good.status == Document.Status.INDEXED, good.error
+        assert Chunk.objects.filter(document=good).count() == good.chunks_total > 0
+    assert_index_consistent(kb)
+
+
+def _kill_mid_document(document_id: int, claim: str, monkeypatch) -> None:
+    """Run the pipeline until the worker 'dies' while embedding (BaseException: nothing in the
+    pipeline can catch it, exactly like SIGKILL)."""
+
+    class WorkerLost(BaseException):
+        pass
+
+    def dies(texts):
+        raise WorkerLost
+
+    with monkeypatch.context() as patch:
+        patch.setattr(get_embedding_provider(), "embed_documents", dies)
+        with pytest.raises(WorkerLost):
+            services.document_process(document_id=document_id, claim=claim)
+
+
+def test_a_document_whose_claim_keeps_going_stale_is_given_up_not_requeued(
+    ingest, kb, settings, monkeypatch
+) -> None:
+    from rag import tasks
+
+    settings.RAG_MAX_PROCESSING_ATTEMPTS = 3
+    document = ingest(GUIDE)
+    Document.objects.filter(pk=document.pk).update(
+        original=b"# Replaced\n\nA document that kills its worker.", checksum="v2", status="pending"
+    )
+    queued: list[int] = []
+    monkeypatch.setattr(tasks.process_document, "delay", queued.append)
+    for attempt in (1, 2, 3):
+        # The worker dies; the claim ages past the window; the recovery job runs.
+        _kill_mid_document(document.pk, f"task-{attempt}", monkeypatch)
+        document.refresh_from_db()
+        assert (document.status, document.attempts) == ("processing", attempt)
+        Document.objects.filter(pk=document.pk).update(
+            processing_started_at=timezone.now() - pipeline.PROCESSING_STALE_AFTER - timedelta(1)
+        )
+        counts = tasks.recover_documents.apply().get()
+        if attempt < 3:
+            assert counts == {"found": 1, "queued": 1, "gave_up": 0}
+            assert queued.pop() == document.pk
+    assert counts == {"found": 0, "queued": 0, "gave_up": 1}
+    assert queued == []
+    document.refresh_from_db()
+    assert document.status == Document.Status.FAILED
+    assert document.error == "Gave up after 3 attempts: worker lost or timed out."
+    assert document.processing_task_id == ""
+    # The old chunks were never touched; the next recovery run leaves the document alone.
+    assert_index_consistent(kb)
+    assert tasks.recover_documents.apply().get() == {"found": 0, "queued": 0, "gave_up": 0}
+    # A person asking again starts a new count.
+    services.document_reprocess(actor=actor_for_account(document.account_id), document=document)
+    assert services.document_process(document_id=document.pk) == "indexed"
+    document.refresh_from_db()
+    assert document.attempts == 1
+
+
+def test_a_redelivered_task_that_keeps_killing_its_worker_is_given_up(
+    ingest, settings, monkeypatch
+) -> None:
+    """acks_late + reject_on_worker_lost redeliver the same task (same claim) after a worker
+    dies: that loop is bounded too."""
+    settings.RAG_MAX_PROCESSING_ATTEMPTS = 2
+    document = ingest(GUIDE)
+    Document.objects.filter(pk=document.pk).update(checksum="v2", status="pending")
+    _kill_mid_document(document.pk, "task-1", monkeypatch)
+    _kill_mid_document(document.pk, "task-1", monkeypatch)  # the redelivery dies too
+    calls: list[object] = []
+    monkeypatch.setattr(get_embedding_provider(), "embed_documents", calls.append)
+    assert services.document_process(document_id=document.pk, claim="task-1") == "failed"
+    assert calls == []  # not processed a third time
+    document.refresh_from_db()
+    assert document.status == Document.Status.FAILED
+    assert document.error == "Gave up after 2 attempts: worker lost or timed out."
+
+
+def test_a_provider_retry_is_not_counted_as_a_lost_attempt(ingest, settings, monkeypatch) -> None:
+    """A retried task gives its documents back (pending, with the reason) before it waits: the
+    attempt ended cleanly, so retries never exhaust RAG_MAX_PROCESSING_ATTEMPTS."""
+    from core.embeddings.base import EmbeddingError
+    from rag import tasks
+
+    settings.RAG_MAX_PROCESSING_ATTEMPTS = 1
+    document = ingest(GUIDE)
+    Document.objects.filter(pk=document.pk).update(checksum="v2", status="pending")
+    provider = get_embedding_provider()
+    real = provider.embed_documents
+    seen: list[tuple[str, str]] = []
+
+    def down_once(texts):
+        if not seen:
+            row = Document.objects.values_list("status", "error").get(pk=document.pk)
+            seen.append(row)
+            raise EmbeddingError("endpoint unreachable")
+        seen.append(Document.objects.values_list("status", "error").get(pk=document.pk))
+        return real(texts)
+
+    monkeypatch.setattr(provider, "embed_documents", down_once)
+    released: list[tuple[str, str, str]] = []
+    real_release = services.documents_release
+
+    def release(**kwargs):
+        count = real_release(**kwargs)
+        released.append(
+            Document.objects.values_list("status", "processing_task_id", "error").get(
+                pk=document.pk
+            )
+        )
+        return count
+
+    monkeypatch.setattr(services, "documents_release", release)
+    # Eager apply() runs the retry inline once the first run returns Retry instead of raising it.
+    assert tasks.process_document.apply(args=(document.pk,), throw=False).get() == "indexed"
+    assert seen == [("processing", ""), ("processing", "")]
+    assert released == [("pending", "", "Embedding failed, will retry: endpoint unreachable")]
+    document.refresh_from_db()
+    assert (document.status, document.attempts) == ("indexed", 1)
+
+
+def test_a_live_claim_of_a_long_batch_is_never_taken_over_or_embedded_twice(
+    ingest, monkeypatch
+) -> None:
+    """The stale-claim window derives from the tasks' own limits: the longest of them, so the
+    claims of a batch task running past the single-document task's limit stay live."""
+    from django.conf import settings as django_settings
+
+    from rag import tasks
+
+    limits = {}
+    for task in (tasks.process_document, tasks.process_documents):
+        soft, hard = task.soft_time_limit, task.time_limit
+        assert soft is not None and hard is not None and soft < hard
+        limits[task.name] = hard
+    assert pipeline.PROCESSING_STALE_AFTER.total_seconds() > max(limits.values())
+    # The broker must not redeliver a running task's message to a second worker either.
+    visibility = django_settings.CELERY_BROKER_TRANSPORT_OPTIONS["visibility_timeout"]
+    assert visibility > max(limits.values())
+
+    document = ingest(GUIDE)
+    # A batch task claimed the document just under its own hard limit ago: longer than any
+    # single-document task may live, but the batch's worker is still alive.
+    age = timedelta(seconds=limits[tasks.process_documents.name] - 30)
+    assert age.total_seconds() > limits[tasks.process_document.name]
+    Document.objects.filter(pk=document.pk).update(
+        status="processing",
+        checksum="v2",
+        processing_task_id="batch-task",
+        processing_started_at=timezone.now() - age,
+    )
+    embedded: list[object] = []
+    monkeypatch.setattr(get_embedding_provider(), "embed_documents", embedded.append)
+    assert tasks.recover_documents.apply().get() == {"found": 0, "queued": 0, "gave_up": 0}
+    assert services.document_process(document_id=document.pk, claim="another-task") == "skipped"
+    with pytest.raises(Conflict):
+        services.document_reprocess(actor=actor_for_account(document.account_id), document=document)
+    assert embedded == []
+    document.refresh_from_db()
+    assert (document.status, document.processing_task_id) == ("processing", "batch-task")
+
+
+# --- size limits ------------------------------------------------------------------------------
+
+
+def test_the_worker_fails_a_document_with_too_many_chunks(ingest, settings) -> None:
+    settings.RAG_MAX_CHUNKS_PER_DOCUMENT = 2
+    document = ingest(GUIDE)
+    assert document.status == Document.Status.FAILED
+    assert document.error.startswith("The document makes ")
+    assert document.error.endswith("; the limit is 2 (RAG_MAX_CHUNKS_PER_DOCUMENT).")
+    assert not Chunk.objects.filter(document=document).exists()
+
+
+def test_the_worker_fails_a_pdf_whose_text_is_too_long(actor, kb, settings) -> None:
+    """A PDF's text is only known once the worker extracts it."""
+    from tests.rag.test_extraction import build_pdf
+
+    settings.RAG_MAX_EXTRACTED_CHARS = 1000
+    pdf = build_pdf(["A line of text that repeats. " * 20] * 3)
+    document = services.document_create(
+        actor=actor, kb=kb, data=pdf, filename="long.pdf", enqueue=False
+    )
+    assert services.document_process(document_id=document.pk) == "failed"
+    document.refresh_from_db()
+    assert document.status == Document.Status.FAILED
+    assert document.error.startswith("The document's text has ")
+    assert document.error.endswith("; the limit is 1,000 (RAG_MAX_EXTRACTED_CHARS).")
+
+
+def test_headings_longer_than_the_column_are_indexed_as_stored(ingest, kb) -> None:
+    """The database cuts a heading to its column's length (bulk inserts cast to varchar(300));
+    the keyword index must be computed from the same cut heading."""
+    heading = "Very long heading " * 30
+    document = ingest(f"# {heading}\n\nBody text under a heading far too long to store.")
+    assert document.status == Document.Status.INDEXED, document.error
+    paths = list(Chunk.objects.filter(document=document).values_list("heading_path", flat=True))
+    assert paths and all(len(part) == 300 for path in paths for part in path)
+    assert_index_consistent(kb)
+
+
+# --- a superseded run never writes over what superseded it ------------------------------------
+
+
+NEWEST = b"# Newest\n\nThe newest version: only tomatoes."
+
+
+def test_new_content_is_not_marked_failed_by_the_run_it_superseded(
+    ingest, kb, actor, monkeypatch, django_capture_on_commit_callbacks
+) -> None:
+    document = ingest(GUIDE)
+    Document.objects.filter(pk=document.pk).update(
+        original=b"# Second\n\nA second version.", checksum="v2", status="pending"
+    )
+    queued: list[Callable[[], object]] = []
+
+    def new_version_arrives_then_the_old_run_breaks(texts):
+        with django_capture_on_commit_callbacks(execute=False) as callbacks:
+            services.document_replace_content(
+                actor=actor, document=document, data=NEWEST, content_type="text/markdown"
+            )
+        queued.extend(callbacks)
+        raise ValueError("the model refused the old text")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(
+            get_embedding_provider(), "embed_documents", new_version_arrives_then_the_old_run_breaks
+        )
+        assert services.document_process(document_id=document.pk, claim="old-run") == "skipped"
+    document.refresh_from_db()
+    assert (document.status, document.error) == ("pending", "")
+    for send in queued:  # the new version's task
+        send()
+    document.refresh_from_db()
+    assert document.status == Document.Status.INDEXED, document.error
+    assert "Newest" in " ".join(
+        Chunk.objects.filter(document=document).values_list("text", flat=True)
+    )
+    assert_index_consistent(kb)
+
+
+def test_new_content_is_not_marked_indexed_by_a_run_that_found_the_old_one_unchanged(
+    ingest, kb, actor, monkeypatch, django_capture_on_commit_callbacks
+) -> None:
+    """The old run saw indexed content ("unchanged"); new content arrived before it said so.
+    Were the old run to mark the document indexed, the new version's task would find nothing to
+    claim and the new content would never be indexed."""
+    document = ingest(GUIDE)
+    services.document_reprocess(actor=actor, document=document)  # pending, content unchanged
+    queued: list[Callable[[], object]] = []
+    real_finish = pipeline._finish
+
+    def new_version_arrives_first(document_ids, claim, *, status, error=""):
+        if status == Document.Status.INDEXED and document_ids and not queued:
+            with django_capture_on_commit_callbacks(execute=False) as callbacks:
+                services.document_replace_content(
+                    actor=actor, document=document, data=NEWEST, content_type="text/markdown"
+                )
+            queued.extend(callbacks)
+        return real_finish(document_ids, claim, status=status, error=error)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(pipeline, "_finish", new_version_arrives_first)
+        assert services.document_process(document_id=document.pk, claim="old-run") == "skipped"
+    document.refresh_from_db()
+    assert document.status == Document.Status.PENDING
+    for send in queued:
+        send()
+    document.refresh_from_db()
+    assert document.status == Document.Status.INDEXED, document.error
+    assert document.indexed_checksum == document.checksum
+    assert "Newest" in " ".join(
+        Chunk.objects.filter(document=document).values_list("text", flat=True)
+    )
+    assert_index_consistent(kb)
+
+
+def test_a_new_title_reaches_the_index(
+    ingest, kb, actor, monkeypatch, django_capture_on_commit_callbacks
+) -> None:
+    """Every chunk is indexed behind its document's title: a retitled document whose chunks
+    kept the old title would disagree with a rebuild, and a run still using the old title must
+    not write it over the new one."""
+    document = ingest(GUIDE, title="Guide")
+    Document.objects.filter(pk=document.pk).update(checksum="v2", status="pending")
+    queued: list[Callable[[], object]] = []
+    provider = get_embedding_provider()
+    real = provider.embed_documents
+
+    def retitled_meanwhile(texts):
+        if not queued:
+            with django_capture_on_commit_callbacks(execute=False) as callbacks:
+                services.document_update(actor=actor, document=document, title="Zeppelin manual")
+            queued.extend(callbacks)
+        return real(texts)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(provider, "embed_documents", retitled_meanwhile)
+        assert services.document_process(document_id=document.pk, claim="old-run") == "skipped"
+    document.refresh_from_db()
+    assert (document.title, document.status) == ("Zeppelin manual", "pending")
+    for send in queued:
+        send()
+    document.refresh_from_db()
+    assert document.status == Document.Status.INDEXED, document.error
+    assert_index_consistent(kb)
+    hits = keyword.keyword_search(knowledge_base_ids=[kb.pk], query="zeppelin", limit=10)
+    assert len(hits) == Chunk.objects.filter(document=document).count() > 0
+
+    # Other metadata is not indexed text: editing it re-indexes nothing.
+    services.document_update(actor=actor, document=document, doc_type="manual", tags=["ops"])
+    document.refresh_from_db()
+    assert (document.status, document.doc_type) == ("indexed", "manual")

@@ -10,3 +10,4 @@ from config.env import BASE_DIR
 
 SHARED_DATA = Path(os.environ.get("ENGRAM_SHARED_DATA", BASE_DIR.parent / "shared" / "data"))
 SCIFACT = SHARED_DATA / "scifact"
+LOCOMO = SHARED_DATA / "locomo" / "locomo-dev.json"

@@ -74,7 +74,8 @@ class OpenAIStandIn:
     Scripted faults are consumed one per request, in order, whatever the endpoint:
     ``fail(status, times=n)`` answers with an OpenAI-style error; ``stall(seconds, times=n)``
     waits before answering normally. Chat replies come from ``reply_with(...)`` in order, then
-    ``DEFAULT_REPLY``. Error answers carry ``retry-after-ms`` so client back-off stays short.
+    ``DEFAULT_REPLY``; rerank answers from ``rerank_with(...)`` in order, then computed ones. Error
+    answers carry ``retry-after-ms`` so client back-off stays short.
     """
 
     def __init__(self, *, embedding_dimensions: int = DEFAULT_EMBEDDING_DIMENSIONS) -> None:
@@ -85,6 +86,7 @@ class OpenAIStandIn:
         self._requests: list[RecordedRequest] = []
         self._faults: deque[_Fault] = deque()
         self._replies: deque[str] = deque()
+        self._rerank_answers: deque[Mapping[str, Any]] = deque()
         self._state_lock = threading.Lock()
         self._stopping = threading.Event()
         self._ids = itertools.count(1)
@@ -135,6 +137,11 @@ class OpenAIStandIn:
         with self._state_lock:
             self._replies.extend(contents)
 
+    def rerank_with(self, *payloads: Mapping[str, Any]) -> None:
+        """Queue whole ``/v1/rerank`` response bodies (e.g. broken ones), one per request."""
+        with self._state_lock:
+            self._rerank_answers.extend(payloads)
+
     def answer(self, request: RecordedRequest) -> Answer:
         """Record ``request`` and decide the reply; called from the server's handler threads."""
         with self._state_lock:
@@ -151,7 +158,9 @@ class OpenAIStandIn:
         if request.path == "/v1/chat/completions":
             return Answer(HTTPStatus.OK, self._chat_completion(request.body))
         if request.path == "/v1/rerank":
-            return Answer(HTTPStatus.OK, self._rerank(request.body))
+            with self._state_lock:
+                scripted = self._rerank_answers.popleft() if self._rerank_answers else None
+            return Answer(HTTPStatus.OK, scripted or self._rerank(request.body))
         return self._error(HTTPStatus.NOT_FOUND, f"Unknown path {request.path}.")
 
     def _error(self, status: int, message: str, *, retry_after: bool = False) -> Answer:

@@ -8,6 +8,7 @@ from django.core.management.base import BaseCommand
 from django.db import transaction
 
 from core import services
+from core.actors import actor_for_account
 from core.models import Account
 
 
@@ -28,11 +29,15 @@ class Command(BaseCommand):
                 username="admin", email="admin@localhost", password=password
             )
             account = services.account_create(name="Demo", slug="demo", owner=admin)
+            system = actor_for_account(account.pk)
             agent = services.agent_create(
-                account=account, name="demo-agent", description="Created on first start."
+                actor=system,
+                account=account,
+                name="demo-agent",
+                description="Created on first start.",
             )
             _, key = services.api_key_create(
-                agent=agent, scopes=["read", "write"], name="first-start key", created_by=admin
+                actor=system, agent=agent, scopes=["read", "write"], name="first-start key"
             )
         self.stdout.write(
             "\n".join(

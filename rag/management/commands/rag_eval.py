@@ -11,7 +11,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
 from core import services as core_services
-from core.actors import Actor, actor_for_agent
+from core.actors import Actor, actor_for_account, actor_for_agent
 from core.models import Account, Agent
 from rag import services
 from rag.evaluation import evaluate, load_beir, percentiles
@@ -173,6 +173,9 @@ def _eval_actor() -> Actor:
     agent = Agent.objects.filter(
         account=account, name="evaluator"
     ).first() or core_services.agent_create(
-        account=account, name="evaluator", description="Runs rag_eval."
+        actor=actor_for_account(account.pk),
+        account=account,
+        name="evaluator",
+        description="Runs rag_eval.",
     )
     return actor_for_agent(agent)

@@ -1,0 +1,174 @@
+"""Base classes for the API's input serializers.
+
+``InputSerializer`` (request bodies) refuses unknown fields with 400 ``unknown_field``, so a typo
+such as ``doc_type`` for ``doc_types`` in search filters fails loudly instead of running an
+unfiltered search, and requires each value to have the JSON type the OpenAPI schema documents
+(``"10"`` is not an integer, ``0`` is not a string, ``1`` is not a boolean): 400
+``validation_error`` with the field's problem coded ``invalid_type`` in the details.
+Integers must fit a 64-bit column. ``FilterSerializer`` does the same for query parameters, which
+are all strings, so it checks names but leaves type conversion to the fields.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from rest_framework import serializers
+from rest_framework.exceptions import ErrorDetail
+
+INT64_MAX = 2**63 - 1
+# Query parameters the paginator reads itself.
+PAGINATION_PARAMETERS = frozenset({"cursor", "page_size"})
+
+
+def _type_error(field: serializers.Field, value: Any) -> str | None:
+    """What is wrong with ``value``'s JSON type for ``field``, or None."""
+    if value is None:
+        return None  # allow_null decides
+    if isinstance(field, serializers.BooleanField):
+        return None if isinstance(value, bool) else "Expected a boolean."
+    if isinstance(field, serializers.IntegerField):
+        if isinstance(value, bool) or not isinstance(value, int):
+            return "Expected an integer."
+        return None if -INT64_MAX - 1 <= value <= INT64_MAX else "The integer is out of range."
+    if isinstance(field, serializers.FloatField | serializers.DecimalField):
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return "Expected a number."
+        return None if math.isfinite(float(value)) else "Expected a finite number."
+    if isinstance(field, serializers.MultipleChoiceField | serializers.ListField):
+        return None if isinstance(value, list) else "Expected a list."
+    if isinstance(field, serializers.ListSerializer):
+        return None if isinstance(value, list) else "Expected a list."
+    if isinstance(field, serializers.DictField):
+        return None if isinstance(value, dict) else "Expected an object."
+    if isinstance(field, serializers.Serializer):
+        return None if isinstance(value, dict) else "Expected an object."
+    if isinstance(field, serializers.JSONField):
+        return None
+    if isinstance(field, serializers.ChoiceField):
+        choices_are_text = all(isinstance(choice, str) for choice in field.choices)
+        return "Expected a string." if choices_are_text and not isinstance(value, str) else None
+    if isinstance(
+        field,
+        serializers.CharField
+        | serializers.DateField
+        | serializers.DateTimeField
+        | serializers.TimeField
+        | serializers.DurationField,
+    ):
+        return None if isinstance(value, str) else "Expected a string."
+    return None
+
+
+def _child_type_errors(field: serializers.Field, value: Any) -> Any:
+    """Type errors inside lists and dicts of typed children (``ListField(child=...)``)."""
+    child = getattr(field, "child", None)
+    if child is None or isinstance(field, serializers.ListSerializer):
+        return None
+    if isinstance(field, serializers.ListField) and isinstance(value, list):
+        errors = {i: _type_error(child, item) for i, item in enumerate(value)}
+    elif isinstance(field, serializers.DictField) and isinstance(value, dict):
+        errors = {k: _type_error(child, item) for k, item in value.items()}
+    else:
+        return None
+    found = {k: [ErrorDetail(v, code="invalid_type")] for k, v in errors.items() if v}
+    return found or None
+
+
+class InputSerializer(serializers.Serializer):
+    """A request body: known fields only, each of its documented JSON type."""
+
+    strict_types = True
+
+    def to_internal_value(self, data: Any) -> Any:
+        if isinstance(data, Mapping):
+            errors: dict[str, Any] = {}
+            known = set(self.fields) | self.extra_allowed_fields()
+            for name in sorted(set(data) - known):
+                errors[name] = [ErrorDetail("Unknown field.", code="unknown_field")]
+            if self.strict_types and self.context.get("strict_types", True):
+                for name, field in self.fields.items():
+                    if field.read_only or name not in data:
+                        continue
+                    value = data[name]
+                    problem = _type_error(field, value)
+                    if problem:
+                        errors[name] = [ErrorDetail(problem, code="invalid_type")]
+                        continue
+                    limit = getattr(field, "max_length", None)
+                    if (
+                        isinstance(value, str)
+                        and isinstance(field, serializers.CharField)
+                        and limit
+                        and len(value) > limit
+                    ):
+                        # As sent: DRF trims whitespace first, which would let a longer string
+                        # through than the schema's maxLength allows.
+                        errors[name] = [
+                            ErrorDetail(f"At most {limit} characters.", code="max_length")
+                        ]
+                        continue
+                    nested = _child_type_errors(field, value)
+                    if nested:
+                        errors[name] = nested
+            if errors:
+                raise serializers.ValidationError(errors)
+        return super().to_internal_value(data)
+
+    def extra_allowed_fields(self) -> set[str]:
+        return set()
+
+
+class FilterSerializer(InputSerializer):
+    """Query parameters: known names only (pagination's own included); values are strings the
+    fields convert. A parameter given twice is refused (the schema documents one value), and so
+    is an empty value unless the field allows blanks (DRF would read ``?status=`` as an absent
+    parameter, the way HTML forms send empty inputs)."""
+
+    strict_types = False
+
+    def extra_allowed_fields(self) -> set[str]:
+        return set(PAGINATION_PARAMETERS)
+
+    def to_internal_value(self, data: Any) -> Any:
+        if isinstance(data, Mapping):
+            errors: dict[str, Any] = {}
+            for name in data:
+                field = self.fields.get(name)
+                if isinstance(field, serializers.ListField | serializers.MultipleChoiceField):
+                    continue
+                if hasattr(data, "getlist") and len(data.getlist(name)) > 1:
+                    errors[name] = [ErrorDetail("Give this parameter once.", code="repeated")]
+                elif data[name] == "" and not getattr(field, "allow_blank", False):
+                    errors[name] = [ErrorDetail("This parameter may not be empty.", code="blank")]
+            if errors:
+                raise serializers.ValidationError(errors)
+        return super().to_internal_value(data)
+
+
+class FiniteFloatField(serializers.FloatField):
+    """A float that is never NaN or infinite: input refuses them, output shows them as null
+    (rows written before the API refused them must not break a whole listing)."""
+
+    def to_internal_value(self, data: Any) -> float:
+        value = super().to_internal_value(data)
+        if not math.isfinite(value):
+            self.fail("invalid")
+        return value
+
+    def to_representation(self, value: Any) -> float | None:  # type: ignore[override]
+        if value is None:
+            return None
+        number = float(value)
+        return number if math.isfinite(number) else None
+
+
+class IdField(serializers.IntegerField):
+    """A database id: a positive 64-bit integer."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("min_value", 1)
+        kwargs.setdefault("max_value", INT64_MAX)
+        super().__init__(**kwargs)

@@ -1,0 +1,76 @@
+"""Per-API-key rate limits: reads and writes each have a budget per window.
+
+``API_THROTTLE_READ`` / ``API_THROTTLE_WRITE`` are ``<requests>/<second|minute|hour|day>`` or
+``none``. Over budget, a request answers 429 ``throttled`` with ``Retry-After`` (the seconds until
+the window ends). Counting is a fixed window in Redis (one atomic INCR per request), so a key can
+spend at most twice its budget across a window boundary. If Redis is down, requests are let
+through: throttling protects the service, it must not take it down.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from django.conf import settings
+from django.core.cache import cache
+from rest_framework.permissions import SAFE_METHODS
+from rest_framework.request import Request
+from rest_framework.throttling import BaseThrottle
+
+from core.models import ApiKey
+
+logger = logging.getLogger("engram.throttle")
+
+_PERIODS = {"s": 1, "second": 1, "m": 60, "minute": 60, "h": 3600, "hour": 3600, "d": 86400}
+_PERIODS["day"] = 86400
+
+
+def parse_rate(rate: str | None) -> tuple[int, int] | None:
+    """``"600/minute"`` -> (600, 60); ``None`` or ``"none"`` -> no limit."""
+    if rate is None or rate.strip().lower() in ("", "none", "off"):
+        return None
+    count, _, period = rate.strip().partition("/")
+    seconds = _PERIODS.get(period.strip().lower())
+    if not count.strip().isdigit() or seconds is None or int(count) < 1:
+        raise ValueError(f"invalid rate {rate!r}: use <n>/<second|minute|hour|day> or none")
+    return int(count), seconds
+
+
+class ApiKeyThrottle(BaseThrottle):
+    """An operation counts against the budget of the scope it needs: reads (GET, and POSTs such
+    as search that need only the read scope) against the read budget, the rest the write one."""
+
+    def __init__(self) -> None:
+        self._wait: float | None = None
+
+    def allow_request(self, request: Request, view: Any) -> bool:
+        key = request.auth
+        if not isinstance(key, ApiKey):
+            return True  # unauthenticated requests fail authentication anyway
+        needed = getattr(view, "required_scope", None)
+        if needed is None:
+            kind = "read" if request.method in SAFE_METHODS else "write"
+        else:
+            kind = "read" if needed == "read" else "write"
+        limits = parse_rate(settings.API_THROTTLE_RATES[kind])
+        if limits is None:
+            return True
+        budget, window = limits
+        now = time.time()
+        window_start = int(now // window) * window
+        counter = f"throttle:{kind}:{key.prefix}:{window_start}"
+        try:
+            cache.add(counter, 0, timeout=window + 1)
+            used = cache.incr(counter)
+        except Exception as exc:  # Redis down or the counter expired between add and incr
+            logger.warning("throttle counter unavailable, request allowed: %s", exc)
+            return True
+        if used <= budget:
+            return True
+        self._wait = window_start + window - now
+        return False
+
+    def wait(self) -> float | None:
+        return self._wait

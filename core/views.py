@@ -1,0 +1,41 @@
+"""The base of every API view.
+
+Query parameters go through the view's nested ``FilterSerializer`` before the handler runs
+(``self.filters`` holds the validated values); a view that declares none accepts none, so a
+misspelt parameter is a 400 ``unknown_field``, never a silently unfiltered answer.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rest_framework.request import Request
+from rest_framework.views import APIView
+
+from core.serializers import FilterSerializer
+
+
+class ApiView(APIView):
+    filters: dict[str, Any]
+
+    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
+        super().initial(request, *args, **kwargs)  # authentication, permissions, throttles
+        if not hasattr(self, (request.method or "").lower()):
+            self.filters = {}
+            return  # dispatch answers 405 for a method the view does not implement
+        filter_class = getattr(self, "FilterSerializer", FilterSerializer)
+        if not getattr(self, "pagination_class", None):
+            filter_class = _without_pagination(filter_class)
+        serializer = filter_class(data=request.query_params)
+        serializer.is_valid(raise_exception=True)
+        self.filters = dict(serializer.validated_data)
+
+
+def _without_pagination(filter_class: type[FilterSerializer]) -> type[FilterSerializer]:
+    """Views that do not page accept no cursor or page_size either."""
+
+    class Unpaged(filter_class):  # type: ignore[valid-type,misc]
+        def extra_allowed_fields(self) -> set[str]:
+            return set()
+
+    return Unpaged

@@ -1,0 +1,1 @@
+"""Memory HTTP API: one module per tier, one view per operation."""

@@ -1,0 +1,126 @@
+"""Short-term memory API (PostgreSQL, per agent and session, with TTLs):
+``/api/v1/memory/short-term/...``."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers, status
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from core import serializers as strict
+from core.pagination import CreatedCursorPagination, paginated_response
+from core.permissions import request_actor
+from core.views import ApiView
+from memory import selectors, services
+from memory.apis.common import TTL_HELP, validated
+from memory.models import ShortTermEntry
+
+
+class ShortTermOutput(serializers.ModelSerializer[ShortTermEntry]):
+    ttl = serializers.IntegerField(source="ttl_seconds")
+    value = serializers.JSONField(allow_null=True)
+
+    class Meta:
+        model = ShortTermEntry
+        fields = [
+            "session_id",
+            "key",
+            "value",
+            "memory_type",
+            "ttl",
+            "expires_at",
+            "access_count",
+            "last_accessed_at",
+            "created_at",
+            "updated_at",
+        ]
+
+
+class ShortTermKeyApi(ApiView):
+    """One entry: PUT stores (201 new, 200 replaced), GET reads it and counts the access,
+    DELETE removes it. An expired entry answers 404 ``short_term_key_not_found`` at once."""
+
+    class InputSerializer(strict.InputSerializer):
+        value = serializers.JSONField(allow_null=True, help_text="Any JSON value.")
+        ttl = serializers.IntegerField(required=False, help_text=TTL_HELP)
+        memory_type = serializers.ChoiceField(
+            choices=ShortTermEntry.MemoryType.choices,
+            default=ShortTermEntry.MemoryType.TASK_CONTEXT,
+        )
+
+    @extend_schema(
+        operation_id="memory_short_term_put",
+        request=InputSerializer,
+        responses={200: ShortTermOutput, 201: ShortTermOutput},
+    )
+    def put(self, request: Request, session_id: str, key: str) -> Response:
+        data = validated(self.InputSerializer, request)
+        entry, created = services.short_term_put(
+            actor=request_actor(request),
+            session_id=session_id,
+            key=key,
+            value=data["value"],
+            memory_type=data["memory_type"],
+            ttl=data.get("ttl"),
+        )
+        return Response(
+            ShortTermOutput(entry).data,
+            status=status.HTTP_201_CREATED if created else status.HTTP_200_OK,
+        )
+
+    @extend_schema(operation_id="memory_short_term_get", responses=ShortTermOutput)
+    def get(self, request: Request, session_id: str, key: str) -> Response:
+        entry = services.short_term_read(
+            actor=request_actor(request), session_id=session_id, key=key
+        )
+        return Response(ShortTermOutput(entry).data)
+
+    @extend_schema(operation_id="memory_short_term_delete", responses={204: None})
+    def delete(self, request: Request, session_id: str, key: str) -> Response:
+        services.short_term_remove(actor=request_actor(request), session_id=session_id, key=key)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class ShortTermRefreshApi(ApiView):
+    """Expire the entry ``ttl`` seconds from now (default: its own TTL, which ``ttl``
+    replaces). Not an access."""
+
+    class InputSerializer(strict.InputSerializer):
+        ttl = serializers.IntegerField(required=False, help_text=TTL_HELP)
+
+    @extend_schema(
+        operation_id="memory_short_term_refresh",
+        request=InputSerializer,
+        responses=ShortTermOutput,
+    )
+    def post(self, request: Request, session_id: str, key: str) -> Response:
+        data = validated(self.InputSerializer, request)
+        entry = services.short_term_refresh(
+            actor=request_actor(request), session_id=session_id, key=key, ttl=data.get("ttl")
+        )
+        return Response(ShortTermOutput(entry).data)
+
+
+class ShortTermSessionApi(ApiView):
+    """The live entries of a session, newest first (listing counts no access)."""
+
+    pagination_class = CreatedCursorPagination
+
+    class FilterSerializer(strict.FilterSerializer):
+        memory_type = serializers.ChoiceField(
+            choices=ShortTermEntry.MemoryType.choices, required=False
+        )
+
+    @extend_schema(
+        operation_id="memory_short_term_list",
+        parameters=[FilterSerializer],
+        responses=ShortTermOutput(many=True),
+    )
+    def get(self, request: Request, session_id: str) -> Response:
+        entries = selectors.short_term_list(
+            actor=request_actor(request),
+            session_id=session_id,
+            memory_type=self.filters.get("memory_type"),
+        )
+        return paginated_response(self, request, entries, ShortTermOutput)

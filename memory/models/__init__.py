@@ -1,0 +1,19 @@
+"""Memory tiers: one module per tier; each is imported here so Django finds its models."""
+
+from memory.models.pools import (
+    DEFAULT_POOL_ID,
+    MemoryPool,
+    MemoryPoolEvent,
+    MemoryPoolGrant,
+)
+from memory.models.short_term import ShortTermEntry
+from memory.models.working import WorkingMemorySnapshot
+
+__all__ = [
+    "DEFAULT_POOL_ID",
+    "MemoryPool",
+    "MemoryPoolEvent",
+    "MemoryPoolGrant",
+    "ShortTermEntry",
+    "WorkingMemorySnapshot",
+]

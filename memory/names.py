@@ -1,0 +1,85 @@
+"""The names agents choose for their memories: session ids, keys, pool ids, workflow run ids and
+dot paths. One definition each, shared by the URL converters (memory/converters.py), the
+services and the OpenAPI schema.
+
+Session ids, keys and pool ids start with a letter or a digit: names starting with ``_`` are
+the working-memory API's own operations (``/working/{session_id}/_persist``, ``/working/_inbox``),
+so a key can never shadow one. Session ids never contain ``:``, which separates the parts of
+working memory's Redis keys.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from core.errors import ValidationFailed
+
+SESSION_ID = r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}"
+KEY = r"[A-Za-z0-9][A-Za-z0-9._:-]{0,199}"
+POOL_ID = r"[A-Za-z0-9][A-Za-z0-9_-]{0,99}"
+RUN_ID = r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}"
+# A dot path names nested keys of a pool's JSON object: ``agent_bulletin.market_regime``.
+PATH_SEGMENT = r"[A-Za-z0-9_-]{1,100}"
+MAX_PATH_DEPTH = 32
+
+_SESSION = re.compile(SESSION_ID)
+_KEY = re.compile(KEY)
+_POOL_ID = re.compile(POOL_ID)
+_RUN_ID = re.compile(RUN_ID)
+_SEGMENT = re.compile(PATH_SEGMENT)
+
+
+def _check(pattern: re.Pattern[str], value: str, what: str, code: str) -> str:
+    if not isinstance(value, str) or not pattern.fullmatch(value):
+        raise ValidationFailed(
+            f"Invalid {what}: it must match {pattern.pattern}.",
+            code=code,
+            details={"pattern": pattern.pattern},
+        )
+    return value
+
+
+def check_session_id(value: str) -> str:
+    return _check(_SESSION, value, "session id", "invalid_session_id")
+
+
+def check_key(value: str) -> str:
+    return _check(_KEY, value, "key", "invalid_key")
+
+
+def check_pool_id(value: str) -> str:
+    return _check(_POOL_ID, value, "pool id", "invalid_pool_id")
+
+
+def check_run_id(value: str) -> str:
+    return _check(_RUN_ID, value, "workflow run id", "invalid_run_id")
+
+
+def parse_path(path: str) -> tuple[str, ...]:
+    """``"a.b.c"`` as ``("a", "b", "c")``; ``""`` is the root. 400 ``invalid_path`` for an empty
+    segment (``a..b``, a leading or trailing dot), a character outside ``[A-Za-z0-9_-]`` or more
+    than ``MAX_PATH_DEPTH`` segments."""
+    if path == "":
+        return ()
+    segments = tuple(path.split("."))
+    if len(segments) > MAX_PATH_DEPTH or not all(_SEGMENT.fullmatch(s) for s in segments):
+        raise ValidationFailed(
+            "Invalid path: dot-separated keys of letters, digits, _ and -, "
+            f"at most {MAX_PATH_DEPTH} deep (e.g. agent_bulletin.market_regime).",
+            code="invalid_path",
+            details={"path": path[:300], "segment_pattern": PATH_SEGMENT},
+        )
+    return segments
+
+
+def json_text(value: Any, **options: Any) -> str:
+    """``value`` as JSON text; NaN or an infinity (JSON has neither; the API's parser refuses
+    them, a form in the admin may not) is 400 ``invalid_json``."""
+    try:
+        return json.dumps(value, allow_nan=False, **options)
+    except ValueError as exc:
+        raise ValidationFailed(
+            "JSON has no NaN or Infinity.", code="invalid_json", details={"reason": str(exc)}
+        ) from exc

@@ -1,0 +1,628 @@
+"""Shared memory pools: creation, settings, grants, data by dot path, bulletin events, expiry.
+
+Data writes never lose an update: each one locks the pool's row (``SELECT ... FOR UPDATE``),
+checks the caller may still write and the ``expected_version`` if one was given (409
+``version_conflict``), applies the change to the data it read under the lock, and writes the
+data, its size, the next version and the sliding expiry in one UPDATE that also enforces the
+quota. Concurrent writers queue on the row; none writes over another's change.
+
+A write under ``agent_bulletin`` also records a ``MemoryPoolEvent`` (read with a cursor) and,
+once committed, publishes it on Redis pub/sub (``pool_events_channel``); publishing is
+best-effort: with Redis down the write and its event still succeed.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import IntegrityError, connection, transaction
+from django.db.models import F
+from django.utils import timezone
+
+from core.actors import Actor
+from core.audit import audit_record
+from core.errors import Conflict, NotFound, PayloadTooLarge, PermissionDenied, ValidationFailed
+from core.models import Agent
+from core.writes import changes_of, changes_validate, row_delete, row_update
+from memory import json_paths, names
+from memory.models import DEFAULT_POOL_ID, MemoryPool, MemoryPoolEvent, MemoryPoolGrant
+from memory.pool_access import NEVER_PUBLIC_TYPES, visible_pools
+from memory.redis_store import UNAVAILABLE, memory_redis, redis_prefix
+from memory.roles import MANAGE_MEMORY
+
+logger = logging.getLogger("engram.memory")
+
+BULLETIN = "agent_bulletin"
+# What a pool's owner (or an operator) may change; data has its own operations.
+UPDATABLE_FIELDS = (
+    "name",
+    "scope",
+    "public_read",
+    "retention_policy",
+    "expires_at",
+    "persist_across_executions",
+)
+PRUNE_BATCH = 1000
+# The longest TTL a retention policy may set: ten years.
+MAX_POOL_TTL = 10 * 365 * 86_400
+_TABLE = MemoryPool._meta.db_table
+
+
+def pool_not_found() -> NotFound:
+    return NotFound("No such memory pool.", code="pool_not_found")
+
+
+def _owner_required() -> PermissionDenied:
+    return PermissionDenied(
+        "Only the pool's owner may do this.", code="pool_owner_required", details={}
+    )
+
+
+def _default_protected(what: str) -> Conflict:
+    return Conflict(f"The default pool {what}.", code="default_pool_protected")
+
+
+# --- the default pool --------------------------------------------------------------------------
+
+
+def pool_default_ensure(account_id: int) -> None:
+    """Create the account's ``default`` pool if it is missing: shared, public, no owner, never
+    expiring (``INSERT ... ON CONFLICT DO NOTHING``: concurrent callers make one)."""
+    if MemoryPool.objects.filter(account_id=account_id, pool_id=DEFAULT_POOL_ID).exists():
+        return
+    MemoryPool.objects.bulk_create(
+        [
+            MemoryPool(
+                account_id=account_id,
+                pool_id=DEFAULT_POOL_ID,
+                name="Default",
+                pool_type=MemoryPool.PoolType.SHARED,
+                scope=MemoryPool.Scope.PERSISTENT,
+                public_read=True,
+            )
+        ],
+        ignore_conflicts=True,
+    )
+
+
+# --- checks ------------------------------------------------------------------------------------
+
+
+def _may_manage(actor: Actor, pool: MemoryPool) -> None:
+    """Settings, grants and deletion: the owner agent; people with the memory role; tools."""
+    if actor.agent is not None:
+        if pool.owner_id != actor.agent.pk:
+            raise _owner_required()
+        return
+    actor.require(pool.account_id, MANAGE_MEMORY)
+
+
+def _check_public(pool_type: str, public_read: bool) -> None:
+    if public_read and pool_type in NEVER_PUBLIC_TYPES:
+        raise ValidationFailed(
+            f"A {pool_type} pool cannot be public: grant agents access instead.",
+            code="public_not_allowed",
+        )
+
+
+def _policy(policy: dict[str, Any] | None) -> dict[str, int]:
+    policy = dict(policy or {})
+    unknown = set(policy) - {"ttl_seconds", "max_size_bytes"}
+    if unknown:
+        raise ValidationFailed(
+            "Unknown retention settings.",
+            code="invalid_retention_policy",
+            details={"fields": sorted(unknown)},
+        )
+    limits = {"ttl_seconds": MAX_POOL_TTL, "max_size_bytes": settings.POOL_MAX_BYTES}
+    checked: dict[str, int] = {}
+    for name, limit in limits.items():
+        value = policy.get(name)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= limit:
+            raise ValidationFailed(
+                f"retention_policy.{name} must be 1 to {limit}.",
+                code="invalid_retention_policy",
+                details={"field": name, "max": limit},
+            )
+        checked[name] = value
+    return checked
+
+
+def quota_of(policy: dict[str, Any]) -> int:
+    """The most bytes the pool's data may take: its policy's cap, never above POOL_MAX_BYTES."""
+    cap = int(settings.POOL_MAX_BYTES)
+    return min(int(policy.get("max_size_bytes") or cap), cap)
+
+
+def _check_expiry(expires_at: datetime | None) -> None:
+    if expires_at is not None and expires_at <= timezone.now():
+        raise ValidationFailed("expires_at must be in the future.", code="invalid_expiry")
+
+
+def json_size(value: Any) -> int:
+    """Bytes of ``value`` as PostgreSQL stores and prints jsonb: the unit of the quota."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT octet_length(%s::jsonb::text)", [names.json_text(value)])
+        return int(cursor.fetchone()[0])
+
+
+def _quota_exceeded(size: int | None, limit: int) -> PayloadTooLarge:
+    return PayloadTooLarge(
+        f"The pool's data would exceed its quota of {limit} bytes.",
+        code="pool_quota_exceeded",
+        details={"limit": limit, **({"size": size} if size is not None else {})},
+    )
+
+
+# --- pools -------------------------------------------------------------------------------------
+
+
+def pool_create(
+    *,
+    actor: Actor,
+    pool_id: str,
+    name: str = "",
+    pool_type: str = MemoryPool.PoolType.SHARED,
+    scope: str = MemoryPool.Scope.PERSISTENT,
+    data: dict[str, Any] | None = None,
+    public_read: bool = False,
+    retention_policy: dict[str, Any] | None = None,
+    expires_at: datetime | None = None,
+    persist_across_executions: bool = False,
+    workflow_run_id: str = "",
+    workflow_kind: str = "",
+    account_id: int | None = None,
+) -> MemoryPool:
+    """A new pool owned by the calling agent (people name the account; no owner then).
+
+    ``retention_policy.ttl_seconds`` expires the pool that long after its last change (unless
+    ``expires_at`` is given); ``workflow_run_id`` with ``workflow_kind`` binds it to a workflow
+    run (one pool per kind and run), to expire with the run (``workflow_run_expire``).
+    """
+    account_id = account_id if account_id is not None else actor.account_id
+    if actor.agent is None:
+        actor.require(account_id, MANAGE_MEMORY)
+    names.check_pool_id(pool_id)
+    if pool_id == DEFAULT_POOL_ID:
+        pool_default_ensure(account_id)
+        raise Conflict("A pool with this id exists.", code="pool_id_taken")
+    _check_public(pool_type, public_read)
+    policy = _policy(retention_policy)
+    _check_expiry(expires_at)
+    if bool(workflow_run_id) != bool(workflow_kind):
+        raise ValidationFailed(
+            "Give workflow_run_id and workflow_kind together.", code="invalid_workflow"
+        )
+    if workflow_run_id:
+        names.check_run_id(workflow_run_id)
+    data = {} if data is None else data
+    if not isinstance(data, dict):
+        raise ValidationFailed("A pool's data is a JSON object.", code="invalid_data")
+    size, quota = json_size(data), quota_of(policy)
+    if size > quota:
+        raise _quota_exceeded(size, quota)
+    now = timezone.now()
+    if expires_at is None and policy.get("ttl_seconds"):
+        expires_at = now + timedelta(seconds=policy["ttl_seconds"])
+    pool = MemoryPool(
+        account_id=account_id,
+        pool_id=pool_id,
+        name=name,
+        pool_type=pool_type,
+        scope=scope,
+        owner=actor.agent,
+        data=data,
+        public_read=public_read,
+        retention_policy=policy,
+        expires_at=expires_at,
+        data_size_bytes=size,
+        persist_across_executions=persist_across_executions,
+        workflow_run_id=workflow_run_id,
+        workflow_kind=workflow_kind,
+        created_at=now,
+    )
+    pool.full_clean(exclude=["account", "owner"], validate_unique=False, validate_constraints=False)
+    try:
+        with transaction.atomic():
+            # An expired pool still holding the id until the clean-up job runs is gone: its id
+            # is free again.
+            MemoryPool.objects.filter(
+                account_id=account_id, pool_id=pool_id, expires_at__lte=now
+            ).delete()
+            if workflow_run_id:
+                MemoryPool.objects.filter(
+                    account_id=account_id,
+                    workflow_run_id=workflow_run_id,
+                    workflow_kind=workflow_kind,
+                    expires_at__lte=now,
+                ).delete()
+            pool.save()
+            audit_record(
+                actor=actor,
+                action="memory.pool.create",
+                account_id=account_id,
+                target=pool,
+                changes={
+                    "pool_id": pool_id,
+                    "pool_type": pool_type,
+                    "scope": scope,
+                    "public_read": public_read,
+                    "retention_policy": policy,
+                    "workflow_run_id": workflow_run_id,
+                    "workflow_kind": workflow_kind,
+                },
+            )
+    except IntegrityError as exc:
+        if "pool_unique_id_per_account" in str(exc):
+            raise Conflict("A pool with this id exists.", code="pool_id_taken") from exc
+        if "pool_unique_kind_per_run" in str(exc):
+            raise Conflict(
+                f"This workflow run has a {workflow_kind} pool already.",
+                code="workflow_pool_exists",
+            ) from exc
+        raise
+    return pool
+
+
+def pool_update(*, actor: Actor, pool: MemoryPool, **fields: Any) -> MemoryPool:
+    """Change a pool's settings (owner or operators). Every change bumps the version."""
+    _may_manage(actor, pool)
+    changes = changes_of(pool, fields, UPDATABLE_FIELDS)
+    if not changes:
+        return pool
+    if pool.pool_id == DEFAULT_POOL_ID and (
+        changes.get("public_read") is False
+        or changes.get("expires_at") is not None
+        or (changes.get("retention_policy") or {}).get("ttl_seconds")
+    ):
+        raise _default_protected("stays public and never expires")
+    _check_public(pool.pool_type, changes.get("public_read", pool.public_read))
+    also: dict[str, Any] = {"version": F("version") + 1}
+    if "retention_policy" in changes:
+        changes["retention_policy"] = _policy(changes["retention_policy"])
+        quota = quota_of(changes["retention_policy"])
+        if pool.data_size_bytes > quota:
+            raise Conflict(
+                f"The pool holds {pool.data_size_bytes} bytes, more than {quota}.",
+                code="pool_quota_below_size",
+                details={"size": pool.data_size_bytes, "limit": quota},
+            )
+        ttl = changes["retention_policy"].get("ttl_seconds")
+        if ttl and "expires_at" not in changes:
+            also["expires_at"] = timezone.now() + timedelta(seconds=ttl)
+    if changes.get("expires_at") is not None:
+        _check_expiry(changes["expires_at"])
+    changes_validate(pool, changes)
+    return row_update(
+        actor=actor,
+        instance=pool,
+        changes=changes,
+        also=also,
+        action="memory.pool.update",
+        account_id=pool.account_id,
+        missing=pool_not_found,
+    )
+
+
+def pool_delete(*, actor: Actor, pool: MemoryPool) -> None:
+    """Delete a pool with its grants and events. The default pool cannot be deleted."""
+    _may_manage(actor, pool)
+    if pool.pool_id == DEFAULT_POOL_ID:
+        raise _default_protected("cannot be deleted")
+    row_delete(
+        actor=actor,
+        instance=pool,
+        action="memory.pool.delete",
+        account_id=pool.account_id,
+        changes={"pool_id": pool.pool_id},
+    )
+
+
+# --- grants ------------------------------------------------------------------------------------
+
+
+def _bump(pool: MemoryPool) -> None:
+    MemoryPool.objects.filter(pk=pool.pk).update(
+        version=F("version") + 1, updated_at=timezone.now()
+    )
+
+
+def pool_grant_set(*, actor: Actor, pool: MemoryPool, agent_id: int, level: str) -> MemoryPoolGrant:
+    """Give an agent of the pool's account ``read`` or ``write`` access (replacing its grant)."""
+    _may_manage(actor, pool)
+    if level not in MemoryPoolGrant.Level.values:
+        raise ValidationFailed("level is read or write.", code="invalid_level")
+    agent = Agent.objects.filter(account_id=pool.account_id, pk=agent_id).first()
+    if agent is None:
+        raise NotFound("No such agent.", code="agent_not_found")
+    with transaction.atomic():
+        MemoryPoolGrant.objects.bulk_create(
+            [MemoryPoolGrant(pool=pool, agent=agent, level=level)],
+            update_conflicts=True,
+            unique_fields=["pool", "agent"],
+            update_fields=["level"],
+        )
+        _bump(pool)
+        grant = MemoryPoolGrant.objects.get(pool=pool, agent=agent)
+        audit_record(
+            actor=actor,
+            action="memory.pool.grant",
+            account_id=pool.account_id,
+            target=pool,
+            changes={"agent_id": agent.pk, "level": level},
+        )
+    return grant
+
+
+def pool_grant_revoke(*, actor: Actor, pool: MemoryPool, agent_id: int) -> None:
+    _may_manage(actor, pool)
+    with transaction.atomic():
+        deleted, _ = MemoryPoolGrant.objects.filter(pool=pool, agent_id=agent_id).delete()
+        if not deleted:
+            raise NotFound("This agent has no grant on the pool.", code="grant_not_found")
+        _bump(pool)
+        audit_record(
+            actor=actor,
+            action="memory.pool.revoke",
+            account_id=pool.account_id,
+            target=pool,
+            changes={"agent_id": agent_id},
+        )
+
+
+# --- data --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PoolWrite:
+    version: int
+    value: Any  # at the path, afterwards (None after a delete)
+    changed: bool
+    size_bytes: int
+
+
+def pool_data_write(
+    *,
+    actor: Actor,
+    pool: MemoryPool,
+    path: str,
+    value: Any = None,
+    mode: str = MemoryPoolEvent.Action.WRITE,
+    expected_version: int | None = None,
+) -> PoolWrite:
+    """Write (``write``: replace), merge (``merge``: RFC 7396 merge patch of an object into the
+    object at the path) or delete (``delete``) the value at a dot path; ``""`` is the whole data,
+    which must stay an object. Objects missing on the way are created. A write that changes
+    nothing keeps the version and records no event.
+
+    409 ``version_conflict`` when ``expected_version`` is not the pool's version; 403
+    ``pool_write_denied`` without write access; 413 ``pool_quota_exceeded`` past the quota.
+    """
+    if actor.agent is None:
+        actor.require(pool.account_id, MANAGE_MEMORY)
+    segments = names.parse_path(path)
+    if mode not in MemoryPoolEvent.Action.values:
+        raise ValueError(f"unknown mode {mode}")
+    if mode == MemoryPoolEvent.Action.MERGE and not isinstance(value, dict):
+        raise ValidationFailed("A merge takes a JSON object.", code="merge_requires_object")
+    if not segments:
+        if mode == MemoryPoolEvent.Action.DELETE:
+            raise ValidationFailed("Name the key to delete.", code="invalid_path")
+        if not isinstance(value, dict):
+            raise ValidationFailed("A pool's data is a JSON object.", code="invalid_data")
+    now = timezone.now()
+    with transaction.atomic():
+        locked = (
+            visible_pools(actor, MemoryPool.objects.select_for_update(of=("self",)))
+            .filter(pk=pool.pk)
+            .values(  # type: ignore[misc]  # can_write is visible_pools' annotation
+                "data", "version", "retention_policy", "can_write", "pool_id", "account_id"
+            )
+            .first()
+        )
+        if locked is None:
+            raise pool_not_found()
+        if not locked["can_write"]:
+            raise PermissionDenied(
+                "This agent may read the pool but not write it.", code="pool_write_denied"
+            )
+        if expected_version is not None and expected_version != locked["version"]:
+            raise Conflict(
+                "The pool changed since that version: read it again.",
+                code="version_conflict",
+                details={"expected_version": expected_version, "version": locked["version"]},
+            )
+        data: dict[str, Any] = locked["data"] if isinstance(locked["data"], dict) else {}
+        bulletin_before = json_paths.get(data, (BULLETIN,))
+        changed, data, after = _apply(data, segments, value, mode)
+        if not changed:
+            return PoolWrite(locked["version"], after, False, pool.data_size_bytes)
+        policy = locked["retention_policy"] or {}
+        quota = quota_of(policy)
+        ttl = policy.get("ttl_seconds")
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"""
+                UPDATE {_TABLE} AS p SET data = v.d, data_size_bytes = octet_length(v.d::text),
+                    version = p.version + 1, updated_at = %(now)s,
+                    expires_at = CASE WHEN %(ttl)s::integer IS NULL THEN p.expires_at
+                        ELSE %(now)s + make_interval(secs => %(ttl)s::integer) END
+                FROM (SELECT %(data)s::jsonb AS d) AS v
+                WHERE p.id = %(id)s AND octet_length(v.d::text) <= %(quota)s
+                RETURNING p.version, p.data_size_bytes
+                """,  # noqa: S608  (the table name is the model's; values are parameters)
+                {
+                    "data": names.json_text(data),
+                    "now": now,
+                    "ttl": ttl,
+                    "id": pool.pk,
+                    "quota": quota,
+                },
+            )
+            row = cursor.fetchone()
+        if row is None:
+            raise _quota_exceeded(json_size(data), quota)
+        version, size = int(row[0]), int(row[1])
+        text = ".".join(segments)
+        audit_record(
+            actor=actor,
+            action=f"memory.pool.data.{mode}",
+            account_id=locked["account_id"],
+            target=pool,
+            changes={"path": text, "version": version},
+        )
+        event = _bulletin_event(actor, pool, segments, mode, version, after, bulletin_before, data)
+        if event is not None:
+            transaction.on_commit(lambda: pool_event_publish(event, locked["pool_id"]))
+    return PoolWrite(version, after, True, size)
+
+
+def _apply(
+    data: dict[str, Any], segments: tuple[str, ...], value: Any, mode: str
+) -> tuple[bool, dict[str, Any], Any]:
+    """(changed, the new data, the value at the path afterwards)."""
+    current = json_paths.get(data, segments)
+    if mode == MemoryPoolEvent.Action.DELETE:
+        json_paths.delete(data, segments)
+        return True, data, None
+    if mode == MemoryPoolEvent.Action.MERGE:
+        value = json_paths.merge_patch(current if json_paths.exists(current) else {}, value)
+    if json_paths.exists(current) and json_paths.same(current, value):
+        return False, data, current
+    if not segments:
+        return True, value, value
+    json_paths.put(data, segments, value)
+    return True, data, value
+
+
+def _bulletin_event(
+    actor: Actor,
+    pool: MemoryPool,
+    segments: tuple[str, ...],
+    mode: str,
+    version: int,
+    after: Any,
+    bulletin_before: Any,
+    data: dict[str, Any],
+) -> MemoryPoolEvent | None:
+    """The event of a write under ``agent_bulletin`` (or of a whole-data write that changed
+    the bulletin), recorded in the write's transaction."""
+    if segments:
+        if segments[0] != BULLETIN:
+            return None
+        path, value = ".".join(segments), after
+    else:
+        bulletin_after = json_paths.get(data, (BULLETIN,))
+        if json_paths.exists(bulletin_before) == json_paths.exists(bulletin_after) and (
+            not json_paths.exists(bulletin_after)
+            or json_paths.same(bulletin_before, bulletin_after)
+        ):
+            return None
+        path = BULLETIN
+        value = bulletin_after if json_paths.exists(bulletin_after) else None
+    return MemoryPoolEvent.objects.create(
+        account_id=pool.account_id,
+        pool=pool,
+        version=version,
+        path=path,
+        action=mode,
+        value=value,
+        agent=actor.agent,
+    )
+
+
+def pool_events_channel(account_id: int, pool_id: str) -> str:
+    """The Redis pub/sub channel of a pool's bulletin events."""
+    return f"{redis_prefix()}:pool-events:{account_id}:{pool_id}"
+
+
+def pool_event_payload(event: MemoryPoolEvent, pool_id: str) -> dict[str, Any]:
+    return {
+        "id": event.pk,
+        "event": "memory_pool_key_write",
+        "is_bulletin": True,
+        "pool_id": pool_id,
+        "version": event.version,
+        "path": event.path,
+        "action": event.action,
+        "value": event.value,
+        "agent_id": event.agent_id,
+        "created_at": event.created_at.isoformat(),
+    }
+
+
+def pool_event_publish(event: MemoryPoolEvent, pool_id: str) -> int:
+    """Publish a committed event (best-effort); how many subscribers received it."""
+    channel = pool_events_channel(event.account_id, pool_id)
+    try:
+        return int(memory_redis().publish(channel, json.dumps(pool_event_payload(event, pool_id))))
+    except UNAVAILABLE as exc:
+        logger.warning("pool event %s not published (Redis unavailable): %s", event.pk, exc)
+        return 0
+
+
+# --- workflow runs and expiry ----------------------------------------------------------------
+
+
+def workflow_run_expire(*, actor: Actor, run_id: str) -> dict[str, int]:
+    """A workflow run ended: its pools (those the caller may write) expire now, but for those
+    that persist across executions. Returns {"expired", "kept"}."""
+    names.check_run_id(run_id)
+    pools = visible_pools(actor, writable_only=True).filter(workflow_run_id=run_id)
+    if actor.agent is None:
+        pools = pools.filter(account_id__in=actor.accounts_with(MANAGE_MEMORY))
+    now = timezone.now()
+    with transaction.atomic():
+        rows = list(pools.filter(persist_across_executions=False).values_list("pk", "account_id"))
+        kept = pools.filter(persist_across_executions=True).count()
+        if rows:
+            MemoryPool.objects.filter(pk__in=[pk for pk, _ in rows]).update(
+                expires_at=now, updated_at=now, version=F("version") + 1
+            )
+        by_account: dict[int, list[int]] = {}
+        for pk, account_id in rows:
+            by_account.setdefault(account_id, []).append(pk)
+        for account_id, ids in by_account.items():
+            audit_record(
+                actor=actor,
+                action="memory.workflow_run.expire",
+                account_id=account_id,
+                target_type="memory.workflow_run",
+                target_id=run_id,
+                changes={"pools": ids},
+            )
+    return {"expired": len(rows), "kept": kept}
+
+
+def pools_prune_expired(*, dry_run: bool = False, batch_size: int | None = None) -> dict[str, int]:
+    """Delete expired pools (with their grants and events) and bulletin events older than
+    POOL_EVENT_RETENTION, in batches. A dry run counts what a run would delete."""
+    now = timezone.now()
+    expired = MemoryPool.objects.filter(expires_at__lte=now)
+    old_events = MemoryPoolEvent.objects.filter(created_at__lt=now - settings.POOL_EVENT_RETENTION)
+    if dry_run:
+        return {"pools": expired.count(), "events": old_events.count(), "dry_run": 1}
+    batch_size = batch_size or PRUNE_BATCH
+    counts = {"pools": 0, "events": 0}
+    for queryset, name, model in (
+        (expired, "pools", MemoryPool),
+        (old_events, "events", MemoryPoolEvent),
+    ):
+        while True:
+            with transaction.atomic():
+                ids = list(queryset.order_by("pk").values_list("pk", flat=True)[:batch_size])
+                if not ids:
+                    break
+                # The condition again: a pool given a new expiry meanwhile is kept.
+                _, deleted = queryset.filter(pk__in=ids).delete()
+            counts[name] += deleted.get(model._meta.label, 0)
+            if len(ids) < batch_size:
+                break
+    return counts

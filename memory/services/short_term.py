@@ -1,0 +1,322 @@
+"""Short-term memory writes: an agent's entries per session in PostgreSQL, each with a TTL.
+
+An entry is live while ``expires_at`` is in the future; every statement here and in the
+selectors says so in its WHERE clause, so an expired entry is gone for every read and write at
+once, whether or not the clean-up job (``short_term_prune_expired``) has deleted its row.
+
+The agent's own writes are single statements: the upsert (``INSERT ... ON CONFLICT``, after
+locking the row it may replace, to tell a new entry from a replaced one), the read that counts an
+access and the TTL refresh (``UPDATE ... RETURNING``) cannot race into a lost count or a
+resurrected entry. The ORM cannot express those, so they are raw SQL with parameters.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.utils import timezone
+
+from core.actors import Actor
+from core.audit import audit_record
+from core.errors import NotFound, PayloadTooLarge, ValidationFailed
+from core.writes import changes_of, changes_validate, row_delete, row_update
+from memory import names
+from memory.models import ShortTermEntry
+from memory.roles import MANAGE_MEMORY
+from memory.services.working import acting_agent
+
+# What people may change on an entry in the admin.
+UPDATABLE_FIELDS = ("value", "memory_type")
+# Rows deleted per transaction by the clean-up job.
+PRUNE_BATCH = 5000
+
+_TABLE = ShortTermEntry._meta.db_table
+_LIVE = (
+    'agent_id = %(agent)s AND session_id = %(session)s AND "key" = %(key)s AND expires_at > %(now)s'
+)
+
+
+def _not_found() -> NotFound:
+    return NotFound("No such key in this short-term memory.", code="short_term_key_not_found")
+
+
+def ttl_seconds(ttl: int | None) -> int:
+    """``ttl`` (1 to SHORT_TERM_MAX_TTL seconds) or the default."""
+    if ttl is None:
+        return int(settings.SHORT_TERM_DEFAULT_TTL)
+    limit = int(settings.SHORT_TERM_MAX_TTL)
+    if isinstance(ttl, bool) or not isinstance(ttl, int) or not 1 <= ttl <= limit:
+        raise ValidationFailed(
+            f"ttl must be 1 to {limit} seconds.",
+            code="invalid_ttl",
+            details={"min": 1, "max": limit},
+        )
+    return ttl
+
+
+def _encoded(value: Any) -> str:
+    text = names.json_text(value, ensure_ascii=False, separators=(",", ":"))
+    size, limit = len(text.encode()), int(settings.SHORT_TERM_MAX_VALUE_BYTES)
+    if size > limit:
+        raise PayloadTooLarge(
+            f"The value is {size} bytes; short-term memory takes at most {limit}.",
+            code="value_too_large",
+            details={"limit": limit, "size": size},
+        )
+    return text
+
+
+def _memory_type(memory_type: str) -> str:
+    if memory_type not in ShortTermEntry.MemoryType.values:
+        raise ValidationFailed(
+            "Unknown memory type.",
+            code="invalid_memory_type",
+            details={"choices": list(ShortTermEntry.MemoryType.values)},
+        )
+    return memory_type
+
+
+def _returning(sql: str, params: dict[str, Any]) -> ShortTermEntry | None:
+    rows = list(ShortTermEntry.objects.raw(sql, params))
+    return rows[0] if rows else None
+
+
+def short_term_put(
+    *,
+    actor: Actor,
+    session_id: str,
+    key: str,
+    value: Any,
+    memory_type: str = ShortTermEntry.MemoryType.TASK_CONTEXT,
+    ttl: int | None = None,
+) -> tuple[ShortTermEntry, bool]:
+    """Store ``value`` under (session, key) for ``ttl`` seconds; returns the entry and whether
+    it is new. Replacing a live entry keeps its access count and creation time; replacing an
+    expired one starts afresh, as a new entry."""
+    agent = acting_agent(actor)
+    names.check_session_id(session_id)
+    names.check_key(key)
+    seconds = ttl_seconds(ttl)
+    params: dict[str, Any] = {
+        "account": agent.account_id,
+        "agent": agent.pk,
+        "session": session_id,
+        "key": key,
+        "value": _encoded(value),
+        "type": _memory_type(memory_type),
+        "ttl": seconds,
+        "now": timezone.now(),
+    }
+    params["expires"] = params["now"] + timedelta(seconds=seconds)
+    sql = f"""
+        INSERT INTO {_TABLE} AS e (account_id, agent_id, session_id, "key", value, memory_type,
+            ttl_seconds, expires_at, access_count, last_accessed_at, created_at, updated_at)
+        VALUES (%(account)s, %(agent)s, %(session)s, %(key)s, %(value)s::jsonb, %(type)s,
+            %(ttl)s, %(expires)s, 0, NULL, %(now)s, %(now)s)
+        ON CONFLICT ON CONSTRAINT stm_unique_key_per_session DO UPDATE SET
+            value = EXCLUDED.value, memory_type = EXCLUDED.memory_type,
+            ttl_seconds = EXCLUDED.ttl_seconds, expires_at = EXCLUDED.expires_at,
+            updated_at = EXCLUDED.updated_at,
+            access_count = CASE WHEN e.expires_at > %(now)s THEN e.access_count ELSE 0 END,
+            last_accessed_at = CASE WHEN e.expires_at > %(now)s THEN e.last_accessed_at END,
+            created_at = CASE WHEN e.expires_at > %(now)s THEN e.created_at
+                ELSE EXCLUDED.created_at END
+        RETURNING e.*
+    """  # noqa: S608  (the table name is the model's; values are parameters)
+    with transaction.atomic():
+        # Lock the entry being replaced, if any: whether it was live decides "new" (two
+        # concurrent first stores of one key may both be told "new"; the second replaced).
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"SELECT expires_at > %(now)s FROM {_TABLE} "  # noqa: S608
+                'WHERE agent_id = %(agent)s AND session_id = %(session)s AND "key" = %(key)s '
+                "FOR UPDATE",
+                params,
+            )
+            previous = cursor.fetchone()
+        entry = _returning(sql, params)
+        assert entry is not None
+        audit_record(
+            actor=actor,
+            action="memory.short_term.put",
+            account_id=agent.account_id,
+            target=entry,
+            changes={
+                "session_id": session_id,
+                "key": key,
+                "memory_type": memory_type,
+                "ttl_seconds": seconds,
+            },
+        )
+    return entry, not (previous and previous[0])
+
+
+def short_term_read(*, actor: Actor, session_id: str, key: str) -> ShortTermEntry:
+    """The live entry, its access counted in the same statement (concurrent reads each
+    count). A read is not audited."""
+    agent = acting_agent(actor)
+    names.check_session_id(session_id)
+    names.check_key(key)
+    sql = f"""
+        UPDATE {_TABLE} SET access_count = access_count + 1, last_accessed_at = %(now)s
+        WHERE {_LIVE} RETURNING *
+    """  # noqa: S608
+    params = {"agent": agent.pk, "session": session_id, "key": key, "now": timezone.now()}
+    entry = _returning(sql, params)
+    if entry is None:
+        raise _not_found()
+    return entry
+
+
+def short_term_refresh(
+    *, actor: Actor, session_id: str, key: str, ttl: int | None = None
+) -> ShortTermEntry:
+    """Expire the live entry ``ttl`` seconds from now (default: its own ``ttl_seconds``, which
+    a given ``ttl`` replaces). An expired entry cannot be refreshed: 404."""
+    agent = acting_agent(actor)
+    names.check_session_id(session_id)
+    names.check_key(key)
+    seconds = ttl_seconds(ttl) if ttl is not None else None
+    sql = f"""
+        UPDATE {_TABLE} SET ttl_seconds = COALESCE(%(ttl)s::integer, ttl_seconds),
+            expires_at = %(now)s + make_interval(secs => COALESCE(%(ttl)s::integer, ttl_seconds)),
+            updated_at = %(now)s
+        WHERE {_LIVE} RETURNING *
+    """  # noqa: S608
+    params = {
+        "agent": agent.pk,
+        "session": session_id,
+        "key": key,
+        "now": timezone.now(),
+        "ttl": seconds,
+    }
+    with transaction.atomic():
+        entry = _returning(sql, params)
+        if entry is None:
+            raise _not_found()
+        audit_record(
+            actor=actor,
+            action="memory.short_term.refresh",
+            account_id=agent.account_id,
+            target=entry,
+            changes={"ttl_seconds": entry.ttl_seconds, "expires_at": entry.expires_at},
+        )
+    return entry
+
+
+def short_term_remove(*, actor: Actor, session_id: str, key: str) -> None:
+    """Delete the live entry (an expired one is already gone: 404)."""
+    agent = acting_agent(actor)
+    names.check_session_id(session_id)
+    names.check_key(key)
+    params: dict[str, Any] = {
+        "agent": agent.pk,
+        "session": session_id,
+        "key": key,
+        "now": timezone.now(),
+    }
+    with transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.execute(f"DELETE FROM {_TABLE} WHERE {_LIVE} RETURNING id", params)  # noqa: S608
+            row = cursor.fetchone()
+        if row is None:
+            raise _not_found()
+        audit_record(
+            actor=actor,
+            action="memory.short_term.delete",
+            account_id=agent.account_id,
+            target_type=ShortTermEntry._meta.label_lower,
+            target_id=row[0],
+            changes={"session_id": session_id, "key": key},
+        )
+
+
+# --- for people (the admin) ------------------------------------------------------------------
+
+
+def short_term_update(*, actor: Actor, entry: ShortTermEntry, **fields: Any) -> ShortTermEntry:
+    """Change an entry's value or memory type (operators; its TTL is refreshed separately)."""
+    actor.require(entry.account_id, MANAGE_MEMORY)
+    changes = changes_of(entry, fields, UPDATABLE_FIELDS)
+    if not changes:
+        return entry
+    if "value" in changes:
+        _encoded(changes["value"])
+    if "memory_type" in changes:
+        _memory_type(changes["memory_type"])
+    changes_validate(entry, changes)
+    return row_update(
+        actor=actor,
+        instance=entry,
+        changes=changes,
+        action="memory.short_term.update",
+        account_id=entry.account_id,
+        audit_changes={k: v for k, v in changes.items() if k != "value"}
+        | ({"value": "(changed)"} if "value" in changes else {}),
+        missing=_not_found,
+    )
+
+
+def short_term_entry_refresh(
+    *, actor: Actor, entry: ShortTermEntry, ttl: int | None = None
+) -> ShortTermEntry:
+    """The admin's "refresh TTL": as ``short_term_refresh``, on an entry people chose."""
+    actor.require(entry.account_id, MANAGE_MEMORY)
+    seconds = ttl_seconds(ttl) if ttl is not None else entry.ttl_seconds
+    now = timezone.now()
+    with transaction.atomic():
+        updated = ShortTermEntry.objects.filter(pk=entry.pk, expires_at__gt=now).update(
+            ttl_seconds=seconds, expires_at=now + timedelta(seconds=seconds), updated_at=now
+        )
+        if not updated:
+            raise NotFound("This entry has expired.", code="short_term_key_not_found")
+        audit_record(
+            actor=actor,
+            action="memory.short_term.refresh",
+            account_id=entry.account_id,
+            target=entry,
+            changes={"ttl_seconds": seconds},
+        )
+    entry.refresh_from_db()
+    return entry
+
+
+def short_term_delete(*, actor: Actor, entry: ShortTermEntry) -> None:
+    actor.require(entry.account_id, MANAGE_MEMORY)
+    row_delete(
+        actor=actor,
+        instance=entry,
+        action="memory.short_term.delete",
+        account_id=entry.account_id,
+        changes={"session_id": entry.session_id, "key": entry.key},
+    )
+
+
+# --- clean-up ---------------------------------------------------------------------------------
+
+
+def short_term_prune_expired(
+    *, dry_run: bool = False, batch_size: int | None = None
+) -> dict[str, int]:
+    """Delete expired entries, ``batch_size`` per transaction (oldest expiry first, along the
+    ``expires_at`` index). An entry refreshed or replaced meanwhile is live again and kept: the
+    DELETE checks the expiry itself. A dry run counts what a run would delete."""
+    now = timezone.now()
+    expired = ShortTermEntry.objects.filter(expires_at__lte=now)
+    if dry_run:
+        return {"entries": expired.count(), "dry_run": 1}
+    batch_size = batch_size or PRUNE_BATCH
+    deleted = 0
+    while True:
+        with transaction.atomic():
+            ids = list(expired.order_by("expires_at").values_list("pk", flat=True)[:batch_size])
+            if not ids:
+                break
+            count, _ = ShortTermEntry.objects.filter(pk__in=ids, expires_at__lte=now).delete()
+        deleted += count
+        if len(ids) < batch_size:
+            break
+    return {"entries": deleted}

@@ -1,0 +1,129 @@
+"""The memory tiers' routes, mounted at /api/v1/memory/ (docs/memory.md, docs/api.md).
+
+Session ids, keys and pool ids start with a letter or a digit (memory/names.py), so the
+operations whose path segment starts with ``_`` can never be taken for a key or a session.
+"""
+
+from django.urls import path
+
+from memory.apis import pools, short_term, working
+from memory.converters import register
+
+register()
+
+urlpatterns = [
+    # --- working memory (Redis) ------------------------------------------------------------
+    path("working/_inbox", working.WorkingInboxApi.as_view(), name="working-inbox"),
+    path(
+        "working/_inbox/<id:agent_id>/<memory_key:key>",
+        working.WorkingInboxEntryApi.as_view(),
+        name="working-inbox-entry",
+    ),
+    path(
+        "working/_share/<id:agent_id>/<memory_key:key>",
+        working.WorkingShareApi.as_view(),
+        name="working-share",
+    ),
+    path(
+        "working/<memory_session:session_id>",
+        working.WorkingSessionApi.as_view(),
+        name="working-session",
+    ),
+    path(
+        "working/<memory_session:session_id>/_task-state",
+        working.WorkingTaskStateApi.as_view(),
+        name="working-task-state",
+    ),
+    path(
+        "working/<memory_session:session_id>/_steps/<memory_key:step>",
+        working.WorkingStepApi.as_view(),
+        name="working-step",
+    ),
+    path(
+        "working/<memory_session:session_id>/_tools/<memory_key:tool>",
+        working.WorkingToolStateApi.as_view(),
+        name="working-tool-state",
+    ),
+    path(
+        "working/<memory_session:session_id>/_conversation",
+        working.WorkingConversationApi.as_view(),
+        name="working-conversation",
+    ),
+    path(
+        "working/<memory_session:session_id>/_conversation/messages",
+        working.WorkingConversationAppendApi.as_view(),
+        name="working-conversation-append",
+    ),
+    path(
+        "working/<memory_session:session_id>/_scratch-pad",
+        working.WorkingScratchPadApi.as_view(),
+        name="working-scratch-pad",
+    ),
+    path(
+        "working/<memory_session:session_id>/_scratch-pad/append",
+        working.WorkingScratchPadAppendApi.as_view(),
+        name="working-scratch-pad-append",
+    ),
+    path(
+        "working/<memory_session:session_id>/_persist",
+        working.WorkingPersistApi.as_view(),
+        name="working-persist",
+    ),
+    path(
+        "working/<memory_session:session_id>/_load",
+        working.WorkingLoadApi.as_view(),
+        name="working-load",
+    ),
+    path(
+        "working/<memory_session:session_id>/<memory_key:key>",
+        working.WorkingKeyApi.as_view(),
+        name="working-key",
+    ),
+    path(
+        "working/<memory_session:session_id>/<memory_key:key>/exists",
+        working.WorkingExistsApi.as_view(),
+        name="working-exists",
+    ),
+    # --- short-term memory (PostgreSQL) ----------------------------------------------------
+    path(
+        "short-term/<memory_session:session_id>",
+        short_term.ShortTermSessionApi.as_view(),
+        name="short-term-session",
+    ),
+    path(
+        "short-term/<memory_session:session_id>/<memory_key:key>",
+        short_term.ShortTermKeyApi.as_view(),
+        name="short-term-key",
+    ),
+    path(
+        "short-term/<memory_session:session_id>/<memory_key:key>/refresh",
+        short_term.ShortTermRefreshApi.as_view(),
+        name="short-term-refresh",
+    ),
+    # --- shared pools ----------------------------------------------------------------------
+    path("pools", pools.PoolListCreateApi.as_view(), name="pool-list"),
+    path("pools/<memory_pool:pool_id>", pools.PoolDetailApi.as_view(), name="pool-detail"),
+    path("pools/<memory_pool:pool_id>/stats", pools.PoolStatsApi.as_view(), name="pool-stats"),
+    path("pools/<memory_pool:pool_id>/data", pools.PoolDataApi.as_view(), name="pool-data"),
+    path(
+        "pools/<memory_pool:pool_id>/data/<memory_path:path>",
+        pools.PoolDataPathApi.as_view(),
+        name="pool-data-path",
+    ),
+    path(
+        "pools/<memory_pool:pool_id>/grants",
+        pools.PoolGrantListApi.as_view(),
+        name="pool-grants",
+    ),
+    path(
+        "pools/<memory_pool:pool_id>/grants/<id:agent_id>",
+        pools.PoolGrantApi.as_view(),
+        name="pool-grant",
+    ),
+    path("pools/<memory_pool:pool_id>/events", pools.PoolEventsApi.as_view(), name="pool-events"),
+    path(
+        "workflow-runs/<memory_run:run_id>/expire",
+        pools.WorkflowRunExpireApi.as_view(),
+        name="workflow-run-expire",
+    ),
+]

@@ -1,0 +1,91 @@
+"""An operator in a real browser: signs in through the login form, uploads a document, watches
+it reach "Indexed", and never sees another account's documents."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.urls import reverse
+
+from core import services
+from core.actors import actor_for_account
+from core.models import AuditEvent
+from rag import services as rag_services
+from rag.models import Chunk, Document
+from tests.factories import AccountFactory, UserFactory
+
+pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
+
+PASSWORD = "correct horse battery staple"
+
+
+def test_an_operator_uploads_a_document_and_sees_only_their_account(
+    browser: Any, live_server: Any, tmp_path: Path
+) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
+    orchard = AccountFactory.create(name="Orchard", slug="orchard")
+    bramble = AccountFactory.create(name="Bramble", slug="bramble")
+    rag_services.knowledge_base_create(actor=actor_for_account(orchard.pk), name="Orchard handbook")
+    other_kb = rag_services.knowledge_base_create(
+        actor=actor_for_account(bramble.pk), name="Bramble vault"
+    )
+    # Committed at once (a transactional test): processed eagerly on commit.
+    secret = rag_services.document_create(
+        actor=actor_for_account(bramble.pk),
+        kb=other_kb,
+        data=b"# Plans\n\nBramble secret plans.",
+        filename="plans.md",
+        title="Bramble secret plans",
+    )
+    operator = UserFactory.create(username="olive", is_staff=True)
+    services.membership_grant(account=orchard, user=operator, role="operator")
+
+    def go(path: str) -> None:
+        browser.get(f"{live_server.url}{path}")
+
+    go(reverse("admin:login"))
+    browser.find_element(By.ID, "id_username").send_keys("olive")
+    browser.find_element(By.ID, "id_password").send_keys(PASSWORD)
+    browser.find_element(By.CSS_SELECTOR, "input[type=submit]").click()
+    assert "Site administration" in browser.title, browser.page_source[:2000]
+
+    go(reverse("admin:rag_document_add"))
+    choices = Select(browser.find_element(By.ID, "id_knowledge_base"))
+    assert [o.text for o in choices.options if o.get_attribute("value")] == ["Orchard handbook"]
+    choices.select_by_visible_text("Orchard handbook")
+    upload = tmp_path / "harvest.md"
+    upload.write_text("# Harvest\n\nApples are picked in September.\n\n## Storage\n\nKeep cool.")
+    browser.find_element(By.ID, "id_upload").send_keys(str(upload))
+    browser.find_element(By.ID, "id_title").send_keys("Harvest notes")
+    browser.find_element(By.NAME, "_save").click()
+    errors = [e.text for e in browser.find_elements(By.CSS_SELECTOR, ".errornote, .errorlist")]
+    messages = [e.text for e in browser.find_elements(By.CSS_SELECTOR, ".messagelist li")]
+    assert "was added successfully" in browser.page_source, (browser.current_url, errors, messages)
+
+    # Reload the list until the new document's row says it is indexed.
+    deadline = time.monotonic() + 120
+    while True:
+        go(reverse("admin:rag_document_changelist"))
+        rows = [r.text for r in browser.find_elements(By.CSS_SELECTOR, "#result_list tbody tr")]
+        harvest = [r for r in rows if "Harvest notes" in r]
+        if harvest and "Indexed" in harvest[0]:
+            break
+        assert time.monotonic() < deadline, rows
+        time.sleep(1)
+    page = browser.page_source
+    assert "Bramble" not in page and "Orchard handbook" in page
+
+    # Another account's document: as absent as a missing one.
+    go(reverse("admin:rag_document_change", args=[secret.pk]))
+    assert "Page not found" in browser.page_source
+    assert "Bramble" not in browser.page_source
+
+    document = Document.objects.get(title="Harvest notes")
+    assert document.status == Document.Status.INDEXED and document.account_id == orchard.pk
+    assert Chunk.objects.filter(document=document).exists()
+    assert AuditEvent.objects.filter(action="rag.document.create", user=operator).exists()

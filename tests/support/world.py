@@ -1,0 +1,197 @@
+"""Two accounts with data of every kind and a staff user per role in each: the "intruder with
+data" fixture of the admin and API tenancy tests. Every object's text carries its account's
+marker, so a test can assert that a foreign account's marker never appears in any response.
+Apps that add kinds of data add them to ``build_side``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.contrib.auth.models import User
+
+from core import services
+from core.actors import ROLES, actor_for_account, actor_for_agent
+from core.audit import audit_record
+from core.models import Account, Agent, ApiKey, AuditEvent, Membership, Team
+from memory import services as memory_services
+from memory.models import MemoryPool, MemoryPoolEvent, ShortTermEntry
+from rag import services as rag_services
+from rag.models import Chunk, Document, KnowledgeBase, SearchQuery
+from tests.factories import AccountFactory, UserFactory
+
+PASSWORD = "correct horse battery staple"
+
+
+@dataclass
+class Side:
+    marker: str
+    account: Account
+    users: dict[str, User]
+    team: Team
+    agent: Agent
+    key: ApiKey
+    kb: KnowledgeBase
+    document: Document
+    chunk: Chunk
+    query: SearchQuery
+    audit: AuditEvent
+    membership: Membership
+    objects: dict[str, Any] = field(default_factory=dict)
+    # Memory: names without the marker (requests name them; answers may echo them), values
+    # with it. The working-memory session holds ``memory_key``, a task state and a scratch
+    # pad, and was persisted; the agent shared ``memory_key`` with itself.
+    session_id: str = ""
+    memory_key: str = ""
+    pool_id: str = ""
+    run_id: str = ""
+    short_term: ShortTermEntry | None = None
+    pool: MemoryPool | None = None
+    pool_event: MemoryPoolEvent | None = None
+
+
+def build_side(marker: str, capture_on_commit: Callable[..., Any]) -> Side:
+    lower = marker.lower()
+    account = AccountFactory.create(name=f"{marker}ACCOUNT", slug=lower)
+    tool = actor_for_account(account.pk)
+    users: dict[str, User] = {}
+    for role in ROLES:
+        user = UserFactory.create(username=f"{lower}-{role}", is_staff=True)
+        services.membership_grant(account=account, user=user, role=role)
+        users[role] = user
+    team = services.team_create(actor=tool, account=account, name=f"{marker}TEAM")
+    agent = services.agent_create(actor=tool, account=account, name=f"{marker}AGENT", teams=[team])
+    key, _ = services.api_key_create(actor=tool, agent=agent, name=f"{marker}KEY")
+    kb = rag_services.knowledge_base_create(actor=tool, name=f"{marker}KB")
+    with capture_on_commit(execute=True):
+        document = rag_services.document_create(
+            actor=tool,
+            kb=kb,
+            data=f"# Garden\n\n{marker}CHUNK notes about tomatoes and basil.".encode(),
+            filename="garden.md",
+            title=f"{marker}DOC",
+        )
+    document.refresh_from_db()
+    assert document.status == Document.Status.INDEXED, document.error
+    rag_services.search_run(actor=actor_for_agent(agent), query=f"{marker}QUERY tomatoes")
+    audit = audit_record(
+        actor=tool,
+        action="test.marker",
+        account_id=account.pk,
+        target_type="test",
+        target_id=f"{marker}AUDIT",
+    )
+    memory = _memory(marker, account, agent, capture_on_commit)
+    side = Side(
+        marker=marker,
+        account=account,
+        users=users,
+        team=team,
+        agent=agent,
+        key=key,
+        kb=kb,
+        document=Document.objects.defer("original").get(pk=document.pk),
+        chunk=Chunk.objects.get(document=document),
+        query=SearchQuery.objects.get(account=account),
+        audit=audit,
+        membership=Membership.objects.get(user=users["reviewer"], account=account),
+        **memory,
+    )
+    side.objects = {
+        "core.account": side.account,
+        "core.team": side.team,
+        "core.agent": side.agent,
+        "core.apikey": side.key,
+        "core.auditevent": side.audit,
+        "rag.knowledgebase": side.kb,
+        "rag.document": side.document,
+        "rag.chunk": side.chunk,
+        "rag.searchquery": side.query,
+        "memory.shorttermentry": side.short_term,
+        "memory.memorypool": side.pool,
+        "memory.memorypoolevent": side.pool_event,
+    }
+    return side
+
+
+def _memory(
+    marker: str, account: Account, agent: Agent, capture_on_commit: Callable[..., Any]
+) -> dict[str, Any]:
+    """Data of every memory tier: working memory (Redis), short-term entry, pool with a
+    bulletin event, bound to a workflow run."""
+    actor = actor_for_agent(agent)
+    session_id, key = f"s{account.pk}", f"k{account.pk}"
+    pool_id, run_id = f"pool-{account.pk}", f"run-{account.pk}"
+    note = {"note": f"{marker}WM"}
+    memory_services.working_store(actor=actor, session_id=session_id, key=key, value=note)
+    memory_services.working_state_store(
+        actor=actor, session_id=session_id, kind="task_state", value=note
+    )
+    memory_services.working_scratch_pad_store(
+        actor=actor, session_id=session_id, content=f"{marker}PAD"
+    )
+    for kind, name in (("step", "plan"), ("tool_state", "search")):
+        memory_services.working_state_store(
+            actor=actor, session_id=session_id, kind=kind, name=name, value=note
+        )
+    memory_services.working_persist(actor=actor, session_id=session_id)
+    memory_services.working_share(actor=actor, agent_id=agent.pk, key=key, value=note)
+    entry, _ = memory_services.short_term_put(
+        actor=actor, session_id=session_id, key=key, value={"note": f"{marker}STM"}
+    )
+    pool = memory_services.pool_create(
+        actor=actor,
+        pool_id=pool_id,
+        name=f"{marker}POOL",
+        data={"note": f"{marker}DATA"},
+        workflow_run_id=run_id,
+        workflow_kind="blackboard",
+    )
+    with capture_on_commit(execute=True):
+        memory_services.pool_data_write(
+            actor=actor, pool=pool, path="agent_bulletin.note", value=f"{marker}EVENT"
+        )
+    memory_services.pool_grant_set(actor=actor, pool=pool, agent_id=agent.pk, level="write")
+    return {
+        "session_id": session_id,
+        "memory_key": key,
+        "pool_id": pool_id,
+        "run_id": run_id,
+        "short_term": ShortTermEntry.objects.get(pk=entry.pk),
+        "pool": MemoryPool.objects.get(pk=pool.pk),
+        "pool_event": MemoryPoolEvent.objects.get(pool=pool),
+    }
+
+
+# What each role may do with each model in its own account: v(iew) a(dd) c(hange) d(elete).
+RIGHTS: dict[str, dict[str, str]] = {
+    "core.account": {"owner": "vc", "reviewer": "v", "author": "v", "operator": "v"},
+    "core.team": {"owner": "vacd", "reviewer": "v", "author": "v", "operator": "v"},
+    "core.agent": {"owner": "vacd", "reviewer": "v", "author": "v", "operator": "v"},
+    "core.apikey": {"owner": "vacd", "reviewer": "", "author": "", "operator": ""},
+    "core.auditevent": {"owner": "v", "reviewer": "", "author": "", "operator": ""},
+    "rag.knowledgebase": {"owner": "vacd", "reviewer": "v", "author": "v", "operator": "vacd"},
+    "rag.document": {"owner": "vacd", "reviewer": "v", "author": "vacd", "operator": "vacd"},
+    "rag.chunk": {"owner": "v", "reviewer": "v", "author": "v", "operator": "v"},
+    "rag.searchquery": {"owner": "v", "reviewer": "v", "author": "v", "operator": "v"},
+    "memory.shorttermentry": {"owner": "vcd", "reviewer": "v", "author": "v", "operator": "vcd"},
+    "memory.memorypool": {"owner": "vacd", "reviewer": "v", "author": "v", "operator": "vacd"},
+    "memory.memorypoolevent": {"owner": "v", "reviewer": "v", "author": "v", "operator": "v"},
+}
+
+# What a model's changelist shows of the own object (the chunk list shows its document).
+LIST_MARKER = {
+    "core.account": "ACCOUNT",
+    "core.team": "TEAM",
+    "core.agent": "AGENT",
+    "core.apikey": "KEY",
+    "core.auditevent": "AUDIT",
+    "rag.knowledgebase": "KB",
+    "rag.document": "DOC",
+    "rag.chunk": "DOC",
+    "rag.searchquery": "QUERY",
+    "memory.shorttermentry": "STM",
+    "memory.memorypool": "POOL",
+    "memory.memorypoolevent": "EVENT",
+}

@@ -1,0 +1,398 @@
+"""Tenancy across the whole API, walked from the OpenAPI schema.
+
+An intruder account owns data of every kind (tests/support/world.py). For every operation in
+the schema, the caller (an admin key of another account that has data too, so every query really
+runs) names the intruder's ids, then ids that do not exist, then its own: the first two must
+answer exactly alike (status and body, ids aside) and change nothing of the intruder's; the
+third must succeed, so the first two cannot pass for a malformed request. No response may
+show any of the intruder's data. An operation the schema lists without a case here fails.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from drf_spectacular.generators import SchemaGenerator
+from rest_framework.test import APIClient
+
+from core import services
+from core.actors import actor_for_account
+from core.models import Agent, ApiKey, Team
+from memory import working_redis
+from memory.models import (
+    MemoryPool,
+    MemoryPoolEvent,
+    MemoryPoolGrant,
+    ShortTermEntry,
+    WorkingMemorySnapshot,
+)
+from memory.redis_store import memory_redis
+from memory.services.working import read_session
+from rag.models import Chunk, Document, KnowledgeBase, SearchQuery
+from tests.support.world import Side, build_side
+
+pytestmark = pytest.mark.django_db
+
+OWN, INTRUDER = "OWNQX", "INTRUDERQX"
+MISSING_ID = 987_654_321
+MISSING_PREFIX = "zzzzzzzzzzzz"
+
+
+@dataclass(frozen=True)
+class Target:
+    """The ids a request names: the intruder's, the caller's own, or ones that do not exist."""
+
+    kb_id: int
+    document_id: int
+    agent_id: int
+    key_prefix: str
+    # Memory names (chosen by agents, not ids): a session, a key in it, a pool, a workflow run.
+    session_id: str
+    memory_key: str
+    pool_id: str
+    run_id: str
+
+    @classmethod
+    def of(cls, side: Side) -> Target:
+        return cls(
+            side.kb.pk,
+            side.document.pk,
+            side.agent.pk,
+            side.key.prefix,
+            side.session_id,
+            side.memory_key,
+            side.pool_id,
+            side.run_id,
+        )
+
+    @classmethod
+    def missing(cls) -> Target:
+        return cls(
+            MISSING_ID,
+            MISSING_ID + 1,
+            MISSING_ID + 2,
+            MISSING_PREFIX,
+            f"s{MISSING_ID + 3}",
+            f"k{MISSING_ID + 4}",
+            f"pool-{MISSING_ID + 5}",
+            f"run-{MISSING_ID + 6}",
+        )
+
+    def values(self) -> list[str]:
+        names = [self.session_id, self.memory_key, self.pool_id, self.run_id]
+        ids = [str(self.kb_id), str(self.document_id), str(self.agent_id), self.key_prefix]
+        # Longest first: a name containing an id is replaced whole.
+        return sorted(names, key=len, reverse=True) + ids
+
+    @property
+    def names(self) -> dict[str, Any]:
+        """Path parameters of the memory operations."""
+        return {
+            "session_id": self.session_id,
+            "key": self.memory_key,
+            "pool_id": self.pool_id,
+            "run_id": self.run_id,
+            "agent_id": self.agent_id,
+            "step": "plan",
+            "tool": "search",
+            "path": "note",
+        }
+
+
+# path (a suffix after the path's prefix, or every path parameter by name), body, query
+Request = tuple[str | dict[str, Any], dict[str, Any] | None, dict[str, Any] | None]
+
+
+@dataclass(frozen=True)
+class Case:
+    """How to call an operation. ``build`` gets a target when the request names ids (then it is
+    made three times: intruder, missing, own); otherwise None, and it is made once."""
+
+    build: Callable[[Target | None], Request]
+    names_ids: bool = True
+    # Made once, naming the intruder's own names (a session, a key, a pool id): names are the
+    # caller's to choose in its own namespace, so this must succeed and change nothing of the
+    # intruder's (like creating a knowledge base with the intruder's name).
+    intruder_names: bool = False
+
+
+def _search(filters: bool) -> Callable[[Target | None], Request]:
+    def build(target: Target | None) -> Request:
+        body: dict[str, Any] = {"query": f"{INTRUDER}CHUNK tomatoes basil"}
+        if target is not None:
+            body["filters"] = {"knowledge_base_ids": [target.kb_id]}
+        return "", body, None
+
+    return build
+
+
+CASES: dict[str, Case] = {
+    "me_retrieve": Case(lambda t: ("", None, None), names_ids=False),
+    "agents_list": Case(lambda t: ("", None, None), names_ids=False),
+    "agents_retrieve": Case(lambda t: (f"/{t.agent_id}", None, None)),  # type: ignore[union-attr]
+    "keys_list": Case(lambda t: ("", None, {"agent_id": t.agent_id})),  # type: ignore[union-attr]
+    "keys_create": Case(
+        lambda t: ("", {"agent_id": t.agent_id, "scopes": ["read"]}, None)  # type: ignore[union-attr]
+    ),
+    "keys_revoke": Case(lambda t: (f"/{t.key_prefix}", None, None)),  # type: ignore[union-attr]
+    "rag_kb_list": Case(lambda t: ("", None, None), names_ids=False),
+    # Names are unique per account: taking the intruder's name must work (a 409 would leak it).
+    "rag_kb_create": Case(lambda t: ("", {"name": f"{INTRUDER}KB"}, None), names_ids=False),
+    "rag_kb_retrieve": Case(lambda t: (f"/{t.kb_id}", None, None)),  # type: ignore[union-attr]
+    "rag_kb_update": Case(lambda t: (f"/{t.kb_id}", {"description": "changed"}, None)),  # type: ignore[union-attr]
+    "rag_kb_delete": Case(lambda t: (f"/{t.kb_id}", None, None)),  # type: ignore[union-attr]
+    "rag_kb_status": Case(lambda t: (f"/{t.kb_id}", {"status": "paused"}, None)),  # type: ignore[union-attr]
+    "rag_documents_list": Case(lambda t: (f"/{t.kb_id}", None, None)),  # type: ignore[union-attr]
+    "rag_documents_create": Case(lambda t: (f"/{t.kb_id}", {"text": "injected"}, None)),  # type: ignore[union-attr]
+    "rag_document_retrieve": Case(lambda t: (f"/{t.document_id}", None, None)),  # type: ignore[union-attr]
+    "rag_document_delete": Case(lambda t: (f"/{t.document_id}", None, None)),  # type: ignore[union-attr]
+    "rag_document_reprocess": Case(lambda t: (f"/{t.document_id}", {"force": True}, None)),  # type: ignore[union-attr]
+    "rag_search": Case(_search(filters=True)),
+    "rag_query": Case(_search(filters=True)),
+    "rag_analytics": Case(lambda t: ("", None, None), names_ids=False),
+    "rag_queries_list": Case(lambda t: ("", None, None), names_ids=False),
+}
+
+
+def _named(
+    body: dict[str, Any] | None = None, query: dict[str, Any] | None = None
+) -> Callable[[Target | None], Request]:
+    """A memory operation: every path parameter from the target's names."""
+
+    def build(target: Target | None) -> Request:
+        assert target is not None
+        return target.names, body, query
+
+    return build
+
+
+def _names(body: dict[str, Any] | None = None) -> Case:
+    return Case(_named(body), names_ids=False, intruder_names=True)
+
+
+def _pool_create(target: Target | None) -> Request:
+    assert target is not None
+    return "", {"pool_id": target.pool_id}, None
+
+
+VALUE = {"value": {"n": 1}, "ttl": 60}
+CASES.update(
+    {
+        # Working memory: an agent's own namespace. Reads of the intruder's names find
+        # nothing (like missing ones); writes under them write the caller's own entries.
+        "memory_working_store": _names(VALUE),
+        "memory_working_retrieve": Case(_named()),
+        "memory_working_remove": Case(_named()),
+        "memory_working_exists": Case(_named()),
+        "memory_working_keys": Case(_named()),
+        "memory_working_clear": Case(_named()),
+        "memory_working_task_state_store": _names(VALUE),
+        "memory_working_task_state_retrieve": Case(_named()),
+        "memory_working_step_store": _names(VALUE),
+        "memory_working_step_retrieve": Case(_named()),
+        "memory_working_tool_state_store": _names(VALUE),
+        "memory_working_tool_state_retrieve": Case(_named()),
+        "memory_working_conversation_store": _names({"messages": [{"role": "user"}]}),
+        "memory_working_conversation_retrieve": Case(_named()),
+        "memory_working_conversation_append": _names({"message": {"role": "user"}}),
+        "memory_working_scratch_pad_store": _names({"content": "notes"}),
+        "memory_working_scratch_pad_retrieve": Case(_named()),
+        "memory_working_scratch_pad_append": _names({"content": " more"}),
+        "memory_working_persist": Case(_named()),
+        "memory_working_load": Case(_named({})),
+        # Sharing names an agent: another account's answers like a missing one.
+        "memory_working_share": Case(_named(VALUE)),
+        "memory_working_inbox_list": Case(lambda t: ("", None, None), names_ids=False),
+        "memory_working_inbox_retrieve": Case(_named()),
+        # Short-term memory: the same, in PostgreSQL.
+        "memory_short_term_put": _names({"value": {"n": 1}, "memory_type": "observation"}),
+        "memory_short_term_get": Case(_named()),
+        "memory_short_term_delete": Case(_named()),
+        "memory_short_term_refresh": Case(_named({"ttl": 120})),
+        "memory_short_term_list": Case(_named()),
+        # Pools: ids unique per account; another account's answers like a missing one.
+        "memory_pools_list": Case(lambda t: ("", None, None), names_ids=False),
+        "memory_pools_create": Case(_pool_create, names_ids=False, intruder_names=True),
+        "memory_pool_retrieve": Case(_named()),
+        "memory_pool_update": Case(_named({"name": "renamed", "public_read": True})),
+        "memory_pool_delete": Case(_named()),
+        "memory_pool_stats": Case(_named()),
+        "memory_pool_data_root_read": Case(_named()),
+        "memory_pool_data_root_write": Case(_named({"value": {"replaced": True}})),
+        "memory_pool_data_root_merge": Case(_named({"value": {"merged": True}})),
+        "memory_pool_data_read": Case(_named()),
+        "memory_pool_data_write": Case(_named({"value": "changed", "expected_version": 3})),
+        "memory_pool_data_merge": Case(_named({"value": {"a": 1}})),
+        "memory_pool_data_delete": Case(_named()),
+        "memory_pool_grants_list": Case(_named()),
+        "memory_pool_grant_set": Case(_named({"level": "read"})),
+        "memory_pool_grant_revoke": Case(_named()),
+        "memory_pool_events": Case(_named()),
+        "memory_workflow_run_expire": Case(_named()),
+    }
+)
+
+# Searches without filters: the intruder's text is what they look for, and must not be found.
+UNFILTERED_SEARCHES = {"rag_search": _search(filters=False), "rag_query": _search(filters=False)}
+
+
+def schema_operations() -> dict[str, tuple[str, str]]:
+    """operationId -> (method, path) of every operation in the OpenAPI schema."""
+    schema = SchemaGenerator().get_schema(request=None, public=True)
+    return {
+        operation["operationId"]: (method.upper(), path)
+        for path, item in schema["paths"].items()
+        for method, operation in item.items()
+    }
+
+
+OPERATIONS = schema_operations()
+
+
+def test_every_operation_in_the_schema_has_a_tenancy_case() -> None:
+    assert sorted(set(OPERATIONS) - set(CASES)) == [], "add a case for each new operation"
+    assert sorted(set(CASES) - set(OPERATIONS)) == []
+
+
+@pytest.fixture
+def sides(django_capture_on_commit_callbacks: Any) -> tuple[Side, Side]:
+    return (
+        build_side(OWN, django_capture_on_commit_callbacks),
+        build_side(INTRUDER, django_capture_on_commit_callbacks),
+    )
+
+
+def intruder_state(side: Side) -> Any:
+    """Everything of the intruder's that a request could change."""
+    account = side.account.pk
+    return (
+        list(
+            KnowledgeBase.objects.filter(account=account).values_list(
+                "id", "name", "description", "status", "chunk_count", "total_terms"
+            )
+        ),
+        list(
+            Document.objects.filter(account=account).values_list(
+                "id", "title", "status", "checksum", "indexed_at"
+            )
+        ),
+        Chunk.objects.filter(account=account).count(),
+        list(Agent.objects.filter(account=account).values_list("id", "name", "status")),
+        list(
+            ApiKey.objects.filter(agent__account=account).values_list(
+                "prefix", "name", "revoked_at", "scopes"
+            )
+        ),
+        list(Team.objects.filter(account=account).values_list("id", "name")),
+        SearchQuery.objects.filter(account=account).count(),
+        list(
+            ShortTermEntry.objects.filter(account=account).values_list(
+                "id", "key", "value", "memory_type", "access_count", "expires_at"
+            )
+        ),
+        list(
+            MemoryPool.objects.filter(account=account).values_list(
+                "pool_id", "name", "version", "data", "public_read", "expires_at"
+            )
+        ),
+        list(MemoryPoolGrant.objects.filter(pool__account=account).values_list("agent", "level")),
+        MemoryPoolEvent.objects.filter(account=account).count(),
+        list(
+            WorkingMemorySnapshot.objects.filter(account=account).values_list(
+                "session_id", "entries", "updated_at"
+            )
+        ),
+        _working_memory(side),
+    )
+
+
+def _working_memory(side: Side) -> Any:
+    """The intruder's working memory (kinds, names and values; TTLs tick on their own) and
+    its inbox."""
+    session = working_redis.session_namespace(side.account.pk, side.agent.pk, side.session_id)
+    inbox = working_redis.inbox_namespace(side.account.pk, side.agent.pk)
+    entries = [(e["name"], e["kind"], e["value"]) for e in read_session(session)]
+    return entries, working_redis.index_members(memory_redis(), inbox.index)
+
+
+def call(
+    client: APIClient, method: str, path: str, request: Request, capture: Any
+) -> tuple[int, Any, str]:
+    suffix, body, query = request
+    if isinstance(suffix, dict):
+        url = path.format(**suffix)
+    else:
+        url = path.split("{", 1)[0].rstrip("/") + suffix + path_tail(path)
+    with capture(execute=True):
+        response = client.generic(
+            method,
+            url + ("?" + "&".join(f"{k}={v}" for k, v in query.items()) if query else ""),
+            json.dumps(body) if body is not None else "",
+            content_type="application/json",
+        )
+    text = response.content.decode()
+    return response.status_code, (json.loads(text) if text else None), text
+
+
+def path_tail(path: str) -> str:
+    """What follows the path's one parameter (``/status`` of ``.../{kb_id}/status``)."""
+    return path.split("}", 1)[1] if "}" in path else ""
+
+
+def normalised(body: Any, target: Target) -> str:
+    text = json.dumps(body, sort_keys=True)
+    for value in target.values():
+        text = text.replace(value, "<id>")
+    return text
+
+
+@pytest.mark.parametrize("operation_id", sorted(OPERATIONS))
+def test_foreign_ids_answer_like_missing_ones_and_nothing_leaks(
+    operation_id: str, sides: tuple[Side, Side], django_capture_on_commit_callbacks: Any
+) -> None:
+    own, intruder = sides
+    _, secret = services.api_key_create(
+        actor=actor_for_account(own.account.pk), agent=own.agent, scopes=["admin"]
+    )
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {secret}")
+    method, path = OPERATIONS[operation_id]
+    case = CASES[operation_id]
+    before = intruder_state(intruder)
+    seen: list[str] = []
+
+    def run(request: Request) -> tuple[int, Any]:
+        status, body, text = call(client, method, path, request, django_capture_on_commit_callbacks)
+        seen.append(text)
+        return status, body
+
+    if case.intruder_names:
+        status, body = run(case.build(Target.of(intruder)))
+    elif case.names_ids:
+        foreign_target, missing_target = Target.of(intruder), Target.missing()
+        foreign = run(case.build(foreign_target))
+        missing = run(case.build(missing_target))
+        assert foreign[0] == missing[0], (operation_id, foreign, missing)
+        assert normalised(foreign[1], foreign_target) == normalised(missing[1], missing_target)
+        assert intruder_state(intruder) == before, f"{operation_id} changed the intruder's data"
+        status, body = run(case.build(Target.of(own)))
+    else:
+        status, body = run(case.build(None))
+    assert 200 <= status < 300, (operation_id, status, body)
+    if operation_id in UNFILTERED_SEARCHES:
+        status, body = run(UNFILTERED_SEARCHES[operation_id](None))
+        assert status == 200 and body["results"], "the caller's own data should be found"
+        found = {hit["document_id"] for hit in body["results"]}
+        assert intruder.document.pk not in found
+    if operation_id == "rag_analytics":
+        counted = sum(mode["queries"] for mode in body["modes"])
+        assert counted == SearchQuery.objects.filter(account=own.account).count()
+    assert intruder_state(intruder) == before, f"{operation_id} changed the intruder's data"
+    if operation_id == "rag_kb_create":
+        seen.pop()  # the caller's new knowledge base carries the name the caller chose
+    for text in seen:
+        assert INTRUDER not in text and INTRUDER.lower() not in text, (operation_id, text[:500])

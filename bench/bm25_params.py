@@ -35,6 +35,7 @@ def run(args: argparse.Namespace) -> None:
     from rag import keyword
     from rag.evaluation import evaluate, load_beir, percentiles
     from rag.models import Chunk, KnowledgeBase
+    from rag.spaces import CHUNKS
 
     dataset = load_beir(Path(args.dataset), "train")
     kb = KnowledgeBase.objects.filter(name__startswith=f"beir:{Path(args.dataset).name}:").first()
@@ -50,12 +51,12 @@ def run(args: argparse.Namespace) -> None:
         for qid, text in dataset.queries.items():
             started = time.perf_counter()
             hits = keyword.keyword_search(
-                knowledge_base_ids=[kb.pk], query=text, limit=200, postings_per_term=postings
+                space=CHUNKS, scope_ids=[kb.pk], query=text, limit=200, postings_per_term=postings
             )
             latencies.append((time.perf_counter() - started) * 1000)
             ranking: dict[str, float] = {}
             for rank, hit in enumerate(hits, start=1):
-                ranking.setdefault(doc_of[hit.chunk_id], 1.0 / rank)
+                ranking.setdefault(doc_of[hit.unit_id], 1.0 / rank)
             run[qid] = ranking
         return evaluate(run, dataset.qrels)["ndcg@10"], percentiles(latencies, (50, 95))
 

@@ -35,6 +35,7 @@ def run(args: argparse.Namespace) -> None:
     from rag.keyword import keyword_search
     from rag.models import Chunk, KnowledgeBase
     from rag.search import rank_fusion, vector_literal, vector_search
+    from rag.spaces import CHUNKS
 
     dataset = load_beir(Path(args.dataset), "train")
     kb = KnowledgeBase.objects.get(name=f"beir:{Path(args.dataset).name}:{args.chunking}")
@@ -45,18 +46,21 @@ def run(args: argparse.Namespace) -> None:
     stages = {}
     for qid, text in dataset.queries.items():
         vector = vector_search(
-            knowledge_base_ids=[kb.pk], query_vector=provider.embed_query(text), limit=args.depth
+            space=CHUNKS,
+            scope_ids=[kb.pk],
+            query_vector=provider.embed_query(text),
+            limit=args.depth,
         )
         keyword = [
-            (h.chunk_id, h.score)
-            for h in keyword_search(knowledge_base_ids=[kb.pk], query=text, limit=args.depth)
+            (h.unit_id, h.score)
+            for h in keyword_search(space=CHUNKS, scope_ids=[kb.pk], query=text, limit=args.depth)
         ]
         # For "fill-in" fusion: both scores for every candidate either stage returned.
         union = {chunk_id for chunk_id, _ in vector + keyword}
         bm25 = {
-            h.chunk_id: h.score
+            h.unit_id: h.score
             for h in keyword_search(
-                knowledge_base_ids=[kb.pk], query=text, limit=10**6, postings_per_term=10**9
+                space=CHUNKS, scope_ids=[kb.pk], query=text, limit=10**6, postings_per_term=10**9
             )
         }
         with connection.cursor() as cursor:

@@ -1,7 +1,8 @@
-"""BM25 keyword index on stock PostgreSQL: an inverted index of (term, chunk) postings.
+"""BM25 keyword index on stock PostgreSQL: an inverted index of (term, unit) postings per search
+space (``rag.spaces``): chunks, memory entries and the rest.
 
 Writes are transactional and incremental (postings and per-term document frequencies change in
-the same transaction as the chunks they describe). Reads take, for each query term, only its top
+the same transaction as the units they describe). Reads take, for each query term, only its top
 postings in impact order, then score them exactly with BM25 against the current statistics.
 """
 
@@ -17,6 +18,8 @@ from typing import Any
 
 import snowballstemmer
 from django.db import connection
+
+from rag.spaces import CHUNKS, SearchSpace
 
 # Robertson/Sparck Jones BM25 with Lucene's idf; k1 and b as Anserini uses for BEIR.
 K1 = 0.9
@@ -97,7 +100,7 @@ def tf_factor(tf: int, length: int, avg_length: float) -> float:
 
 @dataclass(frozen=True)
 class ChunkTerms:
-    """The analysed form of one chunk."""
+    """The analysed form of one unit's text."""
 
     counts: Counter[str]
 
@@ -110,106 +113,139 @@ def chunk_terms(text: str) -> ChunkTerms:
     return ChunkTerms(Counter(analyze(text)))
 
 
-# --- writes (call inside the transaction that writes the chunks) -----------------------------
+# --- writes (call inside the transaction that writes the units) ------------------------------
+
+
+@dataclass(frozen=True)
+class IndexedUnit:
+    """A unit to add to a space's index: its id, its extra posting values (in the space's
+    ``posting_extra_columns`` order) and its analysed terms."""
+
+    unit_id: int
+    terms: ChunkTerms
+    extra: tuple[object, ...] = ()
 
 
 def postings_add(
-    *,
-    knowledge_base_id: int,
-    chunks: Sequence[tuple[int, int, ChunkTerms]],
-    avg_length: float,
+    *, space: SearchSpace, scope_id: int, units: Sequence[IndexedUnit], avg_length: float
 ) -> None:
-    """Insert the postings of new chunks and raise document frequencies accordingly.
+    """Insert the postings of new units and raise document frequencies accordingly.
 
-    ``chunks`` holds (chunk id, document id, terms) for each new chunk. Uses COPY: postings are
-    the bulk of every ingestion's writes.
+    Uses COPY: postings are the bulk of every ingestion's writes. The caller keeps the scope's
+    statistics (units, total terms) and the units' lengths.
     """
     df: Counter[str] = Counter()
+    columns = ", ".join(
+        [
+            space.scope_column,
+            "term",
+            space.posting_unit_column,
+            *space.posting_extra_columns,
+            "tf",
+            space.posting_length_column,
+            "impact",
+        ]
+    )
     with connection.cursor() as cursor:
         raw = cursor.cursor  # psycopg's own cursor, for COPY
-        columns = "knowledge_base_id, term, chunk_id, document_id, tf, chunk_length, impact"
-        with raw.copy(f"COPY rag_keywordposting ({columns}) FROM STDIN") as copy:
-            for chunk_id, document_id, terms in chunks:
-                length = terms.length
-                for term, tf in terms.counts.items():
+        with raw.copy(f"COPY {space.posting_table} ({columns}) FROM STDIN") as copy:
+            for unit in units:
+                length = unit.terms.length
+                for term, tf in unit.terms.counts.items():
                     df[term] += 1
                     impact = tf_factor(tf, length, avg_length or length)
                     copy.write_row(
-                        (
-                            knowledge_base_id,
-                            term,
-                            chunk_id,
-                            document_id,
-                            min(tf, 32767),
-                            length,
-                            impact,
-                        )
+                        (scope_id, term, unit.unit_id, *unit.extra, min(tf, 32767), length, impact)
                     )
-    _df_apply(knowledge_base_id, df, sign=1)
+    _df_apply(space, scope_id, df, sign=1)
+
+
+def postings_forget(
+    *, space: SearchSpace, scope_id: int, unit_ids: Sequence[int], delete: bool = False
+) -> tuple[int, int]:
+    """Lower document frequencies by the postings of these units of one scope; with ``delete``
+    remove the postings too (otherwise the units' own deletion cascades to them).
+
+    Returns (units, total terms) to take off the scope's corpus statistics.
+    """
+    if not unit_ids:
+        return 0, 0
+    ids = list(unit_ids)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT term, count(*) FROM {space.posting_table} "  # noqa: S608 - names are code
+            f"WHERE {space.scope_column} = %s AND {space.posting_unit_column} = ANY(%s) "
+            "GROUP BY term",
+            [scope_id, ids],
+        )
+        df = Counter({term: count for term, count in cursor.fetchall()})
+        cursor.execute(
+            f"SELECT count(*), coalesce(sum({space.unit_length_column}), 0) "  # noqa: S608
+            f"FROM {space.unit_table} WHERE id = ANY(%s) AND {space.scope_column} = %s",
+            [ids, scope_id],
+        )
+        units, terms = cursor.fetchone()
+        if delete:
+            cursor.execute(
+                f"DELETE FROM {space.posting_table} "  # noqa: S608 - names are code
+                f"WHERE {space.scope_column} = %s AND {space.posting_unit_column} = ANY(%s)",
+                [scope_id, ids],
+            )
+    _df_apply(space, scope_id, df, sign=-1)
+    return int(units), int(terms)
 
 
 def postings_remove_documents(
     *, knowledge_base_id: int, document_ids: Sequence[int]
 ) -> tuple[int, int]:
-    """Lower document frequencies for documents' postings (their chunks' deletion removes them).
+    """Lower document frequencies for documents' chunks (their deletion removes the postings).
 
-    Returns (chunks, total terms) removed from the corpus statistics.
+    Returns (chunks, total terms) removed from the knowledge base's statistics.
     """
     if not document_ids:
         return 0, 0
-    ids = list(document_ids)
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT p.term, count(*) FROM rag_chunk c "
-            "JOIN rag_keywordposting p ON p.chunk_id = c.id "
-            "WHERE c.document_id = ANY(%s) GROUP BY p.term",
-            [ids],
-        )
-        df = Counter({term: count for term, count in cursor.fetchall()})
-        cursor.execute(
-            "SELECT count(*), coalesce(sum(keyword_length), 0) FROM rag_chunk "
-            "WHERE document_id = ANY(%s)",
-            [ids],
-        )
-        chunks, terms = cursor.fetchone()
-    _df_apply(knowledge_base_id, df, sign=-1)
-    return int(chunks), int(terms)
+    from rag.models import Chunk
+
+    chunk_ids = list(
+        Chunk.objects.filter(document_id__in=list(document_ids)).values_list("id", flat=True)
+    )
+    return postings_forget(space=CHUNKS, scope_id=knowledge_base_id, unit_ids=chunk_ids)
 
 
-def _df_apply(knowledge_base_id: int, df: Counter[str], *, sign: int) -> None:
+def _df_apply(space: SearchSpace, scope_id: int, df: Counter[str], *, sign: int) -> None:
     """Add (sign=1) or subtract (sign=-1) document frequencies.
 
-    Precondition: the caller holds the knowledge base's row lock (every ingestion swap and
-    deletion takes it), which serialises frequency changes within a knowledge base.
+    Precondition: the caller holds the scope's row lock (every ingestion swap and deletion takes
+    it), which serialises frequency changes within a scope.
     """
     if not df:
         return
     terms = sorted(df)
     counts = [df[t] for t in terms]
+    table, scope = space.term_table, space.scope_column
     with connection.cursor() as cursor:
         if sign > 0:
             cursor.execute(
-                """
-                INSERT INTO rag_keywordterm (knowledge_base_id, term, df)
+                f"""
+                INSERT INTO {table} ({scope}, term, df)
                 SELECT %s, t.term, t.delta FROM unnest(%s::text[], %s::int[]) AS t(term, delta)
-                ON CONFLICT (knowledge_base_id, term)
-                DO UPDATE SET df = rag_keywordterm.df + EXCLUDED.df
-                """,
-                [knowledge_base_id, terms, counts],
+                ON CONFLICT ({scope}, term)
+                DO UPDATE SET df = {table}.df + EXCLUDED.df
+                """,  # noqa: S608 - names are code
+                [scope_id, terms, counts],
             )
             return
         cursor.execute(
-            """
-            UPDATE rag_keywordterm AS k SET df = k.df - t.delta
+            f"""
+            UPDATE {table} AS k SET df = k.df - t.delta
             FROM unnest(%s::text[], %s::int[]) AS t(term, delta)
-            WHERE k.knowledge_base_id = %s AND k.term = t.term
-            """,
-            [terms, counts, knowledge_base_id],
+            WHERE k.{scope} = %s AND k.term = t.term
+            """,  # noqa: S608 - names are code
+            [terms, counts, scope_id],
         )
         cursor.execute(
-            "DELETE FROM rag_keywordterm WHERE knowledge_base_id = %s AND term = ANY(%s) "
-            "AND df <= 0",
-            [knowledge_base_id, terms],
+            f"DELETE FROM {table} WHERE {scope} = %s AND term = ANY(%s) AND df <= 0",  # noqa: S608
+            [scope_id, terms],
         )
 
 
@@ -218,70 +254,74 @@ def _df_apply(knowledge_base_id: int, df: Counter[str], *, sign: int) -> None:
 
 @dataclass(frozen=True)
 class KeywordHit:
-    chunk_id: int
+    unit_id: int
     score: float
 
 
 def keyword_search(
     *,
-    knowledge_base_ids: Sequence[int],
+    space: SearchSpace,
+    scope_ids: Sequence[int],
     query: str,
     limit: int,
     filter_sql: str = "",
     filter_params: Mapping[str, Any] | None = None,
     postings_per_term: int = POSTINGS_PER_TERM,
 ) -> list[KeywordHit]:
-    """BM25 top ``limit`` chunks of the given knowledge bases for ``query``.
+    """BM25 top ``limit`` units of the given scopes of a space for ``query``.
 
-    ``filter_sql`` is a condition on ``d`` (rag_document) with named placeholders, built by the
-    search module from validated filters; postings are filtered before the per-term cut.
+    ``filter_sql`` is a condition over the space's ``posting_filter_join`` with named
+    placeholders, built from validated filters; postings are filtered before the per-term cut.
     """
     terms = sorted(set(analyze(query)))
-    if not terms or not knowledge_base_ids:
+    if not terms or not scope_ids:
         return []
-    kb_ids = list(knowledge_base_ids)
+    ids = list(scope_ids)
+    scope = space.scope_column
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT coalesce(sum(chunk_count), 0), coalesce(sum(total_terms), 0) "
-            "FROM rag_knowledgebase WHERE id = ANY(%s)",
-            [kb_ids],
+            f"SELECT coalesce(sum({space.scope_count_column}), 0), "  # noqa: S608 - names are code
+            f"coalesce(sum({space.scope_terms_column}), 0) "
+            f"FROM {space.scope_table} WHERE id = ANY(%s)",
+            [ids],
         )
         n, total = cursor.fetchone()
         if not n:
             return []
         avg_length = total / n
         cursor.execute(
-            "SELECT term, sum(df) FROM rag_keywordterm WHERE knowledge_base_id = ANY(%s) "
-            "AND term = ANY(%s) GROUP BY term",
-            [kb_ids, terms],
+            f"SELECT term, sum(df) FROM {space.term_table} "  # noqa: S608 - names are code
+            f"WHERE {scope} = ANY(%s) AND term = ANY(%s) GROUP BY term",
+            [ids, terms],
         )
         idfs = {term: idf(int(df), int(n)) for term, df in cursor.fetchall()}
         if not idfs:
             return []
         q_terms = sorted(idfs)
         q_idfs = [idfs[t] for t in q_terms]
-        join = "JOIN rag_document d ON d.id = p.document_id" if filter_sql else ""
+        join = space.posting_filter_join if filter_sql else ""
         where = f"AND {filter_sql}" if filter_sql else ""
+        unit, length = space.posting_unit_column, space.posting_length_column
         cursor.execute(
             f"""
-            SELECT p.chunk_id,
+            SELECT p.{unit},
                    sum(q.idf * p.tf * %(k1p1)s::float8
                        / (p.tf + %(k1)s::float8
-                          * (1 - %(b)s::float8 + %(b)s::float8 * p.chunk_length
+                          * (1 - %(b)s::float8 + %(b)s::float8 * p.{length}
                              / %(avgdl)s::float8))) AS score
             FROM unnest(%(terms)s::text[], %(idfs)s::float8[]) AS q(term, idf)
-            CROSS JOIN unnest(%(kbs)s::bigint[]) AS kb(id)
+            CROSS JOIN unnest(%(scopes)s::bigint[]) AS s(id)
             CROSS JOIN LATERAL (
-                SELECT p.chunk_id, p.tf, p.chunk_length
-                FROM rag_keywordposting p {join}
-                WHERE p.knowledge_base_id = kb.id AND p.term = q.term {where}
+                SELECT p.{unit}, p.tf, p.{length}
+                FROM {space.posting_table} p {join}
+                WHERE p.{scope} = s.id AND p.term = q.term {where}
                 ORDER BY p.impact DESC
                 LIMIT %(per_term)s
             ) p
-            GROUP BY p.chunk_id
-            ORDER BY score DESC, p.chunk_id
+            GROUP BY p.{unit}
+            ORDER BY score DESC, p.{unit}
             LIMIT %(limit)s
-            """,  # noqa: S608 - filter_sql is built from validated, parameterised filters
+            """,  # noqa: S608 - names are code; filter_sql is built from validated filters
             {
                 "k1p1": K1 + 1,
                 "k1": K1,
@@ -289,51 +329,56 @@ def keyword_search(
                 "avgdl": avg_length,
                 "terms": q_terms,
                 "idfs": q_idfs,
-                "kbs": kb_ids,
+                "scopes": ids,
                 "per_term": postings_per_term,
                 "limit": limit,
                 **(filter_params or {}),
             },
         )
-        return [KeywordHit(chunk_id=row[0], score=float(row[1])) for row in cursor.fetchall()]
+        return [KeywordHit(unit_id=row[0], score=float(row[1])) for row in cursor.fetchall()]
 
 
-def index_rebuild(*, knowledge_base_id: int) -> None:
-    """Recompute every posting, term frequency and corpus statistic of a knowledge base from its
-    chunks, in one transaction (searches see the old index until it commits)."""
+def index_rebuild(*, space: SearchSpace, scope_id: int) -> None:
+    """Recompute every posting, term frequency and corpus statistic of one scope of a space from
+    its units' text, in one transaction (searches see the old index until it commits)."""
     from django.db import transaction
 
-    from rag.indexing import indexed_text
-    from rag.models import Chunk, KnowledgeBase
-
+    if space.rebuild_rows is None:
+        raise ValueError(f"The {space.name} space cannot be rebuilt.")
     with transaction.atomic():
-        KnowledgeBase.objects.select_for_update().get(pk=knowledge_base_id)
         with connection.cursor() as cursor:
             cursor.execute(
-                "DELETE FROM rag_keywordposting WHERE knowledge_base_id = %s", [knowledge_base_id]
+                f"SELECT 1 FROM {space.scope_table} WHERE id = %s FOR UPDATE",  # noqa: S608
+                [scope_id],
             )
             cursor.execute(
-                "DELETE FROM rag_keywordterm WHERE knowledge_base_id = %s", [knowledge_base_id]
+                f"DELETE FROM {space.posting_table} WHERE {space.scope_column} = %s",  # noqa: S608
+                [scope_id],
             )
-        rows = Chunk.objects.filter(knowledge_base_id=knowledge_base_id).values_list(
-            "id", "document_id", "text", "heading_path", "document__title"
-        )
+            cursor.execute(
+                f"DELETE FROM {space.term_table} WHERE {space.scope_column} = %s",  # noqa: S608
+                [scope_id],
+            )
         analysed = [
-            (cid, doc, chunk_terms(indexed_text(title=title, heading_path=path, text=text)))
-            for cid, doc, text, path, title in rows
+            IndexedUnit(unit_id=unit_id, extra=extra, terms=chunk_terms(text))
+            for unit_id, extra, text in space.rebuild_rows(scope_id)
         ]
-        total = sum(t.length for _, _, t in analysed)
+        total = sum(unit.terms.length for unit in analysed)
         with connection.cursor() as cursor:
             cursor.execute(
-                "UPDATE rag_chunk c SET keyword_length = v.length "
-                "FROM unnest(%s::bigint[], %s::int[]) AS v(id, length) WHERE c.id = v.id",
-                [[cid for cid, _, _ in analysed], [t.length for _, _, t in analysed]],
+                f"UPDATE {space.unit_table} u SET {space.unit_length_column} = v.length "  # noqa: S608
+                "FROM unnest(%s::bigint[], %s::int[]) AS v(id, length) WHERE u.id = v.id",
+                [[unit.unit_id for unit in analysed], [unit.terms.length for unit in analysed]],
             )
         postings_add(
-            knowledge_base_id=knowledge_base_id,
-            chunks=analysed,
+            space=space,
+            scope_id=scope_id,
+            units=analysed,
             avg_length=total / len(analysed) if analysed else 0.0,
         )
-        KnowledgeBase.objects.filter(pk=knowledge_base_id).update(
-            chunk_count=len(analysed), total_terms=total
-        )
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"UPDATE {space.scope_table} SET {space.scope_count_column} = %s, "  # noqa: S608
+                f"{space.scope_terms_column} = %s WHERE id = %s",
+                [len(analysed), total, scope_id],
+            )

@@ -13,6 +13,7 @@ from pgvector.django import HnswIndex, VectorField
 
 from core.models import Account, Agent, TimeStampedModel
 from core.querysets import AccountScopedQuerySet
+from rag.spaces import AbstractKeywordPosting, AbstractKeywordTerm
 
 
 class KnowledgeBase(TimeStampedModel):
@@ -165,20 +166,14 @@ class Chunk(models.Model):
         return f"{self.document_id}#{self.position}"
 
 
-class KeywordPosting(models.Model):
-    """One (term, chunk) pair of the BM25 inverted index.
-
-    ``impact`` is the BM25 term-frequency factor at indexing time; postings are read in impact
-    order so a query touches only the top postings of each term, then scored exactly from ``tf``
-    and ``chunk_length`` against the current corpus statistics.
-    """
+class KeywordPosting(AbstractKeywordPosting):
+    """One (term, chunk) pair of the chunks' BM25 inverted index (see ``rag.spaces``)."""
 
     pk = models.CompositePrimaryKey("knowledge_base_id", "term", "chunk_id")
     # The primary key and the impact index lead with knowledge_base: no index of its own.
     knowledge_base = models.ForeignKey(
         KnowledgeBase, on_delete=models.DO_NOTHING, related_name="+", db_index=False
     )
-    term = models.CharField(max_length=64)
     chunk = models.ForeignKey(Chunk, on_delete=models.DO_NOTHING, related_name="+")
     # Denormalised for search filters (in the impact index). Postings go with their chunk, and
     # chunks with their document, so this needs no constraint or index of its own: each index
@@ -186,9 +181,7 @@ class KeywordPosting(models.Model):
     document = models.ForeignKey(
         Document, on_delete=models.DO_NOTHING, related_name="+", db_constraint=False, db_index=False
     )
-    tf = models.PositiveSmallIntegerField()
     chunk_length = models.PositiveIntegerField()
-    impact = models.FloatField()
 
     class Meta:
         indexes = [
@@ -206,18 +199,13 @@ class KeywordPosting(models.Model):
         return f"{self.term} in chunk {self.chunk_id}"
 
 
-class KeywordTerm(models.Model):
+class KeywordTerm(AbstractKeywordTerm):
     """Document frequency of a term within a knowledge base (for idf at query time)."""
 
     pk = models.CompositePrimaryKey("knowledge_base_id", "term")
     knowledge_base = models.ForeignKey(
         KnowledgeBase, on_delete=models.DO_NOTHING, related_name="+", db_index=False
     )
-    term = models.CharField(max_length=64)
-    df = models.PositiveIntegerField()
-
-    def __str__(self) -> str:
-        return f"{self.term} (df {self.df})"
 
 
 class SearchQuery(models.Model):

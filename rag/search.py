@@ -1,13 +1,14 @@
 """The one search engine: vector (pgvector HNSW), keyword (BM25), hybrid fusion, filters.
 
-Long-term memory, pages and skills reuse it through ``rank_fusion`` and the stage functions.
-Every hit explains itself: its rank and score in each stage and the fused score.
+Every search space (``rag.spaces``: chunks, long-term memory entries, ...) is ranked by
+``space_rank``; ``chunk_search`` adds knowledge-base scoping, chunk fields and reranking. Every hit
+explains itself: its rank and score in each stage and the fused score.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import date
 from typing import Any, Literal
@@ -20,6 +21,7 @@ from core.embeddings import get_embedding_provider
 from core.errors import NotFound, ValidationFailed
 from rag.keyword import keyword_search
 from rag.models import KnowledgeBase
+from rag.spaces import CHUNKS, SearchSpace
 
 Mode = Literal["vector", "keyword", "hybrid"]
 Fusion = Literal["rrf", "weighted", "simple"]
@@ -129,44 +131,64 @@ def vector_literal(vector: np.ndarray) -> str:
 
 def vector_search(
     *,
-    knowledge_base_ids: Sequence[int],
+    space: SearchSpace,
+    scope_ids: Sequence[int],
     query_vector: np.ndarray,
     limit: int,
-    filters: SearchFilters | None = None,
+    filter_sql: str = "",
+    filter_params: Mapping[str, Any] | None = None,
 ) -> list[tuple[int, float]]:
-    """(chunk id, cosine similarity) of the nearest chunks, through the HNSW index.
+    """(unit id, cosine similarity) of a space's nearest units, through its HNSW index.
 
-    Only chunks embedded by the current model are compared: after a model change, vectors of the
-    old model are meaningless to the new one until ``rag_reindex`` re-embeds them.
+    Only units embedded by the current model are compared: after a model change, vectors of the
+    old model are meaningless to the new one until they are re-embedded. ``filter_sql`` is a
+    condition over the space's ``unit_filter_join`` with named placeholders.
     """
-    if not knowledge_base_ids:
+    if not scope_ids:
         return []
-    condition, params = (filters or SearchFilters()).document_condition()
-    join = "JOIN rag_document d ON d.id = c.document_id" if condition else ""
-    where = f"AND {condition}" if condition else ""
-    params.update(
-        kbs=list(knowledge_base_ids),
-        q=vector_literal(query_vector),
-        limit=limit,
-        model=get_embedding_provider().model_id,
-    )
+    conditions = [c for c in (space.vector_condition, filter_sql) if c]
+    join = space.unit_filter_join if filter_sql else ""
+    where = "".join(f" AND {condition}" for condition in conditions)
+    params = {
+        **(filter_params or {}),
+        "scopes": list(scope_ids),
+        "q": vector_literal(query_vector),
+        "limit": limit,
+        "model": get_embedding_provider().model_id,
+    }
     with transaction.atomic(), connection.cursor() as cursor:
         # Enough candidates for the limit, and iterative scans so filters cannot starve results.
         cursor.execute("SELECT set_config('hnsw.ef_search', %s, true)", [str(max(40, limit))])
         cursor.execute("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true)")
         cursor.execute(
             f"""
-            SELECT c.id, c.embedding <=> %(q)s::vector AS distance
-            FROM rag_chunk c {join}
-            WHERE c.knowledge_base_id = ANY(%(kbs)s) AND c.embedding_model = %(model)s {where}
+            SELECT u.id, u.{space.embedding_column} <=> %(q)s::vector AS distance
+            FROM {space.unit_table} u {join}
+            WHERE u.{space.scope_column} = ANY(%(scopes)s)
+              AND u.{space.model_column} = %(model)s {where}
             ORDER BY distance
             LIMIT %(limit)s
-            """,  # noqa: S608 - condition is built from validated, parameterised filters
+            """,  # noqa: S608 - names are code; filter_sql is built from validated filters
             params,
         )
         rows = cursor.fetchall()
     rows.sort(key=lambda row: (row[1], row[0]))  # relaxed_order may return near-sorted rows
-    return [(int(chunk_id), 1.0 - float(distance)) for chunk_id, distance in rows]
+    return [(int(unit_id), 1.0 - float(distance)) for unit_id, distance in rows]
+
+
+def unit_similarities(
+    *, space: SearchSpace, unit_ids: Sequence[int], query_vector: np.ndarray
+) -> dict[int, float]:
+    """Cosine similarity between the query and each given unit embedded by the current model."""
+    if not unit_ids:
+        return {}
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT id, 1 - ({space.embedding_column} <=> %s::vector) "  # noqa: S608
+            f"FROM {space.unit_table} WHERE id = ANY(%s) AND {space.model_column} = %s",
+            [vector_literal(query_vector), list(unit_ids), get_embedding_provider().model_id],
+        )
+        return {int(unit_id): float(similarity) for unit_id, similarity in cursor.fetchall()}
 
 
 def fusion_weights(weights: dict[str, float] | None) -> dict[str, float]:
@@ -216,6 +238,115 @@ def rank_fusion(
                 else:
                     fused[item] = max(fused.get(item, 0.0), normalised)
     return sorted(fused.items(), key=lambda pair: (-pair[1], pair[0]))
+
+
+@dataclass
+class RankedHit:
+    """A unit of a space in a search's ranking, with its rank and score in each stage."""
+
+    unit_id: int
+    score: float
+    vector_rank: int | None = None
+    vector_score: float | None = None
+    keyword_rank: int | None = None
+    keyword_score: float | None = None
+
+
+@dataclass
+class Ranking:
+    hits: list[RankedHit]
+    query_vector: np.ndarray | None
+    stage_ms: dict[str, float]
+
+
+def search_options_validate(*, query: str, mode: str, fusion: str, top_k: int) -> None:
+    """The options every search shares, refused with a clear code when out of range."""
+    if mode not in MODES:
+        raise ValidationFailed(f"mode must be one of {', '.join(MODES)}.", code="invalid_mode")
+    if fusion not in FUSIONS:
+        raise ValidationFailed(
+            f"fusion must be one of {', '.join(FUSIONS)}.", code="invalid_fusion"
+        )
+    if not query.strip():
+        raise ValidationFailed("The query is empty.", code="empty_query")
+    if not 1 <= top_k <= MAX_TOP_K:
+        raise ValidationFailed(f"top_k must be between 1 and {MAX_TOP_K}.", code="invalid_top_k")
+
+
+def space_rank(
+    *,
+    space: SearchSpace,
+    scope_ids: Sequence[int],
+    query: str,
+    mode: str,
+    depth: int,
+    fusion: str = DEFAULT_FUSION,
+    weights: dict[str, float] | None = None,
+    filter_sql: str = "",
+    filter_params: Mapping[str, Any] | None = None,
+    query_vector: np.ndarray | None = None,
+    embed_query: bool = False,
+) -> Ranking:
+    """Rank a space's units of the given scopes for ``query``: the vector stage, the BM25 stage
+    and their fusion (hybrid), every hit keeping its rank and score in each stage.
+
+    The query is embedded when a vector stage runs or ``embed_query`` asks for it (thresholds),
+    unless the caller passes ``query_vector`` (one embedding serves several spaces).
+    ``weights`` are normalised by ``fusion_weights``.
+    """
+    stage_ms: dict[str, float] = {}
+    if query_vector is None and (mode in ("vector", "hybrid") or embed_query):
+        started = time.perf_counter()
+        query_vector = get_embedding_provider().embed_query(query)
+        stage_ms["embed"] = _ms(started)
+
+    ranked: dict[str, list[tuple[int, float]]] = {}
+    if mode in ("vector", "hybrid"):
+        assert query_vector is not None
+        started = time.perf_counter()
+        ranked["vector"] = vector_search(
+            space=space,
+            scope_ids=scope_ids,
+            query_vector=query_vector,
+            limit=depth,
+            filter_sql=filter_sql,
+            filter_params=filter_params,
+        )
+        stage_ms["vector"] = _ms(started)
+    if mode in ("keyword", "hybrid"):
+        started = time.perf_counter()
+        ranked["keyword"] = [
+            (hit.unit_id, hit.score)
+            for hit in keyword_search(
+                space=space,
+                scope_ids=scope_ids,
+                query=query,
+                limit=depth,
+                filter_sql=filter_sql,
+                filter_params=filter_params,
+            )
+        ]
+        stage_ms["keyword"] = _ms(started)
+
+    started = time.perf_counter()
+    ranks = {
+        name: {item: (rank, score) for rank, (item, score) in enumerate(items, start=1)}
+        for name, items in ranked.items()
+    }
+    if mode == "hybrid":
+        order = rank_fusion(ranked, method=fusion, weights=weights)
+    else:
+        order = ranked[mode]
+    hits = []
+    for unit_id, score in order:
+        hit = RankedHit(unit_id=unit_id, score=score)
+        if unit_id in ranks.get("vector", {}):
+            hit.vector_rank, hit.vector_score = ranks["vector"][unit_id]
+        if unit_id in ranks.get("keyword", {}):
+            hit.keyword_rank, hit.keyword_score = ranks["keyword"][unit_id]
+        hits.append(hit)
+    stage_ms["fusion"] = _ms(started)
+    return Ranking(hits=hits, query_vector=query_vector, stage_ms=stage_ms)
 
 
 def _hydrate(hits: list[SearchHit], query_vector: np.ndarray | None) -> None:
@@ -274,16 +405,7 @@ def chunk_search(
     ``rerank`` re-scores the best candidates (twice ``top_k``) with the configured reranker; it is
     refused when none is configured.
     """
-    if mode not in MODES:
-        raise ValidationFailed(f"mode must be one of {', '.join(MODES)}.", code="invalid_mode")
-    if fusion not in FUSIONS:
-        raise ValidationFailed(
-            f"fusion must be one of {', '.join(FUSIONS)}.", code="invalid_fusion"
-        )
-    if not query.strip():
-        raise ValidationFailed("The query is empty.", code="empty_query")
-    if not 1 <= top_k <= MAX_TOP_K:
-        raise ValidationFailed(f"top_k must be between 1 and {MAX_TOP_K}.", code="invalid_top_k")
+    search_options_validate(query=query, mode=mode, fusion=fusion, top_k=top_k)
     stage_weights = fusion_weights(weights)
     reranker = None
     if rerank:
@@ -297,55 +419,31 @@ def chunk_search(
     filters = filters or SearchFilters()
     kb_ids = knowledge_bases_for_search(actor=actor, requested=filters.knowledge_base_ids)
     depth = candidates or max(MIN_CANDIDATES, top_k * CANDIDATE_FACTOR)
-    stage_ms: dict[str, float] = {}
     condition, params = filters.document_condition()
-
-    query_vector: np.ndarray | None = None
-    if mode in ("vector", "hybrid") or threshold is not None:
-        started = time.perf_counter()
-        query_vector = get_embedding_provider().embed_query(query)
-        stage_ms["embed"] = _ms(started)
-
-    ranked: dict[str, list[tuple[int, float]]] = {}
-    if mode in ("vector", "hybrid"):
-        assert query_vector is not None
-        started = time.perf_counter()
-        ranked["vector"] = vector_search(
-            knowledge_base_ids=kb_ids, query_vector=query_vector, limit=depth, filters=filters
+    ranking = space_rank(
+        space=CHUNKS,
+        scope_ids=kb_ids,
+        query=query,
+        mode=mode,
+        depth=depth,
+        fusion=fusion,
+        weights=stage_weights,
+        filter_sql=condition,
+        filter_params=params,
+        embed_query=threshold is not None,
+    )
+    query_vector, stage_ms = ranking.query_vector, ranking.stage_ms
+    hits = [
+        SearchHit(
+            chunk_id=hit.unit_id,
+            score=hit.score,
+            vector_rank=hit.vector_rank,
+            vector_score=hit.vector_score,
+            keyword_rank=hit.keyword_rank,
+            keyword_score=hit.keyword_score,
         )
-        stage_ms["vector"] = _ms(started)
-    if mode in ("keyword", "hybrid"):
-        started = time.perf_counter()
-        ranked["keyword"] = [
-            (hit.chunk_id, hit.score)
-            for hit in keyword_search(
-                knowledge_base_ids=kb_ids,
-                query=query,
-                limit=depth,
-                filter_sql=condition,
-                filter_params=params,
-            )
-        ]
-        stage_ms["keyword"] = _ms(started)
-
-    started = time.perf_counter()
-    ranks = {
-        name: {item: (rank, score) for rank, (item, score) in enumerate(items, start=1)}
-        for name, items in ranked.items()
-    }
-    if mode == "hybrid":
-        order = rank_fusion(ranked, method=fusion, weights=stage_weights)
-    else:
-        order = ranked[mode]
-    hits = []
-    for chunk_id, score in order:
-        hit = SearchHit(chunk_id=chunk_id, score=score)
-        if chunk_id in ranks.get("vector", {}):
-            hit.vector_rank, hit.vector_score = ranks["vector"][chunk_id]
-        if chunk_id in ranks.get("keyword", {}):
-            hit.keyword_rank, hit.keyword_score = ranks["keyword"][chunk_id]
-        hits.append(hit)
-    stage_ms["fusion"] = _ms(started)
+        for hit in ranking.hits
+    ]
 
     started = time.perf_counter()
     keep = top_k * 2 if reranker is not None else top_k

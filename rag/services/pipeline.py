@@ -38,6 +38,7 @@ from rag.chunking import chunk_document
 from rag.extraction import extract_text
 from rag.indexing import indexed_text
 from rag.models import Chunk, Document, KnowledgeBase
+from rag.spaces import CHUNKS
 
 logger = logging.getLogger("engram.rag")
 
@@ -549,9 +550,10 @@ def _swap_in_knowledge_base(
     chunk_count = kb.chunk_count - old_chunks + len(new_chunks)
     total_terms = kb.total_terms - old_terms + sum(terms.length for terms in all_terms)
     keyword.postings_add(
-        knowledge_base_id=kb.pk,
-        chunks=[
-            (chunk.pk, chunk.document_id, terms)
+        space=CHUNKS,
+        scope_id=kb.pk,
+        units=[
+            keyword.IndexedUnit(unit_id=chunk.pk, extra=(chunk.document_id,), terms=terms)
             for chunk, terms in zip(new_chunks, all_terms, strict=True)
         ],
         avg_length=total_terms / chunk_count if chunk_count else 0.0,

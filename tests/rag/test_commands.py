@@ -9,6 +9,7 @@ from django.core.management import CommandError, call_command
 
 from rag import keyword
 from rag.models import Chunk, Document, KeywordTerm, KnowledgeBase
+from rag.spaces import CHUNKS
 
 pytestmark = pytest.mark.django_db
 
@@ -102,7 +103,7 @@ def test_rag_rebuild_index_restores_keyword_statistics(ingest, kb) -> None:
     assert dict(KeywordTerm.objects.filter(knowledge_base=kb).values_list("term", "df")) == expected
     kb.refresh_from_db()
     assert kb.chunk_count == 2
-    assert keyword.keyword_search(knowledge_base_ids=[kb.pk], query="dogs", limit=5)
+    assert keyword.keyword_search(space=CHUNKS, scope_ids=[kb.pk], query="dogs", limit=5)
 
 
 @pytest.mark.django_db(transaction=True)

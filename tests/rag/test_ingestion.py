@@ -18,6 +18,7 @@ from rag import keyword, services
 from rag.indexing import indexed_text
 from rag.models import Chunk, Document, KeywordPosting, KeywordTerm, KnowledgeBase
 from rag.services import pipeline
+from rag.spaces import CHUNKS
 
 pytestmark = pytest.mark.django_db
 
@@ -226,7 +227,9 @@ def test_bm25_scores_match_a_reference_implementation(ingest, kb, actor) -> None
     ]
     for text in docs:
         ingest(text)
-    hits = keyword.keyword_search(knowledge_base_ids=[kb.pk], query="cats garden roses", limit=10)
+    hits = keyword.keyword_search(
+        space=CHUNKS, scope_ids=[kb.pk], query="cats garden roses", limit=10
+    )
     chunks = {
         c.pk: keyword.analyze(
             indexed_text(title=c.document.title, heading_path=c.heading_path, text=c.text)
@@ -245,10 +248,10 @@ def test_bm25_scores_match_a_reference_implementation(ingest, kb, actor) -> None
                 score += keyword.idf(df, n) * keyword.tf_factor(tf, len(terms), avg)
         if score:
             expected[cid] = score
-    assert {h.chunk_id: round(h.score, 9) for h in hits} == {
+    assert {h.unit_id: round(h.score, 9) for h in hits} == {
         k: round(v, 9) for k, v in expected.items()
     }
-    assert [h.chunk_id for h in hits] == sorted(expected, key=lambda k: -expected[k])
+    assert [h.unit_id for h in hits] == sorted(expected, key=lambda k: -expected[k])
 
 
 def test_chunk_vector_query_uses_the_hnsw_index(ingest, kb) -> None:
@@ -325,10 +328,12 @@ def test_vector_search_ignores_chunks_of_another_embedding_model(ingest, kb) -> 
 
     document = ingest("# Backups\n\nBack up the database nightly.")
     query = get_embedding_provider().embed_query("database backups")
-    assert vector_search(knowledge_base_ids=[kb.pk], query_vector=query, limit=5)
+    assert vector_search(space=CHUNKS, scope_ids=[kb.pk], query_vector=query, limit=5)
     Chunk.objects.filter(document=document).update(embedding_model="openai:old-model")
-    assert vector_search(knowledge_base_ids=[kb.pk], query_vector=query, limit=5) == []
-    assert keyword.keyword_search(knowledge_base_ids=[kb.pk], query="database backups", limit=5)
+    assert vector_search(space=CHUNKS, scope_ids=[kb.pk], query_vector=query, limit=5) == []
+    assert keyword.keyword_search(
+        space=CHUNKS, scope_ids=[kb.pk], query="database backups", limit=5
+    )
 
 
 def test_a_batch_that_cannot_embed_fails_its_documents_visibly(actor, kb, monkeypatch) -> None:
@@ -882,7 +887,7 @@ def test_a_new_title_reaches_the_index(
     document.refresh_from_db()
     assert document.status == Document.Status.INDEXED, document.error
     assert_index_consistent(kb)
-    hits = keyword.keyword_search(knowledge_base_ids=[kb.pk], query="zeppelin", limit=10)
+    hits = keyword.keyword_search(space=CHUNKS, scope_ids=[kb.pk], query="zeppelin", limit=10)
     assert len(hits) == Chunk.objects.filter(document=document).count() > 0
 
     # Other metadata is not indexed text: editing it re-indexes nothing.

@@ -22,6 +22,7 @@ from core.actors import actor_for_agent
 from rag import keyword, services
 from rag.models import Document, KeywordTerm, KnowledgeBase
 from rag.services import pipeline
+from rag.spaces import CHUNKS
 from tests.rag.test_ingestion import GUIDE, assert_index_consistent
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -79,7 +80,7 @@ def assert_matches_a_rebuild(kb: KnowledgeBase) -> None:
         kb.total_terms,
         dict(KeywordTerm.objects.filter(knowledge_base=kb).values_list("term", "df")),
     )
-    keyword.index_rebuild(knowledge_base_id=kb.pk)
+    keyword.index_rebuild(space=CHUNKS, scope_id=kb.pk)
     kb.refresh_from_db()
     after = (
         kb.chunk_count,

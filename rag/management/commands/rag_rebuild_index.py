@@ -8,6 +8,7 @@ from tqdm import tqdm
 
 from rag import keyword
 from rag.models import KnowledgeBase
+from rag.spaces import CHUNKS
 
 
 class Command(BaseCommand):
@@ -25,7 +26,7 @@ class Command(BaseCommand):
         if options["kb"]:
             kbs = kbs.filter(pk__in=options["kb"])
         for kb in tqdm(list(kbs), desc="keyword index"):
-            keyword.index_rebuild(knowledge_base_id=kb.pk)
+            keyword.index_rebuild(space=CHUNKS, scope_id=kb.pk)
         if not options["skip_vector"]:
             self.stdout.write("rebuilding the HNSW index")
             with connection.cursor() as cursor:

@@ -104,6 +104,7 @@ class EngramEnv(BaseSettings):
     SHORT_TERM_MAX_VALUE_BYTES: int = Field(default=256 * 1024, ge=1024, le=64 * 1024 * 1024)
     POOL_MAX_BYTES: int = Field(default=5 * 1024 * 1024, ge=1024, le=256 * 1024 * 1024)
     POOL_EVENT_RETENTION_DAYS: int = Field(default=7, ge=1)
+    MEMORY_RECENCY_HALF_LIFE_DAYS: float = Field(default=30.0, gt=0, le=36_500)
 
     # --- admin sign-in -------------------------------------------------------------------------
     ADMIN_LOGIN_FAILURE_LIMIT: int = Field(default=5, ge=0, le=1000)

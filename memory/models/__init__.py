@@ -1,5 +1,14 @@
 """Memory tiers: one module per tier; each is imported here so Django finds its models."""
 
+from memory.models.long_term import (
+    MemoryAccessLog,
+    MemoryContext,
+    MemoryContextGrant,
+    MemoryEntry,
+    MemoryEntryPosting,
+    MemoryEntryTerm,
+    MemorySnapshot,
+)
 from memory.models.pools import (
     DEFAULT_POOL_ID,
     MemoryPool,
@@ -11,9 +20,16 @@ from memory.models.working import WorkingMemorySnapshot
 
 __all__ = [
     "DEFAULT_POOL_ID",
+    "MemoryAccessLog",
+    "MemoryContext",
+    "MemoryContextGrant",
+    "MemoryEntry",
+    "MemoryEntryPosting",
+    "MemoryEntryTerm",
     "MemoryPool",
     "MemoryPoolEvent",
     "MemoryPoolGrant",
+    "MemorySnapshot",
     "ShortTermEntry",
     "WorkingMemorySnapshot",
 ]

@@ -1,0 +1,70 @@
+"""Who may read and write a long-term memory context, within one account:
+
+- its owner (the agent that created it) always;
+- an agent with a grant: ``read``, or ``write`` (which reads too);
+- by scope: every agent of the account reads an ``account`` context; every agent of its team
+  reads a ``team`` context; every agent of the account reads and writes a ``global`` one.
+
+Nothing crosses accounts: every query is also filtered by the agent's account. People act
+through their roles (memory managers, in the admin); a command-line tool acting on an account may
+do everything there.
+"""
+
+from __future__ import annotations
+
+from django.db.models import BooleanField, Exists, ExpressionWrapper, OuterRef, Q, QuerySet, Value
+
+from core.actors import Actor
+from memory.models import MemoryContext, MemoryContextGrant
+from memory.roles import MANAGE_MEMORY
+
+
+def _granted(agent_id: int, levels: tuple[str, ...]) -> Exists:
+    return Exists(
+        MemoryContextGrant.objects.filter(
+            context=OuterRef("pk"), agent_id=agent_id, level__in=levels
+        )
+    )
+
+
+def readable_by(agent_id: int) -> Q:
+    Scope = MemoryContext.Scope
+    return (
+        Q(owner_id=agent_id)
+        | Q(scope__in=(Scope.ACCOUNT, Scope.GLOBAL))
+        | Q(scope=Scope.TEAM, team__agents=agent_id)
+        | Q(_granted(agent_id, (MemoryContextGrant.Level.READ, MemoryContextGrant.Level.WRITE)))
+    )
+
+
+def writable_by(agent_id: int) -> Q:
+    return (
+        Q(owner_id=agent_id)
+        | Q(scope=MemoryContext.Scope.GLOBAL)
+        | Q(_granted(agent_id, (MemoryContextGrant.Level.WRITE,)))
+    )
+
+
+def visible_contexts(
+    actor: Actor, queryset: QuerySet[MemoryContext] | None = None, *, writable_only: bool = False
+) -> QuerySet[MemoryContext]:
+    """The contexts ``actor`` may read (``writable_only``: write), annotated with ``can_write``."""
+    contexts = MemoryContext.objects.all() if queryset is None else queryset
+    agent = actor.agent
+    if agent is None:
+        accounts = actor.accounts_with(MANAGE_MEMORY) if writable_only else actor.account_ids
+        return contexts.filter(account_id__in=list(accounts)).annotate(
+            can_write=ExpressionWrapper(
+                Q(account_id__in=list(actor.accounts_with(MANAGE_MEMORY))),
+                output_field=BooleanField(),
+            )
+            if actor.user is not None
+            else Value(True, output_field=BooleanField())
+        )
+    contexts = contexts.filter(account_id=agent.account_id)
+    if writable_only:
+        contexts = contexts.filter(writable_by(agent.pk))
+    # The team join may repeat a row; the grant and scope tests do not.
+    return contexts.filter(
+        pk__in=MemoryContext.objects.filter(readable_by(agent.pk)).values("pk")
+    ).annotate(can_write=ExpressionWrapper(writable_by(agent.pk), output_field=BooleanField()))

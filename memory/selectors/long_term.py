@@ -1,0 +1,232 @@
+"""Long-term memory reads: contexts an actor may see, entries, history, and hybrid search that
+explains every hit (``effective_relevance_score`` and its components, docs/memory.md)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from django.conf import settings
+from django.db.models import QuerySet
+from django.utils import timezone
+
+from core.actors import Actor
+from core.errors import NotFound, PermissionDenied, ValidationFailed
+from memory.context_access import visible_contexts
+from memory.models import MemoryContext, MemoryEntry
+from memory.spaces import MEMORY_ENTRIES
+from rag.search import (
+    CANDIDATE_FACTOR,
+    DEFAULT_FUSION,
+    MIN_CANDIDATES,
+    fusion_weights,
+    search_options_validate,
+    space_rank,
+)
+
+# effective_relevance_score = sum of weight x component (docs/memory.md). Similarity leads:
+# importance, confidence and recency order memories that are about equally relevant.
+RELEVANCE_WEIGHTS = {"similarity": 0.7, "importance": 0.1, "confidence": 0.1, "recency": 0.1}
+
+
+def contexts_for(actor: Actor) -> QuerySet[MemoryContext]:
+    return visible_contexts(actor).order_by("name", "id")
+
+
+def context_get(actor: Actor, context_id: int, *, write: bool = False) -> MemoryContext:
+    """A context the actor may read (404 otherwise, foreign or missing alike); ``write``: 403
+    ``context_read_only`` when it may only read."""
+    context = visible_contexts(actor).filter(pk=context_id).first()
+    if context is None:
+        raise NotFound("No such memory context.", code="context_not_found")
+    if write and not getattr(context, "can_write", False):
+        raise PermissionDenied("This context is read-only for you.", code="context_read_only")
+    return context
+
+
+def entries_of(
+    context: MemoryContext, *, include_archived: bool = False, entry_type: str = ""
+) -> QuerySet[MemoryEntry]:
+    """The current entries of a context the caller may read."""
+    entries = MemoryEntry.objects.filter(context=context, is_current=True)
+    if not include_archived:
+        entries = entries.filter(archived_at__isnull=True)
+    if entry_type:
+        entries = entries.filter(entry_type=entry_type)
+    return entries.order_by("-created_at", "-id")
+
+
+def entry_get(actor: Actor, entry_id: int, *, write: bool = False) -> MemoryEntry:
+    """Any version of an entry in a context the actor may read (``write``: may write)."""
+    entry = (
+        MemoryEntry.objects.filter(pk=entry_id, context__in=visible_contexts(actor).values("pk"))
+        .select_related("context")
+        .first()
+    )
+    if entry is None:
+        raise NotFound("No such memory entry.", code="entry_not_found")
+    if write:
+        context_get(actor, entry.context_id, write=True)
+    return entry
+
+
+def entry_history(entry: MemoryEntry) -> QuerySet[MemoryEntry]:
+    """Every version of the entry's memory, newest first."""
+    return MemoryEntry.objects.filter(lineage=entry.lineage).order_by("-version")
+
+
+# --- search ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LongTermFilters:
+    context_ids: tuple[int, ...] = ()
+    entry_types: tuple[str, ...] = ()
+    memory_types: tuple[str, ...] = ()
+    sources: tuple[str, ...] = ()
+    tags_any: tuple[str, ...] = ()
+    occurred_from: datetime | None = None
+    occurred_to: datetime | None = None
+    thread: str = ""
+
+    def condition(self) -> tuple[str, dict[str, Any]]:
+        """SQL over ``u`` (the entry) with named parameters; empty when nothing filters."""
+        parts: list[str] = []
+        params: dict[str, Any] = {}
+        for name, column in (
+            ("entry_types", "entry_type"),
+            ("memory_types", "memory_type"),
+            ("sources", "source"),
+        ):
+            values = getattr(self, name)
+            if values:
+                parts.append(f"u.{column} = ANY(%(f_{name})s)")
+                params[f"f_{name}"] = list(values)
+        if self.tags_any:
+            parts.append("u.tags && %(f_tags_any)s::varchar[]")
+            params["f_tags_any"] = list(self.tags_any)
+        if self.occurred_from:
+            parts.append("u.occurred_at >= %(f_occurred_from)s")
+            params["f_occurred_from"] = self.occurred_from
+        if self.occurred_to:
+            parts.append("u.occurred_at <= %(f_occurred_to)s")
+            params["f_occurred_to"] = self.occurred_to
+        if self.thread:
+            parts.append("u.thread = %(f_thread)s")
+            params["f_thread"] = self.thread
+        return " AND ".join(parts), params
+
+
+@dataclass
+class LongTermHit:
+    entry: MemoryEntry
+    score: float  # effective_relevance_score
+    components: dict[str, float]
+    retrieval: dict[str, Any] = field(default_factory=dict)
+
+
+def recency(entry: MemoryEntry, now: datetime) -> float:
+    """1 for a memory written or used just now, halving every MEMORY_RECENCY_HALF_LIFE_DAYS."""
+    last = max(filter(None, (entry.created_at, entry.last_accessed_at)))
+    age_days = max(0.0, (now - last).total_seconds() / 86400)
+    return float(0.5 ** (age_days / settings.MEMORY_RECENCY_HALF_LIFE_DAYS))
+
+
+def relevance_components(entry: MemoryEntry, similarity: float, now: datetime) -> dict[str, float]:
+    components = {
+        "similarity": round(similarity, 6),
+        "importance": entry.importance,
+        "confidence": entry.confidence,
+        "recency": round(recency(entry, now), 6),
+    }
+    return components
+
+
+def effective_relevance_score(components: dict[str, float]) -> float:
+    return round(sum(RELEVANCE_WEIGHTS[name] * components[name] for name in RELEVANCE_WEIGHTS), 6)
+
+
+def searchable_contexts(actor: Actor, requested: Sequence[int]) -> list[int]:
+    """The unarchived contexts the actor may read: the requested ones (all must be visible)."""
+    visible = visible_contexts(actor).filter(archived_at__isnull=True)
+    if not requested:
+        return list(visible.values_list("id", flat=True))
+    found = set(visible.filter(pk__in=requested).values_list("id", flat=True))
+    missing = sorted(set(requested) - found)
+    if missing:
+        raise NotFound(
+            "Unknown memory context.", code="context_not_found", details={"ids": missing}
+        )
+    return sorted(found)
+
+
+def long_term_search(
+    *,
+    actor: Actor,
+    query: str,
+    top_k: int = 10,
+    filters: LongTermFilters | None = None,
+    mode: str = "hybrid",
+    fusion: str = DEFAULT_FUSION,
+    weights: dict[str, float] | None = None,
+    threshold: float | None = None,
+    query_vector: Any = None,
+) -> tuple[list[LongTermHit], dict[str, float]]:
+    """The current, unarchived entries most relevant to ``query`` in the contexts the actor may
+    read, best ``effective_relevance_score`` first, each with its components and its ranks in
+    the retrieval stages. ``threshold``: a minimum effective score."""
+    search_options_validate(query=query, mode=mode, fusion=fusion, top_k=top_k)
+    if threshold is not None and not 0 <= threshold <= 1:
+        raise ValidationFailed("threshold must be from 0 to 1.", code="invalid_threshold")
+    filters = filters or LongTermFilters()
+    scope_ids = searchable_contexts(actor, filters.context_ids)
+    if not scope_ids:
+        return [], {}
+    condition, params = filters.condition()
+    ranking = space_rank(
+        space=MEMORY_ENTRIES,
+        scope_ids=scope_ids,
+        query=query,
+        mode=mode,
+        depth=max(MIN_CANDIDATES, top_k * CANDIDATE_FACTOR),
+        fusion=fusion,
+        weights=fusion_weights(weights),
+        filter_sql=condition,
+        filter_params=params,
+        query_vector=query_vector,
+    )
+    ranked = ranking.hits
+    if mode == "keyword" and ranked:
+        # BM25 scores are unbounded: relative to the best hit, like the fused scores.
+        best = ranked[0].score or 1.0
+        similarity = {hit.unit_id: max(0.0, hit.score / best) for hit in ranked}
+    else:
+        similarity = {hit.unit_id: max(0.0, min(1.0, hit.score)) for hit in ranked}
+    entries = MemoryEntry.objects.in_bulk([hit.unit_id for hit in ranked])
+    now = timezone.now()
+    hits: list[LongTermHit] = []
+    for hit in ranked:
+        entry = entries.get(hit.unit_id)
+        if entry is None:
+            continue
+        components = relevance_components(entry, similarity[hit.unit_id], now)
+        hits.append(
+            LongTermHit(
+                entry=entry,
+                score=effective_relevance_score(components),
+                components=components,
+                retrieval={
+                    "score": hit.score,
+                    "vector_rank": hit.vector_rank,
+                    "vector_score": hit.vector_score,
+                    "keyword_rank": hit.keyword_rank,
+                    "keyword_score": hit.keyword_score,
+                },
+            )
+        )
+    hits.sort(key=lambda h: (-h.score, h.entry.pk))
+    if threshold is not None:
+        hits = [h for h in hits if h.score >= threshold]
+    return hits[:top_k], ranking.stage_ms

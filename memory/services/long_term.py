@@ -134,6 +134,28 @@ def context_create(
     return context
 
 
+def agent_memory_context(*, actor: Actor) -> MemoryContext:
+    """The calling agent's own long-term memory (scope agent, type agent_memory), created on
+    first use: where an entry goes when its writer names no context."""
+    if actor.agent is None:
+        raise ValidationFailed(
+            "Name a context: only an agent has a memory of its own.", code="context_required"
+        )
+    agent = actor.agent
+    name = f"agent:{agent.pk}"
+    existing = MemoryContext.objects.filter(account_id=agent.account_id, name=name).first()
+    if existing is not None:
+        return existing
+    try:
+        return context_create(
+            actor=actor,
+            name=name,
+            description=f"The long-term memory of agent {agent.name}.",
+        )
+    except Conflict:  # created by a concurrent first write
+        return MemoryContext.objects.get(account_id=agent.account_id, name=name)
+
+
 def context_update(
     *, actor: Actor, context: MemoryContext, fields: Mapping[str, Any]
 ) -> MemoryContext:

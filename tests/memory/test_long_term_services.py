@@ -170,3 +170,12 @@ def test_another_agent_sees_nothing_without_a_grant(me: Actor, context: MemoryCo
     assert len(long_term_search(actor=other, query="secret plan")[0]) == 1
     stranger = actor_for_agent(AgentFactory.create())
     assert long_term_search(actor=stranger, query="secret plan")[0] == []
+
+
+def test_an_agent_has_a_memory_of_its_own(me: Actor) -> None:
+    own = ltm.agent_memory_context(actor=me)
+    assert (own.owner_id, own.scope, own.context_type) == (me.agent_id, "agent", "agent_memory")
+    assert ltm.agent_memory_context(actor=me).pk == own.pk
+    assert me.agent is not None
+    other = actor_for_agent(AgentFactory.create(account=me.agent.account))
+    assert ltm.agent_memory_context(actor=other).pk != own.pk

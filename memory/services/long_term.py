@@ -449,6 +449,7 @@ def entry_update(
     unless the current version is that one."""
     changes = changes_of(entry, fields, (*ENTRY_VERSIONED, *ENTRY_IN_PLACE))
     changes_validate(entry, changes)
+    _current_only(entry)
     if expected_version is not None and expected_version != entry.version:
         raise _version_conflict(entry.version)
     versioned = {k: v for k, v in changes.items() if k in ENTRY_VERSIONED}
@@ -521,6 +522,13 @@ def _successor(entry: MemoryEntry, changes: Mapping[str, Any], author: Agent | N
     return successor
 
 
+def _current_only(entry: MemoryEntry) -> None:
+    """History is read-only: only the current version of a memory changes."""
+    if not entry.is_current:
+        current = MemoryEntry.objects.filter(lineage=entry.lineage, is_current=True).first()
+        raise _version_conflict(current.version if current else None)
+
+
 def _version_conflict(current: int | None) -> Conflict:
     return Conflict(
         "The entry has changed since you read it.",
@@ -537,6 +545,7 @@ def entry_importance_adjust(*, actor: Actor, entry: MemoryEntry, delta: float) -
     """Boost (delta > 0) or reduce (delta < 0) importance, clamped to 0..1, in one UPDATE."""
     if not -1 <= delta <= 1 or delta != delta:
         raise ValidationFailed("delta must be from -1 to 1.", code="invalid_delta")
+    _current_only(entry)
     from django.db.models.functions import Greatest, Least
 
     with transaction.atomic():

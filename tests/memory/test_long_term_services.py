@@ -96,6 +96,10 @@ def test_update_writes_a_version_and_only_the_current_one_is_found(
     with pytest.raises(Conflict) as stale:
         ltm.entry_update(actor=me, entry=first, fields={"content": "Madrid"})
     assert stale.value.code == "version_conflict"
+    with pytest.raises(Conflict):  # history is read-only, in place too
+        ltm.entry_update(actor=me, entry=first, fields={"importance": 0.9})
+    with pytest.raises(Conflict):
+        ltm.entry_importance_adjust(actor=me, entry=first, delta=0.1)
     with pytest.raises(Conflict):
         ltm.entry_update(actor=me, entry=second, fields={"content": "Madrid"}, expected_version=1)
     assert_index_exact(context)

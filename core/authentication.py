@@ -31,7 +31,11 @@ class ApiKeyAuthentication(BaseAuthentication):
         if parsed is None:
             raise exceptions.AuthenticationFailed("Malformed API key.", code="invalid_api_key")
         prefix, secret = parsed
-        key = ApiKey.objects.select_related("agent", "agent__account").filter(prefix=prefix).first()
+        # The prefix is unique: no ORDER BY (``first()`` would add one), at most one row.
+        key = next(
+            iter(ApiKey.objects.select_related("agent", "agent__account").filter(prefix=prefix)),
+            None,
+        )
         # Hash even when no row matched so a missing prefix costs the same as a wrong secret.
         if key is None:
             hash_secret(secret)

@@ -91,6 +91,11 @@ urlpatterns = [
         name="short-term-session",
     ),
     path(
+        "short-term/<memory_session:session_id>/_batch",
+        short_term.ShortTermBatchApi.as_view(),
+        name="short-term-batch",
+    ),
+    path(
         "short-term/<memory_session:session_id>/<memory_key:key>",
         short_term.ShortTermKeyApi.as_view(),
         name="short-term-key",

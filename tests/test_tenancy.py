@@ -210,6 +210,9 @@ CASES.update(
         "memory_working_inbox_retrieve": Case(_named()),
         # Short-term memory: the same, in PostgreSQL.
         "memory_short_term_put": _names({"value": {"n": 1}, "memory_type": "observation"}),
+        "memory_short_term_put_batch": _names(
+            {"entries": [{"key": "batched", "value": {"n": 2}, "memory_type": "observation"}]}
+        ),
         "memory_short_term_get": Case(_named()),
         "memory_short_term_delete": Case(_named()),
         "memory_short_term_refresh": Case(_named({"ttl": 120})),

@@ -15,6 +15,7 @@ from core.views import ApiView
 from memory import selectors, services
 from memory.apis.common import TTL_HELP, validated
 from memory.models import ShortTermEntry
+from memory.services.short_term import BATCH_MAX
 
 
 class ShortTermOutput(serializers.ModelSerializer[ShortTermEntry]):
@@ -80,6 +81,60 @@ class ShortTermKeyApi(ApiView):
     def delete(self, request: Request, session_id: str, key: str) -> Response:
         services.short_term_remove(actor=request_actor(request), session_id=session_id, key=key)
         return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class ShortTermBatchEntryInput(strict.InputSerializer):
+    key = serializers.CharField(trim_whitespace=False)
+    value = serializers.JSONField(allow_null=True, help_text="Any JSON value.")
+    ttl = serializers.IntegerField(required=False, help_text=TTL_HELP)
+    memory_type = serializers.ChoiceField(
+        choices=ShortTermEntry.MemoryType.choices,
+        default=ShortTermEntry.MemoryType.TASK_CONTEXT,
+    )
+
+
+class ShortTermBatchItemOutput(serializers.Serializer):
+    key = serializers.CharField()
+    created = serializers.BooleanField(help_text="A new entry (false: a live one replaced).")
+    expires_at = serializers.DateTimeField()
+
+
+class ShortTermBatchApi(ApiView):
+    """Store up to 1,000 entries of the session at once, all or none, each as ``PUT`` stores one
+    (same checks, same replace rules). A key given twice is 400 ``duplicate_key``."""
+
+    class InputSerializer(strict.InputSerializer):
+        entries = ShortTermBatchEntryInput(  # type: ignore[call-arg]  # ListSerializer's
+            many=True, min_length=1, max_length=BATCH_MAX
+        )
+
+    class OutputSerializer(serializers.Serializer):
+        session_id = serializers.CharField()
+        created = serializers.IntegerField()
+        replaced = serializers.IntegerField()
+        items = ShortTermBatchItemOutput(many=True)
+
+    @extend_schema(
+        operation_id="memory_short_term_put_batch",
+        request=InputSerializer,
+        responses=OutputSerializer,
+    )
+    def post(self, request: Request, session_id: str) -> Response:
+        data = validated(self.InputSerializer, request)
+        stored = services.short_term_put_batch(
+            actor=request_actor(request), session_id=session_id, entries=data["entries"]
+        )
+        created = sum(1 for _, new in stored if new)
+        body = {
+            "session_id": session_id,
+            "created": created,
+            "replaced": len(stored) - created,
+            "items": [
+                {"key": entry.key, "created": new, "expires_at": entry.expires_at}
+                for entry, new in stored
+            ],
+        }
+        return Response(self.OutputSerializer(body).data)
 
 
 class ShortTermRefreshApi(ApiView):

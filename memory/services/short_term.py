@@ -20,7 +20,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from core.actors import Actor
-from core.audit import audit_record
+from core.audit import audit_record, audit_record_many
 from core.errors import NotFound, PayloadTooLarge, ValidationFailed
 from core.writes import changes_of, changes_validate, row_delete, row_update
 from memory import names
@@ -30,6 +30,8 @@ from memory.services.working import acting_agent
 
 # What people may change on an entry in the admin.
 UPDATABLE_FIELDS = ("value", "memory_type")
+# Entries one batch write may hold.
+BATCH_MAX = 1000
 # Rows deleted per transaction by the clean-up job.
 PRUNE_BATCH = 5000
 
@@ -152,6 +154,96 @@ def short_term_put(
             },
         )
     return entry, not (previous and previous[0])
+
+
+def short_term_put_batch(
+    *, actor: Actor, session_id: str, entries: list[dict[str, Any]]
+) -> list[tuple[ShortTermEntry, bool]]:
+    """Store up to BATCH_MAX entries of one session at once, all or none: each a dict with
+    ``key``, ``value`` and optionally ``memory_type`` and ``ttl``, exactly as ``short_term_put``
+    stores one (same checks, same replace semantics, one audit event per entry), in one
+    transaction of three statements. Returns (entry, new) in the order given. A key given twice is
+    refused (400 ``duplicate_key``): which value should win would be a guess."""
+    agent = acting_agent(actor)
+    names.check_session_id(session_id)
+    if not 1 <= len(entries) <= BATCH_MAX:
+        raise ValidationFailed(
+            f"A batch holds 1 to {BATCH_MAX} entries.",
+            code="invalid_batch",
+            details={"min": 1, "max": BATCH_MAX},
+        )
+    keys, values, types, ttls = [], [], [], []
+    for item in entries:
+        names.check_key(item["key"])
+        keys.append(item["key"])
+        values.append(_encoded(item["value"]))
+        types.append(
+            _memory_type(item.get("memory_type") or ShortTermEntry.MemoryType.TASK_CONTEXT)
+        )
+        ttls.append(ttl_seconds(item.get("ttl")))
+    if len(set(keys)) != len(keys):
+        duplicates = sorted({k for k in keys if keys.count(k) > 1})
+        raise ValidationFailed(
+            "A key appears more than once in the batch.",
+            code="duplicate_key",
+            details={"keys": duplicates[:20]},
+        )
+    params: dict[str, Any] = {
+        "account": agent.account_id,
+        "agent": agent.pk,
+        "session": session_id,
+        "keys": keys,
+        "values": values,
+        "types": types,
+        "ttls": ttls,
+        "now": timezone.now(),
+    }
+    sql = f"""
+        INSERT INTO {_TABLE} AS e (account_id, agent_id, session_id, "key", value, memory_type,
+            ttl_seconds, expires_at, access_count, last_accessed_at, created_at, updated_at)
+        SELECT %(account)s, %(agent)s, %(session)s, b.key, b.value::jsonb, b.type, b.ttl,
+            %(now)s + make_interval(secs => b.ttl), 0, NULL, %(now)s, %(now)s
+        FROM unnest(%(keys)s::text[], %(values)s::text[], %(types)s::text[], %(ttls)s::int[])
+            AS b(key, value, type, ttl)
+        ON CONFLICT ON CONSTRAINT stm_unique_key_per_session DO UPDATE SET
+            value = EXCLUDED.value, memory_type = EXCLUDED.memory_type,
+            ttl_seconds = EXCLUDED.ttl_seconds, expires_at = EXCLUDED.expires_at,
+            updated_at = EXCLUDED.updated_at,
+            access_count = CASE WHEN e.expires_at > %(now)s THEN e.access_count ELSE 0 END,
+            last_accessed_at = CASE WHEN e.expires_at > %(now)s THEN e.last_accessed_at END,
+            created_at = CASE WHEN e.expires_at > %(now)s THEN e.created_at
+                ELSE EXCLUDED.created_at END
+        RETURNING e.*
+    """  # noqa: S608  (the table name is the model's; values are parameters)
+    with transaction.atomic():
+        # As short_term_put: lock the entries being replaced; the live ones are not new.
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f'SELECT "key", expires_at > %(now)s FROM {_TABLE} '  # noqa: S608
+                "WHERE agent_id = %(agent)s AND session_id = %(session)s "
+                'AND "key" = ANY(%(keys)s) FOR UPDATE',
+                params,
+            )
+            live = {key for key, alive in cursor.fetchall() if alive}
+        stored = {entry.key: entry for entry in ShortTermEntry.objects.raw(sql, params)}
+        audit_record_many(
+            actor=actor,
+            action="memory.short_term.put",
+            account_id=agent.account_id,
+            events=[
+                (
+                    stored[key],
+                    {
+                        "session_id": session_id,
+                        "key": key,
+                        "memory_type": memory_type,
+                        "ttl_seconds": ttl,
+                    },
+                )
+                for key, memory_type, ttl in zip(keys, types, ttls, strict=True)
+            ],
+        )
+    return [(stored[key], key not in live) for key in keys]
 
 
 def short_term_read(*, actor: Actor, session_id: str, key: str) -> ShortTermEntry:

@@ -12,6 +12,7 @@ from django.db import connection, connections
 from django.test.utils import CaptureQueriesContext
 
 from core.actors import actor_for_agent
+from core.errors import ValidationFailed
 from core.jobs import periodic_jobs
 from core.models import AuditEvent, JobRun
 from memory import services, tasks
@@ -242,3 +243,96 @@ def test_the_clean_up_jobs_are_scheduled_with_an_expiry() -> None:
         job = jobs[name]
         assert job.task == f"memory.tasks.{name.split('.')[1]}"
         assert job.every_seconds is not None and 0 < job.expires_seconds < job.every_seconds
+
+
+# --- batch writes -----------------------------------------------------------------------------
+
+
+def batch(authed: AuthedAgent, session: str, entries: list[dict[str, Any]]) -> Any:
+    return authed.client.post(f"{BASE}/{session}/_batch", {"entries": entries}, format="json")
+
+
+@pytest.mark.django_db
+def test_a_batch_stores_like_single_puts(agent_client: AuthedAgent, clock: Clock) -> None:
+    put(agent_client, "s1/kept", {"value": "old", "memory_type": "reflection"})
+    agent_client.client.get(f"{BASE}/s1/kept")  # one access, kept by the replacement
+    put(agent_client, "s1/stale", {"value": "old", "ttl": 10})
+    ShortTermEntry.objects.filter(key="stale").update(access_count=5)
+    clock.advance(seconds=10)  # "stale" has expired: storing it again makes a new entry
+    before = AuditEvent.objects.count()
+    with CaptureQueriesContext(connection) as queries:
+        response = batch(
+            agent_client,
+            "s1",
+            [
+                {"key": "new", "value": {"n": 1}, "ttl": 120, "memory_type": "observation"},
+                {"key": "kept", "value": [1, 2]},
+                {"key": "stale", "value": None},
+            ],
+        )
+    assert response.status_code == 200, response.json()
+    body = response.json()
+    expires = (clock.now + timedelta(seconds=120)).isoformat().replace("+00:00", "Z")
+    assert (body["session_id"], body["created"], body["replaced"]) == ("s1", 2, 1)
+    assert [(i["key"], i["created"]) for i in body["items"]] == [
+        ("new", True),
+        ("kept", False),
+        ("stale", True),
+    ]
+    assert body["items"][0]["expires_at"] == expires
+    entries = {e.key: e for e in ShortTermEntry.objects.filter(agent=agent_client.agent)}
+    assert (entries["new"].value, entries["new"].memory_type, entries["new"].ttl_seconds) == (
+        {"n": 1},
+        "observation",
+        120,
+    )
+    assert entries["new"].account_id == agent_client.agent.account_id
+    assert (entries["kept"].value, entries["kept"].access_count) == ([1, 2], 1)
+    assert (entries["kept"].memory_type, entries["kept"].ttl_seconds) == ("task_context", 3600)
+    assert (entries["stale"].value, entries["stale"].access_count) == (None, 0)
+    assert entries["stale"].created_at == clock.now
+    events = AuditEvent.objects.order_by("pk")[before:]
+    assert [(e.action, e.target_id, e.changes["key"]) for e in events] == [
+        ("memory.short_term.put", str(entries[k].pk), k) for k in ("new", "kept", "stale")
+    ]
+    # Lock, upsert, audit: a fixed number of statements, whatever the batch's size.
+    writes = [q["sql"] for q in queries.captured_queries if "short_term" in q["sql"].lower()]
+    assert len(writes) <= 3, writes
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("entries", "status", "error"),
+    [
+        ([{"key": "a", "value": 1}, {"key": "a", "value": 2}], 400, "duplicate_key"),
+        ([{"key": "a", "value": 1}, {"key": "_b", "value": 2}], 400, "invalid_key"),
+        ([{"key": "a", "value": 1}, {"key": "b", "value": 2, "ttl": 0}], 400, "invalid_ttl"),
+        ([{"key": "a", "value": 1}, {"key": "b", "value": "x" * 300_000}], 413, "value_too_large"),
+    ],
+)
+def test_a_batch_is_all_or_none(
+    agent_client: AuthedAgent, entries: list[dict[str, Any]], status: int, error: str
+) -> None:
+    response = batch(agent_client, "s1", entries)
+    assert response.status_code == status and code(response) == error, response.json()
+    assert not ShortTermEntry.objects.exists()
+
+
+@pytest.mark.django_db
+def test_a_batch_holds_one_to_the_maximum(agent_client: AuthedAgent, actor: Any) -> None:
+    assert batch(agent_client, "s1", []).status_code == 400
+    too_many = [{"key": f"k{i}", "value": i} for i in range(services.short_term.BATCH_MAX + 1)]
+    assert batch(agent_client, "s1", too_many).status_code == 400
+    with pytest.raises(ValidationFailed) as refused:
+        services.short_term_put_batch(actor=actor, session_id="s1", entries=too_many)
+    assert refused.value.code == "invalid_batch"
+    full = too_many[:-1]
+    response = batch(agent_client, "s1", full)
+    assert response.status_code == 200 and response.json()["created"] == len(full)
+    assert ShortTermEntry.objects.filter(session_id="s1").count() == len(full)
+
+
+@pytest.mark.django_db
+def test_a_batch_needs_the_write_scope(make_agent_client: Any) -> None:
+    reader = make_agent_client(scopes=("read",))
+    assert batch(reader, "s1", [{"key": "a", "value": 1}]).status_code == 403

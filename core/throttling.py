@@ -14,7 +14,7 @@ import time
 from typing import Any
 
 from django.conf import settings
-from django.core.cache import cache
+from django.core.cache import cache, caches
 from django.core.cache.backends.redis import RedisCache
 from rest_framework.permissions import SAFE_METHODS
 from rest_framework.request import Request
@@ -43,7 +43,8 @@ def _count(counter: str, timeout: int) -> int:
     """Count one request in the cache's Redis; returns the count. One round trip: the counter is
     created with its expiry if missing (SET NX EX), then incremented. (``cache.add`` and
     ``cache.incr`` took three round trips and built a Redis client object for each call.)"""
-    backend: Any = cache
+    # ``django.core.cache.cache`` is a proxy: the backend itself is ``caches["default"]``.
+    backend: Any = caches["default"]
     if not isinstance(backend, RedisCache):  # another cache backend: its own two calls
         cache.add(counter, 0, timeout=timeout)
         return int(cache.incr(counter))

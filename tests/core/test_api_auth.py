@@ -234,3 +234,41 @@ def test_agent_list_query_count(agent_client, django_assert_max_num_queries) -> 
     with django_assert_max_num_queries(4):
         response = agent_client.client.get("/api/v1/agents")
     assert len(response.json()["results"]) == 6
+
+
+def test_the_key_lookup_loads_key_agent_and_account_in_one_query(agent_client) -> None:
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from core.authentication import key_with_agent
+
+    Agent.objects.filter(pk=agent_client.agent.pk).update(metadata={"team": "blue"})
+    stored = ApiKey.objects.select_related("agent", "agent__account").get(pk=agent_client.key.pk)
+    with CaptureQueriesContext(connection) as queries:
+        key = key_with_agent(stored.prefix)
+        assert key is not None
+        loaded = (
+            key.pk,
+            key.hashed_secret,
+            key.scopes,
+            key.revoked_at,
+            key.agent.pk,
+            key.agent.name,
+            key.agent.status,
+            key.agent.account.pk,
+            key.agent.account.is_active,
+        )
+    assert len(queries) == 1
+    assert loaded == (
+        stored.pk,
+        stored.hashed_secret,
+        stored.scopes,
+        None,
+        stored.agent.pk,
+        stored.agent.name,
+        stored.agent.status,
+        stored.agent.account.pk,
+        True,
+    )
+    assert key.agent.metadata == {"team": "blue"}  # JSON is loaded on first use
+    assert key_with_agent("nosuchprefix") is None

@@ -6,7 +6,10 @@ from __future__ import annotations
 import base64
 import json
 import logging
+import os
 import threading
+import time
+from typing import Any
 
 import pytest
 from django.db import OperationalError, connection
@@ -287,6 +290,28 @@ def test_throttling_per_key_with_retry_after(make_agent_client, settings) -> Non
     assert second.client.get("/api/v1/me").status_code == 200  # budgets are per key
     assert first.client.post(KBS, {"name": "a"}, format="json").status_code == 201
     assert first.client.post(KBS, {"name": "b"}, format="json").status_code == 429
+
+
+def test_the_throttle_counts_in_one_redis_round_trip(monkeypatch) -> None:
+    from django.core.cache import caches
+
+    from core import throttling
+
+    backend: Any = caches["default"]
+
+    def two_calls(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the counter took the generic add + incr path")
+
+    monkeypatch.setattr(backend, "add", two_calls)
+    counter = f"throttle:test:{os.getpid()}:{time.time_ns()}"
+    assert [throttling._count(counter, 5) for _ in range(3)] == [1, 2, 3]
+    assert (
+        0
+        < backend._cache.get_client(backend.make_and_validate_key(counter)).ttl(
+            backend.make_and_validate_key(counter)
+        )
+        <= 5
+    )
 
 
 def test_throttling_lets_requests_through_when_redis_is_down(agent_client, settings) -> None:

@@ -16,9 +16,9 @@ from django.utils import timezone
 from core.actors import READ, Actor
 from core.admin_base import AccountScopedAdmin, AccountScopedTabularInline
 from memory import services
-from memory.services import consolidation
 from memory.models import MemoryPool, MemoryPoolEvent, MemoryPoolGrant, ShortTermEntry
 from memory.roles import MANAGE_MEMORY
+from memory.services import consolidation
 
 JSON_EDITOR = forms.Textarea(attrs={"rows": 20, "cols": 100, "style": "font-family: monospace"})
 

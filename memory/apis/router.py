@@ -36,9 +36,7 @@ class FiltersInput(strict.InputSerializer):
     )
     memory_types = serializers.ListField(
         child=serializers.ChoiceField(
-            choices=sorted(
-                {*MemoryEntry.MemoryType.values, *ShortTermEntry.MemoryType.values}
-            )
+            choices=sorted({*MemoryEntry.MemoryType.values, *ShortTermEntry.MemoryType.values})
         ),
         required=False,
     )
@@ -206,7 +204,9 @@ class MemoryConsolidateApi(ApiView):
 
     class OutputSerializer(serializers.Serializer):
         dry_run = serializers.BooleanField()
-        report = serializers.DictField(child=serializers.DictField(child=serializers.IntegerField()))
+        report = serializers.DictField(
+            child=serializers.DictField(child=serializers.IntegerField())
+        )
 
     @extend_schema(
         operation_id="memory_consolidate", request=InputSerializer, responses=OutputSerializer

@@ -156,9 +156,7 @@ def _short_term_hits(actor: Actor, filters: RouterFilters, terms: set[str]) -> l
 def _long_term_hits(
     actor: Actor, query: str, top_k: int, filters: RouterFilters, threshold: float | None
 ) -> list[RouterHit]:
-    long_term_types = tuple(
-        t for t in filters.memory_types if t in MemoryEntry.MemoryType.values
-    )
+    long_term_types = tuple(t for t in filters.memory_types if t in MemoryEntry.MemoryType.values)
     found, _ = long_term_search(
         actor=actor,
         query=query,
@@ -288,12 +286,12 @@ def memory_stats(*, actor: Actor, session_id: str = "") -> dict[str, Any]:
     )
     stats[SHORT_TERM] = {"status": OK, **short}
     contexts = visible_contexts(actor)
-    entries = MemoryEntry.objects.filter(context__in=contexts.values("pk")).aggregate(
+    counts = MemoryEntry.objects.filter(context__in=contexts.values("pk")).aggregate(
         current=Count("id", filter=Q(is_current=True, archived_at__isnull=True)),
         archived=Count("id", filter=Q(is_current=True, archived_at__isnull=False)),
         versions=Count("id"),
     )
-    stats[LONG_TERM] = {"status": OK, "contexts": contexts.count(), **entries}
+    stats[LONG_TERM] = {"status": OK, "contexts": contexts.count(), **counts}
     pools = visible_pools(actor).aggregate(
         pools=Count("id"), bytes=Sum("data_size_bytes", default=0)
     )

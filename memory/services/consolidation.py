@@ -49,7 +49,7 @@ DEDUP_NEIGHBOURS = 8
 DECAY_MIN_SECONDS = 3600
 _LOCK_NAMESPACE = 0x6D656D  # "mem": advisory locks of consolidation, keyed by account id
 
-ENTRY_TYPE_OF = {
+ENTRY_TYPE_OF: dict[str, str] = {
     ShortTermEntry.MemoryType.TASK_CONTEXT: MemoryEntry.EntryType.FACT,
     ShortTermEntry.MemoryType.CONVERSATION: MemoryEntry.EntryType.CONVERSATION_SUMMARY,
     ShortTermEntry.MemoryType.TOOL_RESULT: MemoryEntry.EntryType.TOOL_OUTPUT,
@@ -63,8 +63,7 @@ _IDLE_DAYS = (
     "coalesce(e.last_accessed_at, e.created_at)))) / 86400.0"
 )
 _STALENESS = (
-    f"(1 - 0.5 * power(0.5, ({_IDLE_DAYS}) / %(recency_half_life)s::float8) "
-    "- 0.5 * e.importance)"
+    f"(1 - 0.5 * power(0.5, ({_IDLE_DAYS}) / %(recency_half_life)s::float8) - 0.5 * e.importance)"
 )
 
 
@@ -312,7 +311,10 @@ def consolidation_rot(*, account_id: int, dry_run: bool = False) -> dict[str, in
     archived = 0
     for context in MemoryContext.objects.filter(pk__in=list(by_context)):
         archived += ltm.entries_archive(
-            actor=actor, context=context, entries=by_context[context.pk], archived=True,
+            actor=actor,
+            context=context,
+            entries=by_context[context.pk],
+            archived=True,
             reason="rot",
         )
     return {"archived": archived}
@@ -396,9 +398,7 @@ def consolidate_for(
     return consolidate(account_id=account_id, jobs=jobs, dry_run=dry_run)
 
 
-def consolidate_all(
-    *, jobs: Sequence[str], dry_run: bool = False
-) -> dict[str, int]:
+def consolidate_all(*, jobs: Sequence[str], dry_run: bool = False) -> dict[str, int]:
     """The periodic jobs: ``jobs`` for every account, counts summed."""
     totals: dict[str, int] = {}
     for account_id in _accounts(None):
@@ -410,4 +410,3 @@ def consolidate_all(
                     continue
                 totals[f"{job}_{name}"] = totals.get(f"{job}_{name}", 0) + n
     return totals
-

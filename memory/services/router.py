@@ -24,7 +24,6 @@ from memory.context_access import visible_contexts
 from memory.errors import MemoryUnavailable
 from memory.models import MemoryContext, MemoryEntry
 from memory.selectors.long_term import context_get
-from memory.selectors.working import working_retrieve
 from memory.selectors.router import (
     LONG_TERM,
     OK,
@@ -34,6 +33,7 @@ from memory.selectors.router import (
     WORKING,
     text_of,
 )
+from memory.selectors.working import working_retrieve
 from memory.services import long_term as ltm
 from memory.services.short_term import short_term_put, short_term_read
 from memory.services.working import acting_agent, working_store
@@ -76,9 +76,7 @@ def agent_context_ensure(agent: Agent) -> MemoryContext:
         except (Conflict, IntegrityError):
             context = MemoryContext.objects.get(account_id=agent.account_id, name=name)
     if context.owner_id != agent.pk:
-        raise Conflict(
-            f"The context {name!r} belongs to someone else.", code="context_name_taken"
-        )
+        raise Conflict(f"The context {name!r} belongs to someone else.", code="context_name_taken")
     return context
 
 

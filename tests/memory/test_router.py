@@ -47,14 +47,21 @@ def seed_tiers(authed: AuthedAgent) -> None:
     written = post(
         authed,
         "write",
-        {"key": "billing-owner", "value": "The billing service deploy is owned by ops",
-         "tier": "long_term"},
+        {
+            "key": "billing-owner",
+            "value": "The billing service deploy is owned by ops",
+            "tier": "long_term",
+        },
     )
     assert written.status_code == 200, written.json()
-    assert client.post(
-        f"{BASE}/pools", {"pool_id": "ops", "data": {"deploy": "billing service freeze"}},
-        format="json",
-    ).status_code == 201
+    assert (
+        client.post(
+            f"{BASE}/pools",
+            {"pool_id": "ops", "data": {"deploy": "billing service freeze"}},
+            format="json",
+        ).status_code
+        == 201
+    )
 
 
 def test_keyword_score_is_the_fraction_of_query_terms_found() -> None:
@@ -96,7 +103,9 @@ def test_search_covers_every_tier_best_first(agent_client: AuthedAgent) -> None:
     assert by_tier["shared"]["id"] == "ops"
     # The unrelated entry is not a hit; top_k and threshold cut.
     assert all(hit["key"] != "lunch" for hit in body["results"])
-    assert len(post(agent_client, "search", {"query": "billing", "top_k": 1}).json()["results"]) == 1
+    assert (
+        len(post(agent_client, "search", {"query": "billing", "top_k": 1}).json()["results"]) == 1
+    )
     high = post(agent_client, "search", {"query": "billing service deploy", "threshold": 0.99})
     assert all(hit["score"] >= 0.99 for hit in high.json()["results"])
     # Without a session, working memory is skipped; tiers can be chosen.
@@ -159,7 +168,11 @@ def test_read_goes_working_then_short_term_then_long_term(agent_client: AuthedAg
         assert post(agent_client, "write", body).status_code == 200
     read = post(agent_client, "read", {"key": "k", "session_id": "s1"}).json()
     assert (read["tier"], read["value"]) == ("short_term", "from short")
-    post(agent_client, "write", {"key": "k", "value": {"w": 1}, "tier": "working", "session_id": "s1"})
+    post(
+        agent_client,
+        "write",
+        {"key": "k", "value": {"w": 1}, "tier": "working", "session_id": "s1"},
+    )
     read = post(agent_client, "read", {"key": "k", "session_id": "s1"}).json()
     assert (read["tier"], read["value"]) == ("working", {"w": 1})
     # Without a session only long-term memory is asked.

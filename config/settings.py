@@ -224,6 +224,9 @@ SPECTACULAR_SETTINGS = {
         "KnowledgeBaseStatusEnum": "rag.models.KnowledgeBase.Status",
         "DocumentStatusEnum": "rag.models.Document.Status",
         "ChunkingStrategyEnum": "rag.models.KnowledgeBase.Chunking",
+        "MemoryTierEnum": "memory.selectors.router.TIERS",
+        "MemoryWritableTierEnum": "memory.services.router.WRITABLE_TIERS",
+        "MemoryEntryTypeEnum": "memory.models.MemoryEntry.EntryType",
     },
 }
 

@@ -26,7 +26,7 @@ TIER_STATUS = serializers.DictField(
 )
 
 
-class FiltersInput(strict.InputSerializer):
+class MemoryFiltersInput(strict.InputSerializer):
     session_id = serializers.CharField(
         required=False, help_text="Working memory (searched only with it) and short-term memory."
     )
@@ -44,7 +44,7 @@ class FiltersInput(strict.InputSerializer):
     pool_ids = serializers.ListField(child=serializers.CharField(), required=False)
 
 
-class HitOutput(serializers.Serializer):
+class MemoryHitOutput(serializers.Serializer):
     id = serializers.CharField(help_text="The entry id (long- and short-term), key or pool id.")
     tier = serializers.ChoiceField(choices=router_selectors.TIERS)
     score = serializers.FloatField()
@@ -69,10 +69,10 @@ class MemorySearchApi(ApiView):
         )
         top_k = serializers.IntegerField(default=10, min_value=1, max_value=100)
         threshold = serializers.FloatField(required=False, min_value=0, max_value=1)
-        filters = FiltersInput(required=False)
+        filters = MemoryFiltersInput(required=False)
 
     class OutputSerializer(serializers.Serializer):
-        results = HitOutput(many=True)
+        results = MemoryHitOutput(many=True)
         tiers = TIER_STATUS
 
     @extend_schema(

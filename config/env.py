@@ -105,6 +105,10 @@ class EngramEnv(BaseSettings):
     POOL_MAX_BYTES: int = Field(default=5 * 1024 * 1024, ge=1024, le=256 * 1024 * 1024)
     POOL_EVENT_RETENTION_DAYS: int = Field(default=7, ge=1)
     MEMORY_RECENCY_HALF_LIFE_DAYS: float = Field(default=30.0, gt=0, le=36_500)
+    MEMORY_PROMOTION_MIN_ACCESSES: int = Field(default=3, ge=1, le=1_000_000)
+    MEMORY_DEDUP_SIMILARITY: float = Field(default=0.92, gt=0, le=1)
+    MEMORY_ROT_STALENESS: float = Field(default=0.9, gt=0, le=1)
+    MEMORY_IMPORTANCE_HALF_LIFE_DAYS: float = Field(default=90.0, gt=0, le=36_500)
 
     # --- admin sign-in -------------------------------------------------------------------------
     ADMIN_LOGIN_FAILURE_LIMIT: int = Field(default=5, ge=0, le=1000)

@@ -224,6 +224,9 @@ SPECTACULAR_SETTINGS = {
         "KnowledgeBaseStatusEnum": "rag.models.KnowledgeBase.Status",
         "DocumentStatusEnum": "rag.models.Document.Status",
         "ChunkingStrategyEnum": "rag.models.KnowledgeBase.Chunking",
+        "MemoryTierEnum": "memory.selectors.router.TIERS",
+        "MemoryWritableTierEnum": "memory.services.router.WRITABLE_TIERS",
+        "MemoryEntryTypeEnum": "memory.models.MemoryEntry.EntryType",
     },
 }
 
@@ -268,6 +271,10 @@ SHORT_TERM_MAX_VALUE_BYTES = ENV.SHORT_TERM_MAX_VALUE_BYTES
 POOL_MAX_BYTES = ENV.POOL_MAX_BYTES
 POOL_EVENT_RETENTION = timedelta(days=ENV.POOL_EVENT_RETENTION_DAYS)
 MEMORY_RECENCY_HALF_LIFE_DAYS = ENV.MEMORY_RECENCY_HALF_LIFE_DAYS
+MEMORY_PROMOTION_MIN_ACCESSES = ENV.MEMORY_PROMOTION_MIN_ACCESSES
+MEMORY_DEDUP_SIMILARITY = ENV.MEMORY_DEDUP_SIMILARITY
+MEMORY_ROT_STALENESS = ENV.MEMORY_ROT_STALENESS
+MEMORY_IMPORTANCE_HALF_LIFE_DAYS = ENV.MEMORY_IMPORTANCE_HALF_LIFE_DAYS
 
 # --- logging -------------------------------------------------------------------------------------
 LOGGING: dict[str, Any] = {

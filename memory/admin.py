@@ -18,6 +18,7 @@ from core.admin_base import AccountScopedAdmin, AccountScopedTabularInline
 from memory import services
 from memory.models import MemoryPool, MemoryPoolEvent, MemoryPoolGrant, ShortTermEntry
 from memory.roles import MANAGE_MEMORY
+from memory.services import consolidation
 
 JSON_EDITOR = forms.Textarea(attrs={"rows": 20, "cols": 100, "style": "font-family: monospace"})
 
@@ -84,7 +85,7 @@ class ShortTermEntryAdmin(AccountScopedAdmin):
         "updated_at",
     ]
     fields = [*readonly_fields[:4], "memory_type", "value", *readonly_fields[4:]]
-    actions = ["refresh_ttl"]
+    actions = ["refresh_ttl", "run_consolidation"]
 
     @admin.display(description="value")
     def value_preview(self, obj: ShortTermEntry) -> str:
@@ -113,6 +114,21 @@ class ShortTermEntryAdmin(AccountScopedAdmin):
             lambda entry: services.short_term_entry_refresh(actor=actor, entry=entry),
             "Refreshed",
         )
+
+    @admin.action(
+        description="Run memory consolidation now (for the selected entries' accounts)",
+        permissions=["change"],
+    )
+    def run_consolidation(self, request: HttpRequest, queryset: QuerySet[ShortTermEntry]) -> None:
+        actor = self.actor(request)
+        for account_id in sorted(set(queryset.values_list("account_id", flat=True))):
+            actor.require(account_id, MANAGE_MEMORY)
+            report = consolidation.consolidate(account_id=account_id)
+            summary = "; ".join(
+                f"{job}: " + ", ".join(f"{name} {n}" for name, n in counts.items())
+                for job, counts in report.items()
+            )
+            self.message_user(request, f"Consolidation of account {account_id}: {summary}")
 
 
 class MemoryPoolGrantInline(AccountScopedTabularInline):

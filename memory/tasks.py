@@ -8,6 +8,7 @@ from celery import shared_task
 
 from core.jobs import PeriodicJob, job_run
 from memory import services
+from memory.services import consolidation
 
 PERIODIC_JOBS = [
     PeriodicJob(
@@ -39,4 +40,58 @@ def prune_short_term(self, dry_run: bool = False) -> dict[str, int]:  # type: ig
 def prune_pools(self, dry_run: bool = False) -> dict[str, int]:  # type: ignore[no-untyped-def]
     with job_run("memory.prune_pools", task_id=self.request.id or "") as run:
         run.counts = services.pools_prune_expired(dry_run=dry_run)
+    return run.counts
+
+
+# --- consolidation (seed 000's schedule: decay 3:45, consolidation and rot 4:00, daily UTC) -----
+
+PERIODIC_JOBS += [
+    PeriodicJob(
+        name="memory.consolidate",
+        task="memory.tasks.consolidate",
+        description="Promote short-term entries read MEMORY_PROMOTION_MIN_ACCESSES times to "
+        "long-term memory, delete expired short-term entries, merge near-duplicate long-term "
+        "entries (MEMORY_DEDUP_SIMILARITY).",
+        crontab="0 4 * * *",
+        expires_seconds=3 * 3600,
+    ),
+    PeriodicJob(
+        name="memory.rot",
+        task="memory.tasks.rot",
+        description="Archive long-term entries whose staleness reaches MEMORY_ROT_STALENESS.",
+        crontab="0 4 * * *",
+        expires_seconds=3 * 3600,
+    ),
+    PeriodicJob(
+        name="memory.importance_decay",
+        task="memory.tasks.importance_decay",
+        description="Decay the importance of unused long-term entries "
+        "(MEMORY_IMPORTANCE_HALF_LIFE_DAYS).",
+        crontab="45 3 * * *",
+        expires_seconds=3 * 3600,
+    ),
+]
+
+
+@shared_task(bind=True, time_limit=3600, soft_time_limit=3300, acks_late=True)
+def consolidate(self, dry_run: bool = False) -> dict[str, int]:  # type: ignore[no-untyped-def]
+    with job_run("memory.consolidate", task_id=self.request.id or "") as run:
+        run.counts = consolidation.consolidate_all(
+            jobs=(consolidation.PROMOTE, consolidation.PRUNE, consolidation.DEDUP),
+            dry_run=dry_run,
+        )
+    return run.counts
+
+
+@shared_task(bind=True, time_limit=3600, soft_time_limit=3300, acks_late=True)
+def rot(self, dry_run: bool = False) -> dict[str, int]:  # type: ignore[no-untyped-def]
+    with job_run("memory.rot", task_id=self.request.id or "") as run:
+        run.counts = consolidation.consolidate_all(jobs=(consolidation.ROT,), dry_run=dry_run)
+    return run.counts
+
+
+@shared_task(bind=True, time_limit=3600, soft_time_limit=3300, acks_late=True)
+def importance_decay(self, dry_run: bool = False) -> dict[str, int]:  # type: ignore[no-untyped-def]
+    with job_run("memory.importance_decay", task_id=self.request.id or "") as run:
+        run.counts = consolidation.consolidation_decay(dry_run=dry_run)
     return run.counts

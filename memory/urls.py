@@ -6,12 +6,18 @@ operations whose path segment starts with ``_`` can never be taken for a key or 
 
 from django.urls import path
 
-from memory.apis import pools, short_term, working
+from memory.apis import pools, router, short_term, working
 from memory.converters import register
 
 register()
 
 urlpatterns = [
+    # --- the router across tiers, and consolidation ----------------------------------------
+    path("search", router.MemorySearchApi.as_view(), name="memory-search"),
+    path("read", router.MemoryReadApi.as_view(), name="memory-read"),
+    path("write", router.MemoryWriteApi.as_view(), name="memory-write"),
+    path("stats", router.MemoryStatsApi.as_view(), name="memory-stats"),
+    path("consolidate", router.MemoryConsolidateApi.as_view(), name="memory-consolidate"),
     # --- working memory (Redis) ------------------------------------------------------------
     path("working/_inbox", working.WorkingInboxApi.as_view(), name="working-inbox"),
     path(

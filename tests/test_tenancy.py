@@ -236,6 +236,25 @@ CASES.update(
         "memory_pool_grant_revoke": Case(_named()),
         "memory_pool_events": Case(_named()),
         "memory_workflow_run_expire": Case(_named()),
+        # The router: sessions and keys are the caller's own names; searching, reading and
+        # counting the intruder's find nothing, like missing ones.
+        "memory_search": Case(
+            lambda t: ("", {"query": "note", "filters": {"session_id": t.session_id}}, None)  # type: ignore[union-attr]
+        ),
+        "memory_read": Case(
+            lambda t: ("", {"key": t.memory_key, "session_id": t.session_id}, None)  # type: ignore[union-attr]
+        ),
+        "memory_write": Case(
+            lambda t: (
+                "",
+                {"key": t.memory_key, "value": 1, "tier": "short_term", "session_id": t.session_id},  # type: ignore[union-attr]
+                None,
+            ),
+            names_ids=False,
+            intruder_names=True,
+        ),
+        "memory_stats": Case(lambda t: ("", None, {"session_id": t.session_id})),  # type: ignore[union-attr]
+        "memory_consolidate": Case(lambda t: ("", {}, None), names_ids=False),
     }
 )
 

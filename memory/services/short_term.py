@@ -391,13 +391,16 @@ def short_term_delete(*, actor: Actor, entry: ShortTermEntry) -> None:
 
 
 def short_term_prune_expired(
-    *, dry_run: bool = False, batch_size: int | None = None
+    *, dry_run: bool = False, batch_size: int | None = None, account_id: int | None = None
 ) -> dict[str, int]:
     """Delete expired entries, ``batch_size`` per transaction (oldest expiry first, along the
     ``expires_at`` index). An entry refreshed or replaced meanwhile is live again and kept: the
-    DELETE checks the expiry itself. A dry run counts what a run would delete."""
+    DELETE checks the expiry itself. A dry run counts what a run would delete. ``account_id``:
+    only that account's entries (consolidation run for one account)."""
     now = timezone.now()
     expired = ShortTermEntry.objects.filter(expires_at__lte=now)
+    if account_id is not None:
+        expired = expired.filter(account_id=account_id)
     if dry_run:
         return {"entries": expired.count(), "dry_run": 1}
     batch_size = batch_size or PRUNE_BATCH

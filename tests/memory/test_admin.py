@@ -16,7 +16,7 @@ from core import services as core_services
 from core.actors import actor_for_agent
 from core.models import AuditEvent
 from memory import services
-from memory.models import MemoryPool, MemoryPoolGrant, ShortTermEntry
+from memory.models import MemoryEntry, MemoryPool, MemoryPoolGrant, ShortTermEntry
 from tests.conftest import AuthedAgent
 from tests.factories import AgentFactory, UserFactory
 
@@ -186,3 +186,20 @@ def test_a_non_finite_number_typed_in_the_admin_is_a_form_error(agent_client: Au
     )
     assert MemoryPool.objects.get(pk=pool.pk).data == {"a": 1}
     assert ShortTermEntry.objects.get(pk=entry.pk).value == 1
+
+
+def test_run_consolidation_now_shows_the_report(agent_client: AuthedAgent) -> None:
+    actor = actor_for_agent(agent_client.agent)
+    entry, _ = services.short_term_put(actor=actor, session_id="s1", key="k", value="kept fact")
+    for _ in range(3):
+        services.short_term_read(actor=actor, session_id="s1", key="k")
+    _, reviewer = person(agent_client, "reviewer")
+    _, operator = person(agent_client, "operator")
+    changelist = reverse("admin:memory_shorttermentry_changelist")
+    form = {"action": "run_consolidation", "_selected_action": [entry.pk]}
+    reviewer.post(changelist, form)
+    assert not MemoryEntry.objects.exists()  # reviewers may not run it
+    page = operator.post(changelist, form, follow=True)
+    assert page.status_code == 200
+    assert "promote: candidates 1, promoted 1" in page.content.decode()
+    assert MemoryEntry.objects.get().metadata["key"] == "k"

@@ -1,0 +1,220 @@
+"""The memory router: ``/api/v1/memory/search``, ``read``, ``write``, ``stats`` and
+``consolidate`` across the tiers (docs/memory.md, "Router" and "Consolidation")."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from core import serializers as strict
+from core.permissions import request_actor
+from core.views import ApiView
+from memory.apis.common import TTL_HELP, validated
+from memory.models import MemoryEntry, ShortTermEntry
+from memory.selectors import router as router_selectors
+from memory.services import consolidation
+from memory.services import router as router_services
+
+TIER_STATUS = serializers.DictField(
+    child=serializers.CharField(),
+    help_text="Each tier searched: ok, unavailable (its store is down: skipped) or skipped "
+    "(working memory without filters.session_id).",
+)
+
+
+class MemoryFiltersInput(strict.InputSerializer):
+    session_id = serializers.CharField(
+        required=False, help_text="Working memory (searched only with it) and short-term memory."
+    )
+    context_ids = serializers.ListField(child=serializers.IntegerField(), required=False)
+    entry_types = serializers.ListField(
+        child=serializers.ChoiceField(choices=MemoryEntry.EntryType.choices), required=False
+    )
+    memory_types = serializers.ListField(
+        child=serializers.ChoiceField(
+            choices=sorted({*MemoryEntry.MemoryType.values, *ShortTermEntry.MemoryType.values})
+        ),
+        required=False,
+    )
+    tags_any = serializers.ListField(child=serializers.CharField(), required=False)
+    pool_ids = serializers.ListField(child=serializers.CharField(), required=False)
+
+
+class MemoryHitOutput(serializers.Serializer):
+    id = serializers.CharField(help_text="The entry id (long- and short-term), key or pool id.")
+    tier = serializers.ChoiceField(choices=router_selectors.TIERS)
+    score = serializers.FloatField()
+    components = serializers.DictField(child=serializers.FloatField())
+    content = serializers.JSONField(allow_null=True, help_text="Text or JSON.")
+    key = serializers.CharField()
+    session_id = serializers.CharField()
+    context_id = serializers.IntegerField(allow_null=True)
+    pool_id = serializers.CharField()
+    details = serializers.DictField(source="extra")
+
+
+class MemorySearchApi(ApiView):
+    """Search every tier the caller may read; hits best score first, each with its tier."""
+
+    required_scope = "read"
+
+    class InputSerializer(strict.InputSerializer):
+        query = serializers.CharField()
+        tiers = serializers.ListField(
+            child=serializers.ChoiceField(choices=router_selectors.TIERS), required=False
+        )
+        top_k = serializers.IntegerField(default=10, min_value=1, max_value=100)
+        threshold = serializers.FloatField(required=False, min_value=0, max_value=1)
+        filters = MemoryFiltersInput(required=False)
+
+    class OutputSerializer(serializers.Serializer):
+        results = MemoryHitOutput(many=True)
+        tiers = TIER_STATUS
+
+    @extend_schema(
+        operation_id="memory_search", request=InputSerializer, responses=OutputSerializer
+    )
+    def post(self, request: Request) -> Response:
+        data = validated(self.InputSerializer, request)
+        raw = data.get("filters") or {}
+        filters = router_selectors.RouterFilters(
+            session_id=raw.get("session_id", ""),
+            context_ids=tuple(raw.get("context_ids", ())),
+            entry_types=tuple(raw.get("entry_types", ())),
+            memory_types=tuple(raw.get("memory_types", ())),
+            tags_any=tuple(raw.get("tags_any", ())),
+            pool_ids=tuple(raw.get("pool_ids", ())),
+        )
+        result = router_selectors.memory_search(
+            actor=request_actor(request),
+            query=data["query"],
+            tiers=data.get("tiers"),
+            top_k=data["top_k"],
+            threshold=data.get("threshold"),
+            filters=filters,
+        )
+        return Response(self.OutputSerializer(result).data)
+
+
+class RoutedOutput(serializers.Serializer):
+    tier = serializers.CharField()
+    key = serializers.CharField()
+    value = serializers.JSONField(allow_null=True)
+    session_id = serializers.CharField()
+    entry_id = serializers.IntegerField(allow_null=True)
+    context_id = serializers.IntegerField(allow_null=True)
+    version = serializers.IntegerField(allow_null=True)
+    tiers = TIER_STATUS
+
+
+class MemoryReadApi(ApiView):
+    """Read a key from the nearest tier holding it: working, short-term (in ``session_id``),
+    then long-term memory. 404 ``memory_key_not_found`` when none does."""
+
+    required_scope = "read"
+
+    class InputSerializer(strict.InputSerializer):
+        key = serializers.CharField()
+        session_id = serializers.CharField(required=False, default="")
+
+    @extend_schema(operation_id="memory_read", request=InputSerializer, responses=RoutedOutput)
+    def post(self, request: Request) -> Response:
+        data = validated(self.InputSerializer, request)
+        found = router_services.memory_read(
+            actor=request_actor(request), key=data["key"], session_id=data["session_id"]
+        )
+        return Response(RoutedOutput(found).data)
+
+
+class MemoryWriteApi(ApiView):
+    """Write a key to the tier named (working and short-term need ``session_id``)."""
+
+    class InputSerializer(strict.InputSerializer):
+        key = serializers.CharField()
+        value = serializers.JSONField(allow_null=True)
+        tier = serializers.ChoiceField(choices=router_services.WRITABLE_TIERS)
+        session_id = serializers.CharField(required=False, default="")
+        ttl = serializers.IntegerField(required=False, help_text=TTL_HELP)
+        memory_type = serializers.ChoiceField(
+            choices=ShortTermEntry.MemoryType.choices, required=False, help_text="Short-term."
+        )
+        context_id = serializers.IntegerField(
+            required=False, help_text="Long-term: default the agent's own context."
+        )
+        entry_type = serializers.ChoiceField(
+            choices=MemoryEntry.EntryType.choices, default=MemoryEntry.EntryType.FACT
+        )
+        importance = serializers.FloatField(default=0.5, min_value=0, max_value=1)
+
+    @extend_schema(operation_id="memory_write", request=InputSerializer, responses=RoutedOutput)
+    def post(self, request: Request) -> Response:
+        data = validated(self.InputSerializer, request)
+        written = router_services.memory_write(
+            actor=request_actor(request),
+            key=data["key"],
+            value=data["value"],
+            tier=data["tier"],
+            session_id=data["session_id"],
+            ttl=data.get("ttl"),
+            memory_type=data.get("memory_type", ""),
+            context_id=data.get("context_id"),
+            entry_type=data["entry_type"],
+            importance=data["importance"],
+        )
+        return Response(RoutedOutput(written).data)
+
+
+class MemoryStatsApi(ApiView):
+    """Counts of every tier for the caller (working memory: of ``session_id``, when given)."""
+
+    class FilterSerializer(strict.FilterSerializer):
+        session_id = serializers.CharField(required=False, default="")
+
+    class OutputSerializer(serializers.Serializer):
+        working = serializers.DictField()
+        short_term = serializers.DictField()
+        long_term = serializers.DictField()
+        shared = serializers.DictField()
+
+    @extend_schema(
+        operation_id="memory_stats", parameters=[FilterSerializer], responses=OutputSerializer
+    )
+    def get(self, request: Request) -> Response:
+        stats = router_selectors.memory_stats(
+            actor=request_actor(request), session_id=self.filters.get("session_id", "")
+        )
+        return Response(self.OutputSerializer(stats).data)
+
+
+class MemoryConsolidateApi(ApiView):
+    """Run consolidation for the caller's account now (admin scope) and answer its report;
+    ``dry_run`` counts without changing anything."""
+
+    required_scope = "admin"
+
+    class InputSerializer(strict.InputSerializer):
+        dry_run = serializers.BooleanField(default=False)
+        jobs = serializers.ListField(
+            child=serializers.ChoiceField(choices=consolidation.JOBS), required=False
+        )
+
+    class OutputSerializer(serializers.Serializer):
+        dry_run = serializers.BooleanField()
+        report = serializers.DictField(
+            child=serializers.DictField(child=serializers.IntegerField())
+        )
+
+    @extend_schema(
+        operation_id="memory_consolidate", request=InputSerializer, responses=OutputSerializer
+    )
+    def post(self, request: Request) -> Response:
+        data = validated(self.InputSerializer, request)
+        report = consolidation.consolidate_for(
+            actor=request_actor(request), jobs=data.get("jobs"), dry_run=data["dry_run"]
+        )
+        body: dict[str, Any] = {"dry_run": data["dry_run"], "report": report}
+        return Response(self.OutputSerializer(body).data)

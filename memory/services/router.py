@@ -1,0 +1,219 @@
+"""The memory router's writes: read a key from the nearest tier that has it, write a key to a
+named tier (docs/memory.md, "Router").
+
+``memory_read`` looks in working memory, then short-term memory (both in ``session_id``), then
+long-term memory (the newest current entry carrying the key in its metadata, in the contexts the
+agent may read): the first tier that has the key answers. A tier whose store is down is passed
+over and reported ``unavailable``. ``memory_write`` writes to the tier named; long-term writes go
+to the agent's own context (``agent_context_ensure``) unless ``context_id`` names another it may
+write, and writing a key already there writes a new version of that entry.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db import IntegrityError
+
+from core.actors import Actor, actor_for_agent
+from core.errors import Conflict, NotFound, ValidationFailed
+from core.models import Agent
+from memory import names
+from memory.context_access import visible_contexts
+from memory.errors import MemoryUnavailable
+from memory.models import MemoryContext, MemoryEntry
+from memory.selectors.long_term import context_get
+from memory.selectors.router import (
+    LONG_TERM,
+    OK,
+    SHORT_TERM,
+    SKIPPED,
+    UNAVAILABLE,
+    WORKING,
+    text_of,
+)
+from memory.selectors.working import working_retrieve
+from memory.services import long_term as ltm
+from memory.services.short_term import short_term_put, short_term_read
+from memory.services.working import acting_agent, working_store
+
+WRITABLE_TIERS = (WORKING, SHORT_TERM, LONG_TERM)
+
+
+@dataclass
+class RoutedValue:
+    tier: str
+    key: str
+    value: Any
+    session_id: str = ""
+    entry_id: int | None = None
+    context_id: int | None = None
+    version: int | None = None
+    tiers: dict[str, str] = field(default_factory=dict)
+
+
+def agent_context_name(agent: Agent) -> str:
+    return f"agent-{agent.pk}-memory"
+
+
+def agent_context_ensure(agent: Agent) -> MemoryContext:
+    """The agent's own long-term context (``agent_memory``, scope ``agent``), created the first
+    time something is promoted or written there. A context of that name owned by someone else
+    (people may name contexts freely) is 409 ``context_name_taken``."""
+    name = agent_context_name(agent)
+    context = MemoryContext.objects.filter(account_id=agent.account_id, name=name).first()
+    if context is None:
+        try:
+            context = ltm.context_create(
+                actor=actor_for_agent(agent),
+                name=name,
+                context_type=MemoryContext.ContextType.AGENT_MEMORY,
+                description=f"{agent.name}'s memory: promotions from short-term memory and "
+                "router writes.",
+                metadata={"agent_id": agent.pk},
+            )
+        except (Conflict, IntegrityError):
+            context = MemoryContext.objects.get(account_id=agent.account_id, name=name)
+    if context.owner_id != agent.pk:
+        raise Conflict(f"The context {name!r} belongs to someone else.", code="context_name_taken")
+    return context
+
+
+def _long_term_by_key(actor: Actor, key: str, context_id: int | None = None) -> MemoryEntry | None:
+    entries = MemoryEntry.objects.filter(
+        context__in=visible_contexts(actor).values("pk"),
+        is_current=True,
+        archived_at__isnull=True,
+        metadata__key=key,
+    )
+    if context_id is not None:
+        entries = entries.filter(context_id=context_id)
+    return entries.order_by("-created_at", "-id").first()
+
+
+def memory_read(*, actor: Actor, key: str, session_id: str = "") -> RoutedValue:
+    """The value of ``key`` from the nearest tier holding it: working memory, short-term memory
+    (in ``session_id``; a short-term read counts an access), then long-term memory. 404
+    ``memory_key_not_found`` when no tier has it."""
+    acting_agent(actor)
+    names.check_key(key)
+    if session_id:
+        names.check_session_id(session_id)
+    status: dict[str, str] = {}
+    if session_id:
+        try:
+            found = working_retrieve(actor=actor, session_id=session_id, key=key)
+            status[WORKING] = OK
+            return RoutedValue(WORKING, key, found.value, session_id=session_id, tiers=status)
+        except MemoryUnavailable:
+            status[WORKING] = UNAVAILABLE
+        except NotFound:
+            status[WORKING] = OK
+        try:
+            entry = short_term_read(actor=actor, session_id=session_id, key=key)
+            status[SHORT_TERM] = OK
+            return RoutedValue(
+                SHORT_TERM, key, entry.value, session_id=session_id, entry_id=entry.pk, tiers=status
+            )
+        except NotFound:
+            status[SHORT_TERM] = OK
+    else:
+        status[WORKING] = status[SHORT_TERM] = SKIPPED
+    status[LONG_TERM] = OK
+    long_term = _long_term_by_key(actor, key)
+    if long_term is None:
+        raise NotFound(
+            "No tier holds this key.", code="memory_key_not_found", details={"tiers": status}
+        )
+    return RoutedValue(
+        LONG_TERM,
+        key,
+        long_term.content if long_term.content else long_term.data,
+        session_id=str(long_term.metadata.get("session_id", "")),
+        entry_id=long_term.pk,
+        context_id=long_term.context_id,
+        version=long_term.version,
+        tiers=status,
+    )
+
+
+def memory_write(
+    *,
+    actor: Actor,
+    key: str,
+    value: Any,
+    tier: str,
+    session_id: str = "",
+    ttl: int | None = None,
+    memory_type: str = "",
+    context_id: int | None = None,
+    entry_type: str = MemoryEntry.EntryType.FACT,
+    importance: float = 0.5,
+) -> RoutedValue:
+    """Write ``value`` under ``key`` to ``tier``. Working and short-term memory need
+    ``session_id`` (and take ``ttl``; short-term also ``memory_type``). Long-term memory writes
+    an entry (text values as its content, other JSON as its data, the key in its metadata) to
+    ``context_id`` or the agent's own context; a current entry with the key there gets a new
+    version instead."""
+    agent = acting_agent(actor)
+    names.check_key(key)
+    if tier not in WRITABLE_TIERS:
+        raise ValidationFailed(
+            "Unknown memory tier to write.",
+            code="invalid_tier",
+            details={"choices": list(WRITABLE_TIERS)},
+        )
+    if tier in (WORKING, SHORT_TERM):
+        if not session_id:
+            raise ValidationFailed(
+                f"Writing to {tier} memory needs session_id.", code="session_required"
+            )
+        if tier == WORKING:
+            working_store(actor=actor, session_id=session_id, key=key, value=value, ttl=ttl)
+            return RoutedValue(WORKING, key, value, session_id=session_id)
+        extra = {"memory_type": memory_type} if memory_type else {}
+        entry, _ = short_term_put(
+            actor=actor, session_id=session_id, key=key, value=value, ttl=ttl, **extra
+        )
+        return RoutedValue(SHORT_TERM, key, value, session_id=session_id, entry_id=entry.pk)
+    if session_id:
+        names.check_session_id(session_id)
+    context = (
+        context_get(actor, context_id, write=True)
+        if context_id is not None
+        else agent_context_ensure(agent)
+    )
+    is_text = isinstance(value, str)
+    content, data = (value, None) if is_text else (text_of(value), value)
+    metadata = {"key": key, **({"session_id": session_id} if session_id else {})}
+    existing = _long_term_by_key(actor, key, context.pk)
+    if existing is not None:
+        written = ltm.entry_update(
+            actor=actor,
+            entry=existing,
+            fields={"content": content, "data": data, "importance": importance},
+        )
+    else:
+        (written,) = ltm.entries_write(
+            actor=actor,
+            context=context,
+            items=[
+                ltm.EntryInput(
+                    content=content,
+                    data=data,
+                    entry_type=entry_type,
+                    metadata=metadata,
+                    importance=importance,
+                )
+            ],
+        )
+    return RoutedValue(
+        LONG_TERM,
+        key,
+        value,
+        session_id=session_id,
+        entry_id=written.pk,
+        context_id=context.pk,
+        version=written.version,
+    )

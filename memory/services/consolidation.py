@@ -37,7 +37,6 @@ from core.models import Account, Agent
 from memory.models import MemoryContext, MemoryEntry, ShortTermEntry
 from memory.roles import MANAGE_MEMORY
 from memory.services import long_term as ltm
-from memory.services.router import agent_context_ensure
 from memory.services.short_term import short_term_prune_expired
 
 PROMOTE, PRUNE, DEDUP, ROT, DECAY = "promote", "prune", "dedup", "rot", "decay"
@@ -154,7 +153,7 @@ def consolidation_promote(*, account_id: int, dry_run: bool = False) -> dict[str
     agents = Agent.objects.in_bulk(list(by_agent))
     for agent_id, entries in by_agent.items():
         agent = agents[agent_id]
-        context = agent_context_ensure(agent)
+        context = ltm.agent_memory_context(actor=actor_for_agent(agent))
         if context.is_archived:
             continue
         for start in range(0, len(entries), ltm.MAX_BATCH):

@@ -136,24 +136,28 @@ def context_create(
 
 def agent_memory_context(*, actor: Actor) -> MemoryContext:
     """The calling agent's own long-term memory (scope agent, type agent_memory), created on
-    first use: where an entry goes when its writer names no context."""
+    first use: where an entry goes when its writer names no context, and where promotions from
+    short-term memory go. A context of that name owned by someone else (people may name
+    contexts freely) is 409 ``context_name_taken``."""
     if actor.agent is None:
         raise ValidationFailed(
             "Name a context: only an agent has a memory of its own.", code="context_required"
         )
     agent = actor.agent
     name = f"agent:{agent.pk}"
-    existing = MemoryContext.objects.filter(account_id=agent.account_id, name=name).first()
-    if existing is not None:
-        return existing
-    try:
-        return context_create(
-            actor=actor,
-            name=name,
-            description=f"The long-term memory of agent {agent.name}.",
-        )
-    except Conflict:  # created by a concurrent first write
-        return MemoryContext.objects.get(account_id=agent.account_id, name=name)
+    context = MemoryContext.objects.filter(account_id=agent.account_id, name=name).first()
+    if context is None:
+        try:
+            context = context_create(
+                actor=actor,
+                name=name,
+                description=f"The long-term memory of agent {agent.name}.",
+            )
+        except Conflict:  # created by a concurrent first write
+            context = MemoryContext.objects.get(account_id=agent.account_id, name=name)
+    if context.owner_id != agent.pk:
+        raise Conflict(f"The context {name!r} belongs to someone else.", code="context_name_taken")
+    return context
 
 
 def context_update(

@@ -14,15 +14,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db import IntegrityError
-
-from core.actors import Actor, actor_for_agent
-from core.errors import Conflict, NotFound, ValidationFailed
-from core.models import Agent
+from core.actors import Actor
+from core.errors import NotFound, ValidationFailed
 from memory import names
 from memory.context_access import visible_contexts
 from memory.errors import MemoryUnavailable
-from memory.models import MemoryContext, MemoryEntry
+from memory.models import MemoryEntry
 from memory.selectors.long_term import context_get
 from memory.selectors.router import (
     LONG_TERM,
@@ -51,33 +48,6 @@ class RoutedValue:
     context_id: int | None = None
     version: int | None = None
     tiers: dict[str, str] = field(default_factory=dict)
-
-
-def agent_context_name(agent: Agent) -> str:
-    return f"agent-{agent.pk}-memory"
-
-
-def agent_context_ensure(agent: Agent) -> MemoryContext:
-    """The agent's own long-term context (``agent_memory``, scope ``agent``), created the first
-    time something is promoted or written there. A context of that name owned by someone else
-    (people may name contexts freely) is 409 ``context_name_taken``."""
-    name = agent_context_name(agent)
-    context = MemoryContext.objects.filter(account_id=agent.account_id, name=name).first()
-    if context is None:
-        try:
-            context = ltm.context_create(
-                actor=actor_for_agent(agent),
-                name=name,
-                context_type=MemoryContext.ContextType.AGENT_MEMORY,
-                description=f"{agent.name}'s memory: promotions from short-term memory and "
-                "router writes.",
-                metadata={"agent_id": agent.pk},
-            )
-        except (Conflict, IntegrityError):
-            context = MemoryContext.objects.get(account_id=agent.account_id, name=name)
-    if context.owner_id != agent.pk:
-        raise Conflict(f"The context {name!r} belongs to someone else.", code="context_name_taken")
-    return context
 
 
 def _long_term_by_key(actor: Actor, key: str, context_id: int | None = None) -> MemoryEntry | None:
@@ -156,7 +126,7 @@ def memory_write(
     an entry (text values as its content, other JSON as its data, the key in its metadata) to
     ``context_id`` or the agent's own context; a current entry with the key there gets a new
     version instead."""
-    agent = acting_agent(actor)
+    acting_agent(actor)
     names.check_key(key)
     if tier not in WRITABLE_TIERS:
         raise ValidationFailed(
@@ -182,7 +152,7 @@ def memory_write(
     context = (
         context_get(actor, context_id, write=True)
         if context_id is not None
-        else agent_context_ensure(agent)
+        else ltm.agent_memory_context(actor=actor)
     )
     is_text = isinstance(value, str)
     content, data = (value, None) if is_text else (text_of(value), value)

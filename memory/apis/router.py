@@ -41,7 +41,15 @@ class MemoryFiltersInput(strict.InputSerializer):
         required=False,
     )
     tags_any = serializers.ListField(child=serializers.CharField(), required=False)
-    pool_ids = serializers.ListField(child=serializers.CharField(), required=False)
+    pool_ids = serializers.ListField(
+        child=serializers.CharField(), required=False, help_text="Shared pools only."
+    )
+    occurred_from = serializers.DateTimeField(
+        required=False, help_text="Long-term entries that happened at or after this time."
+    )
+    occurred_to = serializers.DateTimeField(
+        required=False, help_text="Long-term entries that happened at or before this time."
+    )
 
 
 class MemoryHitOutput(serializers.Serializer):
@@ -88,6 +96,8 @@ class MemorySearchApi(ApiView):
             memory_types=tuple(raw.get("memory_types", ())),
             tags_any=tuple(raw.get("tags_any", ())),
             pool_ids=tuple(raw.get("pool_ids", ())),
+            occurred_from=raw.get("occurred_from"),
+            occurred_to=raw.get("occurred_to"),
         )
         result = router_selectors.memory_search(
             actor=request_actor(request),

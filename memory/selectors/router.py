@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from django.db.models import Count, Q, Sum
@@ -51,6 +52,19 @@ class RouterFilters:
     memory_types: tuple[str, ...] = ()  # long-term memory types and short-term memory types
     tags_any: tuple[str, ...] = ()
     pool_ids: tuple[str, ...] = ()
+    occurred_from: datetime | None = None
+    occurred_to: datetime | None = None
+
+    @property
+    def long_term_only(self) -> bool:
+        """Filters only long-term entries have fields for: the other tiers cannot match them."""
+        return bool(
+            self.context_ids
+            or self.entry_types
+            or self.tags_any
+            or self.occurred_from
+            or self.occurred_to
+        )
 
 
 @dataclass
@@ -157,6 +171,8 @@ def _long_term_hits(
     actor: Actor, query: str, top_k: int, filters: RouterFilters, threshold: float | None
 ) -> list[RouterHit]:
     long_term_types = tuple(t for t in filters.memory_types if t in MemoryEntry.MemoryType.values)
+    if filters.memory_types and not long_term_types:
+        return []  # only short-term memory types asked for
     found, _ = long_term_search(
         actor=actor,
         query=query,
@@ -167,6 +183,8 @@ def _long_term_hits(
             entry_types=filters.entry_types,
             memory_types=long_term_types,
             tags_any=filters.tags_any,
+            occurred_from=filters.occurred_from,
+            occurred_to=filters.occurred_to,
         ),
     )
     return [
@@ -236,6 +254,13 @@ def memory_search(
     hits: list[RouterHit] = []
     for tier in TIERS:
         if tier not in chosen:
+            continue
+        if (
+            (filters.long_term_only and tier != LONG_TERM)
+            or (filters.pool_ids and tier != SHARED)
+            or (filters.memory_types and tier not in (SHORT_TERM, LONG_TERM))
+        ):
+            status[tier] = SKIPPED  # filtered on fields this tier does not have
             continue
         if tier == WORKING:
             if not filters.session_id:

@@ -221,3 +221,40 @@ def test_stats_count_every_tier(
     assert body["shared"]["bytes"] > 0
     stranger = make_agent_client().client.get(f"{BASE}/stats").json()
     assert stranger["short_term"]["entries"] == 0 and stranger["long_term"]["contexts"] == 0
+
+
+def test_long_term_filters_leave_out_tiers_without_those_fields(agent_client: AuthedAgent) -> None:
+    seed_tiers(agent_client)
+    for when, text in (("2023-05-08T10:00:00Z", "May deploy"), ("2024-01-02T10:00:00Z", "Jan")):
+        entry = post(
+            agent_client,
+            "write",
+            {"key": f"deploy-{when[:4]}", "value": f"billing deploy {text}", "tier": "long_term"},
+        ).json()
+        MemoryEntry.objects.filter(pk=entry["entry_id"]).update(occurred_at=when)
+    body = post(
+        agent_client,
+        "search",
+        {
+            "query": "billing deploy",
+            "filters": {
+                "session_id": "s1",
+                "occurred_from": "2023-01-01T00:00:00Z",
+                "occurred_to": "2023-12-31T00:00:00Z",
+            },
+        },
+    ).json()
+    assert body["tiers"] == {
+        "working": "skipped",
+        "short_term": "skipped",
+        "long_term": "ok",
+        "shared": "skipped",
+    }
+    assert [hit["key"] for hit in body["results"]] == ["deploy-2023"]
+    # Short-term memory types only: long-term memory has none of them.
+    only_short = post(
+        agent_client,
+        "search",
+        {"query": "billing deploy", "filters": {"memory_types": ["task_context"]}},
+    ).json()
+    assert {hit["tier"] for hit in only_short["results"]} == {"short_term"}

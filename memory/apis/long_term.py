@@ -37,12 +37,12 @@ INT32_MAX = 2**31 - 1
 # --- contexts --------------------------------------------------------------------------------
 
 
-class ContextAccessOutput(serializers.Serializer):
+class MemoryContextAccessOutput(serializers.Serializer):
     read = serializers.BooleanField()
     write = serializers.BooleanField()
 
 
-class ContextOutput(serializers.ModelSerializer[MemoryContext]):
+class MemoryContextOutput(serializers.ModelSerializer[MemoryContext]):
     owner_agent_id = serializers.IntegerField(source="owner_id", allow_null=True)
     team_id = serializers.IntegerField(allow_null=True)
     access = serializers.SerializerMethodField()
@@ -65,14 +65,14 @@ class ContextOutput(serializers.ModelSerializer[MemoryContext]):
             "updated_at",
         ]
 
-    @extend_schema_field(ContextAccessOutput)
+    @extend_schema_field(MemoryContextAccessOutput)
     def get_access(self, context: MemoryContext) -> dict[str, bool]:
         return {"read": True, "write": bool(getattr(context, "can_write", False))}
 
 
 def _context_response(request: Request, context_id: int, code: int = 200) -> Response:
     context = selectors.context_get(request_actor(request), context_id)
-    return Response(ContextOutput(context).data, status=code)
+    return Response(MemoryContextOutput(context).data, status=code)
 
 
 class ContextListCreateApi(ApiView):
@@ -106,7 +106,7 @@ class ContextListCreateApi(ApiView):
     @extend_schema(
         operation_id="memory_contexts_list",
         parameters=[FilterSerializer],
-        responses=ContextOutput(many=True),
+        responses=MemoryContextOutput(many=True),
     )
     def get(self, request: Request) -> Response:
         contexts = selectors.contexts_for(request_actor(request))
@@ -115,12 +115,12 @@ class ContextListCreateApi(ApiView):
         for name in ("context_type", "scope"):
             if self.filters.get(name):
                 contexts = contexts.filter(**{name: self.filters[name]})
-        return paginated_response(self, request, contexts, ContextOutput)
+        return paginated_response(self, request, contexts, MemoryContextOutput)
 
     @extend_schema(
         operation_id="memory_contexts_create",
         request=InputSerializer,
-        responses={201: ContextOutput},
+        responses={201: MemoryContextOutput},
     )
     def post(self, request: Request) -> Response:
         data = validated(self.InputSerializer, request)
@@ -140,12 +140,14 @@ class ContextDetailApi(ApiView):
         description = serializers.CharField(required=False, allow_blank=True)
         metadata = serializers.DictField(required=False)
 
-    @extend_schema(operation_id="memory_context_retrieve", responses=ContextOutput)
+    @extend_schema(operation_id="memory_context_retrieve", responses=MemoryContextOutput)
     def get(self, request: Request, context_id: int) -> Response:
         return _context_response(request, context_id)
 
     @extend_schema(
-        operation_id="memory_context_update", request=UpdateSerializer, responses=ContextOutput
+        operation_id="memory_context_update",
+        request=UpdateSerializer,
+        responses=MemoryContextOutput,
     )
     def patch(self, request: Request, context_id: int) -> Response:
         actor = request_actor(request)
@@ -168,7 +170,9 @@ class ContextArchiveApi(ApiView):
 
     archived = True
 
-    @extend_schema(operation_id="memory_context_archive", request=None, responses=ContextOutput)
+    @extend_schema(
+        operation_id="memory_context_archive", request=None, responses=MemoryContextOutput
+    )
     def post(self, request: Request, context_id: int) -> Response:
         actor = request_actor(request)
         context = selectors.context_get(actor, context_id, write=True)
@@ -181,7 +185,9 @@ class ContextUnarchiveApi(ContextArchiveApi):
 
     archived = False
 
-    @extend_schema(operation_id="memory_context_unarchive", request=None, responses=ContextOutput)
+    @extend_schema(
+        operation_id="memory_context_unarchive", request=None, responses=MemoryContextOutput
+    )
     def post(self, request: Request, context_id: int) -> Response:
         return super().post(request, context_id)
 
@@ -189,7 +195,7 @@ class ContextUnarchiveApi(ContextArchiveApi):
 # --- grants ------------------------------------------------------------------------------------
 
 
-class GrantOutput(serializers.ModelSerializer[MemoryContextGrant]):
+class MemoryContextGrantOutput(serializers.ModelSerializer[MemoryContextGrant]):
     agent_id = serializers.IntegerField()
 
     class Meta:
@@ -207,22 +213,26 @@ class ContextGrantListCreateApi(ApiView):
         agent_id = strict.IdField()
         level = serializers.ChoiceField(choices=MemoryContextGrant.Level.choices)
 
-    @extend_schema(operation_id="memory_context_grants_list", responses=GrantOutput(many=True))
+    @extend_schema(
+        operation_id="memory_context_grants_list", responses=MemoryContextGrantOutput(many=True)
+    )
     def get(self, request: Request, context_id: int) -> Response:
         context = selectors.context_get(request_actor(request), context_id)
-        return paginated_response(self, request, selectors.grants_of(context), GrantOutput)
+        return paginated_response(
+            self, request, selectors.grants_of(context), MemoryContextGrantOutput
+        )
 
     @extend_schema(
         operation_id="memory_context_grant_create",
         request=InputSerializer,
-        responses={201: GrantOutput},
+        responses={201: MemoryContextGrantOutput},
     )
     def post(self, request: Request, context_id: int) -> Response:
         actor = request_actor(request)
         context = selectors.context_get(actor, context_id, write=True)
         data = validated(self.InputSerializer, request)
         grant = services.context_grant(actor=actor, context=context, **data)
-        return Response(GrantOutput(grant).data, status=status.HTTP_201_CREATED)
+        return Response(MemoryContextGrantOutput(grant).data, status=status.HTTP_201_CREATED)
 
 
 class ContextGrantApi(ApiView):
@@ -239,7 +249,7 @@ class ContextGrantApi(ApiView):
 # --- snapshots ---------------------------------------------------------------------------------
 
 
-class SnapshotOutput(serializers.ModelSerializer[MemorySnapshot]):
+class MemorySnapshotOutput(serializers.ModelSerializer[MemorySnapshot]):
     context_id = serializers.IntegerField()
 
     class Meta:
@@ -256,23 +266,25 @@ class ContextSnapshotListCreateApi(ApiView):
         name = serializers.CharField(max_length=200, required=False, default="", allow_blank=True)
 
     @extend_schema(
-        operation_id="memory_context_snapshots_list", responses=SnapshotOutput(many=True)
+        operation_id="memory_context_snapshots_list", responses=MemorySnapshotOutput(many=True)
     )
     def get(self, request: Request, context_id: int) -> Response:
         context = selectors.context_get(request_actor(request), context_id)
-        return paginated_response(self, request, selectors.snapshots_of(context), SnapshotOutput)
+        return paginated_response(
+            self, request, selectors.snapshots_of(context), MemorySnapshotOutput
+        )
 
     @extend_schema(
         operation_id="memory_context_snapshot_create",
         request=InputSerializer,
-        responses={201: SnapshotOutput},
+        responses={201: MemorySnapshotOutput},
     )
     def post(self, request: Request, context_id: int) -> Response:
         actor = request_actor(request)
         context = selectors.context_get(actor, context_id, write=True)
         data = validated(self.InputSerializer, request)
         snapshot = services.snapshot_create(actor=actor, context=context, name=data["name"])
-        return Response(SnapshotOutput(snapshot).data, status=status.HTTP_201_CREATED)
+        return Response(MemorySnapshotOutput(snapshot).data, status=status.HTTP_201_CREATED)
 
 
 class SnapshotRestoreApi(ApiView):
@@ -297,11 +309,11 @@ class SnapshotRestoreApi(ApiView):
 # --- entries -----------------------------------------------------------------------------------
 
 
-class EntryOutput(serializers.ModelSerializer[MemoryEntry]):
+class MemoryEntryOutput(serializers.ModelSerializer[MemoryEntry]):
     context_id = serializers.IntegerField()
     previous_id = serializers.IntegerField(allow_null=True)
     author_agent_id = serializers.IntegerField(source="author_id", allow_null=True)
-    data = serializers.JSONField(allow_null=True)
+    data = serializers.JSONField(allow_null=True)  # type: ignore[assignment]  # a field named "data"
     importance = strict.FiniteFloatField()
     confidence = strict.FiniteFloatField()
 
@@ -335,10 +347,7 @@ class EntryOutput(serializers.ModelSerializer[MemoryEntry]):
         ]
 
 
-UNIT = {"min_value": 0, "max_value": 1}
-
-
-class EntryInput(strict.InputSerializer):
+class MemoryEntryInput(strict.InputSerializer):
     """One entry: ``content`` (text) or ``data`` (any JSON), or both."""
 
     content = serializers.CharField(
@@ -350,7 +359,7 @@ class EntryInput(strict.InputSerializer):
     entry_type = serializers.ChoiceField(
         choices=MemoryEntry.EntryType.choices, default=MemoryEntry.EntryType.FACT
     )
-    source = serializers.ChoiceField(
+    source = serializers.ChoiceField(  # type: ignore[assignment]  # a field named "source"
         choices=MemoryEntry.Source.choices, default=MemoryEntry.Source.AGENT
     )
     memory_type = serializers.ChoiceField(
@@ -372,16 +381,23 @@ class EntryInput(strict.InputSerializer):
     position = serializers.IntegerField(
         required=False, allow_null=True, default=None, min_value=0, max_value=INT32_MAX
     )
-    importance = strict.FiniteFloatField(required=False, default=0.5, **UNIT)
-    confidence = strict.FiniteFloatField(required=False, default=1.0, **UNIT)
+    importance = strict.FiniteFloatField(required=False, default=0.5, min_value=0, max_value=1)
+    confidence = strict.FiniteFloatField(required=False, default=1.0, min_value=0, max_value=1)
 
 
 def _entry_input(data: dict[str, Any]) -> services.EntryInput:
     return services.EntryInput(**data)
 
 
-class EntryBatchInput(strict.InputSerializer):
-    entries = EntryInput(many=True, help_text=f"1 to {services.MAX_BATCH} entries.")
+class MemoryEntryBatchInput(strict.InputSerializer):
+    """``{"entries": [...]}``: 1 to 500 entries, written all or none."""
+
+    entries = serializers.ListField(
+        child=MemoryEntryInput(),
+        min_length=1,
+        max_length=services.MAX_BATCH,
+        help_text=f"1 to {services.MAX_BATCH} entries (else 400 invalid_batch_size).",
+    )
 
     def to_internal_value(self, data: Any) -> Any:
         entries = data.get("entries") if isinstance(data, dict) else None
@@ -395,8 +411,8 @@ class EntryBatchInput(strict.InputSerializer):
         return super().to_internal_value(data)
 
 
-class EntryBatchOutput(serializers.Serializer):
-    entries = EntryOutput(many=True)
+class MemoryEntryBatchOutput(serializers.Serializer):
+    entries = MemoryEntryOutput(many=True)
 
 
 class ContextEntryListCreateApi(ApiView):
@@ -411,7 +427,7 @@ class ContextEntryListCreateApi(ApiView):
     @extend_schema(
         operation_id="memory_context_entries_list",
         parameters=[FilterSerializer],
-        responses=EntryOutput(many=True),
+        responses=MemoryEntryOutput(many=True),
     )
     def get(self, request: Request, context_id: int) -> Response:
         context = selectors.context_get(request_actor(request), context_id)
@@ -420,20 +436,20 @@ class ContextEntryListCreateApi(ApiView):
             include_archived=self.filters.get("include_archived", False),
             entry_type=self.filters.get("entry_type", ""),
         )
-        return paginated_response(self, request, entries, EntryOutput)
+        return paginated_response(self, request, entries, MemoryEntryOutput)
 
     @extend_schema(
         operation_id="memory_context_entry_create",
-        request=EntryInput,
-        responses={201: EntryOutput},
+        request=MemoryEntryInput,
+        responses={201: MemoryEntryOutput},
     )
     def post(self, request: Request, context_id: int) -> Response:
         actor = request_actor(request)
         context = selectors.context_get(actor, context_id, write=True)
-        item = _entry_input(validated(EntryInput, request))
+        item = _entry_input(validated(MemoryEntryInput, request))
         (entry,) = services.entries_write(actor=actor, context=context, items=[item])
         entry.refresh_from_db()
-        return Response(EntryOutput(entry).data, status=status.HTTP_201_CREATED)
+        return Response(MemoryEntryOutput(entry).data, status=status.HTTP_201_CREATED)
 
 
 class ContextEntryBatchApi(ApiView):
@@ -441,17 +457,19 @@ class ContextEntryBatchApi(ApiView):
 
     @extend_schema(
         operation_id="memory_context_entries_batch",
-        request=EntryBatchInput,
-        responses={201: EntryBatchOutput},
+        request=MemoryEntryBatchInput,
+        responses={201: MemoryEntryBatchOutput},
     )
     def post(self, request: Request, context_id: int) -> Response:
         actor = request_actor(request)
         context = selectors.context_get(actor, context_id, write=True)
-        data = validated(EntryBatchInput, request)
+        data = validated(MemoryEntryBatchInput, request)
         items = [_entry_input(dict(item)) for item in data["entries"]]
         written = services.entries_write(actor=actor, context=context, items=items)
         entries = MemoryEntry.objects.filter(pk__in=[e.pk for e in written]).order_by("pk")
-        return Response(EntryBatchOutput({"entries": entries}).data, status=status.HTTP_201_CREATED)
+        return Response(
+            MemoryEntryBatchOutput({"entries": entries}).data, status=status.HTTP_201_CREATED
+        )
 
 
 class EntryDetailApi(ApiView):
@@ -465,7 +483,7 @@ class EntryDetailApi(ApiView):
             required=False, allow_null=True
         )
         entry_type = serializers.ChoiceField(choices=MemoryEntry.EntryType.choices, required=False)
-        source = serializers.ChoiceField(choices=MemoryEntry.Source.choices, required=False)
+        source = serializers.ChoiceField(choices=MemoryEntry.Source.choices, required=False)  # type: ignore[assignment]  # a field named "source"
         memory_type = serializers.ChoiceField(
             choices=MemoryEntry.MemoryType.choices, required=False
         )
@@ -474,23 +492,23 @@ class EntryDetailApi(ApiView):
         )
         metadata = serializers.DictField(required=False)
         occurred_at = serializers.DateTimeField(required=False, allow_null=True)
-        importance = strict.FiniteFloatField(required=False, **UNIT)
-        confidence = strict.FiniteFloatField(required=False, **UNIT)
+        importance = strict.FiniteFloatField(required=False, min_value=0, max_value=1)
+        confidence = strict.FiniteFloatField(required=False, min_value=0, max_value=1)
         expected_version = serializers.IntegerField(
             required=False,
             min_value=1,
             help_text="Change only if this is the current version (else 409 version_conflict).",
         )
 
-    @extend_schema(operation_id="memory_entry_retrieve", responses=EntryOutput)
+    @extend_schema(operation_id="memory_entry_retrieve", responses=MemoryEntryOutput)
     def get(self, request: Request, entry_id: int) -> Response:
         actor = request_actor(request)
         entry = selectors.entry_get(actor, entry_id)
         services.entries_accessed(actor=actor, entries=[entry], action=MemoryAccessLog.Action.READ)
-        return Response(EntryOutput(entry).data)
+        return Response(MemoryEntryOutput(entry).data)
 
     @extend_schema(
-        operation_id="memory_entry_update", request=UpdateSerializer, responses=EntryOutput
+        operation_id="memory_entry_update", request=UpdateSerializer, responses=MemoryEntryOutput
     )
     def patch(self, request: Request, entry_id: int) -> Response:
         actor = request_actor(request)
@@ -501,7 +519,7 @@ class EntryDetailApi(ApiView):
             actor=actor, entry=entry, fields=data, expected_version=expected
         )
         written.refresh_from_db()
-        return Response(EntryOutput(written).data)
+        return Response(MemoryEntryOutput(written).data)
 
     @extend_schema(operation_id="memory_entry_delete", responses={204: None})
     def delete(self, request: Request, entry_id: int) -> Response:
@@ -516,10 +534,10 @@ class EntryHistoryApi(ApiView):
 
     pagination_class = CreatedCursorPagination
 
-    @extend_schema(operation_id="memory_entry_history", responses=EntryOutput(many=True))
+    @extend_schema(operation_id="memory_entry_history", responses=MemoryEntryOutput(many=True))
     def get(self, request: Request, entry_id: int) -> Response:
         entry = selectors.entry_get(request_actor(request), entry_id)
-        return paginated_response(self, request, selectors.entry_history(entry), EntryOutput)
+        return paginated_response(self, request, selectors.entry_history(entry), MemoryEntryOutput)
 
 
 class EntryImportanceApi(ApiView):
@@ -529,14 +547,14 @@ class EntryImportanceApi(ApiView):
         delta = strict.FiniteFloatField(min_value=-1, max_value=1)
 
     @extend_schema(
-        operation_id="memory_entry_importance", request=InputSerializer, responses=EntryOutput
+        operation_id="memory_entry_importance", request=InputSerializer, responses=MemoryEntryOutput
     )
     def post(self, request: Request, entry_id: int) -> Response:
         actor = request_actor(request)
         entry = selectors.entry_get(actor, entry_id, write=True)
         data = validated(self.InputSerializer, request)
         entry = services.entry_importance_adjust(actor=actor, entry=entry, delta=data["delta"])
-        return Response(EntryOutput(entry).data)
+        return Response(MemoryEntryOutput(entry).data)
 
 
 class EntryArchiveApi(ApiView):
@@ -548,7 +566,7 @@ class EntryArchiveApi(ApiView):
         reason = serializers.CharField(max_length=500, required=False, default="", allow_blank=True)
 
     @extend_schema(
-        operation_id="memory_entry_archive", request=InputSerializer, responses=EntryOutput
+        operation_id="memory_entry_archive", request=InputSerializer, responses=MemoryEntryOutput
     )
     def post(self, request: Request, entry_id: int) -> Response:
         actor = request_actor(request)
@@ -562,7 +580,7 @@ class EntryArchiveApi(ApiView):
             reason=data["reason"],
         )
         entry.refresh_from_db()
-        return Response(EntryOutput(entry).data)
+        return Response(MemoryEntryOutput(entry).data)
 
 
 class EntryUnarchiveApi(EntryArchiveApi):
@@ -573,7 +591,7 @@ class EntryUnarchiveApi(EntryArchiveApi):
     @extend_schema(
         operation_id="memory_entry_unarchive",
         request=EntryArchiveApi.InputSerializer,
-        responses=EntryOutput,
+        responses=MemoryEntryOutput,
     )
     def post(self, request: Request, entry_id: int) -> Response:
         return super().post(request, entry_id)
@@ -582,7 +600,7 @@ class EntryUnarchiveApi(EntryArchiveApi):
 # --- access log --------------------------------------------------------------------------------
 
 
-class AccessLogOutput(serializers.ModelSerializer[MemoryAccessLog]):
+class MemoryAccessLogOutput(serializers.ModelSerializer[MemoryAccessLog]):
     entry_id = serializers.IntegerField(allow_null=True)
     agent_id = serializers.IntegerField(allow_null=True)
 
@@ -597,16 +615,20 @@ class ContextAccessLogApi(ApiView):
 
     pagination_class = CreatedCursorPagination
 
-    @extend_schema(operation_id="memory_context_access_log", responses=AccessLogOutput(many=True))
+    @extend_schema(
+        operation_id="memory_context_access_log", responses=MemoryAccessLogOutput(many=True)
+    )
     def get(self, request: Request, context_id: int) -> Response:
         context = selectors.context_get(request_actor(request), context_id)
-        return paginated_response(self, request, selectors.access_log_of(context), AccessLogOutput)
+        return paginated_response(
+            self, request, selectors.access_log_of(context), MemoryAccessLogOutput
+        )
 
 
 # --- search ------------------------------------------------------------------------------------
 
 
-class SearchFiltersInput(strict.InputSerializer):
+class LongTermFiltersInput(strict.InputSerializer):
     context_ids = serializers.ListField(
         child=strict.IdField(), required=False, default=list, max_length=100
     )
@@ -636,7 +658,7 @@ class SearchFiltersInput(strict.InputSerializer):
     thread = serializers.CharField(max_length=200, required=False, default="", allow_blank=True)
 
 
-class SearchWeightsInput(strict.InputSerializer):
+class LongTermWeightsInput(strict.InputSerializer):
     vector = strict.FiniteFloatField(min_value=0, max_value=MAX_WEIGHT, required=False)
     keyword = strict.FiniteFloatField(min_value=0, max_value=MAX_WEIGHT, required=False)
 
@@ -654,8 +676,8 @@ class LongTermSearchInput(strict.InputSerializer):
     )
     mode = serializers.ChoiceField(choices=MODES, default="hybrid")
     fusion = serializers.ChoiceField(choices=FUSIONS, default=DEFAULT_FUSION)
-    weights = SearchWeightsInput(required=False)
-    filters = SearchFiltersInput(required=False)
+    weights = LongTermWeightsInput(required=False)
+    filters = LongTermFiltersInput(required=False)
 
 
 class ComponentsOutput(serializers.Serializer):
@@ -677,7 +699,7 @@ class LongTermHitOutput(serializers.Serializer):
     id = serializers.IntegerField(source="entry.pk")
     context_id = serializers.IntegerField(source="entry.context_id")
     content = serializers.CharField(source="entry.content")
-    data = serializers.JSONField(source="entry.data", allow_null=True)
+    data = serializers.JSONField(source="entry.data", allow_null=True)  # type: ignore[assignment]  # a field named "data"
     entry_type = serializers.CharField(source="entry.entry_type")
     version = serializers.IntegerField(source="entry.version")
     occurred_at = serializers.DateTimeField(source="entry.occurred_at", allow_null=True)
@@ -706,7 +728,7 @@ class LongTermSearchApi(ApiView):
     def post(self, request: Request) -> Response:
         actor = request_actor(request)
         data = validated(LongTermSearchInput, request)
-        raw = data.get("filters") or SearchFiltersInput().run_validation({})
+        raw = data.get("filters") or LongTermFiltersInput().run_validation({})
         filters = selectors.LongTermFilters(
             context_ids=tuple(raw["context_ids"]),
             entry_types=tuple(raw["entry_types"]),

@@ -73,10 +73,10 @@ _CONFLICTS = {
 # --- contexts --------------------------------------------------------------------------------
 
 
-def _owner_and_account(actor: Actor) -> tuple[Agent | None, int]:
+def _owner_and_account(actor: Actor, account_id: int | None) -> tuple[Agent | None, int]:
     if actor.agent is not None:
         return actor.agent, actor.agent.account_id
-    account_id = actor.account_id
+    account_id = actor.account_id if account_id is None else account_id
     actor.require(account_id, MANAGE_MEMORY)
     return None, account_id
 
@@ -104,9 +104,11 @@ def context_create(
     team_id: int | None = None,
     description: str = "",
     metadata: Mapping[str, Any] | None = None,
+    account_id: int | None = None,
 ) -> MemoryContext:
-    """A new context owned by the calling agent (people and tools: by nobody)."""
-    owner, account_id = _owner_and_account(actor)
+    """A new context owned by the calling agent, in its account (people and tools: owned by
+    nobody, in ``account_id``, which a person with several accounts must name)."""
+    owner, account_id = _owner_and_account(actor, account_id)
     context = MemoryContext(
         account_id=account_id,
         name=name,

@@ -32,8 +32,8 @@ from memory.models import (
     ShortTermEntry,
 )
 from memory.roles import MANAGE_MEMORY
-from memory.services import consolidation
 from memory.selectors import long_term as ltm_selectors
+from memory.services import consolidation
 from memory.services import long_term as ltm_services
 
 JSON_EDITOR = forms.Textarea(attrs={"rows": 20, "cols": 100, "style": "font-family: monospace"})

@@ -227,6 +227,12 @@ SPECTACULAR_SETTINGS = {
         "MemoryTierEnum": "memory.selectors.router.TIERS",
         "MemoryWritableTierEnum": "memory.services.router.WRITABLE_TIERS",
         "MemoryEntryTypeEnum": "memory.models.MemoryEntry.EntryType",
+        "MemoryContextScopeEnum": "memory.models.MemoryContext.Scope",
+        "MemoryContextTypeEnum": "memory.models.MemoryContext.ContextType",
+        "MemoryEntrySourceEnum": "memory.models.MemoryEntry.Source",
+        "LongTermMemoryTypeEnum": "memory.models.MemoryEntry.MemoryType",
+        "MemoryPoolScopeEnum": "memory.models.MemoryPool.Scope",
+        "ShortTermMemoryTypeEnum": "memory.models.ShortTermEntry.MemoryType",
     },
 }
 

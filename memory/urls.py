@@ -6,7 +6,7 @@ operations whose path segment starts with ``_`` can never be taken for a key or 
 
 from django.urls import path
 
-from memory.apis import pools, router, short_term, working
+from memory.apis import long_term, pools, router, short_term, working
 from memory.converters import register
 
 register()
@@ -137,4 +137,74 @@ urlpatterns = [
         pools.WorkflowRunExpireApi.as_view(),
         name="workflow-run-expire",
     ),
+    # --- long-term memory (PostgreSQL + pgvector) -----------------------------------------
+    path("contexts", long_term.ContextListCreateApi.as_view(), name="ltm-contexts"),
+    path("contexts/<id:context_id>", long_term.ContextDetailApi.as_view(), name="ltm-context"),
+    path(
+        "contexts/<id:context_id>/archive",
+        long_term.ContextArchiveApi.as_view(),
+        name="ltm-context-archive",
+    ),
+    path(
+        "contexts/<id:context_id>/unarchive",
+        long_term.ContextUnarchiveApi.as_view(),
+        name="ltm-context-unarchive",
+    ),
+    path(
+        "contexts/<id:context_id>/grants",
+        long_term.ContextGrantListCreateApi.as_view(),
+        name="ltm-context-grants",
+    ),
+    path(
+        "contexts/<id:context_id>/grants/<id:agent_id>",
+        long_term.ContextGrantApi.as_view(),
+        name="ltm-context-grant",
+    ),
+    path(
+        "contexts/<id:context_id>/snapshots",
+        long_term.ContextSnapshotListCreateApi.as_view(),
+        name="ltm-context-snapshots",
+    ),
+    path(
+        "contexts/<id:context_id>/entries",
+        long_term.ContextEntryListCreateApi.as_view(),
+        name="ltm-context-entries",
+    ),
+    path(
+        "contexts/<id:context_id>/entries/batch",
+        long_term.ContextEntryBatchApi.as_view(),
+        name="ltm-context-entries-batch",
+    ),
+    path(
+        "contexts/<id:context_id>/access-log",
+        long_term.ContextAccessLogApi.as_view(),
+        name="ltm-context-access-log",
+    ),
+    path(
+        "snapshots/<id:snapshot_id>/restore",
+        long_term.SnapshotRestoreApi.as_view(),
+        name="ltm-snapshot-restore",
+    ),
+    path("entries/<id:entry_id>", long_term.EntryDetailApi.as_view(), name="ltm-entry"),
+    path(
+        "entries/<id:entry_id>/history",
+        long_term.EntryHistoryApi.as_view(),
+        name="ltm-entry-history",
+    ),
+    path(
+        "entries/<id:entry_id>/importance",
+        long_term.EntryImportanceApi.as_view(),
+        name="ltm-entry-importance",
+    ),
+    path(
+        "entries/<id:entry_id>/archive",
+        long_term.EntryArchiveApi.as_view(),
+        name="ltm-entry-archive",
+    ),
+    path(
+        "entries/<id:entry_id>/unarchive",
+        long_term.EntryUnarchiveApi.as_view(),
+        name="ltm-entry-unarchive",
+    ),
+    path("long-term/search", long_term.LongTermSearchApi.as_view(), name="ltm-search"),
 ]

@@ -24,9 +24,14 @@ from core.actors import actor_for_account
 from core.models import Agent, ApiKey, Team
 from memory import working_redis
 from memory.models import (
+    MemoryAccessLog,
+    MemoryContext,
+    MemoryContextGrant,
+    MemoryEntry,
     MemoryPool,
     MemoryPoolEvent,
     MemoryPoolGrant,
+    MemorySnapshot,
     ShortTermEntry,
     WorkingMemorySnapshot,
 )
@@ -55,6 +60,11 @@ class Target:
     memory_key: str
     pool_id: str
     run_id: str
+    # Long-term memory ids, and the context's name (unique per account, chosen by agents).
+    context_id: int
+    entry_id: int
+    snapshot_id: int
+    context_name: str
 
     @classmethod
     def of(cls, side: Side) -> Target:
@@ -67,6 +77,10 @@ class Target:
             side.memory_key,
             side.pool_id,
             side.run_id,
+            side.ltm_context.pk,  # type: ignore[union-attr]
+            side.ltm_entry.pk,  # type: ignore[union-attr]
+            side.ltm_snapshot.pk,  # type: ignore[union-attr]
+            side.context_name,
         )
 
     @classmethod
@@ -80,11 +94,16 @@ class Target:
             f"k{MISSING_ID + 4}",
             f"pool-{MISSING_ID + 5}",
             f"run-{MISSING_ID + 6}",
+            MISSING_ID + 7,
+            MISSING_ID + 8,
+            MISSING_ID + 9,
+            f"ltm-{MISSING_ID + 10}",
         )
 
     def values(self) -> list[str]:
-        names = [self.session_id, self.memory_key, self.pool_id, self.run_id]
+        names = [self.session_id, self.memory_key, self.pool_id, self.run_id, self.context_name]
         ids = [str(self.kb_id), str(self.document_id), str(self.agent_id), self.key_prefix]
+        ids += [str(self.context_id), str(self.entry_id), str(self.snapshot_id)]
         # Longest first: a name containing an id is replaced whole.
         return sorted(names, key=len, reverse=True) + ids
 
@@ -100,6 +119,9 @@ class Target:
             "step": "plan",
             "tool": "search",
             "path": "note",
+            "context_id": self.context_id,
+            "entry_id": self.entry_id,
+            "snapshot_id": self.snapshot_id,
         }
 
 
@@ -179,6 +201,26 @@ def _pool_create(target: Target | None) -> Request:
     return "", {"pool_id": target.pool_id}, None
 
 
+def _context_create(target: Target | None) -> Request:
+    assert target is not None
+    return "", {"name": target.context_name}, None
+
+
+def _grant_create(target: Target | None) -> Request:
+    assert target is not None
+    return target.names, {"agent_id": target.agent_id, "level": "read"}, None
+
+
+def _long_term_search(filters: bool) -> Callable[[Target | None], Request]:
+    def build(target: Target | None) -> Request:
+        body: dict[str, Any] = {"query": f"{INTRUDER}LTM deploy Fridays office"}
+        if target is not None:
+            body["filters"] = {"context_ids": [target.context_id]}
+        return "", body, None
+
+    return build
+
+
 VALUE = {"value": {"n": 1}, "ttl": 60}
 CASES.update(
     {
@@ -255,11 +297,41 @@ CASES.update(
         ),
         "memory_stats": Case(lambda t: ("", None, {"session_id": t.session_id})),  # type: ignore[union-attr]
         "memory_consolidate": Case(lambda t: ("", {}, None), names_ids=False),
+        # Long-term memory: context names are unique per account, ids answer like missing.
+        "memory_contexts_list": Case(lambda t: ("", None, None), names_ids=False),
+        "memory_contexts_create": Case(_context_create, names_ids=False, intruder_names=True),
+        "memory_context_retrieve": Case(_named()),
+        "memory_context_update": Case(_named({"description": "changed", "metadata": {}})),
+        "memory_context_delete": Case(_named()),
+        "memory_context_archive": Case(_named()),
+        "memory_context_unarchive": Case(_named()),
+        "memory_context_grants_list": Case(_named()),
+        "memory_context_grant_create": Case(_grant_create),
+        "memory_context_grant_revoke": Case(_named()),
+        "memory_context_snapshots_list": Case(_named()),
+        "memory_context_snapshot_create": Case(_named({"name": "snap"})),
+        "memory_snapshot_restore": Case(_named()),
+        "memory_context_entries_list": Case(_named(query={"include_archived": "true"})),
+        "memory_context_entry_create": Case(_named({"content": "injected"})),
+        "memory_context_entries_batch": Case(_named({"entries": [{"content": "injected"}]})),
+        "memory_context_access_log": Case(_named()),
+        "memory_entry_retrieve": Case(_named()),
+        "memory_entry_update": Case(_named({"content": "changed", "importance": 0.1})),
+        "memory_entry_delete": Case(_named()),
+        "memory_entry_history": Case(_named()),
+        "memory_entry_importance": Case(_named({"delta": 0.3})),
+        "memory_entry_archive": Case(_named({})),
+        "memory_entry_unarchive": Case(_named({})),
+        "memory_long_term_search": Case(_long_term_search(filters=True)),
     }
 )
 
 # Searches without filters: the intruder's text is what they look for, and must not be found.
-UNFILTERED_SEARCHES = {"rag_search": _search(filters=False), "rag_query": _search(filters=False)}
+UNFILTERED_SEARCHES = {
+    "rag_search": _search(filters=False),
+    "rag_query": _search(filters=False),
+    "memory_long_term_search": _long_term_search(filters=False),
+}
 
 
 def schema_operations() -> dict[str, tuple[str, str]]:
@@ -329,6 +401,38 @@ def intruder_state(side: Side) -> Any:
             )
         ),
         _working_memory(side),
+        _long_term_memory(account),
+    )
+
+
+def _long_term_memory(account: int) -> Any:
+    return (
+        list(
+            MemoryContext.objects.filter(account=account).values_list(
+                "id", "name", "description", "metadata", "archived_at", "entry_count", "total_terms"
+            )
+        ),
+        list(
+            MemoryEntry.objects.filter(account=account)
+            .order_by("pk")
+            .values_list(
+                "id",
+                "version",
+                "is_current",
+                "content",
+                "importance",
+                "access_count",
+                "last_accessed_at",
+                "archived_at",
+            )
+        ),
+        list(
+            MemoryContextGrant.objects.filter(context__account=account).values_list(
+                "agent", "level"
+            )
+        ),
+        list(MemorySnapshot.objects.filter(account=account).values_list("id", "name")),
+        MemoryAccessLog.objects.filter(account=account).count(),
     )
 
 
@@ -408,8 +512,12 @@ def test_foreign_ids_answer_like_missing_ones_and_nothing_leaks(
     if operation_id in UNFILTERED_SEARCHES:
         status, body = run(UNFILTERED_SEARCHES[operation_id](None))
         assert status == 200 and body["results"], "the caller's own data should be found"
-        found = {hit["document_id"] for hit in body["results"]}
-        assert intruder.document.pk not in found
+        if operation_id == "memory_long_term_search":
+            found = {hit["context_id"] for hit in body["results"]}
+            assert found == {own.ltm_context.pk}  # type: ignore[union-attr]
+        else:
+            found = {hit["document_id"] for hit in body["results"]}
+            assert intruder.document.pk not in found
     if operation_id == "rag_analytics":
         counted = sum(mode["queries"] for mode in body["modes"])
         assert counted == SearchQuery.objects.filter(account=own.account).count()

@@ -9,8 +9,6 @@ import pgvector.django.indexes
 import pgvector.django.vector
 from django.db import migrations, models
 
-from core.db import DatabaseOnDelete
-
 
 class Migration(migrations.Migration):
     dependencies = [
@@ -529,8 +527,6 @@ class Migration(migrations.Migration):
                 name="ltm_posting_impact",
             ),
         ),
-        # Postings exist in bulk: PostgreSQL cascades them (core.db.DatabaseOnDelete).
-        DatabaseOnDelete("memory_memoryentryposting", "context_id", "CASCADE"),
-        DatabaseOnDelete("memory_memoryentryposting", "entry_id", "CASCADE"),
-        DatabaseOnDelete("memory_memoryentryterm", "context_id", "CASCADE"),
+        # The database cascades of the postings are in 0003: the foreign keys created here
+        # only exist once this migration's deferred SQL has run, after its last operation.
     ]

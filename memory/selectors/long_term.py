@@ -15,7 +15,13 @@ from django.utils import timezone
 from core.actors import Actor
 from core.errors import NotFound, PermissionDenied, ValidationFailed
 from memory.context_access import visible_contexts
-from memory.models import MemoryContext, MemoryEntry
+from memory.models import (
+    MemoryAccessLog,
+    MemoryContext,
+    MemoryContextGrant,
+    MemoryEntry,
+    MemorySnapshot,
+)
 from memory.spaces import MEMORY_ENTRIES
 from rag.search import (
     CANDIDATE_FACTOR,
@@ -75,6 +81,34 @@ def entry_get(actor: Actor, entry_id: int, *, write: bool = False) -> MemoryEntr
 def entry_history(entry: MemoryEntry) -> QuerySet[MemoryEntry]:
     """Every version of the entry's memory, newest first."""
     return MemoryEntry.objects.filter(lineage=entry.lineage).order_by("-version")
+
+
+def grants_of(context: MemoryContext) -> QuerySet[MemoryContextGrant]:
+    """The explicit grants on a context the caller may read, newest first."""
+    return MemoryContextGrant.objects.filter(context=context).order_by("-created_at", "-id")
+
+
+def snapshots_of(context: MemoryContext) -> QuerySet[MemorySnapshot]:
+    """A context's snapshots without their entries (they can be large), newest first."""
+    return MemorySnapshot.objects.filter(context=context).defer("entries")
+
+
+def snapshot_get(actor: Actor, snapshot_id: int, *, write: bool = False) -> MemorySnapshot:
+    """A snapshot of a context the actor may read (404 ``snapshot_not_found`` otherwise, foreign
+    or missing alike); ``write``: 403 ``context_read_only`` when it may only read."""
+    snapshot = MemorySnapshot.objects.filter(
+        pk=snapshot_id, context__in=visible_contexts(actor).values("pk")
+    ).first()
+    if snapshot is None:
+        raise NotFound("No such memory snapshot.", code="snapshot_not_found")
+    if write:
+        context_get(actor, snapshot.context_id, write=True)
+    return snapshot
+
+
+def access_log_of(context: MemoryContext) -> QuerySet[MemoryAccessLog]:
+    """Reads and search hits of a context's entries, newest first."""
+    return MemoryAccessLog.objects.filter(context=context)
 
 
 # --- search ----------------------------------------------------------------------------------

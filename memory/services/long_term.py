@@ -29,6 +29,7 @@ from core.models import Agent, Team
 from core.writes import changes_of, changes_validate, row_delete, row_update
 from memory import indexing
 from memory.models import (
+    MemoryAccessLog,
     MemoryContext,
     MemoryContextGrant,
     MemoryEntry,
@@ -72,10 +73,10 @@ _CONFLICTS = {
 # --- contexts --------------------------------------------------------------------------------
 
 
-def _owner_and_account(actor: Actor) -> tuple[Agent | None, int]:
+def _owner_and_account(actor: Actor, account_id: int | None) -> tuple[Agent | None, int]:
     if actor.agent is not None:
         return actor.agent, actor.agent.account_id
-    account_id = actor.account_id
+    account_id = actor.account_id if account_id is None else account_id
     actor.require(account_id, MANAGE_MEMORY)
     return None, account_id
 
@@ -103,9 +104,11 @@ def context_create(
     team_id: int | None = None,
     description: str = "",
     metadata: Mapping[str, Any] | None = None,
+    account_id: int | None = None,
 ) -> MemoryContext:
-    """A new context owned by the calling agent (people and tools: by nobody)."""
-    owner, account_id = _owner_and_account(actor)
+    """A new context owned by the calling agent, in its account (people and tools: owned by
+    nobody, in ``account_id``, which a person with several accounts must name)."""
+    owner, account_id = _owner_and_account(actor, account_id)
     context = MemoryContext(
         account_id=account_id,
         name=name,
@@ -628,6 +631,37 @@ def entry_delete(*, actor: Actor, entry: MemoryEntry) -> None:
         )
         MemoryEntry.objects.filter(pk__in=versions).update(previous=None)
         MemoryEntry.objects.filter(pk__in=versions).delete()
+
+
+def entries_accessed(
+    *, actor: Actor, entries: Sequence[MemoryEntry], action: str, query: str = ""
+) -> None:
+    """Record that ``actor`` read ``entries`` (one read, or the hits of one search): an access
+    log row per entry, and each entry's ``access_count`` and ``last_accessed_at`` (which keep
+    a used memory recent) in one UPDATE. The instances are updated to match."""
+    if not entries:
+        return
+    now = timezone.now()
+    with transaction.atomic():
+        MemoryEntry.objects.filter(pk__in=[e.pk for e in entries]).update(
+            access_count=F("access_count") + 1, last_accessed_at=now
+        )
+        MemoryAccessLog.objects.bulk_create(
+            MemoryAccessLog(
+                account_id=entry.account_id,
+                context_id=entry.context_id,
+                entry_id=entry.pk,
+                agent=actor.agent,
+                actor=str(actor)[:200],
+                action=action,
+                query=query,
+                result_count=len(entries),
+            )
+            for entry in entries
+        )
+    for entry in entries:
+        entry.access_count += 1
+        entry.last_accessed_at = now
 
 
 # --- snapshots -------------------------------------------------------------------------------

@@ -203,3 +203,63 @@ def test_run_consolidation_now_shows_the_report(agent_client: AuthedAgent) -> No
     assert page.status_code == 200
     assert "promote: candidates 1, promoted 1" in page.content.decode()
     assert MemoryEntry.objects.get().metadata["key"] == "k"
+
+
+def test_long_term_entry_admin_shows_history_and_saves_versions(agent_client: AuthedAgent) -> None:
+    from memory.services import long_term as ltm
+
+    actor = actor_for_agent(agent_client.agent)
+    context = ltm.context_create(actor=actor, name="notes")
+    (first,) = ltm.entries_write(
+        actor=actor, context=context, items=[ltm.EntryInput(content="The office is in Lisbon.")]
+    )
+    second = ltm.entry_update(actor=actor, entry=first, fields={"content": "It is in Porto."})
+    _, reader = person(agent_client, "reviewer")
+    changelist = reverse("admin:memory_memoryentry_changelist")
+    assert reader.get(changelist).status_code == 403  # operators and owners only
+    user, operator = person(agent_client, "operator")
+    listed = operator.get(changelist).content.decode()
+    assert "It is in Porto." in listed and "Lisbon" not in listed  # current versions only
+    page = operator.get(reverse("admin:memory_memoryentry_change", args=[second.pk]))
+    assert page.status_code == 200
+    assert "The office is in Lisbon." in page.content.decode()  # the history
+    data = {
+        "content": "It is in Faro.",
+        "data": "null",
+        "entry_type": second.entry_type,
+        "source": second.source,
+        "memory_type": second.memory_type,
+        "tags": "",
+        "metadata": "{}",
+        "occurred_at_0": "",
+        "occurred_at_1": "",
+        "importance": second.importance,
+        "confidence": second.confidence,
+    }
+    response = operator.post(reverse("admin:memory_memoryentry_change", args=[second.pk]), data)
+    assert response.status_code == 302, response.content.decode()[:2000]
+    current = MemoryEntry.objects.get(lineage=first.lineage, is_current=True)
+    assert (current.version, current.content) == (3, "It is in Faro.")
+    assert AuditEvent.objects.filter(action="memory.entry.update", user=user).exists()
+
+
+def test_long_term_snapshot_restore_action(agent_client: AuthedAgent) -> None:
+    from memory.models import MemorySnapshot
+    from memory.services import long_term as ltm
+
+    actor = actor_for_agent(agent_client.agent)
+    context = ltm.context_create(actor=actor, name="notes")
+    (entry,) = ltm.entries_write(
+        actor=actor, context=context, items=[ltm.EntryInput(content="Deploys on Tuesdays.")]
+    )
+    snapshot = ltm.snapshot_create(actor=actor, context=context, name="before")
+    ltm.entry_update(actor=actor, entry=entry, fields={"content": "Deploys on Fridays."})
+    _, operator = person(agent_client, "operator")
+    response = operator.post(
+        reverse("admin:memory_memorysnapshot_changelist"),
+        {"action": "restore", "_selected_action": [snapshot.pk]},
+    )
+    assert response.status_code == 302
+    current = MemoryEntry.objects.get(lineage=entry.lineage, is_current=True)
+    assert current.content == "Deploys on Tuesdays." and current.version == 3
+    assert MemorySnapshot.objects.filter(pk=snapshot.pk).exists()

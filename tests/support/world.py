@@ -16,7 +16,16 @@ from core.actors import ROLES, actor_for_account, actor_for_agent
 from core.audit import audit_record
 from core.models import Account, Agent, ApiKey, AuditEvent, Membership, Team
 from memory import services as memory_services
-from memory.models import MemoryPool, MemoryPoolEvent, ShortTermEntry
+from memory.models import (
+    MemoryAccessLog,
+    MemoryContext,
+    MemoryEntry,
+    MemoryPool,
+    MemoryPoolEvent,
+    MemorySnapshot,
+    ShortTermEntry,
+)
+from memory.services import long_term as ltm_services
 from rag import services as rag_services
 from rag.models import Chunk, Document, KnowledgeBase, SearchQuery
 from tests.factories import AccountFactory, UserFactory
@@ -49,6 +58,12 @@ class Side:
     short_term: ShortTermEntry | None = None
     pool: MemoryPool | None = None
     pool_event: MemoryPoolEvent | None = None
+    # Long-term memory: a context (named without the marker) with two entries (one updated
+    # to a second version), a grant to the side's agent, a snapshot and an access log row.
+    context_name: str = ""
+    ltm_context: MemoryContext | None = None
+    ltm_entry: MemoryEntry | None = None
+    ltm_snapshot: MemorySnapshot | None = None
 
 
 def build_side(marker: str, capture_on_commit: Callable[..., Any]) -> Side:
@@ -111,6 +126,10 @@ def build_side(marker: str, capture_on_commit: Callable[..., Any]) -> Side:
         "memory.shorttermentry": side.short_term,
         "memory.memorypool": side.pool,
         "memory.memorypoolevent": side.pool_event,
+        "memory.memorycontext": side.ltm_context,
+        "memory.memoryentry": side.ltm_entry,
+        "memory.memorysnapshot": side.ltm_snapshot,
+        "memory.memoryaccesslog": MemoryAccessLog.objects.get(account=account),
     }
     return side
 
@@ -153,6 +172,24 @@ def _memory(
             actor=actor, pool=pool, path="agent_bulletin.note", value=f"{marker}EVENT"
         )
     memory_services.pool_grant_set(actor=actor, pool=pool, agent_id=agent.pk, level="write")
+    context_name = f"ltm-{account.pk}"
+    context = ltm_services.context_create(
+        actor=actor, name=context_name, description=f"{marker}LTMCTX", metadata={"m": marker}
+    )
+    first, _ = ltm_services.entries_write(
+        actor=actor,
+        context=context,
+        items=[
+            ltm_services.EntryInput(content=f"{marker}LTM notes about the deploy on Fridays."),
+            ltm_services.EntryInput(content=f"{marker}LTM the office is in Lisbon.", tags=[marker]),
+        ],
+    )
+    current = ltm_services.entry_update(
+        actor=actor, entry=first, fields={"content": f"{marker}LTM deploys happen on Fridays."}
+    )
+    ltm_services.context_grant(actor=actor, context=context, agent_id=agent.pk, level="write")
+    snapshot = ltm_services.snapshot_create(actor=actor, context=context, name=f"{marker}SNAP")
+    ltm_services.entries_accessed(actor=actor, entries=[current], action="read")
     return {
         "session_id": session_id,
         "memory_key": key,
@@ -161,6 +198,10 @@ def _memory(
         "short_term": ShortTermEntry.objects.get(pk=entry.pk),
         "pool": MemoryPool.objects.get(pk=pool.pk),
         "pool_event": MemoryPoolEvent.objects.get(pool=pool),
+        "context_name": context_name,
+        "ltm_context": MemoryContext.objects.get(pk=context.pk),
+        "ltm_entry": MemoryEntry.objects.get(pk=current.pk),
+        "ltm_snapshot": MemorySnapshot.objects.get(pk=snapshot.pk),
     }
 
 
@@ -178,6 +219,11 @@ RIGHTS: dict[str, dict[str, str]] = {
     "memory.shorttermentry": {"owner": "vcd", "reviewer": "v", "author": "v", "operator": "vcd"},
     "memory.memorypool": {"owner": "vacd", "reviewer": "v", "author": "v", "operator": "vacd"},
     "memory.memorypoolevent": {"owner": "v", "reviewer": "v", "author": "v", "operator": "v"},
+    # Long-term memory: what agents remember is for operators (and owners) only.
+    "memory.memorycontext": {"owner": "vacd", "reviewer": "", "author": "", "operator": "vacd"},
+    "memory.memoryentry": {"owner": "vcd", "reviewer": "", "author": "", "operator": "vcd"},
+    "memory.memorysnapshot": {"owner": "v", "reviewer": "", "author": "", "operator": "v"},
+    "memory.memoryaccesslog": {"owner": "v", "reviewer": "", "author": "", "operator": "v"},
 }
 
 # What a model's changelist shows of the own object (the chunk list shows its document).
@@ -194,4 +240,8 @@ LIST_MARKER = {
     "memory.shorttermentry": "STM",
     "memory.memorypool": "POOL",
     "memory.memorypoolevent": "EVENT",
+    "memory.memorycontext": "LTMCTX",
+    "memory.memoryentry": "LTM",
+    "memory.memorysnapshot": "SNAP",
+    "memory.memoryaccesslog": "LTM",
 }

@@ -1,0 +1,440 @@
+"""Long-term memory API on the real PostgreSQL with pgvector: contexts, grants and scopes,
+versioned entries, batches, history, importance, archives, snapshots, search with explained
+relevance, and the access log."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from core.models import AuditEvent
+from memory.models import MemoryAccessLog, MemoryEntry, MemoryEntryPosting, MemoryEntryTerm
+from memory.services.long_term import MAX_BATCH
+from tests.conftest import AuthedAgent
+from tests.factories import TeamFactory
+from tests.memory.conftest import code
+
+pytestmark = pytest.mark.django_db
+
+BASE = "/api/v1/memory"
+
+
+def create_context(authed: AuthedAgent, name: str = "notes", **fields: Any) -> Any:
+    response = authed.client.post(f"{BASE}/contexts", {"name": name, **fields}, format="json")
+    assert response.status_code == 201, response.json()
+    return response.json()
+
+
+def add_entry(authed: AuthedAgent, context_id: int, content: str, **fields: Any) -> Any:
+    response = authed.client.post(
+        f"{BASE}/contexts/{context_id}/entries", {"content": content, **fields}, format="json"
+    )
+    assert response.status_code == 201, response.json()
+    return response.json()
+
+
+def search(authed: AuthedAgent, query: str, **body: Any) -> Any:
+    return authed.client.post(f"{BASE}/long-term/search", {"query": query, **body}, format="json")
+
+
+def test_context_lifecycle(agent_client: AuthedAgent) -> None:
+    context = create_context(
+        agent_client, "ops", context_type="project_context", description="d", metadata={"a": 1}
+    )
+    assert context["owner_agent_id"] == agent_client.agent.pk
+    assert context["access"] == {"read": True, "write": True}
+    assert (context["scope"], context["team_id"], context["entry_count"]) == ("agent", None, 0)
+    cid = context["id"]
+    assert agent_client.client.get(f"{BASE}/contexts/{cid}").json() == context
+    listed = agent_client.client.get(f"{BASE}/contexts").json()
+    assert [c["id"] for c in listed["results"]] == [cid]
+
+    patched = agent_client.client.patch(
+        f"{BASE}/contexts/{cid}", {"name": "ops2", "metadata": {"b": 2}}, format="json"
+    ).json()
+    assert (patched["name"], patched["metadata"]) == ("ops2", {"b": 2})
+    taken = create_context(agent_client, "taken")
+    clash = agent_client.client.patch(
+        f"{BASE}/contexts/{taken['id']}", {"name": "ops2"}, format="json"
+    )
+    assert clash.status_code == 409 and code(clash) == "context_name_taken"
+    again = agent_client.client.post(f"{BASE}/contexts", {"name": "ops2"}, format="json")
+    assert again.status_code == 409 and code(again) == "context_name_taken"
+
+    archived = agent_client.client.post(f"{BASE}/contexts/{cid}/archive").json()
+    assert archived["archived_at"] is not None
+    assert cid not in [
+        c["id"] for c in agent_client.client.get(f"{BASE}/contexts").json()["results"]
+    ]
+    everything = agent_client.client.get(f"{BASE}/contexts?include_archived=true").json()
+    assert cid in [c["id"] for c in everything["results"]]
+    refused = agent_client.client.post(
+        f"{BASE}/contexts/{cid}/entries", {"content": "x"}, format="json"
+    )
+    assert refused.status_code == 409 and code(refused) == "context_archived"
+    back = agent_client.client.post(f"{BASE}/contexts/{cid}/unarchive").json()
+    assert back["archived_at"] is None
+
+    add_entry(agent_client, cid, "kept until the context goes")
+    assert agent_client.client.delete(f"{BASE}/contexts/{cid}").status_code == 204
+    gone = agent_client.client.get(f"{BASE}/contexts/{cid}")
+    assert gone.status_code == 404 and code(gone) == "context_not_found"
+    assert not MemoryEntry.objects.filter(context_id=cid).exists()
+    # The index goes with it (PostgreSQL cascades, migration 0003).
+    assert not MemoryEntryPosting.objects.filter(context_id=cid).exists()
+    assert not MemoryEntryTerm.objects.filter(context_id=cid).exists()
+    actions = set(AuditEvent.objects.values_list("action", flat=True))
+    assert {"memory.context.create", "memory.context.update", "memory.context.delete"} <= actions
+
+
+@pytest.mark.parametrize(
+    "body, expected",
+    [
+        ({}, "validation_error"),
+        ({"name": "x", "scope": "team"}, "team_required"),
+        ({"name": "x", "team_id": 5}, "team_not_allowed"),
+        ({"name": "x", "scope": "team", "team_id": 987654321}, "team_not_found"),
+        ({"name": "x", "scope": "nowhere"}, "validation_error"),
+        ({"name": "x", "metadata": []}, "validation_error"),
+        ({"name": "x", "colour": "red"}, "unknown_field"),
+    ],
+)
+def test_context_create_refuses_bad_input(
+    agent_client: AuthedAgent, body: dict[str, Any], expected: str
+) -> None:
+    response = agent_client.client.post(f"{BASE}/contexts", body, format="json")
+    assert 400 <= response.status_code < 500 and code(response) == expected
+
+
+def test_foreign_and_missing_contexts_answer_alike(
+    agent_client: AuthedAgent, other_agent_client: AuthedAgent
+) -> None:
+    foreign = create_context(other_agent_client)
+    entry = add_entry(other_agent_client, foreign["id"], "secret")
+    for path in (f"contexts/{foreign['id']}", "contexts/987654321"):
+        response = agent_client.client.get(f"{BASE}/{path}")
+        assert response.status_code == 404 and code(response) == "context_not_found"
+    for entry_id in (entry["id"], 987654321):
+        response = agent_client.client.get(f"{BASE}/entries/{entry_id}")
+        assert response.status_code == 404 and code(response) == "entry_not_found"
+    response = search(agent_client, "secret", filters={"context_ids": [foreign["id"]]})
+    assert response.status_code == 404 and code(response) == "context_not_found"
+
+
+def test_grants_read_only_and_write(agent_client: AuthedAgent, teammate: AuthedAgent) -> None:
+    context = create_context(agent_client)
+    cid = context["id"]
+    entry = add_entry(agent_client, cid, "The build server is in Frankfurt.")
+    hidden = teammate.client.get(f"{BASE}/contexts/{cid}")
+    assert hidden.status_code == 404 and code(hidden) == "context_not_found"
+
+    granted = agent_client.client.post(
+        f"{BASE}/contexts/{cid}/grants",
+        {"agent_id": teammate.agent.pk, "level": "read"},
+        format="json",
+    )
+    assert granted.status_code == 201 and granted.json()["level"] == "read"
+    grants = agent_client.client.get(f"{BASE}/contexts/{cid}/grants").json()["results"]
+    assert [(g["agent_id"], g["level"]) for g in grants] == [(teammate.agent.pk, "read")]
+    seen = teammate.client.get(f"{BASE}/contexts/{cid}").json()
+    assert seen["access"] == {"read": True, "write": False}
+    assert teammate.client.get(f"{BASE}/entries/{entry['id']}").status_code == 200
+    for method, path, body in (
+        ("post", f"contexts/{cid}/entries", {"content": "x"}),
+        ("post", f"contexts/{cid}/entries/batch", {"entries": [{"content": "x"}]}),
+        ("patch", f"contexts/{cid}", {"name": "mine"}),
+        ("delete", f"contexts/{cid}", None),
+        ("post", f"contexts/{cid}/archive", None),
+        ("post", f"contexts/{cid}/snapshots", {}),
+        ("post", f"contexts/{cid}/grants", {"agent_id": teammate.agent.pk, "level": "write"}),
+        ("patch", f"entries/{entry['id']}", {"content": "Berlin"}),
+        ("delete", f"entries/{entry['id']}", None),
+        ("post", f"entries/{entry['id']}/importance", {"delta": 0.1}),
+        ("post", f"entries/{entry['id']}/archive", {}),
+    ):
+        response = getattr(teammate.client, method)(f"{BASE}/{path}", body, format="json")
+        assert response.status_code == 403, (path, response.json())
+        assert code(response) == "context_read_only"
+
+    agent_client.client.post(
+        f"{BASE}/contexts/{cid}/grants",
+        {"agent_id": teammate.agent.pk, "level": "write"},
+        format="json",
+    )
+    add_entry(teammate, cid, "Written by the teammate.")
+    bad = agent_client.client.post(
+        f"{BASE}/contexts/{cid}/grants", {"agent_id": 987654321, "level": "read"}, format="json"
+    )
+    assert bad.status_code == 404 and code(bad) == "agent_not_found"
+    bad = agent_client.client.post(
+        f"{BASE}/contexts/{cid}/grants", {"agent_id": 1, "level": "admin"}, format="json"
+    )
+    assert bad.status_code == 400
+    revoked = agent_client.client.delete(f"{BASE}/contexts/{cid}/grants/{teammate.agent.pk}")
+    assert revoked.status_code == 204
+    again = agent_client.client.delete(f"{BASE}/contexts/{cid}/grants/{teammate.agent.pk}")
+    assert again.status_code == 404 and code(again) == "grant_not_found"
+    assert teammate.client.get(f"{BASE}/contexts/{cid}").status_code == 404
+
+
+def test_team_scope_visibility(agent_client: AuthedAgent, teammate: AuthedAgent) -> None:
+    team = TeamFactory.create(account=agent_client.agent.account)
+    team.agents.add(agent_client.agent)
+    context = create_context(agent_client, "team notes", scope="team", team_id=team.pk)
+    assert context["team_id"] == team.pk
+    add_entry(agent_client, context["id"], "Standup moved to 9:30.")
+    assert teammate.client.get(f"{BASE}/contexts/{context['id']}").status_code == 404
+    assert search(teammate, "standup").json()["results"] == []
+    team.agents.add(teammate.agent)
+    seen = teammate.client.get(f"{BASE}/contexts/{context['id']}").json()
+    assert seen["access"] == {"read": True, "write": False}
+    assert search(teammate, "standup", mode="keyword").json()["results"]
+    listed = teammate.client.get(f"{BASE}/contexts?scope=team").json()["results"]
+    assert [c["id"] for c in listed] == [context["id"]]
+
+
+def test_global_scope_lets_every_agent_write(
+    agent_client: AuthedAgent, teammate: AuthedAgent
+) -> None:
+    context = create_context(agent_client, "global", scope="global")
+    add_entry(teammate, context["id"], "Anyone may write here.")
+
+
+def test_entry_lifecycle_versions_and_history(agent_client: AuthedAgent) -> None:
+    cid = create_context(agent_client)["id"]
+    entry = add_entry(
+        agent_client,
+        cid,
+        "The office is in Lisbon.",
+        entry_type="fact",
+        tags=["office"],
+        metadata={"k": 1},
+        importance=0.6,
+    )
+    assert (entry["version"], entry["is_current"], entry["previous_id"]) == (1, True, None)
+    assert entry["embedding_model"] and "embedding" not in entry
+    assert entry["author_agent_id"] == agent_client.agent.pk
+    read = agent_client.client.get(f"{BASE}/entries/{entry['id']}").json()
+    assert read["access_count"] == 1 and read["last_accessed_at"] is not None
+
+    conflict = agent_client.client.patch(
+        f"{BASE}/entries/{entry['id']}",
+        {"content": "The office is in Porto.", "expected_version": 2},
+        format="json",
+    )
+    assert conflict.status_code == 409 and code(conflict) == "version_conflict"
+    assert conflict.json()["error"]["details"]["current_version"] == 1
+    second = agent_client.client.patch(
+        f"{BASE}/entries/{entry['id']}",
+        {"content": "The office is in Porto.", "expected_version": 1},
+        format="json",
+    )
+    assert second.status_code == 200
+    new = second.json()
+    assert (new["version"], new["previous_id"], new["lineage"]) == (
+        2,
+        entry["id"],
+        entry["lineage"],
+    )
+    assert new["id"] != entry["id"] and new["tags"] == ["office"]
+    stale = agent_client.client.patch(
+        f"{BASE}/entries/{entry['id']}", {"content": "Madrid"}, format="json"
+    )
+    assert stale.status_code == 409 and code(stale) == "version_conflict"
+    # History is read-only, in place too.
+    stale = agent_client.client.patch(
+        f"{BASE}/entries/{entry['id']}", {"importance": 0.9}, format="json"
+    )
+    assert stale.status_code == 409 and code(stale) == "version_conflict"
+    in_place = agent_client.client.patch(
+        f"{BASE}/entries/{new['id']}", {"importance": 0.9, "metadata": {"k": 2}}, format="json"
+    ).json()
+    assert (in_place["id"], in_place["version"], in_place["importance"]) == (new["id"], 2, 0.9)
+
+    history = agent_client.client.get(f"{BASE}/entries/{new['id']}/history").json()["results"]
+    assert [(h["version"], h["is_current"]) for h in history] == [(2, True), (1, False)]
+    assert history[1]["content"] == "The office is in Lisbon."
+    listed = agent_client.client.get(f"{BASE}/contexts/{cid}/entries").json()["results"]
+    assert [e["id"] for e in listed] == [new["id"]]
+
+    empty = agent_client.client.patch(
+        f"{BASE}/entries/{new['id']}", {"content": "  "}, format="json"
+    )
+    assert empty.status_code == 400 and code(empty) == "empty_entry"
+    assert agent_client.client.delete(f"{BASE}/entries/{new['id']}").status_code == 204
+    assert not MemoryEntry.objects.filter(lineage=entry["lineage"]).exists()
+    gone = agent_client.client.get(f"{BASE}/entries/{entry['id']}")
+    assert gone.status_code == 404 and code(gone) == "entry_not_found"
+
+
+@pytest.mark.parametrize(
+    "body, status, expected",
+    [
+        ({"content": ""}, 400, "empty_entry"),
+        ({"data": {"k": 1}, "content": ""}, 201, None),
+        ({"content": "x", "thread": "s1"}, 400, "invalid_thread"),
+        ({"content": "x", "importance": 1.5}, 400, "validation_error"),
+        ({"content": "x", "importance": "high"}, 400, "validation_error"),
+        ({"content": "x", "entry_type": "poem"}, 400, "validation_error"),
+        ({"content": "x", "position": 2**40, "thread": "t"}, 400, "validation_error"),
+        ({"content": "x", "tags": "a"}, 400, "validation_error"),
+        ({"content": "x" * 100_001}, 413, "content_too_large"),
+    ],
+)
+def test_entry_create_input(
+    agent_client: AuthedAgent, body: dict[str, Any], status: int, expected: str | None
+) -> None:
+    cid = create_context(agent_client)["id"]
+    response = agent_client.client.post(f"{BASE}/contexts/{cid}/entries", body, format="json")
+    assert response.status_code == status, response.json()
+    if expected:
+        assert code(response) == expected
+
+
+def test_batch_writes_all_or_nothing_within_limits(agent_client: AuthedAgent) -> None:
+    cid = create_context(agent_client)["id"]
+    url = f"{BASE}/contexts/{cid}/entries/batch"
+    written = agent_client.client.post(
+        url,
+        {"entries": [{"content": f"line {i}", "thread": "s", "position": i} for i in range(3)]},
+        format="json",
+    )
+    assert written.status_code == 201
+    assert [e["position"] for e in written.json()["entries"]] == [0, 1, 2]
+    for entries in ([], [{"content": "x"}] * (MAX_BATCH + 1)):
+        response = agent_client.client.post(url, {"entries": entries}, format="json")
+        assert response.status_code == 400 and code(response) == "invalid_batch_size"
+    broken = agent_client.client.post(
+        url, {"entries": [{"content": "fine"}, {"content": ""}]}, format="json"
+    )
+    assert broken.status_code == 400 and code(broken) == "empty_entry"
+    assert "entries[1]" in broken.json()["error"]["message"]
+    assert MemoryEntry.objects.filter(context_id=cid).count() == 3
+    bad = agent_client.client.post(url, {"entries": "x"}, format="json")
+    assert bad.status_code == 400
+
+
+def test_importance_and_archive(agent_client: AuthedAgent) -> None:
+    cid = create_context(agent_client)["id"]
+    entry = add_entry(agent_client, cid, "Invoices are due on the 5th.", importance=0.5)
+    url = f"{BASE}/entries/{entry['id']}"
+    boosted = agent_client.client.post(f"{url}/importance", {"delta": 0.8}, format="json").json()
+    assert boosted["importance"] == 1.0
+    lowered = agent_client.client.post(f"{url}/importance", {"delta": -0.25}, format="json")
+    assert lowered.json()["importance"] == 0.75
+    for delta in (2, "up", None):
+        bad = agent_client.client.post(f"{url}/importance", {"delta": delta}, format="json")
+        assert bad.status_code == 400
+    assert search(agent_client, "invoices due", mode="keyword").json()["results"]
+    archived = agent_client.client.post(f"{url}/archive", {"reason": "old"}, format="json")
+    assert archived.json()["archived_at"] is not None
+    assert search(agent_client, "invoices due", mode="keyword").json()["results"] == []
+    listed = agent_client.client.get(f"{BASE}/contexts/{cid}/entries").json()["results"]
+    assert listed == []
+    listed = agent_client.client.get(f"{BASE}/contexts/{cid}/entries?include_archived=true")
+    assert [e["id"] for e in listed.json()["results"]] == [entry["id"]]
+    back = agent_client.client.post(f"{url}/unarchive").json()
+    assert back["archived_at"] is None
+    assert search(agent_client, "invoices due", mode="keyword").json()["results"]
+
+
+def test_snapshots_and_restore(agent_client: AuthedAgent) -> None:
+    cid = create_context(agent_client)["id"]
+    first = add_entry(agent_client, cid, "Deploys happen on Tuesdays.")
+    doomed = add_entry(agent_client, cid, "The staging database is called pluto.")
+    snapshot = agent_client.client.post(
+        f"{BASE}/contexts/{cid}/snapshots", {"name": "before"}, format="json"
+    )
+    assert snapshot.status_code == 201
+    body = snapshot.json()
+    assert (body["name"], body["entry_count"], body["context_id"]) == ("before", 2, cid)
+    listed = agent_client.client.get(f"{BASE}/contexts/{cid}/snapshots").json()["results"]
+    assert [s["id"] for s in listed] == [body["id"]]
+
+    agent_client.client.patch(
+        f"{BASE}/entries/{first['id']}", {"content": "Deploys happen on Fridays."}, format="json"
+    )
+    agent_client.client.delete(f"{BASE}/entries/{doomed['id']}")
+    add_entry(agent_client, cid, "Written after the snapshot.")
+    report = agent_client.client.post(f"{BASE}/snapshots/{body['id']}/restore")
+    assert report.status_code == 200
+    assert report.json() == {"restored": 1, "recreated": 1, "archived": 1, "unchanged": 0}
+    contents = {
+        e["content"]
+        for e in agent_client.client.get(f"{BASE}/contexts/{cid}/entries").json()["results"]
+    }
+    assert contents == {"Deploys happen on Tuesdays.", "The staging database is called pluto."}
+    missing = agent_client.client.post(f"{BASE}/snapshots/987654321/restore")
+    assert missing.status_code == 404 and code(missing) == "snapshot_not_found"
+
+
+def test_search_explains_components_and_logs_access(agent_client: AuthedAgent) -> None:
+    cid = create_context(agent_client)["id"]
+    deploy = add_entry(agent_client, cid, "The deploy runs on Fridays at noon.", importance=0.9)
+    add_entry(agent_client, cid, "Cats sleep most of the day.", entry_type="observation")
+    response = search(agent_client, "when do deploys run?", top_k=2)
+    assert response.status_code == 200
+    body = response.json()
+    hit = body["results"][0]
+    assert hit["id"] == deploy["id"] and hit["context_id"] == cid and hit["version"] == 1
+    components = hit["components"]
+    assert set(components) == {"similarity", "importance", "confidence", "recency"}
+    assert components["importance"] == 0.9 and components["confidence"] == 1.0
+    assert 0.99 <= components["recency"] <= 1
+    expected = 0.7 * components["similarity"] + 0.1 * (
+        components["importance"] + components["confidence"] + components["recency"]
+    )
+    assert hit["score"] == pytest.approx(expected, abs=1e-5)
+    assert set(hit["retrieval"]) == {
+        "score",
+        "vector_rank",
+        "vector_score",
+        "keyword_rank",
+        "keyword_score",
+    }
+    assert {"vector", "keyword"} <= set(body["stage_ms"])
+
+    filtered = search(
+        agent_client, "cats day deploy", filters={"entry_types": ["observation"]}
+    ).json()
+    assert [h["content"] for h in filtered["results"]] == ["Cats sleep most of the day."]
+    high = search(agent_client, "deploy", threshold=1).json()
+    assert high["results"] == []
+
+    log = agent_client.client.get(f"{BASE}/contexts/{cid}/access-log").json()["results"]
+    assert {(row["action"], row["query"]) for row in log} >= {("search", "when do deploys run?")}
+    assert all(row["agent_id"] == agent_client.agent.pk for row in log)
+    entry = MemoryEntry.objects.get(pk=deploy["id"])
+    assert entry.access_count == 1 and entry.last_accessed_at is not None
+    agent_client.client.get(f"{BASE}/entries/{deploy['id']}")
+    assert MemoryAccessLog.objects.filter(entry_id=deploy["id"], action="read").count() == 1
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"query": ""},
+        {"query": "x", "top_k": 0},
+        {"query": "x", "mode": "psychic"},
+        {"query": "x", "threshold": 2},
+        {"query": "x", "filters": {"context_ids": ["a"]}},
+        {"query": "x", "filters": {"entry_types": ["poem"]}},
+        {"query": "x", "filters": {"colour": "red"}},
+        {"query": "x", "filters": {"occurred_from": "yesterday"}},
+        {"query": "x", "weights": {"vector": -1}},
+    ],
+)
+def test_search_refuses_bad_input(agent_client: AuthedAgent, body: dict[str, Any]) -> None:
+    create_context(agent_client)
+    response = agent_client.client.post(f"{BASE}/long-term/search", body, format="json")
+    assert response.status_code == 400, response.json()
+
+
+def test_search_needs_only_the_read_scope(
+    agent_client: AuthedAgent, make_agent_client: Any
+) -> None:
+    reader = make_agent_client(scopes=("read",), agent=agent_client.agent)
+    assert search(reader, "anything").status_code == 200
+    refused = reader.client.post(f"{BASE}/contexts", {"name": "x"}, format="json")
+    assert refused.status_code == 403 and code(refused) == "insufficient_scope"

@@ -185,11 +185,13 @@ urlpatterns = [
         long_term.SnapshotRestoreApi.as_view(),
         name="ltm-snapshot-restore",
     ),
+    path("entries", long_term.EntryCreateApi.as_view(), name="ltm-entries"),
+    path("entries/batch", long_term.EntryBatchCreateApi.as_view(), name="ltm-entries-batch"),
     path("entries/<id:entry_id>", long_term.EntryDetailApi.as_view(), name="ltm-entry"),
     path(
-        "entries/<id:entry_id>/history",
-        long_term.EntryHistoryApi.as_view(),
-        name="ltm-entry-history",
+        "entries/<id:entry_id>/versions",
+        long_term.EntryVersionsApi.as_view(),
+        name="ltm-entry-versions",
     ),
     path(
         "entries/<id:entry_id>/importance",

@@ -314,11 +314,21 @@ CASES.update(
         "memory_context_entries_list": Case(_named(query={"include_archived": "true"})),
         "memory_context_entry_create": Case(_named({"content": "injected"})),
         "memory_context_entries_batch": Case(_named({"entries": [{"content": "injected"}]})),
+        "memory_entry_create": Case(
+            lambda t: ("", {"content": "injected", "context": t.context_id}, None)  # type: ignore[union-attr]
+        ),
+        "memory_entries_batch": Case(
+            lambda t: (
+                "",
+                {"context": t.context_id, "entries": [{"content": "injected"}]},  # type: ignore[union-attr]
+                None,
+            )
+        ),
         "memory_context_access_log": Case(_named()),
         "memory_entry_retrieve": Case(_named()),
         "memory_entry_update": Case(_named({"content": "changed", "importance": 0.1})),
         "memory_entry_delete": Case(_named()),
-        "memory_entry_history": Case(_named()),
+        "memory_entry_versions": Case(_named()),
         "memory_entry_importance": Case(_named({"delta": 0.3})),
         "memory_entry_archive": Case(_named({})),
         "memory_entry_unarchive": Case(_named({})),

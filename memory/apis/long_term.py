@@ -415,6 +415,70 @@ class MemoryEntryBatchOutput(serializers.Serializer):
     entries = MemoryEntryOutput(many=True)
 
 
+def _context_for_writing(request: Request, context_id: int | None) -> tuple[Any, MemoryContext]:
+    """The named context (write access), or the calling agent's own memory by default."""
+    actor = request_actor(request)
+    if context_id is None:
+        return actor, services.agent_memory_context(actor=actor)
+    return actor, selectors.context_get(actor, context_id, write=True)
+
+
+class EntryCreateInput(MemoryEntryInput):
+    context = serializers.IntegerField(  # type: ignore[assignment]  # a field named "context"
+        required=False,
+        min_value=1,
+        help_text="The context to write to (write access); default: the calling agent's own "
+        "memory (context `agent:<agent id>`, created on first use).",
+    )
+
+
+class EntryBatchCreateInput(MemoryEntryBatchInput):
+    context = serializers.IntegerField(  # type: ignore[assignment]  # a field named "context"
+        required=False,
+        min_value=1,
+        help_text="The context to write every entry to; default: the calling agent's own memory.",
+    )
+
+
+class EntryCreateApi(ApiView):
+    """Write one entry to a context, or to the calling agent's own memory."""
+
+    @extend_schema(
+        operation_id="memory_entry_create",
+        request=EntryCreateInput,
+        responses={201: MemoryEntryOutput},
+    )
+    def post(self, request: Request) -> Response:
+        data = validated(EntryCreateInput, request)
+        actor, context = _context_for_writing(request, data.pop("context", None))
+        (entry,) = services.entries_write(actor=actor, context=context, items=[_entry_input(data)])
+        entry.refresh_from_db()
+        return Response(MemoryEntryOutput(entry).data, status=status.HTTP_201_CREATED)
+
+
+class EntryBatchCreateApi(ApiView):
+    """Write up to 500 entries to one context (default: the agent's own memory), all or none."""
+
+    @extend_schema(
+        operation_id="memory_entries_batch",
+        request=EntryBatchCreateInput,
+        responses={201: MemoryEntryBatchOutput},
+    )
+    def post(self, request: Request) -> Response:
+        data = validated(EntryBatchCreateInput, request)
+        actor, context = _context_for_writing(request, data.get("context"))
+        return _batch_written(actor, context, data["entries"])
+
+
+def _batch_written(actor: Any, context: MemoryContext, raw: list[dict[str, Any]]) -> Response:
+    items = [_entry_input(dict(item)) for item in raw]
+    written = services.entries_write(actor=actor, context=context, items=items)
+    entries = MemoryEntry.objects.filter(pk__in=[e.pk for e in written]).order_by("pk")
+    return Response(
+        MemoryEntryBatchOutput({"entries": entries}).data, status=status.HTTP_201_CREATED
+    )
+
+
 class ContextEntryListCreateApi(ApiView):
     """The current entries of a context, newest first; POST writes one (write access)."""
 
@@ -464,12 +528,7 @@ class ContextEntryBatchApi(ApiView):
         actor = request_actor(request)
         context = selectors.context_get(actor, context_id, write=True)
         data = validated(MemoryEntryBatchInput, request)
-        items = [_entry_input(dict(item)) for item in data["entries"]]
-        written = services.entries_write(actor=actor, context=context, items=items)
-        entries = MemoryEntry.objects.filter(pk__in=[e.pk for e in written]).order_by("pk")
-        return Response(
-            MemoryEntryBatchOutput({"entries": entries}).data, status=status.HTTP_201_CREATED
-        )
+        return _batch_written(actor, context, data["entries"])
 
 
 class EntryDetailApi(ApiView):
@@ -529,12 +588,12 @@ class EntryDetailApi(ApiView):
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
-class EntryHistoryApi(ApiView):
+class EntryVersionsApi(ApiView):
     """Every version of the entry's memory, newest first."""
 
     pagination_class = CreatedCursorPagination
 
-    @extend_schema(operation_id="memory_entry_history", responses=MemoryEntryOutput(many=True))
+    @extend_schema(operation_id="memory_entry_versions", responses=MemoryEntryOutput(many=True))
     def get(self, request: Request, entry_id: int) -> Response:
         entry = selectors.entry_get(request_actor(request), entry_id)
         return paginated_response(self, request, selectors.entry_history(entry), MemoryEntryOutput)

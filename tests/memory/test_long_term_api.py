@@ -252,7 +252,7 @@ def test_entry_lifecycle_versions_and_history(agent_client: AuthedAgent) -> None
     ).json()
     assert (in_place["id"], in_place["version"], in_place["importance"]) == (new["id"], 2, 0.9)
 
-    history = agent_client.client.get(f"{BASE}/entries/{new['id']}/history").json()["results"]
+    history = agent_client.client.get(f"{BASE}/entries/{new['id']}/versions").json()["results"]
     assert [(h["version"], h["is_current"]) for h in history] == [(2, True), (1, False)]
     assert history[1]["content"] == "The office is in Lisbon."
     listed = agent_client.client.get(f"{BASE}/contexts/{cid}/entries").json()["results"]
@@ -438,3 +438,49 @@ def test_search_needs_only_the_read_scope(
     assert search(reader, "anything").status_code == 200
     refused = reader.client.post(f"{BASE}/contexts", {"name": "x"}, format="json")
     assert refused.status_code == 403 and code(refused) == "insufficient_scope"
+
+
+def test_entries_go_to_the_named_context_or_the_agents_own_memory(
+    agent_client: AuthedAgent, teammate: AuthedAgent
+) -> None:
+    client = agent_client.client
+    own = client.post(
+        f"{BASE}/entries",
+        {"content": "The staging database is db-2.", "entry_type": "fact", "tags": ["infra"]},
+        format="json",
+    )
+    assert own.status_code == 201, own.json()
+    mine = own.json()["context_id"]
+    context = client.get(f"{BASE}/contexts/{mine}").json()
+    assert (context["name"], context["scope"]) == (f"agent:{agent_client.agent.pk}", "agent")
+    again = client.post(f"{BASE}/entries", {"content": "Deploys on Fridays."}, format="json")
+    assert again.json()["context_id"] == mine
+    # A teammate's default memory is its own, and it cannot read this one.
+    theirs = teammate.client.post(f"{BASE}/entries", {"content": "x"}, format="json").json()
+    assert theirs["context_id"] != mine
+    assert teammate.client.get(f"{BASE}/entries/{own.json()['id']}").status_code == 404
+
+    named = create_context(agent_client, "project")
+    batch = client.post(
+        f"{BASE}/entries/batch",
+        {"context": named["id"], "entries": [{"content": "a"}, {"content": "b"}]},
+        format="json",
+    )
+    assert batch.status_code == 201, batch.json()
+    assert {e["context_id"] for e in batch.json()["entries"]} == {named["id"]}
+    default_batch = client.post(
+        f"{BASE}/entries/batch", {"entries": [{"content": "c"}]}, format="json"
+    )
+    assert default_batch.json()["entries"][0]["context_id"] == mine
+    # A context the caller may not write: 404 when invisible, 403 when read-only.
+    foreign = teammate.client.post(
+        f"{BASE}/entries", {"content": "x", "context": named["id"]}, format="json"
+    )
+    assert foreign.status_code == 404 and code(foreign) == "context_not_found"
+
+    versions_of = own.json()["id"]
+    patched = client.patch(
+        f"{BASE}/entries/{versions_of}", {"content": "The staging database is db-3."}, format="json"
+    ).json()
+    versions = client.get(f"{BASE}/entries/{patched['id']}/versions").json()["results"]
+    assert [v["version"] for v in versions] == [2, 1]

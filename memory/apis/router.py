@@ -14,9 +14,10 @@ from core import serializers as strict
 from core.permissions import request_actor
 from core.views import ApiView
 from memory.apis.common import TTL_HELP, validated
-from memory.models import MemoryEntry, ShortTermEntry
+from memory.models import MemoryAccessLog, MemoryEntry, ShortTermEntry
 from memory.selectors import router as router_selectors
 from memory.services import consolidation
+from memory.services import long_term as long_term_services
 from memory.services import router as router_services
 
 TIER_STATUS = serializers.DictField(
@@ -107,6 +108,15 @@ class MemorySearchApi(ApiView):
             threshold=data.get("threshold"),
             filters=filters,
         )
+        # Long-term hits are reads of those memories: logged, and kept recent.
+        recalled = [int(hit.id) for hit in result.results if hit.tier == router_selectors.LONG_TERM]
+        if recalled:
+            long_term_services.entries_accessed(
+                actor=request_actor(request),
+                entries=list(MemoryEntry.objects.filter(pk__in=recalled)),
+                action=MemoryAccessLog.Action.SEARCH,
+                query=data["query"],
+            )
         return Response(self.OutputSerializer(result).data)
 
 

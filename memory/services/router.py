@@ -19,7 +19,7 @@ from core.errors import NotFound, ValidationFailed
 from memory import names
 from memory.context_access import visible_contexts
 from memory.errors import MemoryUnavailable
-from memory.models import MemoryEntry
+from memory.models import MemoryAccessLog, MemoryEntry
 from memory.selectors.long_term import context_get
 from memory.selectors.router import (
     LONG_TERM,
@@ -96,6 +96,7 @@ def memory_read(*, actor: Actor, key: str, session_id: str = "") -> RoutedValue:
         raise NotFound(
             "No tier holds this key.", code="memory_key_not_found", details={"tiers": status}
         )
+    ltm.entries_accessed(actor=actor, entries=[long_term], action=MemoryAccessLog.Action.READ)
     return RoutedValue(
         LONG_TERM,
         key,

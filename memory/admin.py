@@ -140,11 +140,16 @@ class ShortTermEntryAdmin(AccountScopedAdmin):
         for account_id in sorted(set(queryset.values_list("account_id", flat=True))):
             actor.require(account_id, MANAGE_MEMORY)
             report = consolidation.consolidate(account_id=account_id)
-            summary = "; ".join(
-                f"{job}: " + ", ".join(f"{name} {n}" for name, n in counts.items())
-                for job, counts in report.items()
+            self.message_user(
+                request, f"Consolidation of account {account_id}: {_report_text(report)}"
             )
-            self.message_user(request, f"Consolidation of account {account_id}: {summary}")
+
+
+def _report_text(report: dict[str, dict[str, int]]) -> str:
+    return "; ".join(
+        f"{job}: " + ", ".join(f"{name} {n}" for name, n in counts.items() if name != "dry_run")
+        for job, counts in report.items()
+    )
 
 
 class MemoryPoolGrantInline(AccountScopedTabularInline):
@@ -393,7 +398,7 @@ class MemoryContextAdmin(AccountScopedAdmin):
     list_select_related = ["account", "owner"]
     search_fields = ["name", "description"]
     inlines = [MemoryContextGrantInline]
-    actions = ["archive", "unarchive"]
+    actions = ["archive", "unarchive", "run_consolidation", "preview_consolidation"]
     _fields = ["account", "name", "context_type", "scope", "team", "description", "metadata"]
     _created_only = ["account", "scope", "team"]
     _stats = ["owner", "entry_count", "total_terms", "archived_at", "created_at", "updated_at"]
@@ -443,6 +448,33 @@ class MemoryContextAdmin(AccountScopedAdmin):
     @admin.action(description="Unarchive", permissions=["change"])
     def unarchive(self, request: HttpRequest, queryset: QuerySet[MemoryContext]) -> None:
         self._archive(request, queryset, False)
+
+    def _consolidate(
+        self, request: HttpRequest, queryset: QuerySet[MemoryContext], dry_run: bool
+    ) -> None:
+        actor = self.actor(request)
+        for context in queryset.order_by("pk"):
+            actor.require(context.account_id, MANAGE_MEMORY)
+            report = consolidation.consolidate(
+                account_id=context.account_id, context_id=context.pk, dry_run=dry_run
+            )
+            verb = "would change" if dry_run else "changed"
+            self.message_user(
+                request, f"Consolidation of {context.name} {verb}: {_report_text(report)}"
+            )
+
+    @admin.action(
+        description="Run consolidation now (deduplicate, archive rotten, decay importance)",
+        permissions=["change"],
+    )
+    def run_consolidation(self, request: HttpRequest, queryset: QuerySet[MemoryContext]) -> None:
+        self._consolidate(request, queryset, dry_run=False)
+
+    @admin.action(description="Preview consolidation (dry run)", permissions=["change"])
+    def preview_consolidation(
+        self, request: HttpRequest, queryset: QuerySet[MemoryContext]
+    ) -> None:
+        self._consolidate(request, queryset, dry_run=True)
 
 
 class MemoryEntryForm(forms.ModelForm):

@@ -170,7 +170,9 @@ def consolidation_promote(*, account_id: int, dry_run: bool = False) -> dict[str
 # --- deduplication ---------------------------------------------------------------------------
 
 
-def _similar_pairs(account_id: int, threshold: float) -> list[tuple[int, int, float]]:
+def _similar_pairs(
+    account_id: int, threshold: float, context_id: int | None = None
+) -> list[tuple[int, int, float]]:
     """(entry, neighbour, similarity) of searchable entries of one context at least
     ``threshold`` alike, each entry against its nearest DEDUP_NEIGHBOURS."""
     sql = """
@@ -187,13 +189,20 @@ def _similar_pairs(account_id: int, threshold: float) -> list[tuple[int, int, fl
         ) n
         JOIN memory_memorycontext c ON c.id = a.context_id AND c.archived_at IS NULL
         WHERE a.account_id = %(account)s AND a.is_current AND a.archived_at IS NULL
+          AND (%(context)s::bigint IS NULL OR a.context_id = %(context)s::bigint)
           AND a.embedding IS NOT NULL AND n.similarity >= %(threshold)s::float8
           AND a.id < n.id
         ORDER BY n.similarity DESC, a.id, n.id
     """
     with connection.cursor() as cursor:
         cursor.execute(
-            sql, {"account": account_id, "threshold": threshold, "neighbours": DEDUP_NEIGHBOURS}
+            sql,
+            {
+                "account": account_id,
+                "context": context_id,
+                "threshold": threshold,
+                "neighbours": DEDUP_NEIGHBOURS,
+            },
         )
         return [(int(a), int(b), float(s)) for a, b, s in cursor.fetchall()]
 
@@ -203,12 +212,14 @@ def _survivor_key(entry: MemoryEntry) -> tuple[float, datetime, int]:
     return (-entry.importance, entry.created_at, entry.pk)
 
 
-def consolidation_dedup(*, account_id: int, dry_run: bool = False) -> dict[str, int]:
+def consolidation_dedup(
+    *, account_id: int, context_id: int | None = None, dry_run: bool = False
+) -> dict[str, int]:
     """Merge near-duplicate current entries within each context: in each group of entries
     linked by a similarity of at least MEMORY_DEDUP_SIMILARITY, the most important (then the
     oldest) survives; the others are archived, ``merged_into`` (the survivor's id and lineage)
     and ``merged_similarity`` in their metadata; the survivor lists them in ``absorbed``."""
-    pairs = _similar_pairs(account_id, float(settings.MEMORY_DEDUP_SIMILARITY))
+    pairs = _similar_pairs(account_id, float(settings.MEMORY_DEDUP_SIMILARITY), context_id)
     parent: dict[int, int] = {}
 
     def find(x: int) -> int:
@@ -282,7 +293,9 @@ def staleness(entry: MemoryEntry, now: datetime) -> float:
     return 1 - 0.5 * recency - 0.5 * entry.importance
 
 
-def consolidation_rot(*, account_id: int, dry_run: bool = False) -> dict[str, int]:
+def consolidation_rot(
+    *, account_id: int, context_id: int | None = None, dry_run: bool = False
+) -> dict[str, int]:
     """Archive the account's current entries whose staleness is at least
     MEMORY_ROT_STALENESS (in contexts that are not archived)."""
     params: dict[str, Any] = {
@@ -290,11 +303,13 @@ def consolidation_rot(*, account_id: int, dry_run: bool = False) -> dict[str, in
         "recency_half_life": float(settings.MEMORY_RECENCY_HALF_LIFE_DAYS),
         "threshold": float(settings.MEMORY_ROT_STALENESS),
         "account": account_id,
+        "context": context_id,
     }
     sql = f"""
         SELECT e.id FROM memory_memoryentry e
         JOIN memory_memorycontext c ON c.id = e.context_id AND c.archived_at IS NULL
         WHERE e.account_id = %(account)s AND e.is_current AND e.archived_at IS NULL
+          AND (%(context)s::bigint IS NULL OR e.context_id = %(context)s::bigint)
           AND {_STALENESS} >= %(threshold)s::float8
         ORDER BY e.id
     """  # noqa: S608  (fixed SQL; values are parameters)
@@ -322,7 +337,9 @@ def consolidation_rot(*, account_id: int, dry_run: bool = False) -> dict[str, in
 # --- importance decay ------------------------------------------------------------------------
 
 
-def consolidation_decay(*, account_id: int | None = None, dry_run: bool = False) -> dict[str, int]:
+def consolidation_decay(
+    *, account_id: int | None = None, context_id: int | None = None, dry_run: bool = False
+) -> dict[str, int]:
     """importance x 0.5 ^ (days unused / MEMORY_IMPORTANCE_HALF_LIFE_DAYS), where the days
     count from the latest of the entry's creation, its last read and its last decay
     (``metadata.importance_decayed_at``): however often it runs, an entry unused for one
@@ -331,6 +348,7 @@ def consolidation_decay(*, account_id: int | None = None, dry_run: bool = False)
         "now": timezone.now(),
         "half_life": float(settings.MEMORY_IMPORTANCE_HALF_LIFE_DAYS),
         "account": account_id,
+        "context": context_id,
         "min_seconds": DECAY_MIN_SECONDS,
     }
     since = (
@@ -340,6 +358,7 @@ def consolidation_decay(*, account_id: int | None = None, dry_run: bool = False)
     where = f"""
         e.is_current AND e.archived_at IS NULL
         AND (%(account)s::bigint IS NULL OR e.account_id = %(account)s::bigint)
+        AND (%(context)s::bigint IS NULL OR e.context_id = %(context)s::bigint)
         AND extract(epoch from (%(now)s - {since})) >= %(min_seconds)s
     """
     with connection.cursor() as cursor:
@@ -363,12 +382,23 @@ def consolidation_decay(*, account_id: int | None = None, dry_run: bool = False)
 # --- one account, several steps --------------------------------------------------------------
 
 
+CONTEXT_JOBS = (DEDUP, ROT, DECAY)
+
+
 def consolidate(
-    *, account_id: int, jobs: Sequence[str] | None = None, dry_run: bool = False
+    *,
+    account_id: int,
+    jobs: Sequence[str] | None = None,
+    dry_run: bool = False,
+    context_id: int | None = None,
 ) -> dict[str, dict[str, int]]:
     """Run the chosen steps (default all, in the order promote, prune, dedup, rot, decay) for
-    one account, under its lock; returns each step's counts."""
+    one account, under its lock; returns each step's counts. With ``context_id``, only the
+    steps on long-term entries (dedup, rot, decay), on that context's entries."""
     chosen = jobs_validate(jobs)
+    if context_id is not None:
+        chosen = tuple(job for job in chosen if job in CONTEXT_JOBS)
+    scope = {"context_id": context_id}
     report: dict[str, dict[str, int]] = {}
     with account_lock(account_id):
         for job in JOBS:
@@ -379,11 +409,11 @@ def consolidate(
             elif job == PRUNE:
                 report[job] = short_term_prune_expired(account_id=account_id, dry_run=dry_run)
             elif job == DEDUP:
-                report[job] = consolidation_dedup(account_id=account_id, dry_run=dry_run)
+                report[job] = consolidation_dedup(account_id=account_id, dry_run=dry_run, **scope)
             elif job == ROT:
-                report[job] = consolidation_rot(account_id=account_id, dry_run=dry_run)
+                report[job] = consolidation_rot(account_id=account_id, dry_run=dry_run, **scope)
             else:
-                report[job] = consolidation_decay(account_id=account_id, dry_run=dry_run)
+                report[job] = consolidation_decay(account_id=account_id, dry_run=dry_run, **scope)
     return report
 
 

@@ -263,3 +263,38 @@ def test_long_term_snapshot_restore_action(agent_client: AuthedAgent) -> None:
     current = MemoryEntry.objects.get(lineage=entry.lineage, is_current=True)
     assert current.content == "Deploys on Tuesdays." and current.version == 3
     assert MemorySnapshot.objects.filter(pk=snapshot.pk).exists()
+
+
+def test_run_consolidation_now_for_a_context_with_its_report(agent_client: AuthedAgent) -> None:
+    from memory.services import long_term as ltm
+
+    actor = actor_for_agent(agent_client.agent)
+    chosen = ltm.context_create(actor=actor, name="chosen")
+    other = ltm.context_create(actor=actor, name="other")
+    for context in (chosen, other):
+        for _ in range(2):
+            ltm.entries_write(
+                actor=actor,
+                context=context,
+                items=[ltm.EntryInput(content="The staging database runs on port 5433.")],
+            )
+    _, reviewer = person(agent_client, "reviewer")
+    _, operator = person(agent_client, "operator")
+    changelist = reverse("admin:memory_memorycontext_changelist")
+
+    def archived() -> dict[str, int]:
+        return {
+            c.name: MemoryEntry.objects.filter(context=c, archived_at__isnull=False).count()
+            for c in (chosen, other)
+        }
+
+    preview = {"action": "preview_consolidation", "_selected_action": [chosen.pk]}
+    page = operator.post(changelist, preview, follow=True).content.decode()
+    assert "Consolidation of chosen would change: dedup: pairs 1, merged 1" in page
+    assert archived() == {"chosen": 0, "other": 0}
+    run = {"action": "run_consolidation", "_selected_action": [chosen.pk]}
+    reviewer.post(changelist, run)
+    assert archived() == {"chosen": 0, "other": 0}  # reviewers may not run it
+    page = operator.post(changelist, run, follow=True).content.decode()
+    assert "Consolidation of chosen changed: dedup: pairs 1, merged 1" in page
+    assert archived() == {"chosen": 1, "other": 0}  # only the selected context

@@ -29,6 +29,10 @@ from rag.search import (
 # effective_relevance_score = sum of weight x component (docs/memory.md). Similarity leads:
 # importance, confidence and recency order memories that are about equally relevant.
 RELEVANCE_WEIGHTS = {"similarity": 0.7, "importance": 0.1, "confidence": 0.1, "recency": 0.1}
+# Hybrid fusion of memory entries leans on BM25: on short chat turns it beats the small local
+# embedding model, and 0.4 / 0.6 retrieves more evidence than the documents' 0.5 / 0.5 on LoCoMo
+# (docs/benchmarks.md, "LoCoMo retrieval"). A weight the caller gives overrides its stage's.
+FUSION_WEIGHTS = {"vector": 0.4, "keyword": 0.6}
 
 
 def contexts_for(actor: Actor) -> QuerySet[MemoryContext]:
@@ -192,7 +196,7 @@ def long_term_search(
         mode=mode,
         depth=max(MIN_CANDIDATES, top_k * CANDIDATE_FACTOR),
         fusion=fusion,
-        weights=fusion_weights(weights),
+        weights=fusion_weights({**FUSION_WEIGHTS, **(weights or {})}),
         filter_sql=condition,
         filter_params=params,
         query_vector=query_vector,

@@ -170,3 +170,22 @@ def test_another_agent_sees_nothing_without_a_grant(me: Actor, context: MemoryCo
     assert len(long_term_search(actor=other, query="secret plan")[0]) == 1
     stranger = actor_for_agent(AgentFactory.create())
     assert long_term_search(actor=stranger, query="secret plan")[0] == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_deleting_a_context_cascades_its_index(me: Actor, context: MemoryContext) -> None:
+    """PostgreSQL deletes the postings and terms (memory migration 0003): the deferred foreign
+    keys are checked at a real commit, hence a transactional test."""
+    ltm.entries_write(
+        actor=me,
+        context=context,
+        items=[
+            ltm.EntryInput(content=t, thread="s1", position=i)
+            for i, t in enumerate(["apples grow", "pears ripen"])
+        ],
+    )
+    assert MemoryEntryPosting.objects.filter(context=context).exists()
+    ltm.context_delete(actor=me, context=context)
+    assert not MemoryEntry.objects.filter(context_id=context.pk).exists()
+    assert not MemoryEntryPosting.objects.filter(context_id=context.pk).exists()
+    assert not MemoryEntryTerm.objects.filter(context_id=context.pk).exists()

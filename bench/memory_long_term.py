@@ -177,14 +177,21 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             cursor.execute("SELECT pg_prewarm(%s)", [relation])
     filters = LongTermFilters(context_ids=(context.pk,))
 
+    stages: dict[str, list[float]] = {}
+
     def search(text: str) -> float:
         vector = stand_in.embed_query(text)
         started = time.perf_counter()
-        long_term_search(actor=actor, query=text, top_k=10, filters=filters, query_vector=vector)
+        _, stage_ms = long_term_search(
+            actor=actor, query=text, top_k=10, filters=filters, query_vector=vector
+        )
+        for stage, ms in stage_ms.items():
+            stages.setdefault(stage, []).append(ms)
         return (time.perf_counter() - started) * 1000
 
     for text in warmup:
         search(text)
+    stages.clear()
     totals = [search(text) for text in measured]
     embeds = []
     provider.embed_query("warm up")
@@ -202,6 +209,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "queries": len(measured),
         "hybrid_search_ms_query_vector_given": rounded(totals),
         "query_embedding_ms_local_model": rounded(embeds),
+        "stages_ms": {stage: rounded(values) for stage, values in stages.items()},
         "embeddings": "word-hash stand-in (see the module docstring)",
         "cpu": f"{__import__('os').cpu_count()} cores",
     }

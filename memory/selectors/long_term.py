@@ -35,6 +35,12 @@ from rag.search import (
 # effective_relevance_score = sum of weight x component (docs/memory.md). Similarity leads:
 # importance, confidence and recency order memories that are about equally relevant.
 RELEVANCE_WEIGHTS = {"similarity": 0.7, "importance": 0.1, "confidence": 0.1, "recency": 0.1}
+# Hybrid fusion of memory entries leans on BM25: on short chat turns it beats the small local
+# embedding model, and 0.4 / 0.6 retrieves more evidence than the documents' 0.5 / 0.5 on LoCoMo
+# (docs/benchmarks.md, "LoCoMo retrieval"). A weight the caller gives overrides its stage's.
+FUSION_WEIGHTS = {"vector": 0.4, "keyword": 0.6}
+# What relevance_components reads of each candidate.
+SCORING_FIELDS = ("id", "importance", "confidence", "created_at", "last_accessed_at")
 
 
 def contexts_for(actor: Actor) -> QuerySet[MemoryContext]:
@@ -226,7 +232,7 @@ def long_term_search(
         mode=mode,
         depth=max(MIN_CANDIDATES, top_k * CANDIDATE_FACTOR),
         fusion=fusion,
-        weights=fusion_weights(weights),
+        weights=fusion_weights({**FUSION_WEIGHTS, **(weights or {})}),
         filter_sql=condition,
         filter_params=params,
         query_vector=query_vector,
@@ -238,7 +244,10 @@ def long_term_search(
         similarity = {hit.unit_id: max(0.0, hit.score / best) for hit in ranked}
     else:
         similarity = {hit.unit_id: max(0.0, min(1.0, hit.score)) for hit in ranked}
-    entries = MemoryEntry.objects.in_bulk([hit.unit_id for hit in ranked])
+    # Every candidate is scored on the few fields relevance needs; only the results are loaded
+    # whole, without their vector. Loading every candidate whole (embedding included) was most
+    # of a search's time at 100k entries (docs/benchmarks.md).
+    entries = MemoryEntry.objects.only(*SCORING_FIELDS).in_bulk([hit.unit_id for hit in ranked])
     now = timezone.now()
     hits: list[LongTermHit] = []
     for hit in ranked:
@@ -263,4 +272,8 @@ def long_term_search(
     hits.sort(key=lambda h: (-h.score, h.entry.pk))
     if threshold is not None:
         hits = [h for h in hits if h.score >= threshold]
-    return hits[:top_k], ranking.stage_ms
+    hits = hits[:top_k]
+    whole = MemoryEntry.objects.defer("embedding").in_bulk([h.entry.pk for h in hits])
+    for h in hits:
+        h.entry = whole.get(h.entry.pk, h.entry)
+    return hits, ranking.stage_ms

@@ -183,3 +183,22 @@ def test_an_agent_has_a_memory_of_its_own(me: Actor) -> None:
     assert me.agent is not None
     other = actor_for_agent(AgentFactory.create(account=me.agent.account))
     assert ltm.agent_memory_context(actor=other).pk != own.pk
+
+
+@pytest.mark.django_db(transaction=True)
+def test_deleting_a_context_cascades_its_index(me: Actor, context: MemoryContext) -> None:
+    """PostgreSQL deletes the postings and terms (memory migration 0003): the deferred foreign
+    keys are checked at a real commit, hence a transactional test."""
+    ltm.entries_write(
+        actor=me,
+        context=context,
+        items=[
+            ltm.EntryInput(content=t, thread="s1", position=i)
+            for i, t in enumerate(["apples grow", "pears ripen"])
+        ],
+    )
+    assert MemoryEntryPosting.objects.filter(context=context).exists()
+    ltm.context_delete(actor=me, context=context)
+    assert not MemoryEntry.objects.filter(context_id=context.pk).exists()
+    assert not MemoryEntryPosting.objects.filter(context_id=context.pk).exists()
+    assert not MemoryEntryTerm.objects.filter(context_id=context.pk).exists()

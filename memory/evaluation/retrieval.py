@@ -1,0 +1,191 @@
+"""LoCoMo as a long-term memory retrieval benchmark (``manage.py memory_eval``).
+
+Each conversation is written into a fresh agent's long-term context through the services, one
+entry per dialogue turn ("Speaker: text", thread = session, position = turn within the session,
+``occurred_at`` = the session's date, ``metadata.dia_id``), exactly as an agent would store it.
+Each question is then asked through ``long_term_search`` and scored against its evidence turns:
+Recall@5, Recall@10 and nDCG@10 (binary relevance, trec_eval semantics, ``rag.evaluation``), per
+category and over categories 1-4. Category 5 (adversarial: the answer is not in the conversation)
+is reported on its own when its questions name evidence, never in the overall figure. The
+temporary accounts are deleted at the end, whatever happens.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import uuid
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from memory.evaluation.locomo import CATEGORIES, Conversation, Question, load_locomo
+from rag.evaluation import evaluate_per_query, percentiles
+
+OVERALL_CATEGORIES = (1, 2, 3, 4)
+METRICS = ("recall@5", "recall@10", "ndcg@10")
+WRITE_BATCH = 500
+
+
+@dataclass(frozen=True)
+class QuestionResult:
+    question: Question
+    retrieved: tuple[str, ...]  # dia_ids, best first
+    metrics: Mapping[str, float]
+    latency_ms: float  # the whole long_term_search call, query embedding included
+    search_ms: float  # its stages without the query embedding
+
+
+def turn_content(speaker: str, text: str) -> str:
+    return f"{speaker}: {text}"
+
+
+def score_question(retrieved: Sequence[str], evidence: Iterable[str]) -> dict[str, float]:
+    """Recall@5, Recall@10, nDCG@10 of one ranking (dia_ids best first) against the evidence."""
+    run = {"q": {dia_id: 1.0 / rank for rank, dia_id in enumerate(retrieved, start=1)}}
+    qrels = {"q": dict.fromkeys(evidence, 1)}
+    values = evaluate_per_query(run, qrels, ks=(5, 10), ndcg_k=10)["q"]
+    return {name: values[name] for name in METRICS}
+
+
+def summarise(results: Sequence[QuestionResult]) -> dict[str, Any]:
+    """Mean metrics per category (those with questions) and over categories 1-4, latencies."""
+
+    def block(rows: Sequence[QuestionResult]) -> dict[str, Any]:
+        return {
+            "questions": len(rows),
+            **{
+                name: round(math.fsum(r.metrics[name] for r in rows) / len(rows), 4)
+                for name in METRICS
+            },
+        }
+
+    categories: dict[str, Any] = {}
+    for number, name in CATEGORIES.items():
+        rows = [r for r in results if r.question.category == number]
+        if rows:
+            categories[str(number)] = {"name": name, **block(rows)}
+    overall = [r for r in results if r.question.category in OVERALL_CATEGORIES]
+    report: dict[str, Any] = {
+        "categories": categories,
+        "overall_1_4": block(overall) if overall else None,
+    }
+    if results:
+        report["latency_ms"] = {
+            k: round(v, 2)
+            for k, v in percentiles([r.latency_ms for r in results], (50, 95)).items()
+        }
+        report["search_ms_excluding_embedding"] = {
+            k: round(v, 2) for k, v in percentiles([r.search_ms for r in results], (50, 95)).items()
+        }
+    return report
+
+
+def evaluate_conversation(
+    conversation: Conversation,
+    *,
+    top_k: int = 10,
+    weights: dict[str, float] | None = None,
+    mode: str = "hybrid",
+    on_progress: Callable[[str], None] | None = None,
+) -> tuple[list[QuestionResult], int]:
+    """Write the conversation into a fresh account's memory, ask its questions, delete it all.
+
+    Returns the scored questions (categories 1-4, and 5 when it names evidence) and how many
+    entries were written."""
+    from core import services as core_services
+    from core.actors import actor_for_account, actor_for_agent
+    from memory.selectors.long_term import LongTermFilters, long_term_search
+    from memory.services import long_term as ltm
+
+    slug = f"memory-eval-{uuid.uuid4().hex[:12]}"
+    account = core_services.account_create(name=f"memory_eval {conversation.sample_id}", slug=slug)
+    tool = actor_for_account(account.pk)
+    try:
+        agent = core_services.agent_create(
+            actor=tool, account=account, name="locomo", description="memory_eval"
+        )
+        actor = actor_for_agent(agent)
+        context = ltm.context_create(actor=actor, name=f"locomo:{conversation.sample_id}")
+        items = [
+            ltm.EntryInput(
+                content=turn_content(turn.speaker, turn.text),
+                occurred_at=turn.occurred_at,
+                thread=f"session_{turn.session}",
+                position=turn.position,
+                metadata={"dia_id": turn.dia_id},
+            )
+            for turn in conversation.turns
+        ]
+        dia_of: dict[int, str] = {}
+        for start in range(0, len(items), WRITE_BATCH):
+            written = ltm.entries_write(
+                actor=actor, context=context, items=items[start : start + WRITE_BATCH]
+            )
+            dia_of.update((entry.pk, entry.metadata["dia_id"]) for entry in written)
+            if on_progress:
+                on_progress(f"{conversation.sample_id}: {len(dia_of)} entries written")
+        filters = LongTermFilters(context_ids=(context.pk,))
+        results: list[QuestionResult] = []
+        for question in conversation.questions:
+            if not question.evidence:
+                continue  # nothing to retrieve (adversarial questions mostly)
+            started = time.perf_counter()
+            hits, stage_ms = long_term_search(
+                actor=actor,
+                query=question.question,
+                top_k=top_k,
+                filters=filters,
+                mode=mode,
+                weights=weights,
+            )
+            latency = (time.perf_counter() - started) * 1000
+            retrieved = tuple(dia_of[hit.entry.pk] for hit in hits if hit.entry.pk in dia_of)
+            results.append(
+                QuestionResult(
+                    question=question,
+                    retrieved=retrieved,
+                    metrics=score_question(retrieved, question.evidence),
+                    latency_ms=latency,
+                    search_ms=sum(v for k, v in stage_ms.items() if k != "embed"),
+                )
+            )
+        return results, len(dia_of)
+    finally:
+        core_services.account_delete(actor=tool, account=account)
+
+
+def run_locomo(
+    path: Path,
+    *,
+    sample_ids: set[str] | None = None,
+    top_k: int = 10,
+    weights: dict[str, float] | None = None,
+    mode: str = "hybrid",
+    on_progress: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
+    """The whole evaluation of a LoCoMo file: one report (see ``summarise``) plus its inputs."""
+    conversations = load_locomo(path, sample_ids=sample_ids)
+    results: list[QuestionResult] = []
+    entries = 0
+    for conversation in conversations:
+        scored, written = evaluate_conversation(
+            conversation, top_k=top_k, weights=weights, mode=mode, on_progress=on_progress
+        )
+        results.extend(scored)
+        entries += written
+    skipped = sum(
+        1 for c in conversations for q in c.questions if not q.evidence and q.category != 5
+    )
+    return {
+        "dataset": str(path),
+        "conversations": [c.sample_id for c in conversations],
+        "entries": entries,
+        "questions_scored": len(results),
+        "questions_without_evidence_1_4": skipped,
+        "mode": mode,
+        "weights": weights or "default",
+        "top_k": top_k,
+        **summarise(results),
+    }

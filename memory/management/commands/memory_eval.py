@@ -1,0 +1,88 @@
+"""Long-term memory retrieval on LoCoMo: ``manage.py memory_eval --dataset FILE``."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from memory.evaluation.locomo import LocomoFormatError
+from memory.evaluation.retrieval import METRICS, run_locomo
+from rag.search import MODES
+
+
+class Command(BaseCommand):
+    help = (
+        "Write each LoCoMo conversation of FILE (original JSON layout) into a fresh agent's "
+        "long-term memory, ask every question through long-term search and score the evidence "
+        "turns it returns: Recall@5, Recall@10, nDCG@10 per category and over categories 1-4, "
+        "search latency p50/p95. The temporary accounts are deleted at the end."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--dataset", required=True, type=Path, help="a LoCoMo JSON file")
+        parser.add_argument(
+            "--conversations", default="", help="comma-separated sample ids (default: all)"
+        )
+        parser.add_argument("--json", action="store_true", help="print one JSON object")
+        parser.add_argument("--top-k", type=int, default=10)
+        parser.add_argument("--mode", default="hybrid", choices=MODES)
+        parser.add_argument("--weights", default="", help='e.g. "vector=0.4,keyword=0.6"')
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        ids = {i.strip() for i in options["conversations"].split(",") if i.strip()}
+        try:
+            weights = {
+                name.strip(): float(value)
+                for name, value in (
+                    pair.split("=", 1) for pair in options["weights"].split(",") if pair
+                )
+            }
+        except ValueError as exc:
+            raise CommandError(f"Bad --weights {options['weights']!r}: {exc}") from exc
+        quiet = options["json"]
+
+        def progress(message: str) -> None:
+            if not quiet:
+                sys.stderr.write(message + "\n")
+
+        try:
+            report = run_locomo(
+                options["dataset"],
+                sample_ids=ids or None,
+                top_k=options["top_k"],
+                weights=weights or None,
+                mode=options["mode"],
+                on_progress=progress,
+            )
+        except LocomoFormatError as exc:
+            raise CommandError(str(exc)) from exc
+        if options["json"]:
+            self.stdout.write(json.dumps(report))
+            return
+        self.stdout.write(
+            f"{', '.join(report['conversations'])}: {report['entries']} entries, "
+            f"{report['questions_scored']} questions scored (mode {report['mode']}, "
+            f"weights {report['weights']}, top_k {report['top_k']})"
+        )
+        header = f"{'category':22} {'n':>4} " + " ".join(f"{m:>9}" for m in METRICS)
+        self.stdout.write(header)
+        rows = [
+            (f"{number} {block['name']}", block) for number, block in report["categories"].items()
+        ]
+        if report["overall_1_4"]:
+            rows.append(("overall 1-4", report["overall_1_4"]))
+        for label, block in rows:
+            self.stdout.write(
+                f"{label:22} {block['questions']:>4} "
+                + " ".join(f"{block[m]:9.4f}" for m in METRICS)
+            )
+        if "latency_ms" in report:
+            lat, search = report["latency_ms"], report["search_ms_excluding_embedding"]
+            self.stdout.write(
+                f"search latency p50 {lat['p50']:.1f} ms, p95 {lat['p95']:.1f} ms "
+                f"(without the query embedding: p50 {search['p50']:.1f}, p95 {search['p95']:.1f})"
+            )

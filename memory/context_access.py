@@ -45,6 +45,15 @@ def writable_by(agent_id: int) -> Q:
     )
 
 
+def readable_contexts(actor: Actor) -> QuerySet[MemoryContext]:
+    """The contexts ``actor`` may read, without annotations: for id lookups on hot paths (a
+    context may appear once per team it is shared through: take distinct ids)."""
+    agent = actor.agent
+    if agent is None:
+        return MemoryContext.objects.filter(account_id__in=list(actor.account_ids))
+    return MemoryContext.objects.filter(account_id=agent.account_id).filter(readable_by(agent.pk))
+
+
 def visible_contexts(
     actor: Actor, queryset: QuerySet[MemoryContext] | None = None, *, writable_only: bool = False
 ) -> QuerySet[MemoryContext]:

@@ -9,12 +9,13 @@ from datetime import datetime
 from typing import Any
 
 from django.conf import settings
+from django.db import connection
 from django.db.models import QuerySet
 from django.utils import timezone
 
 from core.actors import Actor
 from core.errors import NotFound, PermissionDenied, ValidationFailed
-from memory.context_access import visible_contexts
+from memory.context_access import readable_contexts, visible_contexts
 from memory.models import (
     MemoryAccessLog,
     MemoryContext,
@@ -24,9 +25,7 @@ from memory.models import (
 )
 from memory.spaces import MEMORY_ENTRIES
 from rag.search import (
-    CANDIDATE_FACTOR,
     DEFAULT_FUSION,
-    MIN_CANDIDATES,
     fusion_weights,
     search_options_validate,
     space_rank,
@@ -39,8 +38,12 @@ RELEVANCE_WEIGHTS = {"similarity": 0.7, "importance": 0.1, "confidence": 0.1, "r
 # embedding model, and 0.4 / 0.6 retrieves more evidence than the documents' 0.5 / 0.5 on LoCoMo
 # (docs/benchmarks.md, "LoCoMo retrieval"). A weight the caller gives overrides its stage's.
 FUSION_WEIGHTS = {"vector": 0.4, "keyword": 0.6}
-# What relevance_components reads of each candidate.
-SCORING_FIELDS = ("id", "importance", "confidence", "created_at", "last_accessed_at")
+# Candidates each stage returns. Weighted fusion normalises each stage's scores between its best
+# and its last candidate, so a short list sets a high floor and lets one stage's near-misses
+# outrank the other's hits; LoCoMo Recall@10 (docs/benchmarks.md): 50 -> 0.741, 100 -> 0.756,
+# 200 -> 0.755, 400 -> 0.762. 100 takes most of the gain within the latency budget at 100k entries.
+MIN_CANDIDATES = 100
+CANDIDATE_FACTOR = 10
 
 
 def contexts_for(actor: Actor) -> QuerySet[MemoryContext]:
@@ -167,21 +170,35 @@ class LongTermHit:
     retrieval: dict[str, Any] = field(default_factory=dict)
 
 
-def recency(entry: MemoryEntry, now: datetime) -> float:
+def recency(idle_days: float) -> float:
     """1 for a memory written or used just now, halving every MEMORY_RECENCY_HALF_LIFE_DAYS."""
-    last = max(filter(None, (entry.created_at, entry.last_accessed_at)))
-    age_days = max(0.0, (now - last).total_seconds() / 86400)
-    return float(0.5 ** (age_days / settings.MEMORY_RECENCY_HALF_LIFE_DAYS))
+    return float(0.5 ** (max(0.0, idle_days) / settings.MEMORY_RECENCY_HALF_LIFE_DAYS))
 
 
-def relevance_components(entry: MemoryEntry, similarity: float, now: datetime) -> dict[str, float]:
-    components = {
+def relevance_components(
+    *, similarity: float, importance: float, confidence: float, idle_days: float
+) -> dict[str, float]:
+    return {
         "similarity": round(similarity, 6),
-        "importance": entry.importance,
-        "confidence": entry.confidence,
-        "recency": round(recency(entry, now), 6),
+        "importance": importance,
+        "confidence": confidence,
+        "recency": round(recency(idle_days), 6),
     }
-    return components
+
+
+def _scoring_rows(entry_ids: Sequence[int], now: datetime) -> dict[int, tuple[float, float, float]]:
+    """(importance, confidence, days since written or last read) of each entry: one statement,
+    no model instances (every search scores up to two hundred candidates)."""
+    if not entry_ids:
+        return {}
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT id, importance, confidence, extract(epoch from (%s::timestamptz - "
+            "greatest(created_at, coalesce(last_accessed_at, created_at)))) / 86400.0 "
+            "FROM memory_memoryentry WHERE id = ANY(%s)",
+            [now, list(entry_ids)],
+        )
+        return {row[0]: (row[1], row[2], float(row[3])) for row in cursor.fetchall()}
 
 
 def effective_relevance_score(components: dict[str, float]) -> float:
@@ -190,9 +207,9 @@ def effective_relevance_score(components: dict[str, float]) -> float:
 
 def searchable_contexts(actor: Actor, requested: Sequence[int]) -> list[int]:
     """The unarchived contexts the actor may read: the requested ones (all must be visible)."""
-    visible = visible_contexts(actor).filter(archived_at__isnull=True)
+    visible = readable_contexts(actor).filter(archived_at__isnull=True)
     if not requested:
-        return list(visible.values_list("id", flat=True))
+        return sorted(set(visible.values_list("id", flat=True)))
     found = set(visible.filter(pk__in=requested).values_list("id", flat=True))
     missing = sorted(set(requested) - found)
     if missing:
@@ -244,36 +261,39 @@ def long_term_search(
         similarity = {hit.unit_id: max(0.0, hit.score / best) for hit in ranked}
     else:
         similarity = {hit.unit_id: max(0.0, min(1.0, hit.score)) for hit in ranked}
-    # Every candidate is scored on the few fields relevance needs; only the results are loaded
-    # whole, without their vector. Loading every candidate whole (embedding included) was most
-    # of a search's time at 100k entries (docs/benchmarks.md).
-    entries = MemoryEntry.objects.only(*SCORING_FIELDS).in_bulk([hit.unit_id for hit in ranked])
+    # Every candidate is scored on the few fields relevance needs, read as values; only the
+    # results are loaded whole, without their vector. Loading every candidate whole (embedding
+    # included) was most of a search's time at 100k entries (docs/benchmarks.md).
     now = timezone.now()
-    hits: list[LongTermHit] = []
+    scoring = _scoring_rows([hit.unit_id for hit in ranked], now)
+    scored: list[tuple[float, int, dict[str, float], dict[str, Any]]] = []
     for hit in ranked:
-        entry = entries.get(hit.unit_id)
-        if entry is None:
+        row = scoring.get(hit.unit_id)
+        if row is None:
             continue
-        components = relevance_components(entry, similarity[hit.unit_id], now)
-        hits.append(
-            LongTermHit(
-                entry=entry,
-                score=effective_relevance_score(components),
-                components=components,
-                retrieval={
-                    "score": hit.score,
-                    "vector_rank": hit.vector_rank,
-                    "vector_score": hit.vector_score,
-                    "keyword_rank": hit.keyword_rank,
-                    "keyword_score": hit.keyword_score,
-                },
-            )
+        importance, confidence, idle_days = row
+        components = relevance_components(
+            similarity=similarity[hit.unit_id],
+            importance=importance,
+            confidence=confidence,
+            idle_days=idle_days,
         )
-    hits.sort(key=lambda h: (-h.score, h.entry.pk))
+        retrieval = {
+            "score": hit.score,
+            "vector_rank": hit.vector_rank,
+            "vector_score": hit.vector_score,
+            "keyword_rank": hit.keyword_rank,
+            "keyword_score": hit.keyword_score,
+        }
+        scored.append((effective_relevance_score(components), hit.unit_id, components, retrieval))
+    scored.sort(key=lambda item: (-item[0], item[1]))
     if threshold is not None:
-        hits = [h for h in hits if h.score >= threshold]
-    hits = hits[:top_k]
-    whole = MemoryEntry.objects.defer("embedding").in_bulk([h.entry.pk for h in hits])
-    for h in hits:
-        h.entry = whole.get(h.entry.pk, h.entry)
+        scored = [item for item in scored if item[0] >= threshold]
+    scored = scored[:top_k]
+    whole = MemoryEntry.objects.defer("embedding").in_bulk([item[1] for item in scored])
+    hits = [
+        LongTermHit(entry=whole[unit_id], score=score, components=components, retrieval=retrieval)
+        for score, unit_id, components, retrieval in scored
+        if unit_id in whole  # deleted meanwhile: gone
+    ]
     return hits, ranking.stage_ms

@@ -1,0 +1,94 @@
+"""An operator in a real browser manages long-term memory: edits an entry (a new version, the
+history on its page), previews and runs consolidation for one context and reads its report, and
+never sees another account's contexts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.urls import reverse
+
+from core import services
+from core.actors import actor_for_agent
+from memory.models import MemoryEntry
+from memory.services import long_term as ltm
+from tests.factories import AccountFactory, AgentFactory, UserFactory
+
+pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
+
+PASSWORD = "correct horse battery staple"
+DUPLICATE = "The staging database runs on port 5433."
+
+
+def test_an_operator_edits_memory_and_runs_consolidation_for_a_context(
+    browser: Any, live_server: Any
+) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
+    orchard = AccountFactory.create(name="Orchard", slug="orchard")
+    bramble = AccountFactory.create(name="Bramble", slug="bramble")
+    picker = actor_for_agent(AgentFactory.create(account=orchard, name="picker"))
+    spy = actor_for_agent(AgentFactory.create(account=bramble, name="spy"))
+    notes = ltm.context_create(actor=picker, name="Orchard notes")
+    ltm.context_create(actor=spy, name="Bramble secrets")
+    fact, first, second = ltm.entries_write(
+        actor=picker,
+        context=notes,
+        items=[
+            ltm.EntryInput(content="Apples are picked in September."),
+            ltm.EntryInput(content=DUPLICATE),
+            ltm.EntryInput(content=DUPLICATE),
+        ],
+    )
+    operator = UserFactory.create(username="olive", is_staff=True)
+    services.membership_grant(account=orchard, user=operator, role="operator")
+
+    def go(path: str) -> None:
+        browser.get(f"{live_server.url}{path}")
+
+    def messages() -> list[str]:
+        return [e.text for e in browser.find_elements(By.CSS_SELECTOR, ".messagelist li")]
+
+    go(reverse("admin:login"))
+    browser.find_element(By.ID, "id_username").send_keys("olive")
+    browser.find_element(By.ID, "id_password").send_keys(PASSWORD)
+    browser.find_element(By.CSS_SELECTOR, "input[type=submit]").click()
+    assert "Site administration" in browser.title, browser.page_source[:2000]
+
+    # Edit an entry: the content change is a new version, and the page shows the history.
+    go(reverse("admin:memory_memoryentry_change", args=[fact.pk]))
+    content = browser.find_element(By.ID, "id_content")
+    content.clear()
+    content.send_keys("Apples are picked in late September.")
+    browser.find_element(By.NAME, "_continue").click()
+    current = MemoryEntry.objects.get(lineage=fact.lineage, is_current=True)
+    assert (current.version, current.content) == (2, "Apples are picked in late September.")
+    go(reverse("admin:memory_memoryentry_change", args=[current.pk]))
+    page = browser.page_source
+    assert "Apples are picked in September." in page and "current" in page
+
+    # The contexts list: only this account's; preview, then run consolidation for one context.
+    go(reverse("admin:memory_memorycontext_changelist"))
+    page = browser.page_source
+    assert "Orchard notes" in page and "Bramble" not in page
+
+    def act(action: str) -> list[str]:
+        go(reverse("admin:memory_memorycontext_changelist"))
+        browser.find_element(By.CSS_SELECTOR, f"input.action-select[value='{notes.pk}']").click()
+        Select(browser.find_element(By.NAME, "action")).select_by_value(action)
+        browser.find_element(By.CSS_SELECTOR, "button[name=index]").click()
+        return messages()
+
+    preview = act("preview_consolidation")
+    assert any("Orchard notes would change: dedup: pairs 1, merged 1" in m for m in preview), (
+        preview
+    )
+    assert not MemoryEntry.objects.filter(archived_at__isnull=False).exists()
+    run = act("run_consolidation")
+    assert any("Orchard notes changed: dedup: pairs 1, merged 1" in m for m in run), run
+    first.refresh_from_db()
+    second.refresh_from_db()
+    assert first.archived_at is None and second.archived_at is not None
+    assert second.metadata["merged_into"] == first.pk

@@ -11,6 +11,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from core import serializers as strict
+from core.errors import PermissionDenied, ValidationFailed
+from core.models import ApiKey
 from core.permissions import request_actor
 from core.views import ApiView
 from memory.apis.common import TTL_HELP, validated
@@ -211,15 +213,23 @@ class MemoryStatsApi(ApiView):
 
 
 class MemoryConsolidateApi(ApiView):
-    """Run consolidation for the caller's account now (admin scope) and answer its report;
-    ``dry_run`` counts without changing anything."""
+    """Run consolidation now and answer its report; ``dry_run`` counts without changing
+    anything. With ``session_id``: promote the calling agent's often-read short-term entries of
+    that session (write scope). Without: the chosen steps for the whole account (admin scope)."""
 
-    required_scope = "admin"
+    required_scope = "write"
 
     class InputSerializer(strict.InputSerializer):
         dry_run = serializers.BooleanField(default=False)
         jobs = serializers.ListField(
-            child=serializers.ChoiceField(choices=consolidation.JOBS), required=False
+            child=serializers.ChoiceField(choices=consolidation.JOBS),
+            required=False,
+            help_text="Steps for the whole account (not with session_id); default: all.",
+        )
+        session_id = serializers.CharField(
+            required=False,
+            help_text="Consolidate one session of the calling agent: its short-term entries "
+            "read at least MEMORY_PROMOTION_MIN_ACCESSES times become long-term entries.",
         )
 
     class OutputSerializer(serializers.Serializer):
@@ -233,8 +243,27 @@ class MemoryConsolidateApi(ApiView):
     )
     def post(self, request: Request) -> Response:
         data = validated(self.InputSerializer, request)
-        report = consolidation.consolidate_for(
-            actor=request_actor(request), jobs=data.get("jobs"), dry_run=data["dry_run"]
-        )
+        actor = request_actor(request)
+        if data.get("session_id"):
+            if data.get("jobs"):
+                raise ValidationFailed(
+                    "A session's consolidation is its promotion: give jobs or session_id.",
+                    code="jobs_with_session",
+                )
+            report = consolidation.consolidate_session(
+                actor=actor, session_id=data["session_id"], dry_run=data["dry_run"]
+            )
+        else:
+            key = request.auth
+            if not isinstance(key, ApiKey) or not key.has_scope("admin"):
+                raise PermissionDenied(
+                    "Consolidating the whole account needs the 'admin' scope; a session's "
+                    "needs 'write'.",
+                    code="insufficient_scope",
+                    details={"required_scope": "admin"},
+                )
+            report = consolidation.consolidate_for(
+                actor=actor, jobs=data.get("jobs"), dry_run=data["dry_run"]
+            )
         body: dict[str, Any] = {"dry_run": data["dry_run"], "report": report}
         return Response(self.OutputSerializer(body).data)

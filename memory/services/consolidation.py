@@ -34,10 +34,12 @@ from django.utils import timezone
 from core.actors import Actor, actor_for_account, actor_for_agent
 from core.errors import ValidationFailed
 from core.models import Account, Agent
+from memory import names
 from memory.models import MemoryContext, MemoryEntry, ShortTermEntry
 from memory.roles import MANAGE_MEMORY
 from memory.services import long_term as ltm
 from memory.services.short_term import short_term_prune_expired
+from memory.services.working import acting_agent
 
 PROMOTE, PRUNE, DEDUP, ROT, DECAY = "promote", "prune", "dedup", "rot", "decay"
 JOBS = (PROMOTE, PRUNE, DEDUP, ROT, DECAY)
@@ -134,14 +136,20 @@ def _entry_input(entry: ShortTermEntry) -> ltm.EntryInput:
     )
 
 
-def consolidation_promote(*, account_id: int, dry_run: bool = False) -> dict[str, int]:
+def consolidation_promote(
+    *, account_id: int, dry_run: bool = False, agent_id: int | None = None, session_id: str = ""
+) -> dict[str, int]:
     """Promote the account's short-term entries (live or expired but not yet deleted) read at
-    least MEMORY_PROMOTION_MIN_ACCESSES times, each once, into their agent's own context."""
-    candidates = list(
-        ShortTermEntry.objects.filter(
-            account_id=account_id, access_count__gte=settings.MEMORY_PROMOTION_MIN_ACCESSES
-        ).order_by("agent_id", "pk")
+    least MEMORY_PROMOTION_MIN_ACCESSES times, each once, into their agent's own context; only
+    one agent's, or one session's of that agent, when given."""
+    often_read = ShortTermEntry.objects.filter(
+        account_id=account_id, access_count__gte=settings.MEMORY_PROMOTION_MIN_ACCESSES
     )
+    if agent_id is not None:
+        often_read = often_read.filter(agent_id=agent_id)
+    if session_id:
+        often_read = often_read.filter(session_id=session_id)
+    candidates = list(often_read.order_by("agent_id", "pk"))
     done = _promoted_already(account_id)
     todo = [e for e in candidates if _provenance(e) not in done]
     counts = {"candidates": len(candidates), "promoted": len(todo) if dry_run else 0}
@@ -425,6 +433,24 @@ def consolidate_for(
     if actor.agent is None:
         actor.require(account_id, MANAGE_MEMORY)
     return consolidate(account_id=account_id, jobs=jobs, dry_run=dry_run)
+
+
+def consolidate_session(
+    *, actor: Actor, session_id: str, dry_run: bool = False
+) -> dict[str, dict[str, int]]:
+    """The router's "consolidate a session": promote the calling agent's entries of one
+    short-term session that were read often enough (under the account's lock)."""
+    agent = acting_agent(actor)
+    names.check_session_id(session_id)
+    with account_lock(agent.account_id):
+        return {
+            PROMOTE: consolidation_promote(
+                account_id=agent.account_id,
+                dry_run=dry_run,
+                agent_id=agent.pk,
+                session_id=session_id,
+            )
+        }
 
 
 def consolidate_all(*, jobs: Sequence[str], dry_run: bool = False) -> dict[str, int]:

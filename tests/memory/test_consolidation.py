@@ -17,6 +17,7 @@ from memory.models import MemoryContext, MemoryEntry, ShortTermEntry
 from memory.services import consolidation
 from memory.services import long_term as ltm
 from tests.conftest import AuthedAgent
+from tests.memory.conftest import code
 
 pytestmark = pytest.mark.django_db
 
@@ -223,3 +224,31 @@ def test_the_jobs_record_runs_and_are_scheduled(agent_client: AuthedAgent) -> No
     assert jobs["memory.importance_decay"].crontab == "45 3 * * *"
     for name in ("memory.consolidate", "memory.rot", "memory.importance_decay"):
         assert 0 < jobs[name].expires_seconds < 86_400
+
+
+def test_an_agent_consolidates_one_of_its_sessions(
+    agent_client: AuthedAgent, teammate: AuthedAgent
+) -> None:
+    stm(agent_client, "deploy", "billing deploys on fridays", reads=3)
+    stm(agent_client, "rarely", "read once", reads=1)
+    stm(teammate, "deploy", "the teammate's note", reads=3)
+    client = agent_client.client  # a write key: enough for its own session
+    dry = client.post(f"{BASE}/consolidate", {"session_id": "s1", "dry_run": True}, format="json")
+    assert dry.status_code == 200, dry.json()
+    assert dry.json()["report"] == {"promote": {"candidates": 1, "promoted": 1}}
+    assert not MemoryEntry.objects.exists()
+    run = client.post(f"{BASE}/consolidate", {"session_id": "s1"}, format="json").json()
+    assert run["report"] == {"promote": {"candidates": 1, "promoted": 1}}
+    (promoted,) = MemoryEntry.objects.all()
+    assert promoted.metadata["key"] == "deploy" and promoted.author_id == agent_client.agent.pk
+    # Again: nothing new; another session: nothing; jobs and a session together: 400.
+    again = client.post(f"{BASE}/consolidate", {"session_id": "s1"}, format="json").json()
+    assert again["report"] == {"promote": {"candidates": 1, "promoted": 0}}
+    other = client.post(f"{BASE}/consolidate", {"session_id": "s2"}, format="json").json()
+    assert other["report"] == {"promote": {"candidates": 0, "promoted": 0}}
+    both = client.post(
+        f"{BASE}/consolidate", {"session_id": "s1", "jobs": ["dedup"]}, format="json"
+    )
+    assert both.status_code == 400 and code(both) == "jobs_with_session"
+    whole = client.post(f"{BASE}/consolidate", {}, format="json")
+    assert whole.status_code == 403 and code(whole) == "insufficient_scope"

@@ -98,62 +98,12 @@ def short_term_put(
     """Store ``value`` under (session, key) for ``ttl`` seconds; returns the entry and whether
     it is new. Replacing a live entry keeps its access count and creation time; replacing an
     expired one starts afresh, as a new entry."""
-    agent = acting_agent(actor)
-    names.check_session_id(session_id)
-    names.check_key(key)
-    seconds = ttl_seconds(ttl)
-    params: dict[str, Any] = {
-        "account": agent.account_id,
-        "agent": agent.pk,
-        "session": session_id,
-        "key": key,
-        "value": _encoded(value),
-        "type": _memory_type(memory_type),
-        "ttl": seconds,
-        "now": timezone.now(),
-    }
-    params["expires"] = params["now"] + timedelta(seconds=seconds)
-    sql = f"""
-        INSERT INTO {_TABLE} AS e (account_id, agent_id, session_id, "key", value, memory_type,
-            ttl_seconds, expires_at, access_count, last_accessed_at, created_at, updated_at)
-        VALUES (%(account)s, %(agent)s, %(session)s, %(key)s, %(value)s::jsonb, %(type)s,
-            %(ttl)s, %(expires)s, 0, NULL, %(now)s, %(now)s)
-        ON CONFLICT ON CONSTRAINT stm_unique_key_per_session DO UPDATE SET
-            value = EXCLUDED.value, memory_type = EXCLUDED.memory_type,
-            ttl_seconds = EXCLUDED.ttl_seconds, expires_at = EXCLUDED.expires_at,
-            updated_at = EXCLUDED.updated_at,
-            access_count = CASE WHEN e.expires_at > %(now)s THEN e.access_count ELSE 0 END,
-            last_accessed_at = CASE WHEN e.expires_at > %(now)s THEN e.last_accessed_at END,
-            created_at = CASE WHEN e.expires_at > %(now)s THEN e.created_at
-                ELSE EXCLUDED.created_at END
-        RETURNING e.*
-    """  # noqa: S608  (the table name is the model's; values are parameters)
-    with transaction.atomic():
-        # Lock the entry being replaced, if any: whether it was live decides "new" (two
-        # concurrent first stores of one key may both be told "new"; the second replaced).
-        with connection.cursor() as cursor:
-            cursor.execute(
-                f"SELECT expires_at > %(now)s FROM {_TABLE} "  # noqa: S608
-                'WHERE agent_id = %(agent)s AND session_id = %(session)s AND "key" = %(key)s '
-                "FOR UPDATE",
-                params,
-            )
-            previous = cursor.fetchone()
-        entry = _returning(sql, params)
-        assert entry is not None
-        audit_record(
-            actor=actor,
-            action="memory.short_term.put",
-            account_id=agent.account_id,
-            target=entry,
-            changes={
-                "session_id": session_id,
-                "key": key,
-                "memory_type": memory_type,
-                "ttl_seconds": seconds,
-            },
-        )
-    return entry, not (previous and previous[0])
+    ((entry, new),) = short_term_put_batch(
+        actor=actor,
+        session_id=session_id,
+        entries=[{"key": key, "value": value, "memory_type": memory_type, "ttl": ttl}],
+    )
+    return entry, new
 
 
 def short_term_put_batch(
@@ -216,7 +166,8 @@ def short_term_put_batch(
         RETURNING e.*
     """  # noqa: S608  (the table name is the model's; values are parameters)
     with transaction.atomic():
-        # As short_term_put: lock the entries being replaced; the live ones are not new.
+        # Lock the entries being replaced, if any: whether each was live decides "new" (two
+        # concurrent first stores of one key may both be told "new"; the second replaced).
         with connection.cursor() as cursor:
             cursor.execute(
                 f'SELECT "key", expires_at > %(now)s FROM {_TABLE} '  # noqa: S608

@@ -280,8 +280,18 @@ CASES.update(
         "memory_workflow_run_expire": Case(_named()),
         # The router: sessions and keys are the caller's own names; searching, reading and
         # counting the intruder's find nothing, like missing ones.
+        # The session-scoped tiers: long-term hits are the caller's own either way, and each
+        # search keeps them recent (their recency moves between the two calls compared).
         "memory_search": Case(
-            lambda t: ("", {"query": "note", "filters": {"session_id": t.session_id}}, None)  # type: ignore[union-attr]
+            lambda t: (
+                "",
+                {
+                    "query": "note",
+                    "tiers": ["working", "short_term"],
+                    "filters": {"session_id": t.session_id},  # type: ignore[union-attr]
+                },
+                None,
+            )
         ),
         "memory_read": Case(
             lambda t: ("", {"key": t.memory_key, "session_id": t.session_id}, None)  # type: ignore[union-attr]

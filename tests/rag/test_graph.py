@@ -9,9 +9,10 @@ from django.db import IntegrityError, transaction
 
 from core.actors import Actor, actor_for_agent
 from core.errors import Conflict, NotFound, ValidationFailed
-from rag import graph
+from rag import graph, keyword
 from rag.models import GraphEdge, GraphNode, GraphNodePosting, GraphNodeTerm, GraphScope
 from rag.services import graph as services
+from rag.spaces import GRAPH_NODES
 from tests.conftest import AuthedAgent
 
 pytestmark = pytest.mark.django_db
@@ -111,6 +112,21 @@ def test_nodes_are_indexed_on_create_update_and_delete(actor: Actor) -> None:
     services.node_delete(actor=actor, node=updated)
     assert scope_stats(ada.account_id) == (0, 0)
     assert not GraphNodePosting.objects.exists() and not GraphNodeTerm.objects.exists()
+
+
+def test_the_index_rebuilds_to_what_the_writes_kept(actor: Actor) -> None:
+    node(actor, "Ada Lovelace", aliases=["Enchantress of Numbers"], description="Analyst")
+    babbage = node(actor, "Charles Babbage", description="Difference engine")
+    services.node_update(actor=actor, node=babbage, fields={"name": "Charles Babbage FRS"})
+    scope = GraphScope.objects.get(account_id=babbage.account_id)
+    postings = set(GraphNodePosting.objects.values_list("node_id", "term", "tf", "node_length"))
+    terms = set(GraphNodeTerm.objects.values_list("term", "df"))
+    kept = scope_stats(babbage.account_id)
+    keyword.index_rebuild(space=GRAPH_NODES, scope_id=scope.pk)
+    assert scope_stats(babbage.account_id) == kept
+    assert set(GraphNodeTerm.objects.values_list("term", "df")) == terms
+    rebuilt = GraphNodePosting.objects.values_list("node_id", "term", "tf", "node_length")
+    assert set(rebuilt) == postings
 
 
 def test_search_finds_a_node_by_an_alias_and_explains_it(

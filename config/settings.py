@@ -233,6 +233,8 @@ SPECTACULAR_SETTINGS = {
         "LongTermMemoryTypeEnum": "memory.models.MemoryEntry.MemoryType",
         "MemoryPoolScopeEnum": "memory.models.MemoryPool.Scope",
         "ShortTermMemoryTypeEnum": "memory.models.ShortTermEntry.MemoryType",
+        "GraphNodeStatusEnum": "rag.models.GraphNode.Status",
+        "GraphNodeTypeEnum": "rag.models.GraphNode.NodeType",
     },
 }
 

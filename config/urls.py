@@ -14,6 +14,7 @@ api_v1 = [
     path("", include(("core.urls", "core"), namespace="core")),
     path("rag/", include(("rag.urls", "rag"), namespace="rag")),
     path("memory/", include(("memory.urls", "memory"), namespace="memory")),
+    path("graph/", include(("rag.graph_urls", "graph"), namespace="graph")),
 ]
 
 urlpatterns = [

@@ -12,10 +12,19 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils import timezone
 
-from core.actors import MANAGE_KNOWLEDGE_BASES, READ, WRITE_DOCUMENTS, Actor
+from core.actors import MANAGE_KNOWLEDGE_BASES, READ, WRITE_DOCUMENTS, WRITE_GRAPH, Actor
 from core.admin_base import AccountScopedAdmin, AccountScopedTabularInline
 from rag import services
-from rag.models import Chunk, Document, KnowledgeBase, SearchQuery, SearchResult
+from rag.models import (
+    Chunk,
+    Document,
+    GraphEdge,
+    GraphNode,
+    KnowledgeBase,
+    SearchQuery,
+    SearchResult,
+)
+from rag.services import graph as graph_services
 
 
 @admin.register(KnowledgeBase)
@@ -342,3 +351,101 @@ class SearchQueryAdmin(AccountScopedAdmin):
     list_select_related = ["account"]
     search_fields = ["query_text"]
     inlines = [SearchResultInline]
+
+
+# --- the knowledge graph ---------------------------------------------------------------------
+
+
+@admin.register(GraphNode)
+class GraphNodeAdmin(AccountScopedAdmin):
+    """Nodes of the account's knowledge graph; every write goes through the graph services,
+    which keep the node's search index and embedding current."""
+
+    view_roles = READ
+    add_roles = change_roles = delete_roles = WRITE_GRAPH
+    large_table = True
+    list_defer = ("embedding",)
+    list_display = ["name", "entity_type", "node_type", "status", "mention_count", "updated_at"]
+    list_filter = ["node_type", "status", "account"]
+    list_select_related = ["account"]
+    search_fields = ["name", "entity_type"]
+    editable = [
+        "name",
+        "entity_type",
+        "node_type",
+        "aliases",
+        "description",
+        "metadata",
+        "mention_count",
+        "status",
+        "confidence",
+    ]
+    readonly_fields = ["embedding_model", "created_at", "updated_at"]
+
+    def get_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        if obj is None:
+            return ["account", *self.editable]
+        return ["account", *self.editable, *self.readonly_fields]
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        fields = list(super().get_readonly_fields(request, obj))
+        return [*fields, "account"] if obj is not None else fields
+
+    def service_create(self, request: HttpRequest, actor: Actor, form: Any) -> GraphNode:
+        data = form.cleaned_data
+        return graph_services.node_create(
+            actor=actor,
+            account_id=data["account"].pk,
+            **{name: data[name] for name in self.editable if name in data},
+        )
+
+    def service_update(
+        self, request: HttpRequest, actor: Actor, original: GraphNode, form: Any
+    ) -> None:
+        changes = self.changed(form, graph_services.NODE_UPDATABLE_FIELDS)
+        if changes:
+            graph_services.node_update(actor=actor, node=original, fields=changes)
+
+    def service_delete(self, request: HttpRequest, actor: Actor, obj: GraphNode) -> None:
+        graph_services.node_delete(actor=actor, node=obj)
+
+
+@admin.register(GraphEdge)
+class GraphEdgeAdmin(AccountScopedAdmin):
+    """Typed edges between two nodes of one account (the services refuse any other pair)."""
+
+    view_roles = READ
+    add_roles = delete_roles = WRITE_GRAPH
+    large_table = True
+    list_display = ["source", "relation_type", "target", "bidirectional", "weight", "created_at"]
+    list_filter = ["relation_type", "bidirectional", "account"]
+    list_select_related = ["source", "target"]
+    search_fields = ["relation_type"]
+    raw_id_fields = ["source", "target"]
+    fields = [
+        "account",
+        "source",
+        "target",
+        "relation_type",
+        "weight",
+        "confidence",
+        "bidirectional",
+        "metadata",
+    ]
+
+    def service_create(self, request: HttpRequest, actor: Actor, form: Any) -> GraphEdge:
+        data = form.cleaned_data
+        return graph_services.edge_create(
+            actor=actor,
+            account_id=data["account"].pk,
+            source_id=data["source"].pk,
+            target_id=data["target"].pk,
+            relation_type=data["relation_type"],
+            weight=data["weight"],
+            confidence=data["confidence"],
+            bidirectional=data["bidirectional"],
+            metadata=data["metadata"],
+        )
+
+    def service_delete(self, request: HttpRequest, actor: Actor, obj: GraphEdge) -> None:
+        graph_services.edge_delete(actor=actor, edge=obj)

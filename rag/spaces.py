@@ -112,3 +112,35 @@ CHUNKS = SearchSpace(
     unit_filter_join="JOIN rag_document d ON d.id = u.document_id",
     rebuild_rows=_chunk_rebuild_rows,
 )
+
+
+def graph_node_text(*, name: str, aliases: Iterable[str], description: str) -> str:
+    """What a graph node is found by: its name, its aliases and its description."""
+    return "\n".join([name, *aliases, description])
+
+
+def _graph_node_rebuild_rows(scope_id: int) -> Iterable[RebuildRow]:
+    from rag.models import GraphNode
+
+    rows = GraphNode.objects.filter(scope_id=scope_id).values_list(
+        "id", "name", "aliases", "description"
+    )
+    for node_id, name, aliases, description in rows.iterator(chunk_size=2000):
+        yield node_id, (), graph_node_text(name=name, aliases=aliases, description=description)
+
+
+GRAPH_NODES = SearchSpace(
+    name="graph_nodes",
+    unit_table="rag_graphnode",
+    scope_column="scope_id",
+    scope_table="rag_graphscope",
+    scope_count_column="node_count",
+    scope_terms_column="total_terms",
+    posting_table="rag_graphnodeposting",
+    posting_unit_column="node_id",
+    posting_length_column="node_length",
+    term_table="rag_graphnodeterm",
+    # Filters are conditions on the node (u).
+    posting_filter_join="JOIN rag_graphnode u ON u.id = p.node_id",
+    rebuild_rows=_graph_node_rebuild_rows,
+)

@@ -37,7 +37,15 @@ from memory.models import (
 )
 from memory.redis_store import memory_redis
 from memory.services.working import read_session
-from rag.models import Chunk, Document, KnowledgeBase, SearchQuery
+from rag.models import (
+    Chunk,
+    Document,
+    GraphEdge,
+    GraphNode,
+    GraphScope,
+    KnowledgeBase,
+    SearchQuery,
+)
 from tests.support.world import Side, build_side
 
 pytestmark = pytest.mark.django_db
@@ -65,6 +73,11 @@ class Target:
     entry_id: int
     snapshot_id: int
     context_name: str
+    # Knowledge graph ids, and a node's name (unique per account and entity type).
+    node_id: int
+    other_node_id: int
+    edge_id: int
+    node_name: str
 
     @classmethod
     def of(cls, side: Side) -> Target:
@@ -81,6 +94,10 @@ class Target:
             side.ltm_entry.pk,  # type: ignore[union-attr]
             side.ltm_snapshot.pk,  # type: ignore[union-attr]
             side.context_name,
+            side.graph_node.pk,  # type: ignore[union-attr]
+            side.graph_other_node.pk,  # type: ignore[union-attr]
+            side.graph_edge.pk,  # type: ignore[union-attr]
+            side.node_name,
         )
 
     @classmethod
@@ -98,12 +115,18 @@ class Target:
             MISSING_ID + 8,
             MISSING_ID + 9,
             f"ltm-{MISSING_ID + 10}",
+            MISSING_ID + 11,
+            MISSING_ID + 12,
+            MISSING_ID + 13,
+            f"node-{MISSING_ID + 14}",
         )
 
     def values(self) -> list[str]:
         names = [self.session_id, self.memory_key, self.pool_id, self.run_id, self.context_name]
         ids = [str(self.kb_id), str(self.document_id), str(self.agent_id), self.key_prefix]
         ids += [str(self.context_id), str(self.entry_id), str(self.snapshot_id)]
+        # Graph errors name no ids, so graph ids stay out: a short one would also be replaced
+        # inside unrelated numbers of an answer (another table's ids).
         # Longest first: a name containing an id is replaced whole.
         return sorted(names, key=len, reverse=True) + ids
 
@@ -122,6 +145,8 @@ class Target:
             "context_id": self.context_id,
             "entry_id": self.entry_id,
             "snapshot_id": self.snapshot_id,
+            "node_id": self.node_id,
+            "edge_id": self.edge_id,
         }
 
 
@@ -209,6 +234,11 @@ def _context_create(target: Target | None) -> Request:
 def _grant_create(target: Target | None) -> Request:
     assert target is not None
     return target.names, {"agent_id": target.agent_id, "level": "read"}, None
+
+
+def _node_create(target: Target | None) -> Request:
+    assert target is not None
+    return "", {"name": target.node_name, "entity_type": "place"}, None
 
 
 def _long_term_search(filters: bool) -> Callable[[Target | None], Request]:
@@ -343,6 +373,24 @@ CASES.update(
         "memory_entry_archive": Case(_named({})),
         "memory_entry_unarchive": Case(_named({})),
         "memory_long_term_search": Case(_long_term_search(filters=True)),
+        # Knowledge graph: node names are unique per account, ids answer like missing.
+        "graph_nodes_list": Case(lambda t: ("", None, None), names_ids=False),
+        "graph_node_create": Case(_node_create, names_ids=False, intruder_names=True),
+        "graph_node_retrieve": Case(_named()),
+        "graph_node_update": Case(_named({"description": "changed", "aliases": ["x"]})),
+        "graph_node_delete": Case(_named()),
+        "graph_node_neighbors": Case(_named(query={"hops": 2})),
+        "graph_path": Case(
+            lambda t: ("", None, {"from": t.node_id, "to": t.other_node_id})  # type: ignore[union-attr]
+        ),
+        "graph_edge_create": Case(
+            lambda t: (
+                "",
+                {"source_id": t.node_id, "target_id": t.other_node_id, "relation_type": "near"},  # type: ignore[union-attr]
+                None,
+            )
+        ),
+        "graph_edge_delete": Case(_named()),
     }
 )
 
@@ -351,6 +399,7 @@ UNFILTERED_SEARCHES = {
     "rag_search": _search(filters=False),
     "rag_query": _search(filters=False),
     "memory_long_term_search": _long_term_search(filters=False),
+    "graph_nodes_list": lambda t: ("", None, {"query": f"{INTRUDER}NODE city river"}),
 }
 
 
@@ -422,6 +471,23 @@ def intruder_state(side: Side) -> Any:
         ),
         _working_memory(side),
         _long_term_memory(account),
+        _knowledge_graph(account),
+    )
+
+
+def _knowledge_graph(account: int) -> Any:
+    return (
+        list(
+            GraphNode.objects.filter(account=account)
+            .order_by("pk")
+            .values_list("id", "name", "aliases", "description", "mention_count", "keyword_length")
+        ),
+        list(
+            GraphEdge.objects.filter(account=account)
+            .order_by("pk")
+            .values_list("id", "source", "target", "relation_type", "metadata")
+        ),
+        list(GraphScope.objects.filter(account=account).values_list("node_count", "total_terms")),
     )
 
 
@@ -535,6 +601,12 @@ def test_foreign_ids_answer_like_missing_ones_and_nothing_leaks(
         if operation_id == "memory_long_term_search":
             found = {hit["context_id"] for hit in body["results"]}
             assert found == {own.ltm_context.pk}  # type: ignore[union-attr]
+        elif operation_id == "graph_nodes_list":
+            found = {hit["node"]["id"] for hit in body["results"]}
+            assert own.graph_other_node.pk in found  # type: ignore[union-attr]
+            assert not found & set(
+                GraphNode.objects.filter(account=intruder.account).values_list("pk", flat=True)
+            )
         else:
             found = {hit["document_id"] for hit in body["results"]}
             assert intruder.document.pk not in found

@@ -27,7 +27,8 @@ from memory.models import (
 )
 from memory.services import long_term as ltm_services
 from rag import services as rag_services
-from rag.models import Chunk, Document, KnowledgeBase, SearchQuery
+from rag.models import Chunk, Document, GraphEdge, GraphNode, KnowledgeBase, SearchQuery
+from rag.services import graph as graph_services
 from tests.factories import AccountFactory, UserFactory
 
 PASSWORD = "correct horse battery staple"
@@ -64,6 +65,12 @@ class Side:
     ltm_context: MemoryContext | None = None
     ltm_entry: MemoryEntry | None = None
     ltm_snapshot: MemorySnapshot | None = None
+    # Knowledge graph: a node named without the marker (requests name it; its description
+    # carries the marker), a node named with it, and a bidirectional edge between them.
+    node_name: str = ""
+    graph_node: GraphNode | None = None
+    graph_other_node: GraphNode | None = None
+    graph_edge: GraphEdge | None = None
 
 
 def build_side(marker: str, capture_on_commit: Callable[..., Any]) -> Side:
@@ -98,6 +105,7 @@ def build_side(marker: str, capture_on_commit: Callable[..., Any]) -> Side:
         target_id=f"{marker}AUDIT",
     )
     memory = _memory(marker, account, agent, capture_on_commit)
+    knowledge_graph = _graph(marker, account, agent)
     side = Side(
         marker=marker,
         account=account,
@@ -112,6 +120,7 @@ def build_side(marker: str, capture_on_commit: Callable[..., Any]) -> Side:
         audit=audit,
         membership=Membership.objects.get(user=users["reviewer"], account=account),
         **memory,
+        **knowledge_graph,
     )
     side.objects = {
         "core.account": side.account,
@@ -130,8 +139,39 @@ def build_side(marker: str, capture_on_commit: Callable[..., Any]) -> Side:
         "memory.memoryentry": side.ltm_entry,
         "memory.memorysnapshot": side.ltm_snapshot,
         "memory.memoryaccesslog": MemoryAccessLog.objects.get(account=account),
+        "rag.graphnode": side.graph_other_node,
+        "rag.graphedge": side.graph_edge,
     }
     return side
+
+
+def _graph(marker: str, account: Account, agent: Agent) -> dict[str, Any]:
+    actor = actor_for_agent(agent)
+    node_name = f"node-{account.pk}"
+    place = graph_services.node_create(
+        actor=actor,
+        name=node_name,
+        entity_type="place",
+        aliases=[f"{marker}ALIAS"],
+        description=f"{marker}GRAPH a harbour on the coast.",
+    )
+    city = graph_services.node_create(
+        actor=actor, name=f"{marker}NODE", entity_type="place", description="A city by the river."
+    )
+    edge = graph_services.edge_create(
+        actor=actor,
+        source_id=city.pk,
+        target_id=place.pk,
+        relation_type="located_in",
+        bidirectional=True,
+        metadata={"note": f"{marker}EDGE"},
+    )
+    return {
+        "node_name": node_name,
+        "graph_node": GraphNode.objects.get(pk=place.pk),
+        "graph_other_node": GraphNode.objects.get(pk=city.pk),
+        "graph_edge": GraphEdge.objects.get(pk=edge.pk),
+    }
 
 
 def _memory(
@@ -224,6 +264,9 @@ RIGHTS: dict[str, dict[str, str]] = {
     "memory.memoryentry": {"owner": "vcd", "reviewer": "", "author": "", "operator": "vcd"},
     "memory.memorysnapshot": {"owner": "v", "reviewer": "", "author": "", "operator": "v"},
     "memory.memoryaccesslog": {"owner": "v", "reviewer": "", "author": "", "operator": "v"},
+    # The knowledge graph: authors and operators write, everyone reads.
+    "rag.graphnode": {"owner": "vacd", "reviewer": "v", "author": "vacd", "operator": "vacd"},
+    "rag.graphedge": {"owner": "vad", "reviewer": "v", "author": "vad", "operator": "vad"},
 }
 
 # What a model's changelist shows of the own object (the chunk list shows its document).
@@ -244,4 +287,6 @@ LIST_MARKER = {
     "memory.memoryentry": "LTM",
     "memory.memorysnapshot": "SNAP",
     "memory.memoryaccesslog": "LTM",
+    "rag.graphnode": "NODE",
+    "rag.graphedge": "NODE",
 }

@@ -1,0 +1,252 @@
+"""Knowledge graph reads: nodes an actor may see, hybrid node search, a node's edges, neighbours
+within N hops and shortest paths.
+
+Traversal runs in PostgreSQL as recursive CTEs over the account's edges, never node by node from
+Python. Walks are cycle-safe: each step is one more hop, bounded by the hop limit, and ``UNION``
+keeps one row per (node, hops, ...) however many walks reach it. A bidirectional edge is followed
+from either end; a directed one from its source only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db import connection
+from django.db.models import QuerySet
+
+from core.actors import Actor
+from core.errors import NotFound, ValidationFailed
+from rag.models import GraphEdge, GraphNode, GraphScope
+from rag.search import DEFAULT_FUSION, MIN_CANDIDATES, search_options_validate, space_rank
+from rag.spaces import GRAPH_NODES
+
+MAX_HOPS = 5
+# A shortest path longer than this is reported as no path.
+MAX_PATH_HOPS = 6
+# Edges shown with a node, each way (the neighbours endpoint walks the rest).
+MAX_NODE_EDGES = 500
+
+
+def _node_not_found() -> NotFound:
+    return NotFound("No such graph node.", code="node_not_found")
+
+
+def node_list(*, actor: Actor) -> QuerySet[GraphNode]:
+    return GraphNode.objects.for_actor(actor).defer("embedding")
+
+
+def node_get(*, actor: Actor, node_id: int) -> GraphNode:
+    """A node of the actor's accounts; 404 ``node_not_found`` for a missing or foreign one."""
+    node = node_list(actor=actor).filter(pk=node_id).first()
+    if node is None:
+        raise _node_not_found()
+    return node
+
+
+def edge_get(*, actor: Actor, edge_id: int) -> GraphEdge:
+    edge = GraphEdge.objects.for_actor(actor).filter(pk=edge_id).first()
+    if edge is None:
+        raise NotFound("No such graph edge.", code="edge_not_found")
+    return edge
+
+
+@dataclass(frozen=True)
+class NodeEdges:
+    outgoing: list[GraphEdge]
+    incoming: list[GraphEdge]
+
+
+def node_edges(*, node: GraphNode) -> NodeEdges:
+    """The node's edges each way, heaviest first (at most ``MAX_NODE_EDGES`` each)."""
+    order = ("-weight", "id")
+    return NodeEdges(
+        outgoing=list(GraphEdge.objects.filter(source=node).order_by(*order)[:MAX_NODE_EDGES]),
+        incoming=list(GraphEdge.objects.filter(target=node).order_by(*order)[:MAX_NODE_EDGES]),
+    )
+
+
+# --- search ----------------------------------------------------------------------------------
+
+
+@dataclass
+class NodeHit:
+    node: GraphNode
+    score: float
+    retrieval: dict[str, Any] = field(default_factory=dict)
+
+
+def node_search(
+    *,
+    actor: Actor,
+    query: str,
+    top_k: int = 10,
+    mode: str = "hybrid",
+    fusion: str = DEFAULT_FUSION,
+    entity_type: str | None = None,
+) -> list[NodeHit]:
+    """The actor's nodes most relevant to ``query`` over their name, aliases and description
+    (``rag.search.space_rank`` on ``GRAPH_NODES``), best first, each with its rank and score in
+    each retrieval stage."""
+    search_options_validate(query=query, mode=mode, fusion=fusion, top_k=top_k)
+    scope_ids = list(
+        GraphScope.objects.filter(account_id__in=actor.account_ids).values_list("pk", flat=True)
+    )
+    if not scope_ids:
+        return []
+    condition, params = "", {}
+    if entity_type:
+        condition, params = "u.entity_type = %(f_entity_type)s", {"f_entity_type": entity_type}
+    ranking = space_rank(
+        space=GRAPH_NODES,
+        scope_ids=scope_ids,
+        query=query,
+        mode=mode,
+        depth=max(MIN_CANDIDATES, top_k * 5),
+        fusion=fusion,
+        filter_sql=condition,
+        filter_params=params,
+    )
+    ranked = ranking.hits[:top_k]
+    nodes = GraphNode.objects.defer("embedding").in_bulk([hit.unit_id for hit in ranked])
+    return [
+        NodeHit(
+            node=nodes[hit.unit_id],
+            score=hit.score,
+            retrieval={
+                "vector_rank": hit.vector_rank,
+                "vector_score": hit.vector_score,
+                "keyword_rank": hit.keyword_rank,
+                "keyword_score": hit.keyword_score,
+            },
+        )
+        for hit in ranked
+        if hit.unit_id in nodes  # deleted meanwhile: gone
+    ]
+
+
+# --- traversal -------------------------------------------------------------------------------
+
+# The account's edges as steps (from a, to b): every edge from its source, bidirectional ones
+# from their target too. %(relation)s NULL follows every relation type.
+_STEPS = """
+    steps(a, b, edge_id, relation_type) AS (
+        SELECT e.source_id, e.target_id, e.id, e.relation_type FROM rag_graphedge e
+        WHERE e.account_id = %(account)s
+          AND (%(relation)s::varchar IS NULL OR e.relation_type = %(relation)s::varchar)
+        UNION ALL
+        SELECT e.target_id, e.source_id, e.id, e.relation_type FROM rag_graphedge e
+        WHERE e.account_id = %(account)s AND e.bidirectional
+          AND (%(relation)s::varchar IS NULL OR e.relation_type = %(relation)s::varchar)
+    )
+"""
+
+
+@dataclass(frozen=True)
+class Neighbour:
+    node: GraphNode
+    hops: int
+    relation_type: str
+
+
+def neighbours(
+    *, node: GraphNode, hops: int = 1, relation_type: str | None = None
+) -> list[Neighbour]:
+    """The nodes within ``hops`` (1..5) of ``node``, nearest first, each with its distance and
+    the relation type of the edge that reached it on a shortest walk; ``relation_type`` follows
+    only edges of that type."""
+    if not 1 <= hops <= MAX_HOPS:
+        raise ValidationFailed(f"hops must be from 1 to {MAX_HOPS}.", code="invalid_hops")
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"""
+            WITH RECURSIVE {_STEPS},
+            walk(node_id, hops, relation_type) AS (
+                SELECT %(start)s::bigint, 0, NULL::varchar
+                UNION
+                SELECT s.b, w.hops + 1, s.relation_type
+                FROM walk w JOIN steps s ON s.a = w.node_id
+                WHERE w.hops < %(hops)s
+            )
+            SELECT DISTINCT ON (node_id) node_id, hops, relation_type
+            FROM walk WHERE node_id <> %(start)s
+            ORDER BY node_id, hops, relation_type
+            """,  # noqa: S608 - _STEPS is code
+            {
+                "account": node.account_id,
+                "relation": relation_type or None,
+                "start": node.pk,
+                "hops": hops,
+            },
+        )
+        rows = cursor.fetchall()
+    nodes = GraphNode.objects.defer("embedding").in_bulk([row[0] for row in rows])
+    found = [
+        Neighbour(node=nodes[node_id], hops=distance, relation_type=relation)
+        for node_id, distance, relation in rows
+        if node_id in nodes
+    ]
+    found.sort(key=lambda n: (n.hops, n.node.name.lower(), n.node.pk))
+    return found
+
+
+@dataclass(frozen=True)
+class Path:
+    nodes: list[GraphNode]
+    edges: list[GraphEdge]
+
+
+def shortest_path(*, source: GraphNode, target: GraphNode) -> Path:
+    """The nodes and edges of a shortest path from ``source`` to ``target`` (at most
+    ``MAX_PATH_HOPS`` hops); 404 ``no_path`` when there is none. Of several shortest paths the
+    one through the lowest edge ids is taken, so the answer is stable."""
+    if source.pk == target.pk:
+        return Path(nodes=[source], edges=[])
+    if source.account_id != target.account_id:
+        raise _no_path()
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"""
+            WITH RECURSIVE {_STEPS},
+            walk(node_id, depth, prev_id, edge_id) AS (
+                SELECT %(start)s::bigint, 0, NULL::bigint, NULL::bigint
+                UNION
+                SELECT s.b, w.depth + 1, w.node_id, s.edge_id
+                FROM walk w JOIN steps s ON s.a = w.node_id
+                WHERE w.depth < %(max)s AND w.node_id <> %(goal)s
+            ),
+            firsts AS (
+                SELECT DISTINCT ON (node_id, depth) node_id, depth, prev_id, edge_id
+                FROM walk ORDER BY node_id, depth, edge_id
+            ),
+            back(node_id, depth, prev_id, edge_id) AS (
+                (SELECT node_id, depth, prev_id, edge_id FROM firsts
+                 WHERE node_id = %(goal)s ORDER BY depth LIMIT 1)
+                UNION ALL
+                SELECT f.node_id, f.depth, f.prev_id, f.edge_id
+                FROM back b JOIN firsts f ON f.node_id = b.prev_id AND f.depth = b.depth - 1
+            )
+            SELECT node_id, edge_id FROM back ORDER BY depth
+            """,  # noqa: S608 - _STEPS is code
+            {
+                "account": source.account_id,
+                "relation": None,
+                "start": source.pk,
+                "goal": target.pk,
+                "max": MAX_PATH_HOPS,
+            },
+        )
+        rows = cursor.fetchall()
+    if not rows:
+        raise _no_path()
+    node_ids = [row[0] for row in rows]
+    edge_ids = [row[1] for row in rows if row[1] is not None]
+    nodes = GraphNode.objects.defer("embedding").in_bulk(node_ids)
+    edges = GraphEdge.objects.in_bulk(edge_ids)
+    if len(nodes) != len(node_ids) or len(edges) != len(edge_ids):
+        raise _no_path()  # changed meanwhile
+    return Path(nodes=[nodes[i] for i in node_ids], edges=[edges[i] for i in edge_ids])
+
+
+def _no_path() -> NotFound:
+    return NotFound("No path joins these nodes.", code="no_path")

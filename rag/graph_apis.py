@@ -1,0 +1,331 @@
+"""Knowledge graph HTTP API (``/api/v1/graph/``): one view per operation, thin over
+``rag.services.graph`` and the selectors of ``rag.graph``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    PolymorphicProxySerializer,
+    extend_schema,
+    extend_schema_field,
+)
+from rest_framework import serializers, status
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from core import serializers as strict
+from core.pagination import CreatedCursorPagination, paginated_response
+from core.permissions import request_actor
+from core.views import ApiView
+from rag import graph
+from rag.apis import StageExplanation
+from rag.models import GraphEdge, GraphNode
+from rag.search import DEFAULT_FUSION, FUSIONS, MAX_TOP_K, MODES
+from rag.services import graph as graph_services
+
+
+class GraphNodeOutput(serializers.ModelSerializer[GraphNode]):
+    confidence = strict.FiniteFloatField()
+
+    class Meta:
+        model = GraphNode
+        fields = [
+            "id",
+            "node_type",
+            "entity_type",
+            "name",
+            "aliases",
+            "description",
+            "metadata",
+            "mention_count",
+            "status",
+            "confidence",
+            "embedding_model",
+            "created_at",
+            "updated_at",
+        ]
+
+
+class GraphEdgeOutput(serializers.ModelSerializer[GraphEdge]):
+    source_id = serializers.IntegerField()
+    target_id = serializers.IntegerField()
+    weight = strict.FiniteFloatField()
+    confidence = strict.FiniteFloatField()
+
+    class Meta:
+        model = GraphEdge
+        fields = [
+            "id",
+            "source_id",
+            "target_id",
+            "relation_type",
+            "weight",
+            "confidence",
+            "bidirectional",
+            "metadata",
+            "created_at",
+        ]
+
+
+class NodeExplanation(serializers.Serializer):
+    vector = StageExplanation()
+    keyword = StageExplanation()
+    fused_score = strict.FiniteFloatField(allow_null=True)
+
+
+class NodeHitOutput(serializers.Serializer):
+    node = GraphNodeOutput()
+    score = strict.FiniteFloatField(allow_null=True)
+    explanation = serializers.SerializerMethodField()
+
+    @extend_schema_field(NodeExplanation)
+    def get_explanation(self, hit: graph.NodeHit) -> dict[str, Any]:
+        r = hit.retrieval
+        return NodeExplanation(
+            {
+                "vector": {"rank": r["vector_rank"], "score": r["vector_score"]},
+                "keyword": {"rank": r["keyword_rank"], "score": r["keyword_score"]},
+                "fused_score": hit.score,
+            }
+        ).data
+
+
+class NodeSearchOutput(serializers.Serializer):
+    results = NodeHitOutput(many=True)
+
+
+class NodePageOutput(serializers.Serializer):
+    next = serializers.URLField(allow_null=True)
+    previous = serializers.URLField(allow_null=True)
+    results = GraphNodeOutput(many=True)
+
+
+_PAGE_PARAMETERS = [
+    OpenApiParameter("cursor", OpenApiTypes.STR, description="Lists only: the page to read."),
+    OpenApiParameter(
+        "page_size", OpenApiTypes.INT, description="Lists only: 1 to 500 nodes a page."
+    ),
+]
+
+
+class NodeInput(strict.InputSerializer):
+    name = serializers.CharField(max_length=500)
+    entity_type = serializers.CharField(max_length=100)
+    node_type = serializers.ChoiceField(
+        choices=GraphNode.NodeType.choices, default=GraphNode.NodeType.ENTITY
+    )
+    aliases = serializers.ListField(
+        child=serializers.CharField(max_length=500), required=False, default=list, max_length=100
+    )
+    description = serializers.CharField(
+        max_length=20_000, required=False, default="", allow_blank=True
+    )
+    metadata = serializers.DictField(required=False, default=dict)
+    mention_count = serializers.IntegerField(min_value=0, max_value=2_147_483_647, default=0)
+    status = serializers.ChoiceField(
+        choices=GraphNode.Status.choices, default=GraphNode.Status.ACTIVE
+    )
+    confidence = strict.FiniteFloatField(min_value=0, max_value=1, default=1.0)
+
+
+class NodeUpdateInput(strict.InputSerializer):
+    name = serializers.CharField(max_length=500, required=False)
+    entity_type = serializers.CharField(max_length=100, required=False)
+    node_type = serializers.ChoiceField(choices=GraphNode.NodeType.choices, required=False)
+    aliases = serializers.ListField(
+        child=serializers.CharField(max_length=500), required=False, max_length=100
+    )
+    description = serializers.CharField(max_length=20_000, required=False, allow_blank=True)
+    metadata = serializers.DictField(required=False)
+    mention_count = serializers.IntegerField(min_value=0, max_value=2_147_483_647, required=False)
+    status = serializers.ChoiceField(choices=GraphNode.Status.choices, required=False)
+    confidence = strict.FiniteFloatField(min_value=0, max_value=1, required=False)
+
+
+class NodeListCreateApi(ApiView):
+    """Without ``query``: the account's nodes, newest first, paged. With ``query``: the best
+    ``top_k`` nodes by name, aliases and description (hybrid by default), each explained."""
+
+    pagination_class = CreatedCursorPagination
+
+    class FilterSerializer(strict.FilterSerializer):
+        query = serializers.CharField(max_length=2000, required=False)
+        top_k = serializers.IntegerField(min_value=1, max_value=MAX_TOP_K, default=10)
+        mode = serializers.ChoiceField(choices=MODES, default="hybrid")
+        fusion = serializers.ChoiceField(choices=FUSIONS, default=DEFAULT_FUSION)
+        entity_type = serializers.CharField(max_length=100, required=False)
+
+    @extend_schema(
+        parameters=[FilterSerializer, *_PAGE_PARAMETERS],
+        responses=PolymorphicProxySerializer(
+            component_name="GraphNodesOrHits",
+            serializers=[NodePageOutput, NodeSearchOutput],
+            resource_type_field_name=None,
+        ),
+        operation_id="graph_nodes_list",
+    )
+    def get(self, request: Request) -> Response:
+        actor = request_actor(request)
+        query = self.filters.get("query")
+        if query is not None:
+            hits = graph.node_search(
+                actor=actor,
+                query=query,
+                top_k=self.filters["top_k"],
+                mode=self.filters["mode"],
+                fusion=self.filters["fusion"],
+                entity_type=self.filters.get("entity_type"),
+            )
+            return Response(NodeSearchOutput({"results": hits}).data)
+        nodes = graph.node_list(actor=actor)
+        if self.filters.get("entity_type"):
+            nodes = nodes.filter(entity_type=self.filters["entity_type"])
+        return paginated_response(self, request, nodes, GraphNodeOutput)
+
+    @extend_schema(
+        request=NodeInput, responses={201: GraphNodeOutput}, operation_id="graph_node_create"
+    )
+    def post(self, request: Request) -> Response:
+        data = NodeInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        node = graph_services.node_create(actor=request_actor(request), **data.validated_data)
+        return Response(GraphNodeOutput(node).data, status=status.HTTP_201_CREATED)
+
+
+class NodeDetailOutput(GraphNodeOutput):
+    edges_out = serializers.SerializerMethodField()
+    edges_in = serializers.SerializerMethodField()
+
+    class Meta(GraphNodeOutput.Meta):
+        fields = [*GraphNodeOutput.Meta.fields, "edges_out", "edges_in"]
+
+    @extend_schema_field(GraphEdgeOutput(many=True))
+    def get_edges_out(self, node: GraphNode) -> Any:
+        return GraphEdgeOutput(self.context["edges"].outgoing, many=True).data
+
+    @extend_schema_field(GraphEdgeOutput(many=True))
+    def get_edges_in(self, node: GraphNode) -> Any:
+        return GraphEdgeOutput(self.context["edges"].incoming, many=True).data
+
+
+def _detail(node: GraphNode) -> Any:
+    return NodeDetailOutput(node, context={"edges": graph.node_edges(node=node)}).data
+
+
+class NodeDetailApi(ApiView):
+    @extend_schema(responses=NodeDetailOutput, operation_id="graph_node_retrieve")
+    def get(self, request: Request, node_id: int) -> Response:
+        node = graph.node_get(actor=request_actor(request), node_id=node_id)
+        return Response(_detail(node))
+
+    @extend_schema(
+        request=NodeUpdateInput, responses=NodeDetailOutput, operation_id="graph_node_update"
+    )
+    def patch(self, request: Request, node_id: int) -> Response:
+        actor = request_actor(request)
+        node = graph.node_get(actor=actor, node_id=node_id)
+        data = NodeUpdateInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        node = graph_services.node_update(actor=actor, node=node, fields=data.validated_data)
+        return Response(_detail(node))
+
+    @extend_schema(responses={204: None}, operation_id="graph_node_delete")
+    def delete(self, request: Request, node_id: int) -> Response:
+        actor = request_actor(request)
+        node = graph.node_get(actor=actor, node_id=node_id)
+        graph_services.node_delete(actor=actor, node=node)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class NeighbourOutput(serializers.Serializer):
+    node = GraphNodeOutput()
+    hops = serializers.IntegerField()
+    relation_type = serializers.CharField()
+
+
+class NeighboursOutput(serializers.Serializer):
+    results = NeighbourOutput(many=True)
+
+
+class NodeNeighboursApi(ApiView):
+    """The nodes within ``hops`` (1 to 5) of a node, nearest first; ``relation_type`` follows
+    only edges of that type. Bidirectional edges are followed both ways."""
+
+    class FilterSerializer(strict.FilterSerializer):
+        hops = serializers.IntegerField(min_value=1, max_value=graph.MAX_HOPS, default=1)
+        relation_type = serializers.CharField(max_length=100, required=False)
+
+    @extend_schema(
+        parameters=[FilterSerializer],
+        responses=NeighboursOutput,
+        operation_id="graph_node_neighbors",
+    )
+    def get(self, request: Request, node_id: int) -> Response:
+        node = graph.node_get(actor=request_actor(request), node_id=node_id)
+        found = graph.neighbours(
+            node=node, hops=self.filters["hops"], relation_type=self.filters.get("relation_type")
+        )
+        return Response(NeighboursOutput({"results": found}).data)
+
+
+class PathOutput(serializers.Serializer):
+    hops = serializers.IntegerField()
+    nodes = GraphNodeOutput(many=True)
+    edges = GraphEdgeOutput(many=True)
+
+
+class PathApi(ApiView):
+    """A shortest path between two nodes (edges followed from source to target, bidirectional
+    ones both ways; at most 6 hops): its nodes and edges in order; 404 ``no_path`` if none."""
+
+    class FilterSerializer(strict.FilterSerializer):
+        from_ = strict.IdField()
+        to = strict.IdField()
+
+        def get_fields(self) -> dict[str, Any]:
+            fields = super().get_fields()
+            fields["from"] = fields.pop("from_")  # a Python keyword
+            return fields
+
+    @extend_schema(parameters=[FilterSerializer], responses=PathOutput, operation_id="graph_path")
+    def get(self, request: Request) -> Response:
+        actor = request_actor(request)
+        source = graph.node_get(actor=actor, node_id=self.filters["from"])
+        target = graph.node_get(actor=actor, node_id=self.filters["to"])
+        path = graph.shortest_path(source=source, target=target)
+        return Response(
+            PathOutput({"hops": len(path.edges), "nodes": path.nodes, "edges": path.edges}).data
+        )
+
+
+class EdgeInput(strict.InputSerializer):
+    source_id = strict.IdField()
+    target_id = strict.IdField()
+    relation_type = serializers.CharField(max_length=100)
+    weight = strict.FiniteFloatField(min_value=-1e9, max_value=1e9, default=1.0)
+    confidence = strict.FiniteFloatField(min_value=0, max_value=1, default=1.0)
+    bidirectional = serializers.BooleanField(default=False)
+    metadata = serializers.DictField(required=False, default=dict)
+
+
+class EdgeCreateApi(ApiView):
+    @extend_schema(
+        request=EdgeInput, responses={201: GraphEdgeOutput}, operation_id="graph_edge_create"
+    )
+    def post(self, request: Request) -> Response:
+        data = EdgeInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        edge = graph_services.edge_create(actor=request_actor(request), **data.validated_data)
+        return Response(GraphEdgeOutput(edge).data, status=status.HTTP_201_CREATED)
+
+
+class EdgeDetailApi(ApiView):
+    @extend_schema(responses={204: None}, operation_id="graph_edge_delete")
+    def delete(self, request: Request, edge_id: int) -> Response:
+        actor = request_actor(request)
+        edge = graph.edge_get(actor=actor, edge_id=edge_id)
+        graph_services.edge_delete(actor=actor, edge=edge)
+        return Response(status=status.HTTP_204_NO_CONTENT)

@@ -1,0 +1,327 @@
+"""Knowledge graph writes: nodes and typed edges of an account.
+
+Nodes are a search space of the one engine (``rag.spaces.GRAPH_NODES``): every write keeps the
+node's BM25 postings, its embedding and the account's graph statistics (``GraphScope``) exact in
+the same transaction, under the scope's row lock. Embeddings are computed before the transaction
+opens (never call a provider inside one). Edges join two nodes of one account (checked here: a
+node of another account answers like a missing one); the database refuses duplicates and
+self-loops.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+from django.db import IntegrityError, transaction
+
+from core.actors import WRITE_GRAPH, Actor
+from core.audit import audit_record
+from core.embeddings import get_embedding_provider
+from core.errors import Conflict, NotFound, ValidationFailed
+from core.writes import changes_of, changes_validate, row_delete, row_update
+from rag import keyword
+from rag.models import GraphEdge, GraphNode, GraphScope
+from rag.spaces import GRAPH_NODES, graph_node_text
+
+NODE_UPDATABLE_FIELDS = (
+    "node_type",
+    "entity_type",
+    "name",
+    "aliases",
+    "description",
+    "metadata",
+    "mention_count",
+    "status",
+    "confidence",
+)
+# The fields a node is found by: changing one re-indexes (and re-embeds) it.
+NODE_INDEXED_FIELDS = ("name", "aliases", "description")
+MAX_ALIASES = 100
+
+
+def _node_exists() -> Conflict:
+    return Conflict(
+        "A node of this entity type and name (case-insensitive) exists.", code="node_exists"
+    )
+
+
+def node_not_found() -> NotFound:
+    return NotFound("No such graph node.", code="node_not_found")
+
+
+_NODE_CONFLICTS = {"graph_node_unique_name": _node_exists}
+
+
+def _aliases(aliases: Iterable[str]) -> list[str]:
+    """Stripped, without blanks and repeats (case-insensitive), in the order given."""
+    seen: set[str] = set()
+    kept: list[str] = []
+    for alias in aliases:
+        alias = alias.strip()
+        if alias and alias.lower() not in seen:
+            seen.add(alias.lower())
+            kept.append(alias)
+    if len(kept) > MAX_ALIASES:
+        raise ValidationFailed(f"At most {MAX_ALIASES} aliases.", code="too_many_aliases")
+    return kept
+
+
+def _confidence(value: float) -> None:
+    if not 0 <= value <= 1:
+        raise ValidationFailed("confidence must be from 0 to 1.", code="invalid_confidence")
+
+
+def _name(value: str) -> str:
+    value = value.strip()
+    if not value:
+        raise ValidationFailed("The name is empty.", code="empty_name")
+    return value
+
+
+# --- the index -------------------------------------------------------------------------------
+
+
+def _embed(node: GraphNode) -> np.ndarray:
+    text = graph_node_text(name=node.name, aliases=node.aliases, description=node.description)
+    return np.asarray(get_embedding_provider().embed_documents([text])[0])
+
+
+def _scope_locked(account_id: int) -> GraphScope:
+    """The account's graph scope, created on first use, locked (inside a transaction)."""
+    GraphScope.objects.get_or_create(account_id=account_id)
+    return GraphScope.objects.select_for_update().get(account_id=account_id)
+
+
+def _index(
+    scope: GraphScope, node: GraphNode, vector: np.ndarray | None, *, new: bool = False
+) -> None:
+    """Under the scope's lock: (re-)index ``node`` as it is now in the database."""
+    removed_units, removed_terms = (0, 0)
+    if not new:
+        removed_units, removed_terms = keyword.postings_forget(
+            space=GRAPH_NODES, scope_id=scope.pk, unit_ids=[node.pk], delete=True
+        )
+    terms = keyword.chunk_terms(
+        graph_node_text(name=node.name, aliases=node.aliases, description=node.description)
+    )
+    count = scope.node_count - removed_units + 1
+    total = scope.total_terms - removed_terms + terms.length
+    keyword.postings_add(
+        space=GRAPH_NODES,
+        scope_id=scope.pk,
+        units=[keyword.IndexedUnit(unit_id=node.pk, terms=terms)],
+        avg_length=total / count,
+    )
+    written: dict[str, Any] = {"keyword_length": terms.length}
+    if vector is not None:
+        written.update(embedding=vector, embedding_model=get_embedding_provider().model_id)
+    GraphNode.objects.filter(pk=node.pk).update(**written)
+    GraphScope.objects.filter(pk=scope.pk).update(node_count=count, total_terms=total)
+    scope.node_count, scope.total_terms = count, total
+
+
+def _unindex(scope: GraphScope, node_id: int) -> None:
+    removed_units, removed_terms = keyword.postings_forget(
+        space=GRAPH_NODES, scope_id=scope.pk, unit_ids=[node_id], delete=True
+    )
+    GraphScope.objects.filter(pk=scope.pk).update(
+        node_count=max(0, scope.node_count - removed_units),
+        total_terms=max(0, scope.total_terms - removed_terms),
+    )
+
+
+# --- nodes -----------------------------------------------------------------------------------
+
+
+def node_create(
+    *,
+    actor: Actor,
+    name: str,
+    entity_type: str,
+    node_type: str = GraphNode.NodeType.ENTITY,
+    aliases: Sequence[str] = (),
+    description: str = "",
+    metadata: Mapping[str, Any] | None = None,
+    mention_count: int = 0,
+    status: str = GraphNode.Status.ACTIVE,
+    confidence: float = 1.0,
+    account_id: int | None = None,
+) -> GraphNode:
+    """A node of the account's graph, indexed and embedded. 409 ``node_exists`` when the account
+    has a node of this entity type whose name matches case-insensitively."""
+    account_id = account_id if account_id is not None else actor.account_id
+    actor.require(account_id, WRITE_GRAPH)
+    _confidence(confidence)
+    node = GraphNode(
+        account_id=account_id,
+        node_type=node_type,
+        entity_type=entity_type.strip(),
+        name=_name(name),
+        aliases=_aliases(aliases),
+        description=description,
+        metadata=dict(metadata or {}),
+        mention_count=mention_count,
+        status=status,
+        confidence=confidence,
+    )
+    node.full_clean(exclude=["account", "scope"], validate_unique=False, validate_constraints=False)
+    vector = _embed(node)
+    try:
+        with transaction.atomic():
+            scope = _scope_locked(account_id)
+            node.scope = scope
+            node.save()
+            _index(scope, node, vector, new=True)
+            audit_record(
+                actor=actor,
+                action="rag.graph.node.create",
+                account_id=account_id,
+                target=node,
+                changes={"name": node.name, "entity_type": node.entity_type},
+            )
+    except IntegrityError as exc:
+        if "graph_node_unique_name" in str(exc):
+            raise _node_exists() from exc
+        raise
+    node.refresh_from_db()
+    return node
+
+
+def node_update(*, actor: Actor, node: GraphNode, fields: Mapping[str, Any]) -> GraphNode:
+    """Change a node; a new name, aliases or description re-index and re-embed it."""
+    actor.require(node.account_id, WRITE_GRAPH)
+    fields = dict(fields)
+    if "name" in fields:
+        fields["name"] = _name(fields["name"])
+    if "aliases" in fields:
+        fields["aliases"] = _aliases(fields["aliases"])
+    if "entity_type" in fields:
+        fields["entity_type"] = fields["entity_type"].strip()
+    if "confidence" in fields:
+        _confidence(fields["confidence"])
+    changes = changes_of(node, fields, NODE_UPDATABLE_FIELDS)
+    if not changes:
+        return node
+    changes_validate(node, changes)
+    reindex = any(name in changes for name in NODE_INDEXED_FIELDS)
+    vector = None
+    if reindex:
+        candidate = GraphNode(**{**{f: getattr(node, f) for f in NODE_INDEXED_FIELDS}, **changes})
+        vector = _embed(candidate)
+    with transaction.atomic():
+        scope = _scope_locked(node.account_id)
+
+        def then() -> None:
+            if reindex:
+                _index(scope, GraphNode.objects.get(pk=node.pk), vector)
+
+        return row_update(
+            actor=actor,
+            instance=node,
+            changes=changes,
+            action="rag.graph.node.update",
+            account_id=node.account_id,
+            conflicts=_NODE_CONFLICTS,
+            missing=node_not_found,
+            then=then,
+        )
+
+
+def node_delete(*, actor: Actor, node: GraphNode) -> None:
+    """Delete a node with its edges, out of the index."""
+    actor.require(node.account_id, WRITE_GRAPH)
+    with transaction.atomic():
+        scope = _scope_locked(node.account_id)
+        _unindex(scope, node.pk)
+        row_delete(
+            actor=actor,
+            instance=node,
+            action="rag.graph.node.delete",
+            account_id=node.account_id,
+            changes={"name": node.name, "entity_type": node.entity_type},
+        )
+
+
+# --- edges -----------------------------------------------------------------------------------
+
+
+def edge_create(
+    *,
+    actor: Actor,
+    source_id: int,
+    target_id: int,
+    relation_type: str,
+    weight: float = 1.0,
+    confidence: float = 1.0,
+    bidirectional: bool = False,
+    metadata: Mapping[str, Any] | None = None,
+    account_id: int | None = None,
+) -> GraphEdge:
+    """A typed edge between two nodes of the account. 400 ``self_loop`` from a node to itself,
+    404 ``node_not_found`` for a node that is missing or another account's, 409 ``edge_exists``
+    for a second edge of the type between the same nodes in the same direction."""
+    account_id = account_id if account_id is not None else actor.account_id
+    actor.require(account_id, WRITE_GRAPH)
+    relation_type = relation_type.strip()
+    if not relation_type:
+        raise ValidationFailed("The relation type is empty.", code="empty_relation_type")
+    if source_id == target_id:
+        raise ValidationFailed("An edge cannot join a node to itself.", code="self_loop")
+    _confidence(confidence)
+    found = GraphNode.objects.filter(account_id=account_id, pk__in=[source_id, target_id]).count()
+    if found != 2:
+        raise node_not_found()
+    edge = GraphEdge(
+        account_id=account_id,
+        source_id=source_id,
+        target_id=target_id,
+        relation_type=relation_type,
+        weight=weight,
+        confidence=confidence,
+        bidirectional=bidirectional,
+        metadata=dict(metadata or {}),
+    )
+    try:
+        with transaction.atomic():
+            edge.save()
+            audit_record(
+                actor=actor,
+                action="rag.graph.edge.create",
+                account_id=account_id,
+                target=edge,
+                changes={
+                    "source": source_id,
+                    "target": target_id,
+                    "relation_type": relation_type,
+                },
+            )
+    except IntegrityError as exc:
+        if "graph_edge_unique" in str(exc):
+            raise Conflict(
+                "An edge of this relation type joins these nodes already.", code="edge_exists"
+            ) from exc
+        if "graph_edge_no_self_loop" in str(exc):
+            raise ValidationFailed(
+                "An edge cannot join a node to itself.", code="self_loop"
+            ) from exc
+        if "foreign key" in str(exc).lower():
+            raise node_not_found() from exc  # a node deleted meanwhile
+        raise
+    return edge
+
+
+def edge_delete(*, actor: Actor, edge: GraphEdge) -> None:
+    actor.require(edge.account_id, WRITE_GRAPH)
+    row_delete(
+        actor=actor,
+        instance=edge,
+        action="rag.graph.edge.delete",
+        account_id=edge.account_id,
+        changes={
+            "source": edge.source_id,
+            "target": edge.target_id,
+            "relation_type": edge.relation_type,
+        },
+    )

@@ -1,0 +1,297 @@
+"""The knowledge graph on the real PostgreSQL: constraints, indexing, search, traversal, tenancy."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.db import IntegrityError, transaction
+
+from core.actors import Actor, actor_for_agent
+from core.errors import Conflict, NotFound, ValidationFailed
+from rag import graph, keyword
+from rag.models import GraphEdge, GraphNode, GraphNodePosting, GraphNodeTerm, GraphScope
+from rag.services import graph as services
+from rag.spaces import GRAPH_NODES
+from tests.conftest import AuthedAgent
+
+pytestmark = pytest.mark.django_db
+
+NODES = "/api/v1/graph/nodes"
+
+
+def code(response: Any) -> str:
+    return str(response.json()["error"]["code"])
+
+
+@pytest.fixture
+def actor(agent_client: AuthedAgent) -> Actor:
+    return actor_for_agent(agent_client.agent)
+
+
+def node(actor: Actor, name: str, **kwargs: Any) -> GraphNode:
+    kwargs.setdefault("entity_type", "concept")
+    return services.node_create(actor=actor, name=name, **kwargs)
+
+
+def edge(actor: Actor, a: GraphNode, b: GraphNode, relation: str, **kwargs: Any) -> GraphEdge:
+    return services.edge_create(
+        actor=actor, source_id=a.pk, target_id=b.pk, relation_type=relation, **kwargs
+    )
+
+
+def scope_stats(account_id: int) -> tuple[int, int]:
+    scope = GraphScope.objects.get(account_id=account_id)
+    return scope.node_count, scope.total_terms
+
+
+# --- constraints -----------------------------------------------------------------------------
+
+
+def test_duplicate_nodes_are_refused_case_insensitively_per_entity_type(actor: Actor) -> None:
+    node(actor, "Ada Lovelace", entity_type="person")
+    with pytest.raises(Conflict) as raised:
+        node(actor, "ada lovelace", entity_type="person")
+    assert raised.value.code == "node_exists"
+    node(actor, "Ada Lovelace", entity_type="ship")  # another entity type is another thing
+    assert GraphNode.objects.count() == 2
+    with transaction.atomic(), pytest.raises(IntegrityError):
+        first = GraphNode.objects.first()
+        assert first is not None
+        GraphNode.objects.create(
+            account_id=first.account_id,
+            scope_id=first.scope_id,
+            entity_type="person",
+            name="ADA LOVELACE",
+        )
+
+
+def test_edges_refuse_duplicates_self_loops_and_foreign_nodes(
+    actor: Actor, other_agent_client: AuthedAgent
+) -> None:
+    a, b = node(actor, "Alpha"), node(actor, "Beta")
+    edge(actor, a, b, "related_to")
+    with pytest.raises(Conflict) as raised:
+        edge(actor, a, b, "related_to")
+    assert raised.value.code == "edge_exists"
+    edge(actor, b, a, "related_to")  # the other direction is another edge
+    edge(actor, a, b, "part_of")  # and so is another relation type
+    with pytest.raises(ValidationFailed) as loop:
+        edge(actor, a, a, "related_to")
+    assert loop.value.code == "self_loop"
+    with transaction.atomic(), pytest.raises(IntegrityError):
+        GraphEdge.objects.create(account_id=a.account_id, source=a, target=a, relation_type="x")
+    foreign = node(actor_for_agent(other_agent_client.agent), "Gamma")
+    with pytest.raises(NotFound) as missing:
+        edge(actor, a, foreign, "related_to")
+    assert missing.value.code == "node_not_found"
+    with pytest.raises(NotFound):
+        services.edge_create(actor=actor, source_id=a.pk, target_id=10**12, relation_type="x")
+    assert GraphEdge.objects.count() == 3
+
+
+# --- the index -------------------------------------------------------------------------------
+
+
+def test_nodes_are_indexed_on_create_update_and_delete(actor: Actor) -> None:
+    ada = node(actor, "Ada Lovelace", aliases=["Countess of Lovelace"], description="Analyst")
+    assert ada.embedding_model and ada.keyword_length == 5
+    assert scope_stats(ada.account_id) == (1, 5)
+    terms = set(GraphNodePosting.objects.filter(node=ada).values_list("term", flat=True))
+    assert {"ada", "lovelac", "countess", "analyst"} <= terms
+    updated = services.node_update(
+        actor=actor, node=ada, fields={"aliases": ["Enchantress of Numbers"]}
+    )
+    assert "enchantress" in set(
+        GraphNodePosting.objects.filter(node=updated).values_list("term", flat=True)
+    )
+    assert not GraphNodeTerm.objects.filter(term="countess").exists()
+    assert scope_stats(ada.account_id) == (1, updated.keyword_length)
+    services.node_update(actor=actor, node=updated, fields={"mention_count": 3})
+    assert scope_stats(ada.account_id) == (1, updated.keyword_length)
+    services.node_delete(actor=actor, node=updated)
+    assert scope_stats(ada.account_id) == (0, 0)
+    assert not GraphNodePosting.objects.exists() and not GraphNodeTerm.objects.exists()
+
+
+def test_the_index_rebuilds_to_what_the_writes_kept(actor: Actor) -> None:
+    node(actor, "Ada Lovelace", aliases=["Enchantress of Numbers"], description="Analyst")
+    babbage = node(actor, "Charles Babbage", description="Difference engine")
+    services.node_update(actor=actor, node=babbage, fields={"name": "Charles Babbage FRS"})
+    scope = GraphScope.objects.get(account_id=babbage.account_id)
+    postings = set(GraphNodePosting.objects.values_list("node_id", "term", "tf", "node_length"))
+    terms = set(GraphNodeTerm.objects.values_list("term", "df"))
+    kept = scope_stats(babbage.account_id)
+    keyword.index_rebuild(space=GRAPH_NODES, scope_id=scope.pk)
+    assert scope_stats(babbage.account_id) == kept
+    assert set(GraphNodeTerm.objects.values_list("term", "df")) == terms
+    rebuilt = GraphNodePosting.objects.values_list("node_id", "term", "tf", "node_length")
+    assert set(rebuilt) == postings
+
+
+def test_search_finds_a_node_by_an_alias_and_explains_it(
+    actor: Actor, agent_client: AuthedAgent, other_agent_client: AuthedAgent
+) -> None:
+    node(actor, "Ada Lovelace", entity_type="person", aliases=["Enchantress of Numbers"])
+    node(actor, "Charles Babbage", entity_type="person", description="Difference engine")
+    node(actor_for_agent(other_agent_client.agent), "Enchantress of Numbers", entity_type="x")
+    hits = graph.node_search(actor=actor, query="enchantress numbers")
+    assert hits[0].node.name == "Ada Lovelace"
+    assert {hit.node.account_id for hit in hits} == {agent_client.agent.account_id}
+    response = agent_client.client.get(NODES, {"query": "enchantress", "mode": "keyword"})
+    assert response.status_code == 200, response.json()
+    results = response.json()["results"]
+    assert [r["node"]["name"] for r in results] == ["Ada Lovelace"]
+    assert results[0]["explanation"]["keyword"]["rank"] == 1
+    listing = agent_client.client.get(NODES).json()
+    assert {n["name"] for n in listing["results"]} == {"Ada Lovelace", "Charles Babbage"}
+    assert "next" in listing
+
+
+# --- traversal -------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def chain(actor: Actor) -> dict[str, GraphNode]:
+    """a -knows-> b -knows-> c -knows-> d -knows-> a (a cycle), b -works_at-> e,
+    c <-cites-> f (bidirectional), g alone."""
+    nodes = {name: node(actor, name) for name in "abcdefg"}
+    for source, target in ("ab", "bc", "cd", "da"):
+        edge(actor, nodes[source], nodes[target], "knows")
+    edge(actor, nodes["b"], nodes["e"], "works_at")
+    edge(actor, nodes["f"], nodes["c"], "cites", bidirectional=True)
+    return nodes
+
+
+def _found(results: list[graph.Neighbour]) -> dict[str, tuple[int, str]]:
+    return {n.node.name: (n.hops, n.relation_type) for n in results}
+
+
+def test_neighbours_by_hops_with_a_relation_filter_and_a_cycle(
+    chain: dict[str, GraphNode],
+) -> None:
+    a = chain["a"]
+    assert _found(graph.neighbours(node=a, hops=1)) == {"b": (1, "knows")}
+    assert _found(graph.neighbours(node=a, hops=2)) == {
+        "b": (1, "knows"),
+        "c": (2, "knows"),
+        "e": (2, "works_at"),
+    }
+    # The cycle leads back to a, which is never its own neighbour; f is reached from c
+    # through the bidirectional edge.
+    assert _found(graph.neighbours(node=a, hops=3)) == {
+        "b": (1, "knows"),
+        "c": (2, "knows"),
+        "e": (2, "works_at"),
+        "d": (3, "knows"),
+        "f": (3, "cites"),
+    }
+    assert _found(graph.neighbours(node=a, hops=5, relation_type="knows")) == {
+        "b": (1, "knows"),
+        "c": (2, "knows"),
+        "d": (3, "knows"),
+    }
+    assert _found(graph.neighbours(node=chain["f"], hops=1)) == {"c": (1, "cites")}
+    assert graph.neighbours(node=chain["e"], hops=5) == []  # directed edges end here
+    with pytest.raises(ValidationFailed):
+        graph.neighbours(node=a, hops=6)
+
+
+def test_neighbours_api(agent_client: AuthedAgent, chain: dict[str, GraphNode]) -> None:
+    url = f"{NODES}/{chain['a'].pk}/neighbors"
+    response = agent_client.client.get(url, {"hops": "2", "relation_type": "knows"})
+    assert response.status_code == 200, response.json()
+    assert [
+        (r["node"]["name"], r["hops"], r["relation_type"]) for r in response.json()["results"]
+    ] == [
+        ("b", 1, "knows"),
+        ("c", 2, "knows"),
+    ]
+    assert agent_client.client.get(url, {"hops": 0}).status_code == 400
+
+
+def test_shortest_path(agent_client: AuthedAgent, chain: dict[str, GraphNode]) -> None:
+    path = graph.shortest_path(source=chain["a"], target=chain["f"])
+    assert [n.name for n in path.nodes] == ["a", "b", "c", "f"]
+    assert [e.relation_type for e in path.edges] == ["knows", "knows", "cites"]
+    back = graph.shortest_path(source=chain["d"], target=chain["b"])  # d -> a -> b
+    assert [n.name for n in back.nodes] == ["d", "a", "b"]
+    with pytest.raises(NotFound) as none:
+        graph.shortest_path(source=chain["a"], target=chain["g"])
+    assert none.value.code == "no_path"
+    response = agent_client.client.get(
+        "/api/v1/graph/path", {"from": chain["f"].pk, "to": chain["e"].pk}
+    )
+    # f -cites-> c (bidirectional) -knows-> d -knows-> a -knows-> b -works_at-> e
+    assert response.status_code == 200, response.json()
+    body = response.json()
+    assert [n["name"] for n in body["nodes"]] == ["f", "c", "d", "a", "b", "e"]
+    assert body["hops"] == 5 and len(body["edges"]) == 5
+    response = agent_client.client.get(
+        "/api/v1/graph/path", {"from": chain["e"].pk, "to": chain["a"].pk}
+    )
+    assert response.status_code == 404 and code(response) == "no_path"
+
+
+# --- the API and tenancy ---------------------------------------------------------------------
+
+
+def test_node_and_edge_api_round_trip(agent_client: AuthedAgent) -> None:
+    client = agent_client.client
+    created = client.post(
+        NODES,
+        {"name": "Lisbon", "entity_type": "place", "aliases": ["Lisboa", " lisboa "]},
+        format="json",
+    )
+    assert created.status_code == 201, created.json()
+    lisbon = created.json()
+    assert lisbon["aliases"] == ["Lisboa"]
+    again = client.post(NODES, {"name": "LISBON", "entity_type": "place"}, format="json")
+    assert again.status_code == 409 and code(again) == "node_exists"
+    porto = client.post(NODES, {"name": "Porto", "entity_type": "place"}, format="json").json()
+    made = client.post(
+        "/api/v1/graph/edges",
+        {"source_id": lisbon["id"], "target_id": porto["id"], "relation_type": "near"},
+        format="json",
+    )
+    assert made.status_code == 201, made.json()
+    loop = client.post(
+        "/api/v1/graph/edges",
+        {"source_id": porto["id"], "target_id": porto["id"], "relation_type": "near"},
+        format="json",
+    )
+    assert loop.status_code == 400 and code(loop) == "self_loop"
+    detail = client.get(f"{NODES}/{lisbon['id']}").json()
+    assert [e["target_id"] for e in detail["edges_out"]] == [porto["id"]]
+    assert detail["edges_in"] == []
+    assert client.get(f"{NODES}/{porto['id']}").json()["edges_in"][0]["source_id"] == lisbon["id"]
+    patched = client.patch(f"{NODES}/{porto['id']}", {"description": "Port wine"}, format="json")
+    assert patched.status_code == 200 and patched.json()["description"] == "Port wine"
+    assert client.delete(f"/api/v1/graph/edges/{made.json()['id']}").status_code == 204
+    assert client.delete(f"{NODES}/{porto['id']}").status_code == 204
+    assert client.get(f"{NODES}/{porto['id']}").status_code == 404
+
+
+def test_read_only_keys_cannot_write(make_agent_client: Any) -> None:
+    reader = make_agent_client(scopes=("read",))
+    response = reader.client.post(NODES, {"name": "x", "entity_type": "y"}, format="json")
+    assert response.status_code == 403
+
+
+def test_foreign_nodes_answer_like_missing_ones(
+    actor: Actor, agent_client: AuthedAgent, other_agent_client: AuthedAgent
+) -> None:
+    mine = node(actor, "Mine")
+    theirs = node(actor_for_agent(other_agent_client.agent), "Theirs")
+    client = agent_client.client
+    for url in (f"{NODES}/{theirs.pk}", f"{NODES}/{theirs.pk}/neighbors"):
+        foreign, missing = client.get(url), client.get(url.replace(str(theirs.pk), "987654321"))
+        assert foreign.status_code == missing.status_code == 404
+        assert code(foreign) == code(missing) == "node_not_found"
+    path = client.get("/api/v1/graph/path", {"from": mine.pk, "to": theirs.pk})
+    assert path.status_code == 404 and code(path) == "node_not_found"
+    assert client.patch(f"{NODES}/{theirs.pk}", {"name": "x"}, format="json").status_code == 404
+    assert client.delete(f"{NODES}/{theirs.pk}").status_code == 404
+    assert GraphNode.objects.filter(pk=theirs.pk, name="Theirs").exists()
+    assert "Theirs" not in client.get(NODES).content.decode()
+    assert "Theirs" not in client.get(NODES, {"query": "Theirs"}).content.decode()

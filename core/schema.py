@@ -76,8 +76,13 @@ class EngramAutoSchema(AutoSchema):
         statuses = ["400", "503"]
         if not all(isinstance(p, AllowAny) for p in self.view.get_permissions()):
             statuses += ["401", "403", "429"]
-        # Ids in the path, or in a body (an agent, knowledge bases to search), may be unknown.
-        if uritemplate.variables(self.path) or self.method in _BODY_METHODS:
+        # Ids in the path, or in a body (an agent, knowledge bases to search), may be unknown;
+        # a view naming objects in its query parameters says so (``ids_in_query = True``).
+        if (
+            uritemplate.variables(self.path)
+            or self.method in _BODY_METHODS
+            or getattr(self.view, "ids_in_query", False)
+        ):
             statuses.append("404")
         if self.method in _WRITE_METHODS:
             statuses.append("409")

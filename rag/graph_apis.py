@@ -281,6 +281,8 @@ class PathApi(ApiView):
     """A shortest path between two nodes (edges followed from source to target, bidirectional
     ones both ways; at most 6 hops): its nodes and edges in order; 404 ``no_path`` if none."""
 
+    ids_in_query = True  # from / to: 404 node_not_found for unknown (or foreign) nodes
+
     class FilterSerializer(strict.FilterSerializer):
         from_ = strict.IdField()
         to = strict.IdField()

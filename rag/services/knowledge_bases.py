@@ -153,12 +153,19 @@ def knowledge_base_transition(
 
 
 def knowledge_base_delete(*, actor: Actor, kb: KnowledgeBase) -> None:
-    """Delete a knowledge base with its documents; chunks and postings cascade in the database."""
+    """Delete a knowledge base with its documents; chunks and postings cascade in the database.
+
+    The knowledge base's row is locked first, as every ingestion swap and document deletion
+    locks it before touching documents and chunks: taking the documents first deadlocked with an
+    ingestion writing the same documents (PostgreSQL aborted one of them)."""
     actor.require(kb.account_id, MANAGE_KNOWLEDGE_BASES)
-    row_delete(
-        actor=actor,
-        instance=kb,
-        action="rag.knowledge_base.delete",
-        account_id=kb.account_id,
-        changes={"name": kb.name},
-    )
+    with transaction.atomic():
+        if not KnowledgeBase.objects.select_for_update().filter(pk=kb.pk).exists():
+            raise NotFound("No such knowledge base.", code="knowledge_base_not_found")
+        row_delete(
+            actor=actor,
+            instance=kb,
+            action="rag.knowledge_base.delete",
+            account_id=kb.account_id,
+            changes={"name": kb.name},
+        )

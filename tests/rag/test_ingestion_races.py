@@ -15,7 +15,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 import pytest
-from django.db import connection, connections
+from django.db import connection, connections, transaction
 from rest_framework.test import APIClient
 
 from core.actors import actor_for_agent
@@ -247,3 +247,25 @@ def test_pausing_a_kb_while_ingestion_runs_is_not_undone(
     assert again == {"indexed": 1, "skipped": 2}  # the indexed ones are not claimed again
     assert Document.objects.filter(pk__in=[d.pk for d in documents], status="indexed").count() == 3
     assert_matches_a_rebuild(kb)
+
+
+def test_deleting_a_kb_locks_the_kb_before_its_documents(agent_client, other_connection) -> None:
+    """As an ingestion swap does: the knowledge base's row first, then documents and chunks.
+    Taking the documents first deadlocked with an ingestion writing them (a 503 in CI)."""
+    created = agent_client.client.post(KBS, {"name": "Doomed", "chunk_size": 64}, format="json")
+    kb = KnowledgeBase.objects.get(pk=created.json()["id"])
+    (document,) = upload_batch(agent_client, kb, TEXTS[:1])
+    with transaction.atomic():
+        # Stand in for an ingestion swap: it holds the knowledge base's row...
+        KnowledgeBase.objects.select_for_update().get(pk=kb.pk)
+        deleted = other_connection.submit(api, agent_client, "delete", f"{KBS}/{kb.pk}", {})
+        wait_for_lock_wait()
+        # ...and must still be able to write its documents: the delete waits on the knowledge
+        # base without having locked any of them.
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT id FROM rag_document WHERE id = %s FOR UPDATE NOWAIT", [document.pk]
+            )
+            assert cursor.fetchone() == (document.pk,)
+    assert deleted.result(timeout=30).status_code == 204
+    assert not KnowledgeBase.objects.filter(pk=kb.pk).exists()

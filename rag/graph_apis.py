@@ -94,6 +94,8 @@ class NodeHitOutput(serializers.Serializer):
 
 
 class NodeSearchOutput(serializers.Serializer):
+    # Tells a search answer from a page of the list (an empty page would fit both shapes).
+    mode = serializers.ChoiceField(choices=MODES, help_text="The search mode that ran.")
     results = NodeHitOutput(many=True)
 
 
@@ -179,7 +181,7 @@ class NodeListCreateApi(ApiView):
                 fusion=self.filters["fusion"],
                 entity_type=self.filters.get("entity_type"),
             )
-            return Response(NodeSearchOutput({"results": hits}).data)
+            return Response(NodeSearchOutput({"mode": self.filters["mode"], "results": hits}).data)
         nodes = graph.node_list(actor=actor)
         if self.filters.get("entity_type"):
             nodes = nodes.filter(entity_type=self.filters["entity_type"])

@@ -25,7 +25,8 @@ def test_an_operator_edits_memory_and_runs_consolidation_for_a_context(
     browser: Any, live_server: Any
 ) -> None:
     from selenium.webdriver.common.by import By
-    from selenium.webdriver.support.ui import Select
+    from selenium.webdriver.support import expected_conditions
+    from selenium.webdriver.support.ui import Select, WebDriverWait
 
     orchard = AccountFactory.create(name="Orchard", slug="orchard")
     bramble = AccountFactory.create(name="Bramble", slug="bramble")
@@ -51,10 +52,16 @@ def test_an_operator_edits_memory_and_runs_consolidation_for_a_context(
     def messages() -> list[str]:
         return [e.text for e in browser.find_elements(By.CSS_SELECTOR, ".messagelist li")]
 
+    def submit(button: Any) -> None:
+        """Click and wait until the answer's page has replaced this one."""
+        page = browser.find_element(By.TAG_NAME, "html")
+        button.click()
+        WebDriverWait(browser, 30).until(expected_conditions.staleness_of(page))
+
     go(reverse("admin:login"))
     browser.find_element(By.ID, "id_username").send_keys("olive")
     browser.find_element(By.ID, "id_password").send_keys(PASSWORD)
-    browser.find_element(By.CSS_SELECTOR, "input[type=submit]").click()
+    submit(browser.find_element(By.CSS_SELECTOR, "input[type=submit]"))
     assert "Site administration" in browser.title, browser.page_source[:2000]
 
     # Edit an entry: the content change is a new version, and the page shows the history.
@@ -62,7 +69,7 @@ def test_an_operator_edits_memory_and_runs_consolidation_for_a_context(
     content = browser.find_element(By.ID, "id_content")
     content.clear()
     content.send_keys("Apples are picked in late September.")
-    browser.find_element(By.NAME, "_continue").click()
+    submit(browser.find_element(By.NAME, "_continue"))
     current = MemoryEntry.objects.get(lineage=fact.lineage, is_current=True)
     assert (current.version, current.content) == (2, "Apples are picked in late September.")
     go(reverse("admin:memory_memoryentry_change", args=[current.pk]))
@@ -78,7 +85,7 @@ def test_an_operator_edits_memory_and_runs_consolidation_for_a_context(
         go(reverse("admin:memory_memorycontext_changelist"))
         browser.find_element(By.CSS_SELECTOR, f"input.action-select[value='{notes.pk}']").click()
         Select(browser.find_element(By.NAME, "action")).select_by_value(action)
-        browser.find_element(By.CSS_SELECTOR, "button[name=index]").click()
+        submit(browser.find_element(By.CSS_SELECTOR, "button[name=index]"))
         return messages()
 
     preview = act("preview_consolidation")

@@ -73,7 +73,7 @@ def visible_contexts(
     contexts = contexts.filter(account_id=agent.account_id)
     if writable_only:
         contexts = contexts.filter(writable_by(agent.pk))
-    # The team join may repeat a row; the grant and scope tests do not.
-    return contexts.filter(
-        pk__in=MemoryContext.objects.filter(readable_by(agent.pk)).values("pk")
-    ).annotate(can_write=ExpressionWrapper(writable_by(agent.pk), output_field=BooleanField()))
+    # By id: the team join of the read rule may repeat a row.
+    return contexts.filter(pk__in=readable_contexts(actor).values("pk")).annotate(
+        can_write=ExpressionWrapper(writable_by(agent.pk), output_field=BooleanField())
+    )

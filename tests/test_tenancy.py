@@ -46,6 +46,7 @@ from rag.models import (
     KnowledgeBase,
     SearchQuery,
 )
+from skills.models import AgentSkill, Skill, SkillScope, SkillVersion
 from tests.support.world import Side, build_side
 
 pytestmark = pytest.mark.django_db
@@ -78,6 +79,10 @@ class Target:
     other_node_id: int
     edge_id: int
     node_name: str
+    # Skills: ids (errors name none), and a skill's name (unique per account).
+    skill_id: int
+    other_skill_id: int
+    skill_name: str
 
     @classmethod
     def of(cls, side: Side) -> Target:
@@ -98,6 +103,9 @@ class Target:
             side.graph_other_node.pk,  # type: ignore[union-attr]
             side.graph_edge.pk,  # type: ignore[union-attr]
             side.node_name,
+            side.skill.pk,  # type: ignore[union-attr]
+            side.other_skill.pk,  # type: ignore[union-attr]
+            side.skill_name,
         )
 
     @classmethod
@@ -119,6 +127,9 @@ class Target:
             MISSING_ID + 12,
             MISSING_ID + 13,
             f"node-{MISSING_ID + 14}",
+            MISSING_ID + 15,
+            MISSING_ID + 16,
+            f"skill-{MISSING_ID + 17}",
         )
 
     def values(self) -> list[str]:
@@ -147,6 +158,7 @@ class Target:
             "snapshot_id": self.snapshot_id,
             "node_id": self.node_id,
             "edge_id": self.edge_id,
+            "skill_id": self.skill_id,
         }
 
 
@@ -394,12 +406,36 @@ CASES.update(
     }
 )
 
+
+def _skill_create(target: Target | None) -> Request:
+    assert target is not None
+    body = {"name": "injected skill", "category": "testing"}
+    return "", {**body, "dependencies": [{"skill_id": target.skill_id}]}, None
+
+
+def _skills_discover(target: Target | None) -> Request:
+    return "", {"description": f"{INTRUDER}SKILLDESC deploy service cluster"}, None
+
+
+CASES.update(
+    {
+        # Skills: ids answer like missing ones, in the path and in bodies (dependencies).
+        "skills_list": Case(lambda t: ("", None, {"status": "active"}), names_ids=False),
+        "skills_create": Case(_skill_create),
+        "skill_retrieve": Case(_named()),
+        "skill_update": Case(_named({"description": "changed", "tags": ["x"]})),
+        "skill_context": Case(_named()),
+        "skills_discover": Case(_skills_discover, names_ids=False),
+    }
+)
+
 # Searches without filters: the intruder's text is what they look for, and must not be found.
 UNFILTERED_SEARCHES = {
     "rag_search": _search(filters=False),
     "rag_query": _search(filters=False),
     "memory_long_term_search": _long_term_search(filters=False),
     "graph_nodes_list": lambda t: ("", None, {"query": f"{INTRUDER}NODE city river"}),
+    "skills_discover": _skills_discover,
 }
 
 
@@ -472,6 +508,30 @@ def intruder_state(side: Side) -> Any:
         _working_memory(side),
         _long_term_memory(account),
         _knowledge_graph(account),
+        _skills(account),
+    )
+
+
+def _skills(account: int) -> Any:
+    return (
+        list(
+            Skill.objects.filter(account=account)
+            .order_by("pk")
+            .values_list(
+                "id", "name", "description", "status", "tags", "keyword_length", "usage_count"
+            )
+        ),
+        list(
+            SkillVersion.objects.filter(account=account)
+            .order_by("pk")
+            .values_list("id", "version", "is_active", "traffic_share", "success_count")
+        ),
+        list(SkillScope.objects.filter(account=account).values_list("skill_count", "total_terms")),
+        list(
+            AgentSkill.objects.filter(account=account)
+            .order_by("pk")
+            .values_list("agent", "skill", "proficiency", "usage_count")
+        ),
     )
 
 
@@ -601,6 +661,12 @@ def test_foreign_ids_answer_like_missing_ones_and_nothing_leaks(
         if operation_id == "memory_long_term_search":
             found = {hit["context_id"] for hit in body["results"]}
             assert found == {own.ltm_context.pk}  # type: ignore[union-attr]
+        elif operation_id == "skills_discover":
+            found = {hit["skill"]["id"] for hit in body["results"]}
+            assert own.skill.pk in found  # type: ignore[union-attr]
+            assert not found & set(
+                Skill.objects.filter(account=intruder.account).values_list("pk", flat=True)
+            )
         elif operation_id == "graph_nodes_list":
             found = {hit["node"]["id"] for hit in body["results"]}
             assert own.graph_other_node.pk in found  # type: ignore[union-attr]

@@ -12,7 +12,7 @@ from typing import Any
 from django.contrib.auth.models import User
 
 from core import services
-from core.actors import ROLES, actor_for_account, actor_for_agent
+from core.actors import ROLES, actor_for_account, actor_for_agent, actor_for_user
 from core.audit import audit_record
 from core.models import Account, Agent, ApiKey, AuditEvent, Membership, Team
 from memory import services as memory_services
@@ -29,6 +29,8 @@ from memory.services import long_term as ltm_services
 from rag import services as rag_services
 from rag.models import Chunk, Document, GraphEdge, GraphNode, KnowledgeBase, SearchQuery
 from rag.services import graph as graph_services
+from skills.models import AgentSkill, Skill
+from skills.services import catalog as skill_services
 from tests.factories import AccountFactory, UserFactory
 
 PASSWORD = "correct horse battery staple"
@@ -71,6 +73,12 @@ class Side:
     graph_node: GraphNode | None = None
     graph_other_node: GraphNode | None = None
     graph_edge: GraphEdge | None = None
+    # Skills: one named without the marker (requests name it; its description carries the
+    # marker), one named with it that depends on the first, and the side's agent assigned to it.
+    skill_name: str = ""
+    skill: Skill | None = None
+    other_skill: Skill | None = None
+    agent_skill: AgentSkill | None = None
 
 
 def build_side(marker: str, capture_on_commit: Callable[..., Any]) -> Side:
@@ -106,6 +114,7 @@ def build_side(marker: str, capture_on_commit: Callable[..., Any]) -> Side:
     )
     memory = _memory(marker, account, agent, capture_on_commit)
     knowledge_graph = _graph(marker, account, agent)
+    skills = _skills(marker, account, agent, users)
     side = Side(
         marker=marker,
         account=account,
@@ -121,6 +130,7 @@ def build_side(marker: str, capture_on_commit: Callable[..., Any]) -> Side:
         membership=Membership.objects.get(user=users["reviewer"], account=account),
         **memory,
         **knowledge_graph,
+        **skills,
     )
     side.objects = {
         "core.account": side.account,
@@ -141,8 +151,41 @@ def build_side(marker: str, capture_on_commit: Callable[..., Any]) -> Side:
         "memory.memoryaccesslog": MemoryAccessLog.objects.get(account=account),
         "rag.graphnode": side.graph_other_node,
         "rag.graphedge": side.graph_edge,
+        "skills.skill": side.other_skill,
     }
     return side
+
+
+def _skills(marker: str, account: Account, agent: Agent, users: dict[str, User]) -> dict[str, Any]:
+    reviewer = actor_for_user(users["reviewer"])
+    skill_name = f"skill-{account.pk}"
+    base = skill_services.skill_create(
+        actor=reviewer,
+        account_id=account.pk,
+        name=skill_name,
+        category="deployment",
+        status="active",
+        description=f"{marker}SKILLDESC deploy a service to the cluster.",
+        procedure=f"{marker}PROCEDURE helm upgrade.",
+    )
+    other = skill_services.skill_create(
+        actor=reviewer,
+        account_id=account.pk,
+        name=f"{marker}SKILL",
+        category="testing",
+        status="active",
+        description="Smoke-test a deployed service.",
+        dependencies=[skill_services.DependencyInput(base.pk, "^1.0.0")],
+    )
+    assignment = skill_services.agent_skill_set(
+        actor=reviewer, skill=other, agent_id=agent.pk, proficiency=0.7
+    )
+    return {
+        "skill_name": skill_name,
+        "skill": Skill.objects.get(pk=base.pk),
+        "other_skill": Skill.objects.get(pk=other.pk),
+        "agent_skill": AgentSkill.objects.get(pk=assignment.pk),
+    }
 
 
 def _graph(marker: str, account: Account, agent: Agent) -> dict[str, Any]:
@@ -267,6 +310,8 @@ RIGHTS: dict[str, dict[str, str]] = {
     # The knowledge graph: authors and operators write, everyone reads.
     "rag.graphnode": {"owner": "vacd", "reviewer": "v", "author": "vacd", "operator": "vacd"},
     "rag.graphedge": {"owner": "vad", "reviewer": "v", "author": "vad", "operator": "vad"},
+    # Skills: reviewers (and owners) write, everyone reads.
+    "skills.skill": {"owner": "vac", "reviewer": "vac", "author": "v", "operator": "v"},
 }
 
 # What a model's changelist shows of the own object (the chunk list shows its document).
@@ -289,4 +334,5 @@ LIST_MARKER = {
     "memory.memoryaccesslog": "LTM",
     "rag.graphnode": "NODE",
     "rag.graphedge": "NODE",
+    "skills.skill": "SKILL",
 }

@@ -1,0 +1,19 @@
+"""PostgreSQL cascades the skills' postings and term statistics (they exist in bulk).
+
+A migration of its own: Django adds the foreign keys of the tables 0001 creates at the end of
+that migration, so ``DatabaseOnDelete`` there would find no constraint to change.
+"""
+
+from django.db import migrations
+
+from core.db import DatabaseOnDelete
+
+
+class Migration(migrations.Migration):
+    dependencies = [("skills", "0001_initial")]
+
+    operations = [
+        DatabaseOnDelete("skills_skillposting", "scope_id", "CASCADE"),
+        DatabaseOnDelete("skills_skillposting", "skill_id", "CASCADE"),
+        DatabaseOnDelete("skills_skillterm", "scope_id", "CASCADE"),
+    ]

@@ -5,11 +5,21 @@ operations can never be taken for a skill, nor ``agents/rank`` for an agent."""
 
 from django.urls import path
 
-from skills.apis import catalog
+from skills.apis import catalog, usage, versions
 
 urlpatterns = [
     path("skills", catalog.SkillListCreateApi.as_view(), name="skill-list"),
     path("skills/discover", catalog.SkillDiscoverApi.as_view(), name="skill-discover"),
     path("skills/<id:skill_id>", catalog.SkillDetailApi.as_view(), name="skill-detail"),
     path("skills/<id:skill_id>/context", catalog.SkillContextApi.as_view(), name="skill-context"),
+    path("skills/usage", usage.UsageRecordApi.as_view(), name="skill-usage"),
+    path(
+        "skills/<id:skill_id>/versions", versions.SkillVersionsApi.as_view(), name="skill-versions"
+    ),
+    path(
+        "skills/<id:skill_id>/versions/<id:version_id>/activate",
+        versions.SkillVersionActivateApi.as_view(),
+        name="skill-version-activate",
+    ),
+    path("skills/<id:skill_id>/traffic", versions.SkillTrafficApi.as_view(), name="skill-traffic"),
 ]

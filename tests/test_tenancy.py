@@ -46,7 +46,15 @@ from rag.models import (
     KnowledgeBase,
     SearchQuery,
 )
-from skills.models import AgentSkill, Skill, SkillScope, SkillVersion
+from skills.models import (
+    AgentSkill,
+    AgentTrust,
+    LearningProfile,
+    Skill,
+    SkillScope,
+    SkillUsage,
+    SkillVersion,
+)
 from tests.support.world import Side, build_side
 
 pytestmark = pytest.mark.django_db
@@ -83,6 +91,7 @@ class Target:
     skill_id: int
     other_skill_id: int
     skill_name: str
+    version_id: int
 
     @classmethod
     def of(cls, side: Side) -> Target:
@@ -106,6 +115,7 @@ class Target:
             side.skill.pk,  # type: ignore[union-attr]
             side.other_skill.pk,  # type: ignore[union-attr]
             side.skill_name,
+            side.skill_version.pk,  # type: ignore[union-attr]
         )
 
     @classmethod
@@ -130,6 +140,7 @@ class Target:
             MISSING_ID + 15,
             MISSING_ID + 16,
             f"skill-{MISSING_ID + 17}",
+            MISSING_ID + 18,
         )
 
     def values(self) -> list[str]:
@@ -159,6 +170,7 @@ class Target:
             "node_id": self.node_id,
             "edge_id": self.edge_id,
             "skill_id": self.skill_id,
+            "version_id": self.version_id,
         }
 
 
@@ -426,6 +438,17 @@ CASES.update(
         "skill_update": Case(_named({"description": "changed", "tags": ["x"]})),
         "skill_context": Case(_named()),
         "skills_discover": Case(_skills_discover, names_ids=False),
+        "skill_versions_list": Case(_named()),
+        "skill_versions_create": Case(_named({"version": "9.0.0", "change_type": "major"})),
+        "skill_version_activate": Case(_named()),
+        "skill_traffic_set": Case(_named({"traffic": {"1.0.0": 1.0}})),
+        "skills_usage_record": Case(
+            lambda t: (
+                "",
+                {"agent_id": t.agent_id, "skill_id": t.skill_id, "task_type": "x", "success": True},  # type: ignore[union-attr]
+                None,
+            )
+        ),
     }
 )
 
@@ -532,6 +555,13 @@ def _skills(account: int) -> Any:
             .order_by("pk")
             .values_list("agent", "skill", "proficiency", "usage_count")
         ),
+        SkillUsage.objects.filter(account=account).count(),
+        list(
+            LearningProfile.objects.filter(account=account)
+            .order_by("pk")
+            .values_list("agent", "task_type", "executions", "success_rate")
+        ),
+        list(AgentTrust.objects.filter(account=account).values_list("agent", "trust_score")),
     )
 
 

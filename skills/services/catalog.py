@@ -164,7 +164,7 @@ def _dependencies(
 # --- the search index ------------------------------------------------------------------------
 
 
-def _scope_locked(account_id: int) -> SkillScope:
+def scope_locked(account_id: int) -> SkillScope:
     """The account's skill scope, created on first use, locked (inside a transaction)."""
     SkillScope.objects.get_or_create(account_id=account_id)
     return SkillScope.objects.select_for_update().get(account_id=account_id)
@@ -437,7 +437,7 @@ def skill_create(
     embedded = embed_skill(skill)
     try:
         with transaction.atomic():
-            scope = _scope_locked(account_id)
+            scope = scope_locked(account_id)
             skill.scope = scope
             skill.save(force_insert=True)
             index_skill(scope, skill, embedded, new=True)
@@ -550,7 +550,7 @@ def skill_update(
         embedded = embed_skill(candidate)
     try:
         with transaction.atomic():
-            scope = _scope_locked(skill.account_id)
+            scope = scope_locked(skill.account_id)
             current = Skill.objects.select_for_update().filter(pk=skill.pk).first()
             if current is None:
                 raise skill_not_found()
@@ -627,7 +627,7 @@ def skill_reindex(*, actor: Actor, skill: Skill, embedded: Embedded | None = Non
     graph node if it was deleted. No audit event: derived data only."""
     embedded = embedded or embed_skill(skill)
     with transaction.atomic():
-        scope = _scope_locked(skill.account_id)
+        scope = scope_locked(skill.account_id)
         current = Skill.objects.filter(pk=skill.pk).first()
         if current is None:
             raise skill_not_found()

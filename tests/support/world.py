@@ -29,8 +29,10 @@ from memory.services import long_term as ltm_services
 from rag import services as rag_services
 from rag.models import Chunk, Document, GraphEdge, GraphNode, KnowledgeBase, SearchQuery
 from rag.services import graph as graph_services
-from skills.models import AgentSkill, Skill
+from skills.models import AgentSkill, Skill, SkillVersion
 from skills.services import catalog as skill_services
+from skills.services import usage as usage_services
+from skills.services import versions as version_services
 from tests.factories import AccountFactory, UserFactory
 
 PASSWORD = "correct horse battery staple"
@@ -79,6 +81,7 @@ class Side:
     skill: Skill | None = None
     other_skill: Skill | None = None
     agent_skill: AgentSkill | None = None
+    skill_version: SkillVersion | None = None
 
 
 def build_side(marker: str, capture_on_commit: Callable[..., Any]) -> Side:
@@ -180,11 +183,32 @@ def _skills(marker: str, account: Account, agent: Agent, users: dict[str, User])
     assignment = skill_services.agent_skill_set(
         actor=reviewer, skill=other, agent_id=agent.pk, proficiency=0.7
     )
+    # An A/B test on the first skill, and usage of both.
+    variant = version_services.version_create(
+        actor=reviewer,
+        skill=base,
+        version="1.1.0",
+        change_type="experimental",
+        content=f"{marker}VARIANT helm upgrade --atomic.",
+        traffic={"1.0.0": 0.5, "1.1.0": 0.5},
+    )
+    usage_services.usage_record(
+        actor=actor_for_agent(agent),
+        records=[
+            usage_services.UsageInput(
+                agent_id=agent.pk, skill_id=base.pk, task_type="deployment", success=True
+            ),
+            usage_services.UsageInput(
+                agent_id=agent.pk, skill_id=other.pk, task_type="testing", success=False
+            ),
+        ],
+    )
     return {
         "skill_name": skill_name,
         "skill": Skill.objects.get(pk=base.pk),
         "other_skill": Skill.objects.get(pk=other.pk),
         "agent_skill": AgentSkill.objects.get(pk=assignment.pk),
+        "skill_version": SkillVersion.objects.get(pk=variant.pk),
     }
 
 

@@ -92,7 +92,7 @@ def test_batches_are_all_or_none(
         patch=1,
         change_type="patch",
     )
-    bad_records = [
+    bad_records: list[tuple[dict[str, Any], int, str]] = [
         ({"agent_id": other_agent_client.agent.pk}, 404, "agent_not_found"),
         ({"skill_id": 987654321}, 404, "skill_not_found"),
         ({"version_id": foreign_version.pk}, 404, "version_not_found"),
@@ -121,7 +121,7 @@ def test_batches_are_all_or_none(
         ).pk,
     )
     with pytest.raises(ValidationFailed) as raised:
-        services.usage_record(actor=Actor_of(agent_client), records=[mismatch])
+        services.usage_record(actor=actor_of(agent_client), records=[mismatch])
     assert raised.value.code == "version_skill_mismatch"
     empty = agent_client.client.post(URL, {"records": []}, format="json")
     assert empty.status_code == 400
@@ -130,7 +130,7 @@ def test_batches_are_all_or_none(
     assert LearningProfile.objects.get(agent=agent, task_type="testing").executions == 3
 
 
-def Actor_of(client: AuthedAgent) -> Actor:  # noqa: N802 - reads like the type it returns
+def actor_of(client: AuthedAgent) -> Actor:
     from core.actors import actor_for_agent
 
     return actor_for_agent(client.agent)
@@ -139,7 +139,7 @@ def Actor_of(client: AuthedAgent) -> Actor:  # noqa: N802 - reads like the type 
 def make_skill_elsewhere(client: AuthedAgent) -> Skill:
     from skills.services import catalog
 
-    return catalog.skill_create(actor=Actor_of(client), name="Foreign", category="testing")
+    return catalog.skill_create(actor=actor_of(client), name="Foreign", category="testing")
 
 
 @pytest.fixture(autouse=True)

@@ -51,6 +51,7 @@ from skills.models import (
     AgentTrust,
     LearningProfile,
     Skill,
+    SkillProposal,
     SkillScope,
     SkillUsage,
     SkillVersion,
@@ -92,6 +93,8 @@ class Target:
     other_skill_id: int
     skill_name: str
     version_id: int
+    proposal_id: int
+    proposal_name: str
 
     @classmethod
     def of(cls, side: Side) -> Target:
@@ -116,6 +119,8 @@ class Target:
             side.other_skill.pk,  # type: ignore[union-attr]
             side.skill_name,
             side.skill_version.pk,  # type: ignore[union-attr]
+            side.proposal.pk,  # type: ignore[union-attr]
+            side.proposal_name,
         )
 
     @classmethod
@@ -141,6 +146,8 @@ class Target:
             MISSING_ID + 16,
             f"skill-{MISSING_ID + 17}",
             MISSING_ID + 18,
+            MISSING_ID + 19,
+            f"proposal-{MISSING_ID + 20}",
         )
 
     def values(self) -> list[str]:
@@ -171,6 +178,7 @@ class Target:
             "edge_id": self.edge_id,
             "skill_id": self.skill_id,
             "version_id": self.version_id,
+            "proposal_id": self.proposal_id,
         }
 
 
@@ -442,6 +450,13 @@ CASES.update(
         "skill_versions_create": Case(_named({"version": "9.0.0", "change_type": "major"})),
         "skill_version_activate": Case(_named()),
         "skill_traffic_set": Case(_named({"traffic": {"1.0.0": 1.0}})),
+        "skill_proposals_create": Case(
+            lambda t: ("", {"name": t.proposal_name, "description": "deploy"}, None),  # type: ignore[union-attr]
+            names_ids=False,
+            intruder_names=True,
+        ),
+        "skill_proposal_retrieve": Case(_named()),
+        "skill_proposal_submit": Case(_named()),
         "skills_usage_record": Case(
             lambda t: (
                 "",
@@ -562,6 +577,11 @@ def _skills(account: int) -> Any:
             .values_list("agent", "task_type", "executions", "success_rate")
         ),
         list(AgentTrust.objects.filter(account=account).values_list("agent", "trust_score")),
+        list(
+            SkillProposal.objects.filter(account=account)
+            .order_by("pk")
+            .values_list("id", "name", "status", "decision_reason", "expires_at")
+        ),
     )
 
 

@@ -10,7 +10,7 @@ a cycle is refused (400 ``dependency_cycle``), and nothing is written.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -77,7 +77,7 @@ _CONFLICTS = {"skill_unique_name": _name_taken, "skill_unique_slug": _name_taken
 # --- validation ------------------------------------------------------------------------------
 
 
-def _name(value: str) -> tuple[str, str]:
+def name_check(value: str) -> tuple[str, str]:
     name = value.strip()
     slug = slugify(name)[:200]
     if not name or not slug:
@@ -99,7 +99,7 @@ def category_check(category: str) -> str:
     return category
 
 
-def _tags(tags: Iterable[str]) -> list[str]:
+def tags_clean(tags: Iterable[str]) -> list[str]:
     seen: set[str] = set()
     kept: list[str] = []
     for tag in tags:
@@ -126,7 +126,7 @@ def _transition_check(actor: Actor, account_id: int, current: str, to: str) -> N
 
 
 def name_in_use(account_id: int, name: str, *, exclude_id: int | None = None) -> bool:
-    _, slug = _name(name)
+    _, slug = name_check(name)
     taken = Skill.objects.filter(account_id=account_id).annotate(lname=Lower("name"))
     if exclude_id is not None:
         taken = taken.exclude(pk=exclude_id)
@@ -399,11 +399,14 @@ def skill_create(
     version: str = INITIAL_VERSION,
     graph_placeholders: Sequence[str] = (),
     audit_changes: Mapping[str, Any] | None = None,
+    within: Callable[[Skill], None] | None = None,
 ) -> Skill:
     """A new skill with its initial version (active, all traffic), indexed, embedded, in the
     knowledge graph with its ``depends_on`` edges. Only people with the reviewer role create
     active skills (403 ``reviewer_required``); agents create drafts. ``graph_placeholders``:
-    names of dependencies that are no skill yet (their placeholder nodes are depended on)."""
+    names of dependencies that are no skill yet (their placeholder nodes are depended on).
+    ``within`` runs inside the transaction once the skill is written (a proposal's transition
+    to created): what it raises undoes everything."""
     account_id = actor.account_id if account_id is None else account_id
     actor.require(account_id, MANAGE_SKILLS)
     if status not in (Skill.Status.DRAFT, Skill.Status.ACTIVE):
@@ -413,7 +416,7 @@ def skill_create(
         )
     if status == Skill.Status.ACTIVE:
         require_reviewer(actor, account_id)
-    name, slug = _name(name)
+    name, slug = name_check(name)
     parsed = version_parse(version)
     skill = Skill(
         account_id=account_id,
@@ -424,7 +427,7 @@ def skill_create(
         status=status,
         execution_context=dict(execution_context or {}),
         procedure=procedure,
-        tags=_tags(tags),
+        tags=tags_clean(tags),
     )
     skill.full_clean(
         exclude=["account", "scope", "graph_node", "embedding"],
@@ -487,6 +490,8 @@ def skill_create(
                     **(audit_changes or {}),
                 },
             )
+            if within is not None:
+                within(skill)
     except IntegrityError as exc:
         text = str(exc)
         if "skill_unique_name" in text or "skill_unique_slug" in text:
@@ -519,11 +524,11 @@ def skill_update(
             "Unknown fields.", code="unknown_field", details={"fields": sorted(unknown)}
         )
     if "name" in fields:
-        fields["name"], fields["slug"] = _name(fields["name"])
+        fields["name"], fields["slug"] = name_check(fields["name"])
     if "category" in fields:
         category_check(fields["category"])
     if "tags" in fields:
-        fields["tags"] = _tags(fields["tags"])
+        fields["tags"] = tags_clean(fields["tags"])
     if "execution_context" in fields:
         fields["execution_context"] = dict(fields["execution_context"] or {})
     changes = {name: value for name, value in fields.items() if getattr(skill, name) != value}

@@ -29,8 +29,9 @@ from memory.services import long_term as ltm_services
 from rag import services as rag_services
 from rag.models import Chunk, Document, GraphEdge, GraphNode, KnowledgeBase, SearchQuery
 from rag.services import graph as graph_services
-from skills.models import AgentSkill, Skill, SkillVersion
+from skills.models import AgentSkill, Skill, SkillProposal, SkillVersion
 from skills.services import catalog as skill_services
+from skills.services import proposals as proposal_services
 from skills.services import usage as usage_services
 from skills.services import versions as version_services
 from tests.factories import AccountFactory, UserFactory
@@ -82,6 +83,9 @@ class Side:
     other_skill: Skill | None = None
     agent_skill: AgentSkill | None = None
     skill_version: SkillVersion | None = None
+    # A draft proposal named without the marker, and an approved one with a sub-proposal.
+    proposal_name: str = ""
+    proposal: SkillProposal | None = None
 
 
 def build_side(marker: str, capture_on_commit: Callable[..., Any]) -> Side:
@@ -203,7 +207,25 @@ def _skills(marker: str, account: Account, agent: Agent, users: dict[str, User])
             ),
         ],
     )
+    # Proposals: a draft (named without the marker), and one approved with a sub-proposal.
+    proposal_name = f"proposal-{account.pk}"
+    draft = proposal_services.research_and_propose(
+        actor=actor_for_agent(agent),
+        name=proposal_name,
+        description=f"{marker}PROPOSAL roll back a failed release.",
+        category="deployment",
+    )
+    approved = proposal_services.research_and_propose(
+        actor=actor_for_agent(agent),
+        name=f"{marker}APPROVED canary release",
+        category="deployment",
+        dependencies=[f"{marker}MISSING traffic split"],
+        submit=True,
+    )
+    proposal_services.proposal_approve(actor=reviewer, proposal=approved, reason=f"{marker}WHY")
     return {
+        "proposal_name": proposal_name,
+        "proposal": SkillProposal.objects.get(pk=draft.pk),
         "skill_name": skill_name,
         "skill": Skill.objects.get(pk=base.pk),
         "other_skill": Skill.objects.get(pk=other.pk),

@@ -16,11 +16,14 @@ numbers. Per agent and task type, over the ``PROFILE_WINDOW`` most recent execut
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 
 import numpy as np
+
+from core.errors import ValidationFailed
 
 PROFILE_WINDOW = 100
 RECENT_DAYS = 7.0
@@ -33,6 +36,20 @@ WEIGHT_CONFIDENCE = 0.2
 # An agent's capacity when its metadata names none (``max_concurrent_tasks``).
 DEFAULT_CAPACITY = 5
 SECONDS_PER_DAY = 86_400.0
+_TASK_TYPE = re.compile(r"^[a-z0-9][a-z0-9_.:-]{0,99}$")
+
+
+def task_type_normalise(value: str) -> str:
+    """Lower case, runs of spaces as ``_``: ``Code Review`` is ``code_review``. 400
+    ``invalid_task_type`` for anything else than letters, digits and ``_ . : -``."""
+    text = re.sub(r"\s+", "_", value.strip().lower())
+    if not _TASK_TYPE.match(text):
+        raise ValidationFailed(
+            "A task type is 1 to 100 letters, digits, '_', '.', ':' or '-', starting with a "
+            "letter or digit.",
+            code="invalid_task_type",
+        )
+    return text
 
 
 def success_rate(outcomes: Sequence[bool]) -> float:

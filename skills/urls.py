@@ -5,7 +5,7 @@ operations can never be taken for a skill, nor ``agents/rank`` for an agent."""
 
 from django.urls import path
 
-from skills.apis import catalog, proposals, usage, versions
+from skills.apis import catalog, learning, proposals, usage, versions
 
 urlpatterns = [
     path("skills", catalog.SkillListCreateApi.as_view(), name="skill-list"),
@@ -33,4 +33,12 @@ urlpatterns = [
         name="skill-version-activate",
     ),
     path("skills/<id:skill_id>/traffic", versions.SkillTrafficApi.as_view(), name="skill-traffic"),
+    path("agents/rank", learning.AgentRankApi.as_view(), name="agents-rank"),
+    path(
+        "agents/<id:agent_id>/learning-profile",
+        learning.AgentLearningProfileApi.as_view(),
+        name="agent-learning-profile",
+    ),
+    path("tasks/assign", learning.TaskAssignApi.as_view(), name="tasks-assign"),
+    path("tasks/<id:task_id>/complete", learning.TaskCompleteApi.as_view(), name="task-complete"),
 ]

@@ -55,6 +55,7 @@ from skills.models import (
     SkillScope,
     SkillUsage,
     SkillVersion,
+    TaskAssignment,
 )
 from tests.support.world import Side, build_side
 
@@ -95,6 +96,7 @@ class Target:
     version_id: int
     proposal_id: int
     proposal_name: str
+    task_id: int
 
     @classmethod
     def of(cls, side: Side) -> Target:
@@ -121,6 +123,7 @@ class Target:
             side.skill_version.pk,  # type: ignore[union-attr]
             side.proposal.pk,  # type: ignore[union-attr]
             side.proposal_name,
+            side.task.pk,  # type: ignore[union-attr]
         )
 
     @classmethod
@@ -148,6 +151,7 @@ class Target:
             MISSING_ID + 18,
             MISSING_ID + 19,
             f"proposal-{MISSING_ID + 20}",
+            MISSING_ID + 21,
         )
 
     def values(self) -> list[str]:
@@ -179,6 +183,7 @@ class Target:
             "skill_id": self.skill_id,
             "version_id": self.version_id,
             "proposal_id": self.proposal_id,
+            "task_id": self.task_id,
         }
 
 
@@ -457,6 +462,13 @@ CASES.update(
         ),
         "skill_proposal_retrieve": Case(_named()),
         "skill_proposal_submit": Case(_named()),
+        # Learning profiles and assignment: agents and tasks answer like missing ones.
+        "agents_rank": Case(
+            lambda t: ("", {"title": "deploy", "task_type": "deployment"}, None), names_ids=False
+        ),
+        "tasks_assign": Case(lambda t: ("", {"title": "assign", "agent_ids": [t.agent_id]}, None)),  # type: ignore[union-attr]
+        "task_complete": Case(_named({"success": True})),
+        "agent_learning_profile": Case(_named()),
         "skills_usage_record": Case(
             lambda t: (
                 "",
@@ -581,6 +593,11 @@ def _skills(account: int) -> Any:
             SkillProposal.objects.filter(account=account)
             .order_by("pk")
             .values_list("id", "name", "status", "decision_reason", "expires_at")
+        ),
+        list(
+            TaskAssignment.objects.filter(account=account)
+            .order_by("pk")
+            .values_list("id", "agent", "status", "completed_at")
         ),
     )
 

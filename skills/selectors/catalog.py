@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 from django.db.models import QuerySet
 
 from core.actors import Actor
@@ -81,9 +82,11 @@ def skill_discover(
     statuses: Sequence[str] = (Skill.Status.ACTIVE,),
     account_ids: Sequence[int] | None = None,
     exclude_ids: Sequence[int] = (),
+    query_vector: np.ndarray | None = None,
 ) -> list[SkillHit]:
     """The skills that best match ``description`` (name, category, description, tags and the
-    start of the procedure), best first, each with its rank and score in each stage."""
+    start of the procedure), best first, each with its rank and score in each stage
+    (``query_vector``: the description's embedding, when the caller has it)."""
     search_options_validate(query=description, mode=mode, fusion=fusion, top_k=top_k)
     accounts = (
         set(actor.account_ids) if account_ids is None else set(actor.account_ids) & set(account_ids)
@@ -113,6 +116,7 @@ def skill_discover(
         fusion=fusion,
         filter_sql=" AND ".join(conditions),
         filter_params=params,
+        query_vector=query_vector,
     )
     ranked = ranking.hits[:top_k]
     found = Skill.objects.defer("embedding").in_bulk([hit.unit_id for hit in ranked])

@@ -13,7 +13,6 @@
 
 from __future__ import annotations
 
-import re
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -27,6 +26,7 @@ from core.audit import audit_record
 from core.errors import NotFound, ValidationFailed
 from core.models import Agent
 from skills import learning
+from skills.learning import task_type_normalise
 from skills.models import (
     AgentSkill,
     AgentTrust,
@@ -45,7 +45,6 @@ CLOCK_SKEW = timedelta(minutes=5)
 EFFECTIVENESS_RATE = 0.1
 PROFICIENCY_RATE = 0.1
 TRUST_RATE = 0.05
-_TASK_TYPE = re.compile(r"^[a-z0-9][a-z0-9_.:-]{0,99}$")
 
 
 @dataclass(frozen=True)
@@ -57,19 +56,6 @@ class UsageInput:
     occurred_at: datetime | None = None
     skill_id: int | None = None
     version_id: int | None = None
-
-
-def task_type_normalise(value: str) -> str:
-    """Lower case, spaces and dashes runs as ``_``: ``Code Review`` is ``code_review``. 400
-    ``invalid_task_type`` for anything else than letters, digits and ``_ . : -``."""
-    text = re.sub(r"\s+", "_", value.strip().lower())
-    if not _TASK_TYPE.match(text):
-        raise ValidationFailed(
-            "A task type is 1 to 100 letters, digits, '_', '.', ':' or '-', starting with a "
-            "letter or digit.",
-            code="invalid_task_type",
-        )
-    return text
 
 
 def _resolve(account_id: int, records: Sequence[UsageInput], actor: Actor) -> list[SkillUsage]:

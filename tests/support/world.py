@@ -29,8 +29,9 @@ from memory.services import long_term as ltm_services
 from rag import services as rag_services
 from rag.models import Chunk, Document, GraphEdge, GraphNode, KnowledgeBase, SearchQuery
 from rag.services import graph as graph_services
-from skills.models import AgentSkill, Skill, SkillProposal, SkillVersion
+from skills.models import AgentSkill, Skill, SkillProposal, SkillVersion, TaskAssignment
 from skills.services import catalog as skill_services
+from skills.services import learning as learning_services
 from skills.services import proposals as proposal_services
 from skills.services import usage as usage_services
 from skills.services import versions as version_services
@@ -86,6 +87,8 @@ class Side:
     # A draft proposal named without the marker, and an approved one with a sub-proposal.
     proposal_name: str = ""
     proposal: SkillProposal | None = None
+    # An open task assigned to the side's agent.
+    task: TaskAssignment | None = None
 
 
 def build_side(marker: str, capture_on_commit: Callable[..., Any]) -> Side:
@@ -223,7 +226,16 @@ def _skills(marker: str, account: Account, agent: Agent, users: dict[str, User])
         submit=True,
     )
     proposal_services.proposal_approve(actor=reviewer, proposal=approved, reason=f"{marker}WHY")
+    # A task assigned to the agent (open), and one it completed.
+    task = learning_services.task_assign(
+        actor=actor_for_agent(agent), title=f"{marker}TASK ship it", task_type="deployment"
+    )
+    done = learning_services.task_assign(
+        actor=actor_for_agent(agent), title=f"{marker}DONE review", task_type="code_review"
+    )
+    learning_services.task_complete(actor=actor_for_agent(agent), assignment=done, success=True)
     return {
+        "task": TaskAssignment.objects.get(pk=task.pk),
         "proposal_name": proposal_name,
         "proposal": SkillProposal.objects.get(pk=draft.pk),
         "skill_name": skill_name,

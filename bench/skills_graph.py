@@ -176,7 +176,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         )
         ranking_ms.append((time.perf_counter() - started) * 1000)
     _, secret = core_services.api_key_create(actor=tool, agent=caller, scopes=["read"])
-    client = APIClient()
+    client = APIClient(SERVER_NAME="localhost")
     client.credentials(HTTP_AUTHORIZATION=f"Bearer {secret}")
     body = {"title": "Review the pull request", "task_type": "code_review", "use_recency": True}
     for _ in range(20):

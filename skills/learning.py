@@ -76,6 +76,43 @@ def recent_success_rate(times: Sequence[float], outcomes: Sequence[bool], now: f
     return float((weights * np.asarray(outcomes, dtype=np.float64)).sum() / total)
 
 
+def window_pack(times: Sequence[float], outcomes: Sequence[bool]) -> bytes:
+    """A profile's window as stored: the times (float64, little-endian), then the outcomes
+    (one byte each)."""
+    return np.asarray(times, dtype="<f8").tobytes() + np.asarray(outcomes, dtype="u1").tobytes()
+
+
+def window_unpack(data: bytes | memoryview) -> tuple[np.ndarray, np.ndarray]:
+    """(times, outcomes as 0/1 floats) of a stored window."""
+    raw = bytes(data)
+    n = len(raw) // 9
+    times = np.frombuffer(raw, dtype="<f8", count=n)
+    outcomes = np.frombuffer(raw, dtype="u1", count=n, offset=8 * n).astype(np.float64)
+    return times, outcomes
+
+
+def recent_success_rates(windows: Sequence[bytes | memoryview | None], now: float) -> np.ndarray:
+    """``recent_success_rate`` of many windows at once (0 for an empty or missing one)."""
+    lengths = np.fromiter(
+        (len(w) // 9 if w else 0 for w in windows), dtype=np.int64, count=len(windows)
+    )
+    rates = np.zeros(len(windows))
+    if not lengths.any():
+        return rates
+    parts = [window_unpack(w) for w in windows if w]
+    times = np.concatenate([t for t, _ in parts])
+    outcomes = np.concatenate([o for _, o in parts])
+    ages = np.maximum(0.0, (now - times) / SECONDS_PER_DAY)
+    weights = np.where(ages < RECENT_DAYS, RECENT_WEIGHT, 1.0) * np.exp(-ages / DECAY_DAYS)
+    present = lengths > 0
+    starts = np.concatenate([[0], np.cumsum(lengths[present])[:-1]])
+    weighted = np.add.reduceat(weights * outcomes, starts)
+    total = np.add.reduceat(weights, starts)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rates[present] = np.where(total > 0, weighted / total, 0.0)
+    return rates
+
+
 def confidence(executions: int) -> float:
     return min(1.0, executions / CONFIDENCE_EXECUTIONS)
 

@@ -5,7 +5,7 @@ operations can never be taken for a skill, nor ``agents/rank`` for an agent."""
 
 from django.urls import path
 
-from skills.apis import catalog, learning, proposals, usage, versions
+from skills.apis import catalog, conflicts, learning, proposals, usage, versions
 
 urlpatterns = [
     path("skills", catalog.SkillListCreateApi.as_view(), name="skill-list"),
@@ -13,6 +13,7 @@ urlpatterns = [
     path("skills/<id:skill_id>", catalog.SkillDetailApi.as_view(), name="skill-detail"),
     path("skills/<id:skill_id>/context", catalog.SkillContextApi.as_view(), name="skill-context"),
     path("skills/usage", usage.UsageRecordApi.as_view(), name="skill-usage"),
+    path("skills/conflicts", conflicts.ConflictListApi.as_view(), name="skill-conflicts"),
     path("skills/proposals", proposals.ProposalCreateApi.as_view(), name="skill-proposals"),
     path(
         "skills/proposals/<id:proposal_id>",

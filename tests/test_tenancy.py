@@ -51,6 +51,7 @@ from skills.models import (
     AgentTrust,
     LearningProfile,
     Skill,
+    SkillConflict,
     SkillProposal,
     SkillScope,
     SkillUsage,
@@ -469,6 +470,8 @@ CASES.update(
         "tasks_assign": Case(lambda t: ("", {"title": "assign", "agent_ids": [t.agent_id]}, None)),  # type: ignore[union-attr]
         "task_complete": Case(_named({"success": True})),
         "agent_learning_profile": Case(_named()),
+        # Conflicts: a foreign skill id filters to nothing, like a missing one.
+        "skills_conflicts_list": Case(lambda t: ("", None, {"skill_id": t.other_skill_id})),  # type: ignore[union-attr]
         "skills_usage_record": Case(
             lambda t: (
                 "",
@@ -598,6 +601,11 @@ def _skills(account: int) -> Any:
             TaskAssignment.objects.filter(account=account)
             .order_by("pk")
             .values_list("id", "agent", "status", "completed_at")
+        ),
+        list(
+            SkillConflict.objects.filter(account=account)
+            .order_by("pk")
+            .values_list("id", "status", "priority", "last_seen_at")
         ),
     )
 

@@ -339,6 +339,13 @@ class ContextPageOutput(serializers.Serializer):
     score = strict.FiniteFloatField(allow_null=True)
 
 
+class ChainLinkOutput(serializers.Serializer):
+    skill_id = serializers.IntegerField(allow_null=True, source="skill.pk")
+    name = serializers.CharField()
+    node_id = serializers.IntegerField()
+    depth = serializers.IntegerField(help_text="1: a direct dependency.")
+
+
 class SkillContextOutput(serializers.Serializer):
     skill = SkillOutput()
     version = SkillVersionOutput(
@@ -346,6 +353,9 @@ class SkillContextOutput(serializers.Serializer):
     )
     variants = SkillVersionOutput(many=True, help_text="Every active version with its share.")
     dependencies = SkillDependencyOutput(many=True)
+    chain = ChainLinkOutput(
+        many=True, help_text="Every skill it depends on, directly or not, nearest first."
+    )
     dependents = SkillSummaryOutput(many=True)
     documents = ContextDocumentOutput(many=True)
     pages = ContextPageOutput(many=True)

@@ -26,6 +26,7 @@ from rag.search import (
     space_rank,
 )
 from skills.models import Skill, SkillScope, SkillVersion
+from skills.selectors.traversal import ChainLink, dependency_chain
 from skills.semver import Version, requirement_parse, version_parse
 from skills.spaces import SKILLS
 
@@ -264,6 +265,7 @@ class SkillContext:
     version: SkillVersion | None
     variants: list[SkillVersion]
     dependencies: list[Dependency]
+    chain: list[ChainLink]
     dependents: list[Skill]
     documents: list[SearchHit]
     pages: list[graph.NodeHit]
@@ -300,6 +302,7 @@ def skill_context(*, actor: Actor, skill: Skill, key: str | None = None) -> Skil
         version=version,
         variants=variants,
         dependencies=skill_dependencies(skill),
+        chain=dependency_chain(skill),
         dependents=skill_dependents(skill),
         documents=documents,
         pages=pages,

@@ -15,6 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
+import numpy as np
+from django.db import connection
 from django.db.models import Count, Sum
 from django.utils import timezone
 
@@ -86,11 +88,11 @@ class Ranking:
     use_recency: bool
     candidates: int
     results: list[AgentScore] = field(default_factory=list)
+    # Whether any candidate ran the task type; if none did, assignment takes ``least_loaded``:
+    # the lowest load relative to capacity (then the lowest load, then the lowest id).
+    has_history: bool = False
+    least_loaded: AgentScore | None = None
     elapsed_ms: float = 0.0
-
-    @property
-    def has_history(self) -> bool:
-        return any(r.executions for r in self.results)
 
 
 def agent_loads(account_id: int, agent_ids: Sequence[int] | None = None) -> dict[int, int]:
@@ -108,6 +110,112 @@ def agent_loads(account_id: int, agent_ids: Sequence[int] | None = None) -> dict
     )
 
 
+# Every candidate with its profile for the task type, load and trust, in one statement. The
+# window is read only when recency is asked for (%(recency)s).
+_CANDIDATES = """
+    SELECT a.id, a.name, a.metadata -> 'max_concurrent_tasks',
+           coalesce(p.executions, 0), coalesce(p.success_rate, 0), coalesce(p.confidence, 0),
+           CASE WHEN %(recency)s THEN p.window END,
+           coalesce(l.n, 0), coalesce(t.trust_score, 0.5)
+    FROM core_agent a
+    LEFT JOIN skills_learningprofile p ON p.agent_id = a.id AND p.task_type = %(kind)s
+    LEFT JOIN (
+        SELECT agent_id, count(*) AS n FROM skills_taskassignment
+        WHERE account_id = %(account)s AND status = 'assigned' GROUP BY agent_id
+    ) l ON l.agent_id = a.id
+    LEFT JOIN skills_agenttrust t ON t.agent_id = a.id
+    WHERE a.account_id = %(account)s AND a.status = 'active'
+      AND (%(ids)s::bigint[] IS NULL OR a.id = ANY(%(ids)s::bigint[]))
+"""
+
+
+@dataclass(frozen=True)
+class _Table:
+    """Every candidate's figures as parallel arrays (vectorised scoring)."""
+
+    ids: np.ndarray
+    names: list[str]
+    capacity: np.ndarray
+    load: np.ndarray
+    executions: np.ndarray
+    rate: np.ndarray
+    recent: np.ndarray
+    confidence: np.ndarray
+    trust: np.ndarray
+    base: np.ndarray
+    expertise: np.ndarray
+    score: np.ndarray
+
+    def at(self, i: int) -> AgentScore:
+        return AgentScore(
+            agent_id=int(self.ids[i]),
+            agent_name=self.names[i],
+            score=float(self.score[i]),
+            expertise=float(self.expertise[i]),
+            confidence=float(self.confidence[i]),
+            base=float(self.base[i]),
+            load=int(self.load[i]),
+            capacity=int(self.capacity[i]),
+            executions=int(self.executions[i]),
+            success_rate=float(self.rate[i]),
+            recent_success_rate=float(self.recent[i]),
+            trust_score=float(self.trust[i]),
+        )
+
+
+def _table(
+    account_id: int, kind: str, use_recency: bool, agent_ids: Sequence[int] | None, now: float
+) -> _Table:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            _CANDIDATES,
+            {
+                "account": account_id,
+                "kind": kind,
+                "recency": use_recency,
+                "ids": None if agent_ids is None else list(agent_ids),
+            },
+        )
+        rows = cursor.fetchall()
+    ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+    capacity = np.fromiter(
+        (learning.capacity_of({"max_concurrent_tasks": r[2]}) for r in rows),
+        dtype=np.float64,
+        count=len(rows),
+    )
+    load = np.fromiter((r[7] for r in rows), dtype=np.float64, count=len(rows))
+    executions = np.fromiter((r[3] for r in rows), dtype=np.int64, count=len(rows))
+    rate = np.fromiter((r[4] for r in rows), dtype=np.float64, count=len(rows))
+    confidence = np.fromiter((r[5] for r in rows), dtype=np.float64, count=len(rows))
+    trust = np.fromiter((r[8] for r in rows), dtype=np.float64, count=len(rows))
+    recent = (
+        learning.recent_success_rates([r[6] for r in rows], now)
+        if use_recency
+        else np.zeros(len(rows))
+    )
+    base = np.clip(1.0 - load / capacity, 0.0, 1.0) if len(rows) else np.zeros(0)
+    expertise = recent if use_recency else rate
+    score = (
+        learning.WEIGHT_BASE * base
+        + learning.WEIGHT_EXPERTISE * expertise
+        + learning.WEIGHT_CONFIDENCE * confidence
+    )
+    return _Table(
+        ids=ids,
+        names=[r[1] for r in rows],
+        capacity=capacity,
+        load=load,
+        executions=executions,
+        rate=rate,
+        recent=recent,
+        confidence=confidence,
+        trust=trust,
+        base=base,
+        expertise=expertise,
+        score=score,
+    )
+
+
 def rank_agents(
     *,
     actor: Actor,
@@ -121,9 +229,10 @@ def rank_agents(
     account_id: int | None = None,
 ) -> Ranking:
     """Score every active agent of the account (or of ``agent_ids``, all of which must be
-    the account's: 404 ``agent_not_found``) for a task, best first:
-    0.3 x base + 0.5 x expertise + 0.2 x confidence. Without ``task_type`` it is inferred from
-    the title and description (``task_type_infer``)."""
+    the account's: 404 ``agent_not_found``) for a task, best first (then the least loaded, then
+    the lowest id): 0.3 x base + 0.5 x expertise + 0.2 x confidence. Without ``task_type`` it
+    is inferred from the title and description (``task_type_infer``). ``least_loaded`` of the
+    answer is the fallback when no candidate has history."""
     started = time.perf_counter()
     account_id = actor.account_id if account_id is None else account_id
     inferred = task_type is None or not task_type.strip()
@@ -132,80 +241,27 @@ def rank_agents(
         if inferred
         else learning.task_type_normalise(task_type or "")
     )
-    agents = Agent.objects.filter(account_id=account_id, status=Agent.Status.ACTIVE)
     if agent_ids is not None:
         wanted = set(agent_ids)
         if Agent.objects.filter(account_id=account_id, pk__in=wanted).count() != len(wanted):
             raise NotFound("No such agent.", code="agent_not_found")
-        agents = agents.filter(pk__in=wanted)
-    candidates = list(agents.values_list("pk", "name", "metadata"))
-    ids = [pk for pk, _, _ in candidates]
-    restrict = ids if agent_ids is not None else None
-    profiles_query = LearningProfile.objects.filter(account_id=account_id, task_type=kind)
-    if restrict is not None:
-        profiles_query = profiles_query.filter(agent_id__in=restrict)
-    profiles = {
-        row[0]: row
-        for row in profiles_query.values_list(
-            "agent_id",
-            "executions",
-            "success_rate",
-            "confidence",
-            "window_times",
-            "window_outcomes",
-        )
-    }
-    loads = agent_loads(account_id, restrict)
-    trust_query = AgentTrust.objects.filter(account_id=account_id)
-    if restrict is not None:
-        trust_query = trust_query.filter(agent_id__in=restrict)
-    trusts = dict(trust_query.values_list("agent_id", "trust_score"))
     moment = (now or timezone.now()).timestamp()
-    scored = []
-    for agent_id, name, metadata in candidates:
-        capacity = learning.capacity_of(metadata)
-        load = loads.get(agent_id, 0)
-        base = learning.base_score(available=True, load=load, capacity=capacity)
-        profile = profiles.get(agent_id)
-        if profile is None:
-            executions, rate, confidence, recent = 0, 0.0, 0.0, 0.0
-        else:
-            _, executions, rate, confidence, times, outcomes = profile
-            recent = learning.recent_success_rate(times, outcomes, moment)
-        expertise = recent if use_recency else rate
-        scored.append(
-            AgentScore(
-                agent_id=agent_id,
-                agent_name=name,
-                score=learning.agent_score(base=base, expertise=expertise, confidence=confidence),
-                expertise=expertise,
-                confidence=confidence,
-                base=base,
-                load=load,
-                capacity=capacity,
-                executions=executions,
-                success_rate=rate,
-                recent_success_rate=recent,
-                trust_score=trusts.get(agent_id, 0.5),
-            )
-        )
-    scored.sort(key=lambda s: (-s.score, s.load, s.agent_id))
+    table = _table(account_id, kind, use_recency, agent_ids, moment)
+    order = np.lexsort((table.ids, table.load, -table.score))[:limit]
+    fallback = None
+    if len(table.ids):
+        relative = table.load / table.capacity
+        fallback = table.at(int(np.lexsort((table.ids, table.load, relative))[0]))
     return Ranking(
         task_type=kind,
         inferred=inferred,
         use_recency=use_recency,
-        candidates=len(scored),
-        results=scored[:limit],
+        candidates=len(table.ids),
+        results=[table.at(int(i)) for i in order],
+        has_history=bool((table.executions > 0).any()),
+        least_loaded=fallback,
         elapsed_ms=round((time.perf_counter() - started) * 1000, 3),
     )
-
-
-def least_loaded(ranking_results: Sequence[AgentScore]) -> AgentScore | None:
-    """The fallback when no candidate has history: the lowest load relative to capacity (then
-    the lowest load, then the lowest id)."""
-    if not ranking_results:
-        return None
-    return min(ranking_results, key=lambda s: (s.load / s.capacity, s.load, s.agent_id))
 
 
 # --- profiles --------------------------------------------------------------------------------
@@ -242,7 +298,8 @@ def learning_profile(*, agent: Agent, now: datetime | None = None) -> AgentProfi
     for profile in LearningProfile.objects.filter(agent=agent).order_by(
         "-total_executions", "task_type"
     ):
-        times, outcomes = list(profile.window_times), list(profile.window_outcomes)
+        times_array, outcomes_array = learning.window_unpack(profile.window)
+        times, outcomes = times_array.tolist(), [bool(o) for o in outcomes_array]
         task_types.append(
             TaskTypeProfile(
                 task_type=profile.task_type,

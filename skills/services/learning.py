@@ -13,7 +13,7 @@ from core.actors import READ, Actor
 from core.audit import audit_record
 from core.errors import Conflict, ValidationFailed
 from skills.models import AgentTrust, TaskAssignment
-from skills.selectors.learning import least_loaded, rank_agents
+from skills.selectors.learning import rank_agents
 from skills.services import usage
 
 # Trust decays toward neutral for agents idle this long, by this factor a day.
@@ -52,16 +52,15 @@ def task_assign(
             task_type=task_type,
             use_recency=use_recency,
             agent_ids=agent_ids,
-            limit=10**9,
+            limit=1,
         )
         if not ranking.results:
             raise Conflict("No active agent can take the task.", code="no_available_agent")
         if ranking.has_history:
             chosen, method = ranking.results[0], TaskAssignment.Method.LEARNED
         else:
-            fallback = least_loaded(ranking.results)
-            assert fallback is not None
-            chosen, method = fallback, TaskAssignment.Method.LEAST_LOADED
+            assert ranking.least_loaded is not None
+            chosen, method = ranking.least_loaded, TaskAssignment.Method.LEAST_LOADED
         assignment = TaskAssignment.objects.create(
             account_id=account_id,
             agent_id=chosen.agent_id,

@@ -426,38 +426,63 @@ def proposal_approve(*, actor: Actor, proposal: SkillProposal, reason: str = "")
             fields=_decision_fields(actor, reason),
         )
         subs = []
-        now = timezone.now()
         for dependency in approved.dependencies:
-            if catalog.name_in_use(approved.account_id, dependency):
-                continue
-            if _open_proposal_named(approved.account_id, dependency) is not None:
-                continue
-            category, confidence = category_infer(name=dependency, description="", related=[])
-            sub = SkillProposal.objects.create(
+            sub = dependency_proposal_open(
+                actor=actor,
                 account_id=approved.account_id,
                 name=dependency,
                 description=f"A dependency of the approved skill {approved.name!r}.",
-                category=category,
-                confidence=confidence,
-                procedure=offline_procedure(
-                    name=dependency, description="", dependencies=[], found=Research([], [], [])
-                ),
-                status=Status.SUBMITTED,
-                submitted_at=now,
-                expires_at=now + PROPOSAL_TTL,
                 parent=approved,
-                drafted_by="offline",
-                **_proposer(actor),
             )
-            audit_record(
-                actor=actor,
-                action="skills.proposal.create",
-                account_id=approved.account_id,
-                target=sub,
-                changes={"name": dependency, "parent": approved.pk, "status": sub.status},
-            )
-            subs.append(sub)
+            if sub is not None:
+                subs.append(sub)
     return Approval(proposal=approved, sub_proposals=subs)
+
+
+def dependency_proposal_open(
+    *,
+    actor: Actor,
+    account_id: int,
+    name: str,
+    description: str,
+    parent: SkillProposal | None = None,
+) -> SkillProposal | None:
+    """A submitted proposal for a skill something needs (an approved proposal's dependency, a
+    missing dependency found by the conflict scan, a gap), unless a skill or an open proposal
+    of that name exists (None then). No search or LLM: its category is inferred from its name,
+    its procedure is the offline draft. Inside the caller's transaction."""
+    if catalog.name_in_use(account_id, name) or _open_proposal_named(account_id, name):
+        return None
+    category, confidence = category_infer(name=name, description=description, related=[])
+    now = timezone.now()
+    sub = SkillProposal.objects.create(
+        account_id=account_id,
+        name=name,
+        description=description,
+        category=category,
+        confidence=confidence,
+        procedure=offline_procedure(
+            name=name, description=description, dependencies=[], found=Research([], [], [])
+        ),
+        status=Status.SUBMITTED,
+        submitted_at=now,
+        expires_at=now + PROPOSAL_TTL,
+        parent=parent,
+        drafted_by="offline",
+        **_proposer(actor),
+    )
+    audit_record(
+        actor=actor,
+        action="skills.proposal.create",
+        account_id=account_id,
+        target=sub,
+        changes={
+            "name": name,
+            "parent": parent.pk if parent is not None else None,
+            "status": sub.status,
+        },
+    )
+    return sub
 
 
 def proposal_reject(*, actor: Actor, proposal: SkillProposal, reason: str) -> SkillProposal:

@@ -324,8 +324,7 @@ def profiles_refresh(pairs: Iterable[tuple[int, str]], *, account_id: int) -> in
         profile.success_rate = learning.success_rate(outcomes)
         profile.confidence = learning.confidence(len(times))
         profile.last_execution_at = last_at
-        profile.window_times = times
-        profile.window_outcomes = outcomes
+        profile.window = learning.window_pack(times, outcomes)
         profile.updated_at = now
         changed.append(profile)
     LearningProfile.objects.bulk_update(
@@ -337,8 +336,7 @@ def profiles_refresh(pairs: Iterable[tuple[int, str]], *, account_id: int) -> in
             "success_rate",
             "confidence",
             "last_execution_at",
-            "window_times",
-            "window_outcomes",
+            "window",
             "updated_at",
         ],
     )

@@ -12,6 +12,7 @@ from django.utils import timezone
 
 from core.actors import Actor
 from core.errors import NotFound, ValidationFailed
+from skills import learning
 from skills.models import (
     AgentSkill,
     AgentTrust,
@@ -204,7 +205,8 @@ def test_profiles_keep_the_hundred_most_recent_executions(
     profile = LearningProfile.objects.get(agent=agent, task_type="deploy")
     assert (profile.executions, profile.total_executions, profile.successes) == (100, 120, 100)
     assert profile.success_rate == 1.0 and profile.confidence == 1.0
-    assert len(profile.window_times) == 100 and profile.window_times[0] >= profile.window_times[-1]
+    times, outcomes = learning.window_unpack(profile.window)
+    assert len(times) == 100 and times[0] >= times[-1] and outcomes.sum() == 100
     with pytest.raises(NotFound):
         services.usage_record(
             actor=actor,

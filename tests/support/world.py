@@ -31,6 +31,7 @@ from rag.models import Chunk, Document, GraphEdge, GraphNode, KnowledgeBase, Sea
 from rag.services import graph as graph_services
 from skills.models import AgentSkill, Skill, SkillProposal, SkillVersion, TaskAssignment
 from skills.services import catalog as skill_services
+from skills.services import conflicts as conflict_services
 from skills.services import learning as learning_services
 from skills.services import proposals as proposal_services
 from skills.services import usage as usage_services
@@ -234,6 +235,11 @@ def _skills(marker: str, account: Account, agent: Agent, users: dict[str, User])
         actor=actor_for_agent(agent), title=f"{marker}DONE review", task_type="code_review"
     )
     learning_services.task_complete(actor=actor_for_agent(agent), assignment=done, success=True)
+    # A draft named almost like the marker skill: the scan finds a naming conflict.
+    skill_services.skill_create(
+        actor=actor_for_agent(agent), name=f"{marker}SKILLS", category="testing"
+    )
+    conflict_services.conflicts_scan(account_id=account.pk)
     return {
         "task": TaskAssignment.objects.get(pk=task.pk),
         "proposal_name": proposal_name,

@@ -11,389 +11,1182 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('core', '0004_installation_operators_group'),
-        ('rag', '0009_graph_cascades'),
+        ("core", "0004_installation_operators_group"),
+        ("rag", "0009_graph_cascades"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='Skill',
+            name="Skill",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('created_at', models.DateTimeField(db_index=True, default=django.utils.timezone.now, editable=False)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('name', models.CharField(max_length=200)),
-                ('slug', models.SlugField(editable=False, max_length=200)),
-                ('description', models.TextField(blank=True)),
-                ('category', models.CharField(choices=[('code_generation', 'Code generation'), ('code_review', 'Code review'), ('testing', 'Testing'), ('debugging', 'Debugging'), ('deployment', 'Deployment'), ('documentation', 'Documentation'), ('analysis', 'Analysis'), ('communication', 'Communication'), ('planning', 'Planning'), ('research', 'Research'), ('data_processing', 'Data processing'), ('security', 'Security'), ('monitoring', 'Monitoring'), ('optimization', 'Optimization'), ('integration', 'Integration'), ('automation', 'Automation'), ('design', 'Design'), ('architecture', 'Architecture'), ('project_management', 'Project management'), ('devops', 'DevOps'), ('operations', 'Operations'), ('general', 'General')], max_length=30)),
-                ('status', models.CharField(choices=[('draft', 'Draft'), ('active', 'Active'), ('deprecated', 'Deprecated'), ('archived', 'Archived')], default='draft', max_length=12)),
-                ('execution_context', models.JSONField(blank=True, default=dict, help_text='What running the skill needs: tools, inputs, limits.')),
-                ('procedure', models.TextField(blank=True, help_text="The active version's content.")),
-                ('tags', django.contrib.postgres.fields.ArrayField(base_field=models.CharField(max_length=100), blank=True, default=list, size=None)),
-                ('effectiveness_score', models.FloatField(default=0.5, help_text='Smoothed success of its uses, decayed while unused (0..1).')),
-                ('health_score', models.FloatField(default=1.0, help_text='Outcomes, recency and open conflicts (0..1); docs/skills.md.')),
-                ('usage_count', models.PositiveIntegerField(default=0, editable=False)),
-                ('success_count', models.PositiveIntegerField(default=0, editable=False)),
-                ('last_used_at', models.DateTimeField(blank=True, editable=False, null=True)),
-                ('embedding', pgvector.django.vector.VectorField(blank=True, dimensions=384, null=True)),
-                ('embedding_model', models.CharField(blank=True, editable=False, max_length=200)),
-                ('embedding_checksum', models.CharField(blank=True, editable=False, max_length=64)),
-                ('keyword_length', models.PositiveIntegerField(default=0, editable=False)),
-                ('account', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='core.account')),
-                ('graph_node', models.OneToOneField(blank=True, editable=False, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='rag.graphnode')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "created_at",
+                    models.DateTimeField(
+                        db_index=True, default=django.utils.timezone.now, editable=False
+                    ),
+                ),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                ("name", models.CharField(max_length=200)),
+                ("slug", models.SlugField(editable=False, max_length=200)),
+                ("description", models.TextField(blank=True)),
+                (
+                    "category",
+                    models.CharField(
+                        choices=[
+                            ("code_generation", "Code generation"),
+                            ("code_review", "Code review"),
+                            ("testing", "Testing"),
+                            ("debugging", "Debugging"),
+                            ("deployment", "Deployment"),
+                            ("documentation", "Documentation"),
+                            ("analysis", "Analysis"),
+                            ("communication", "Communication"),
+                            ("planning", "Planning"),
+                            ("research", "Research"),
+                            ("data_processing", "Data processing"),
+                            ("security", "Security"),
+                            ("monitoring", "Monitoring"),
+                            ("optimization", "Optimization"),
+                            ("integration", "Integration"),
+                            ("automation", "Automation"),
+                            ("design", "Design"),
+                            ("architecture", "Architecture"),
+                            ("project_management", "Project management"),
+                            ("devops", "DevOps"),
+                            ("operations", "Operations"),
+                            ("general", "General"),
+                        ],
+                        max_length=30,
+                    ),
+                ),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("draft", "Draft"),
+                            ("active", "Active"),
+                            ("deprecated", "Deprecated"),
+                            ("archived", "Archived"),
+                        ],
+                        default="draft",
+                        max_length=12,
+                    ),
+                ),
+                (
+                    "execution_context",
+                    models.JSONField(
+                        blank=True,
+                        default=dict,
+                        help_text="What running the skill needs: tools, inputs, limits.",
+                    ),
+                ),
+                (
+                    "procedure",
+                    models.TextField(blank=True, help_text="The active version's content."),
+                ),
+                (
+                    "tags",
+                    django.contrib.postgres.fields.ArrayField(
+                        base_field=models.CharField(max_length=100),
+                        blank=True,
+                        default=list,
+                        size=None,
+                    ),
+                ),
+                (
+                    "effectiveness_score",
+                    models.FloatField(
+                        default=0.5,
+                        help_text="Smoothed success of its uses, decayed while unused (0..1).",
+                    ),
+                ),
+                (
+                    "health_score",
+                    models.FloatField(
+                        default=1.0,
+                        help_text="Outcomes, recency and open conflicts (0..1); docs/skills.md.",
+                    ),
+                ),
+                ("usage_count", models.PositiveIntegerField(default=0, editable=False)),
+                ("success_count", models.PositiveIntegerField(default=0, editable=False)),
+                ("last_used_at", models.DateTimeField(blank=True, editable=False, null=True)),
+                (
+                    "embedding",
+                    pgvector.django.vector.VectorField(blank=True, dimensions=384, null=True),
+                ),
+                ("embedding_model", models.CharField(blank=True, editable=False, max_length=200)),
+                ("embedding_checksum", models.CharField(blank=True, editable=False, max_length=64)),
+                ("keyword_length", models.PositiveIntegerField(default=0, editable=False)),
+                (
+                    "account",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="+",
+                        to="core.account",
+                    ),
+                ),
+                (
+                    "graph_node",
+                    models.OneToOneField(
+                        blank=True,
+                        editable=False,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to="rag.graphnode",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at', '-id'],
+                "ordering": ["-created_at", "-id"],
             },
         ),
         migrations.CreateModel(
-            name='SkillProposal',
+            name="SkillProposal",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('created_at', models.DateTimeField(db_index=True, default=django.utils.timezone.now, editable=False)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('name', models.CharField(max_length=200)),
-                ('description', models.TextField(blank=True)),
-                ('category', models.CharField(choices=[('code_generation', 'Code generation'), ('code_review', 'Code review'), ('testing', 'Testing'), ('debugging', 'Debugging'), ('deployment', 'Deployment'), ('documentation', 'Documentation'), ('analysis', 'Analysis'), ('communication', 'Communication'), ('planning', 'Planning'), ('research', 'Research'), ('data_processing', 'Data processing'), ('security', 'Security'), ('monitoring', 'Monitoring'), ('optimization', 'Optimization'), ('integration', 'Integration'), ('automation', 'Automation'), ('design', 'Design'), ('architecture', 'Architecture'), ('project_management', 'Project management'), ('devops', 'DevOps'), ('operations', 'Operations'), ('general', 'General')], max_length=30)),
-                ('confidence', models.FloatField(default=0.0, help_text='How sure the research is of the category (0..1).')),
-                ('procedure', models.TextField(blank=True, help_text='The drafted procedure.')),
-                ('tags', django.contrib.postgres.fields.ArrayField(base_field=models.CharField(max_length=100), blank=True, default=list, size=None)),
-                ('execution_context', models.JSONField(blank=True, default=dict)),
-                ('dependencies', django.contrib.postgres.fields.ArrayField(base_field=models.CharField(max_length=200), blank=True, default=list, help_text='Names of the skills this one depends on.', size=None)),
-                ('research', models.JSONField(blank=True, default=dict, editable=False, help_text='What search found: related skills, documents and pages.')),
-                ('drafted_by', models.CharField(blank=True, editable=False, help_text='LLM model id, or offline.', max_length=200)),
-                ('status', models.CharField(choices=[('draft', 'Draft'), ('submitted', 'Submitted'), ('under_review', 'Under review'), ('approved', 'Approved'), ('rejected', 'Rejected'), ('expired', 'Expired'), ('created', 'Created')], default='draft', max_length=12)),
-                ('proposed_by', models.CharField(blank=True, editable=False, max_length=300)),
-                ('reviewed_at', models.DateTimeField(blank=True, editable=False, null=True)),
-                ('decision_reason', models.TextField(blank=True, editable=False)),
-                ('submitted_at', models.DateTimeField(blank=True, editable=False, null=True)),
-                ('expires_at', models.DateTimeField(blank=True, editable=False, null=True)),
-                ('account', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='core.account')),
-                ('parent', models.ForeignKey(blank=True, editable=False, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='sub_proposals', to='skills.skillproposal')),
-                ('proposed_by_agent', models.ForeignKey(blank=True, editable=False, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='core.agent')),
-                ('proposed_by_user', models.ForeignKey(blank=True, editable=False, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('reviewer', models.ForeignKey(blank=True, editable=False, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('skill', models.ForeignKey(blank=True, editable=False, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='proposals', to='skills.skill')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "created_at",
+                    models.DateTimeField(
+                        db_index=True, default=django.utils.timezone.now, editable=False
+                    ),
+                ),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                ("name", models.CharField(max_length=200)),
+                ("description", models.TextField(blank=True)),
+                (
+                    "category",
+                    models.CharField(
+                        choices=[
+                            ("code_generation", "Code generation"),
+                            ("code_review", "Code review"),
+                            ("testing", "Testing"),
+                            ("debugging", "Debugging"),
+                            ("deployment", "Deployment"),
+                            ("documentation", "Documentation"),
+                            ("analysis", "Analysis"),
+                            ("communication", "Communication"),
+                            ("planning", "Planning"),
+                            ("research", "Research"),
+                            ("data_processing", "Data processing"),
+                            ("security", "Security"),
+                            ("monitoring", "Monitoring"),
+                            ("optimization", "Optimization"),
+                            ("integration", "Integration"),
+                            ("automation", "Automation"),
+                            ("design", "Design"),
+                            ("architecture", "Architecture"),
+                            ("project_management", "Project management"),
+                            ("devops", "DevOps"),
+                            ("operations", "Operations"),
+                            ("general", "General"),
+                        ],
+                        max_length=30,
+                    ),
+                ),
+                (
+                    "confidence",
+                    models.FloatField(
+                        default=0.0, help_text="How sure the research is of the category (0..1)."
+                    ),
+                ),
+                ("procedure", models.TextField(blank=True, help_text="The drafted procedure.")),
+                (
+                    "tags",
+                    django.contrib.postgres.fields.ArrayField(
+                        base_field=models.CharField(max_length=100),
+                        blank=True,
+                        default=list,
+                        size=None,
+                    ),
+                ),
+                ("execution_context", models.JSONField(blank=True, default=dict)),
+                (
+                    "dependencies",
+                    django.contrib.postgres.fields.ArrayField(
+                        base_field=models.CharField(max_length=200),
+                        blank=True,
+                        default=list,
+                        help_text="Names of the skills this one depends on.",
+                        size=None,
+                    ),
+                ),
+                (
+                    "research",
+                    models.JSONField(
+                        blank=True,
+                        default=dict,
+                        editable=False,
+                        help_text="What search found: related skills, documents and pages.",
+                    ),
+                ),
+                (
+                    "drafted_by",
+                    models.CharField(
+                        blank=True,
+                        editable=False,
+                        help_text="LLM model id, or offline.",
+                        max_length=200,
+                    ),
+                ),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("draft", "Draft"),
+                            ("submitted", "Submitted"),
+                            ("under_review", "Under review"),
+                            ("approved", "Approved"),
+                            ("rejected", "Rejected"),
+                            ("expired", "Expired"),
+                            ("created", "Created"),
+                        ],
+                        default="draft",
+                        max_length=12,
+                    ),
+                ),
+                ("proposed_by", models.CharField(blank=True, editable=False, max_length=300)),
+                ("reviewed_at", models.DateTimeField(blank=True, editable=False, null=True)),
+                ("decision_reason", models.TextField(blank=True, editable=False)),
+                ("submitted_at", models.DateTimeField(blank=True, editable=False, null=True)),
+                ("expires_at", models.DateTimeField(blank=True, editable=False, null=True)),
+                (
+                    "account",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="+",
+                        to="core.account",
+                    ),
+                ),
+                (
+                    "parent",
+                    models.ForeignKey(
+                        blank=True,
+                        editable=False,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="sub_proposals",
+                        to="skills.skillproposal",
+                    ),
+                ),
+                (
+                    "proposed_by_agent",
+                    models.ForeignKey(
+                        blank=True,
+                        editable=False,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to="core.agent",
+                    ),
+                ),
+                (
+                    "proposed_by_user",
+                    models.ForeignKey(
+                        blank=True,
+                        editable=False,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "reviewer",
+                    models.ForeignKey(
+                        blank=True,
+                        editable=False,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "skill",
+                    models.ForeignKey(
+                        blank=True,
+                        editable=False,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="proposals",
+                        to="skills.skill",
+                    ),
+                ),
             ],
             options={
-                'verbose_name': 'skill proposal',
-                'ordering': ['-created_at', '-id'],
+                "verbose_name": "skill proposal",
+                "ordering": ["-created_at", "-id"],
             },
         ),
         migrations.CreateModel(
-            name='SkillConflict',
+            name="SkillConflict",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('created_at', models.DateTimeField(db_index=True, default=django.utils.timezone.now, editable=False)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('conflict_type', models.CharField(choices=[('overlap', 'Overlap (similar active skills)'), ('contradiction', 'Contradiction'), ('dependency', 'Dependency (missing or cyclic)'), ('version_mismatch', 'Version mismatch'), ('naming', 'Naming (near-duplicate names)')], max_length=20)),
-                ('severity', models.CharField(choices=[('low', 'Low'), ('medium', 'Medium'), ('high', 'High'), ('critical', 'Critical')], max_length=10)),
-                ('status', models.CharField(choices=[('detected', 'Detected'), ('acknowledged', 'Acknowledged'), ('resolved', 'Resolved'), ('dismissed', 'Dismissed')], default='detected', max_length=12)),
-                ('fingerprint', models.CharField(editable=False, max_length=300)),
-                ('description', models.TextField(blank=True)),
-                ('details', models.JSONField(blank=True, default=dict, editable=False)),
-                ('priority', models.FloatField(default=0.0, editable=False)),
-                ('last_seen_at', models.DateTimeField(blank=True, editable=False, null=True)),
-                ('acknowledged_at', models.DateTimeField(blank=True, editable=False, null=True)),
-                ('resolved_at', models.DateTimeField(blank=True, editable=False, null=True)),
-                ('resolution', models.TextField(blank=True, editable=False)),
-                ('resolved_by', models.CharField(blank=True, editable=False, max_length=300)),
-                ('account', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='core.account')),
-                ('other_skill', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.CASCADE, related_name='+', to='skills.skill')),
-                ('skill', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='conflicts', to='skills.skill')),
-                ('proposal', models.ForeignKey(blank=True, editable=False, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='skills.skillproposal')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "created_at",
+                    models.DateTimeField(
+                        db_index=True, default=django.utils.timezone.now, editable=False
+                    ),
+                ),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                (
+                    "conflict_type",
+                    models.CharField(
+                        choices=[
+                            ("overlap", "Overlap (similar active skills)"),
+                            ("contradiction", "Contradiction"),
+                            ("dependency", "Dependency (missing or cyclic)"),
+                            ("version_mismatch", "Version mismatch"),
+                            ("naming", "Naming (near-duplicate names)"),
+                        ],
+                        max_length=20,
+                    ),
+                ),
+                (
+                    "severity",
+                    models.CharField(
+                        choices=[
+                            ("low", "Low"),
+                            ("medium", "Medium"),
+                            ("high", "High"),
+                            ("critical", "Critical"),
+                        ],
+                        max_length=10,
+                    ),
+                ),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("detected", "Detected"),
+                            ("acknowledged", "Acknowledged"),
+                            ("resolved", "Resolved"),
+                            ("dismissed", "Dismissed"),
+                        ],
+                        default="detected",
+                        max_length=12,
+                    ),
+                ),
+                ("fingerprint", models.CharField(editable=False, max_length=300)),
+                ("description", models.TextField(blank=True)),
+                ("details", models.JSONField(blank=True, default=dict, editable=False)),
+                ("priority", models.FloatField(default=0.0, editable=False)),
+                ("last_seen_at", models.DateTimeField(blank=True, editable=False, null=True)),
+                ("acknowledged_at", models.DateTimeField(blank=True, editable=False, null=True)),
+                ("resolved_at", models.DateTimeField(blank=True, editable=False, null=True)),
+                ("resolution", models.TextField(blank=True, editable=False)),
+                ("resolved_by", models.CharField(blank=True, editable=False, max_length=300)),
+                (
+                    "account",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="+",
+                        to="core.account",
+                    ),
+                ),
+                (
+                    "other_skill",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="+",
+                        to="skills.skill",
+                    ),
+                ),
+                (
+                    "skill",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="conflicts",
+                        to="skills.skill",
+                    ),
+                ),
+                (
+                    "proposal",
+                    models.ForeignKey(
+                        blank=True,
+                        editable=False,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to="skills.skillproposal",
+                    ),
+                ),
             ],
             options={
-                'verbose_name': 'skill conflict',
-                'ordering': ['-priority', '-created_at', '-id'],
+                "verbose_name": "skill conflict",
+                "ordering": ["-priority", "-created_at", "-id"],
             },
         ),
         migrations.CreateModel(
-            name='SkillScope',
+            name="SkillScope",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('skill_count', models.PositiveIntegerField(default=0, editable=False)),
-                ('total_terms', models.PositiveBigIntegerField(default=0, editable=False)),
-                ('account', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='core.account')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("skill_count", models.PositiveIntegerField(default=0, editable=False)),
+                ("total_terms", models.PositiveBigIntegerField(default=0, editable=False)),
+                (
+                    "account",
+                    models.OneToOneField(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="+",
+                        to="core.account",
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='SkillPosting',
+            name="SkillPosting",
             fields=[
-                ('term', models.CharField(max_length=64)),
-                ('tf', models.PositiveSmallIntegerField()),
-                ('impact', models.FloatField()),
-                ('pk', models.CompositePrimaryKey('scope_id', 'term', 'skill_id', blank=True, editable=False, primary_key=True, serialize=False)),
-                ('skill_length', models.PositiveIntegerField()),
-                ('skill', models.ForeignKey(on_delete=django.db.models.deletion.DO_NOTHING, related_name='+', to='skills.skill')),
-                ('scope', models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.DO_NOTHING, related_name='+', to='skills.skillscope')),
+                ("term", models.CharField(max_length=64)),
+                ("tf", models.PositiveSmallIntegerField()),
+                ("impact", models.FloatField()),
+                (
+                    "pk",
+                    models.CompositePrimaryKey(
+                        "scope_id",
+                        "term",
+                        "skill_id",
+                        blank=True,
+                        editable=False,
+                        primary_key=True,
+                        serialize=False,
+                    ),
+                ),
+                ("skill_length", models.PositiveIntegerField()),
+                (
+                    "skill",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.DO_NOTHING,
+                        related_name="+",
+                        to="skills.skill",
+                    ),
+                ),
+                (
+                    "scope",
+                    models.ForeignKey(
+                        db_index=False,
+                        on_delete=django.db.models.deletion.DO_NOTHING,
+                        related_name="+",
+                        to="skills.skillscope",
+                    ),
+                ),
             ],
         ),
         migrations.AddField(
-            model_name='skill',
-            name='scope',
-            field=models.ForeignKey(editable=False, on_delete=django.db.models.deletion.CASCADE, related_name='+', to='skills.skillscope'),
+            model_name="skill",
+            name="scope",
+            field=models.ForeignKey(
+                editable=False,
+                on_delete=django.db.models.deletion.CASCADE,
+                related_name="+",
+                to="skills.skillscope",
+            ),
         ),
         migrations.CreateModel(
-            name='SkillTerm',
+            name="SkillTerm",
             fields=[
-                ('term', models.CharField(max_length=64)),
-                ('df', models.PositiveIntegerField()),
-                ('pk', models.CompositePrimaryKey('scope_id', 'term', blank=True, editable=False, primary_key=True, serialize=False)),
-                ('scope', models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.DO_NOTHING, related_name='+', to='skills.skillscope')),
+                ("term", models.CharField(max_length=64)),
+                ("df", models.PositiveIntegerField()),
+                (
+                    "pk",
+                    models.CompositePrimaryKey(
+                        "scope_id",
+                        "term",
+                        blank=True,
+                        editable=False,
+                        primary_key=True,
+                        serialize=False,
+                    ),
+                ),
+                (
+                    "scope",
+                    models.ForeignKey(
+                        db_index=False,
+                        on_delete=django.db.models.deletion.DO_NOTHING,
+                        related_name="+",
+                        to="skills.skillscope",
+                    ),
+                ),
             ],
             options={
-                'abstract': False,
+                "abstract": False,
             },
         ),
         migrations.CreateModel(
-            name='SkillVersion',
+            name="SkillVersion",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('version', models.CharField(max_length=50)),
-                ('major', models.PositiveIntegerField(editable=False)),
-                ('minor', models.PositiveIntegerField(editable=False)),
-                ('patch', models.PositiveIntegerField(editable=False)),
-                ('prerelease', models.CharField(blank=True, editable=False, max_length=50)),
-                ('change_type', models.CharField(choices=[('major', 'Major'), ('minor', 'Minor'), ('patch', 'Patch'), ('hotfix', 'Hotfix'), ('experimental', 'Experimental')], max_length=12)),
-                ('content', models.TextField(blank=True, help_text='The procedure of this version.')),
-                ('notes', models.TextField(blank=True)),
-                ('is_active', models.BooleanField(default=False)),
-                ('traffic_share', models.FloatField(default=0.0)),
-                ('success_count', models.PositiveIntegerField(default=0, editable=False)),
-                ('failure_count', models.PositiveIntegerField(default=0, editable=False)),
-                ('total_duration_ms', models.PositiveBigIntegerField(default=0, editable=False)),
-                ('created_by', models.CharField(blank=True, editable=False, max_length=300)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('activated_at', models.DateTimeField(blank=True, editable=False, null=True)),
-                ('account', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='core.account')),
-                ('skill', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='versions', to='skills.skill')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("version", models.CharField(max_length=50)),
+                ("major", models.PositiveIntegerField(editable=False)),
+                ("minor", models.PositiveIntegerField(editable=False)),
+                ("patch", models.PositiveIntegerField(editable=False)),
+                ("prerelease", models.CharField(blank=True, editable=False, max_length=50)),
+                (
+                    "change_type",
+                    models.CharField(
+                        choices=[
+                            ("major", "Major"),
+                            ("minor", "Minor"),
+                            ("patch", "Patch"),
+                            ("hotfix", "Hotfix"),
+                            ("experimental", "Experimental"),
+                        ],
+                        max_length=12,
+                    ),
+                ),
+                (
+                    "content",
+                    models.TextField(blank=True, help_text="The procedure of this version."),
+                ),
+                ("notes", models.TextField(blank=True)),
+                ("is_active", models.BooleanField(default=False)),
+                ("traffic_share", models.FloatField(default=0.0)),
+                ("success_count", models.PositiveIntegerField(default=0, editable=False)),
+                ("failure_count", models.PositiveIntegerField(default=0, editable=False)),
+                ("total_duration_ms", models.PositiveBigIntegerField(default=0, editable=False)),
+                ("created_by", models.CharField(blank=True, editable=False, max_length=300)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("activated_at", models.DateTimeField(blank=True, editable=False, null=True)),
+                (
+                    "account",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="+",
+                        to="core.account",
+                    ),
+                ),
+                (
+                    "skill",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="versions",
+                        to="skills.skill",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['skill', '-major', '-minor', '-patch', '-id'],
+                "ordering": ["skill", "-major", "-minor", "-patch", "-id"],
             },
         ),
         migrations.CreateModel(
-            name='TaskAssignment',
+            name="TaskAssignment",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('created_at', models.DateTimeField(db_index=True, default=django.utils.timezone.now, editable=False)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('title', models.CharField(max_length=500)),
-                ('description', models.TextField(blank=True)),
-                ('task_type', models.CharField(max_length=100)),
-                ('status', models.CharField(choices=[('assigned', 'Assigned'), ('succeeded', 'Succeeded'), ('failed', 'Failed')], default='assigned', max_length=10)),
-                ('method', models.CharField(choices=[('learned', 'Best learned score'), ('least_loaded', 'Least loaded (no history)')], max_length=12)),
-                ('score', models.FloatField(default=0.0)),
-                ('expertise', models.FloatField(default=0.0)),
-                ('confidence', models.FloatField(default=0.0)),
-                ('base', models.FloatField(default=0.0)),
-                ('completed_at', models.DateTimeField(blank=True, null=True)),
-                ('account', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='core.account')),
-                ('agent', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='core.agent')),
-                ('requested_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='core.agent')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "created_at",
+                    models.DateTimeField(
+                        db_index=True, default=django.utils.timezone.now, editable=False
+                    ),
+                ),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                ("title", models.CharField(max_length=500)),
+                ("description", models.TextField(blank=True)),
+                ("task_type", models.CharField(max_length=100)),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("assigned", "Assigned"),
+                            ("succeeded", "Succeeded"),
+                            ("failed", "Failed"),
+                        ],
+                        default="assigned",
+                        max_length=10,
+                    ),
+                ),
+                (
+                    "method",
+                    models.CharField(
+                        choices=[
+                            ("learned", "Best learned score"),
+                            ("least_loaded", "Least loaded (no history)"),
+                        ],
+                        max_length=12,
+                    ),
+                ),
+                ("score", models.FloatField(default=0.0)),
+                ("expertise", models.FloatField(default=0.0)),
+                ("confidence", models.FloatField(default=0.0)),
+                ("base", models.FloatField(default=0.0)),
+                ("completed_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "account",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="+",
+                        to="core.account",
+                    ),
+                ),
+                (
+                    "agent",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="+",
+                        to="core.agent",
+                    ),
+                ),
+                (
+                    "requested_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to="core.agent",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at', '-id'],
+                "ordering": ["-created_at", "-id"],
             },
         ),
         migrations.CreateModel(
-            name='SkillUsage',
+            name="SkillUsage",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('task_type', models.CharField(max_length=100)),
-                ('success', models.BooleanField()),
-                ('duration_ms', models.PositiveBigIntegerField(default=0)),
-                ('occurred_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('account', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='core.account')),
-                ('agent', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='core.agent')),
-                ('recorded_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='core.agent')),
-                ('skill', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='skills.skill')),
-                ('version', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='skills.skillversion')),
-                ('assignment', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='skills.taskassignment')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("task_type", models.CharField(max_length=100)),
+                ("success", models.BooleanField()),
+                ("duration_ms", models.PositiveBigIntegerField(default=0)),
+                ("occurred_at", models.DateTimeField(default=django.utils.timezone.now)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "account",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="+",
+                        to="core.account",
+                    ),
+                ),
+                (
+                    "agent",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="+",
+                        to="core.agent",
+                    ),
+                ),
+                (
+                    "recorded_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to="core.agent",
+                    ),
+                ),
+                (
+                    "skill",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to="skills.skill",
+                    ),
+                ),
+                (
+                    "version",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to="skills.skillversion",
+                    ),
+                ),
+                (
+                    "assignment",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to="skills.taskassignment",
+                    ),
+                ),
             ],
             options={
-                'verbose_name': 'skill usage record',
-                'ordering': ['-occurred_at', '-id'],
+                "verbose_name": "skill usage record",
+                "ordering": ["-occurred_at", "-id"],
             },
         ),
         migrations.CreateModel(
-            name='AgentTrust',
+            name="AgentTrust",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('trust_score', models.FloatField(default=0.5)),
-                ('last_active_at', models.DateTimeField(blank=True, null=True)),
-                ('decayed_at', models.DateTimeField(blank=True, null=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('account', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='core.account')),
-                ('agent', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='core.agent')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("trust_score", models.FloatField(default=0.5)),
+                ("last_active_at", models.DateTimeField(blank=True, null=True)),
+                ("decayed_at", models.DateTimeField(blank=True, null=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                (
+                    "account",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="+",
+                        to="core.account",
+                    ),
+                ),
+                (
+                    "agent",
+                    models.OneToOneField(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="+",
+                        to="core.agent",
+                    ),
+                ),
             ],
             options={
-                'verbose_name': 'agent trust',
-                'verbose_name_plural': 'agent trust',
-                'constraints': [models.CheckConstraint(condition=models.Q(('trust_score__gte', 0), ('trust_score__lte', 1)), name='agent_trust_0_1')],
+                "verbose_name": "agent trust",
+                "verbose_name_plural": "agent trust",
+                "constraints": [
+                    models.CheckConstraint(
+                        condition=models.Q(("trust_score__gte", 0), ("trust_score__lte", 1)),
+                        name="agent_trust_0_1",
+                    )
+                ],
             },
         ),
         migrations.CreateModel(
-            name='LearningProfile',
+            name="LearningProfile",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('task_type', models.CharField(max_length=100)),
-                ('executions', models.PositiveIntegerField(default=0, help_text='In the window (at most 100).')),
-                ('successes', models.PositiveIntegerField(default=0, help_text='In the window.')),
-                ('total_executions', models.PositiveIntegerField(default=0, help_text='All time.')),
-                ('success_rate', models.FloatField(default=0.0)),
-                ('confidence', models.FloatField(default=0.0)),
-                ('last_execution_at', models.DateTimeField(blank=True, null=True)),
-                ('window', models.BinaryField(default=bytes)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('account', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='core.account')),
-                ('agent', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='core.agent')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("task_type", models.CharField(max_length=100)),
+                (
+                    "executions",
+                    models.PositiveIntegerField(
+                        default=0, help_text="In the window (at most 100)."
+                    ),
+                ),
+                ("successes", models.PositiveIntegerField(default=0, help_text="In the window.")),
+                ("total_executions", models.PositiveIntegerField(default=0, help_text="All time.")),
+                ("success_rate", models.FloatField(default=0.0)),
+                ("confidence", models.FloatField(default=0.0)),
+                ("last_execution_at", models.DateTimeField(blank=True, null=True)),
+                ("window", models.BinaryField(default=bytes)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                (
+                    "account",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="+",
+                        to="core.account",
+                    ),
+                ),
+                (
+                    "agent",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="+",
+                        to="core.agent",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['agent', 'task_type'],
-                'indexes': [models.Index(fields=['account', 'task_type'], name='learning_profile_task')],
-                'constraints': [models.UniqueConstraint(fields=('agent', 'task_type'), name='learning_profile_unique')],
+                "ordering": ["agent", "task_type"],
+                "indexes": [
+                    models.Index(fields=["account", "task_type"], name="learning_profile_task")
+                ],
+                "constraints": [
+                    models.UniqueConstraint(
+                        fields=("agent", "task_type"), name="learning_profile_unique"
+                    )
+                ],
             },
         ),
         migrations.CreateModel(
-            name='AgentSkill',
+            name="AgentSkill",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('created_at', models.DateTimeField(db_index=True, default=django.utils.timezone.now, editable=False)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('proficiency', models.FloatField(default=0.5)),
-                ('is_active', models.BooleanField(default=True)),
-                ('usage_count', models.PositiveIntegerField(default=0, editable=False)),
-                ('success_count', models.PositiveIntegerField(default=0, editable=False)),
-                ('last_used_at', models.DateTimeField(blank=True, editable=False, null=True)),
-                ('account', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='core.account')),
-                ('agent', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='core.agent')),
-                ('skill', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='assignments', to='skills.skill')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "created_at",
+                    models.DateTimeField(
+                        db_index=True, default=django.utils.timezone.now, editable=False
+                    ),
+                ),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                ("proficiency", models.FloatField(default=0.5)),
+                ("is_active", models.BooleanField(default=True)),
+                ("usage_count", models.PositiveIntegerField(default=0, editable=False)),
+                ("success_count", models.PositiveIntegerField(default=0, editable=False)),
+                ("last_used_at", models.DateTimeField(blank=True, editable=False, null=True)),
+                (
+                    "account",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="+",
+                        to="core.account",
+                    ),
+                ),
+                (
+                    "agent",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="+",
+                        to="core.agent",
+                    ),
+                ),
+                (
+                    "skill",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="assignments",
+                        to="skills.skill",
+                    ),
+                ),
             ],
             options={
-                'verbose_name': 'agent skill',
-                'ordering': ['skill', '-proficiency', 'agent'],
-                'indexes': [models.Index(fields=['skill', 'is_active'], name='agent_skill_by_skill')],
-                'constraints': [models.UniqueConstraint(fields=('agent', 'skill'), name='agent_skill_unique'), models.CheckConstraint(condition=models.Q(('proficiency__gte', 0), ('proficiency__lte', 1)), name='agent_skill_proficiency_0_1')],
+                "verbose_name": "agent skill",
+                "ordering": ["skill", "-proficiency", "agent"],
+                "indexes": [
+                    models.Index(fields=["skill", "is_active"], name="agent_skill_by_skill")
+                ],
+                "constraints": [
+                    models.UniqueConstraint(fields=("agent", "skill"), name="agent_skill_unique"),
+                    models.CheckConstraint(
+                        condition=models.Q(("proficiency__gte", 0), ("proficiency__lte", 1)),
+                        name="agent_skill_proficiency_0_1",
+                    ),
+                ],
             },
         ),
         migrations.AddIndex(
-            model_name='skillproposal',
-            index=models.Index(condition=models.Q(('status__in', ['draft', 'submitted', 'under_review'])), fields=['expires_at'], name='skill_proposal_expiry'),
+            model_name="skillproposal",
+            index=models.Index(
+                condition=models.Q(("status__in", ["draft", "submitted", "under_review"])),
+                fields=["expires_at"],
+                name="skill_proposal_expiry",
+            ),
         ),
         migrations.AddIndex(
-            model_name='skillproposal',
-            index=models.Index(fields=['account', 'status'], name='skill_proposal_status'),
+            model_name="skillproposal",
+            index=models.Index(fields=["account", "status"], name="skill_proposal_status"),
         ),
         migrations.AddConstraint(
-            model_name='skillproposal',
-            constraint=models.UniqueConstraint(models.F('account'), django.db.models.functions.text.Lower('name'), condition=models.Q(('status__in', ['draft', 'submitted', 'under_review', 'approved'])), name='skill_proposal_one_open'),
+            model_name="skillproposal",
+            constraint=models.UniqueConstraint(
+                models.F("account"),
+                django.db.models.functions.text.Lower("name"),
+                condition=models.Q(
+                    ("status__in", ["draft", "submitted", "under_review", "approved"])
+                ),
+                name="skill_proposal_one_open",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='skillproposal',
-            constraint=models.CheckConstraint(condition=models.Q(('category__in', ('code_generation', 'code_review', 'testing', 'debugging', 'deployment', 'documentation', 'analysis', 'communication', 'planning', 'research', 'data_processing', 'security', 'monitoring', 'optimization', 'integration', 'automation', 'design', 'architecture', 'project_management', 'devops', 'operations', 'general'))), name='skill_proposal_category_valid'),
+            model_name="skillproposal",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    (
+                        "category__in",
+                        (
+                            "code_generation",
+                            "code_review",
+                            "testing",
+                            "debugging",
+                            "deployment",
+                            "documentation",
+                            "analysis",
+                            "communication",
+                            "planning",
+                            "research",
+                            "data_processing",
+                            "security",
+                            "monitoring",
+                            "optimization",
+                            "integration",
+                            "automation",
+                            "design",
+                            "architecture",
+                            "project_management",
+                            "devops",
+                            "operations",
+                            "general",
+                        ),
+                    )
+                ),
+                name="skill_proposal_category_valid",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='skillproposal',
-            constraint=models.CheckConstraint(condition=models.Q(('confidence__gte', 0), ('confidence__lte', 1)), name='skill_proposal_confidence_0_1'),
+            model_name="skillproposal",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("confidence__gte", 0), ("confidence__lte", 1)),
+                name="skill_proposal_confidence_0_1",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='skillproposal',
-            constraint=models.CheckConstraint(condition=models.Q(('status__in', ['draft', 'submitted', 'under_review', 'approved', 'rejected', 'expired', 'created'])), name='skill_proposal_status_valid'),
+            model_name="skillproposal",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    (
+                        "status__in",
+                        [
+                            "draft",
+                            "submitted",
+                            "under_review",
+                            "approved",
+                            "rejected",
+                            "expired",
+                            "created",
+                        ],
+                    )
+                ),
+                name="skill_proposal_status_valid",
+            ),
         ),
         migrations.AddIndex(
-            model_name='skillconflict',
-            index=models.Index(fields=['account', 'status', '-priority'], name='skill_conflict_open'),
+            model_name="skillconflict",
+            index=models.Index(
+                fields=["account", "status", "-priority"], name="skill_conflict_open"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='skillconflict',
-            constraint=models.UniqueConstraint(condition=models.Q(('status__in', ['detected', 'acknowledged'])), fields=('account', 'fingerprint'), name='skill_conflict_one_open'),
+            model_name="skillconflict",
+            constraint=models.UniqueConstraint(
+                condition=models.Q(("status__in", ["detected", "acknowledged"])),
+                fields=("account", "fingerprint"),
+                name="skill_conflict_one_open",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='skillconflict',
-            constraint=models.CheckConstraint(condition=models.Q(('conflict_type__in', ['overlap', 'contradiction', 'dependency', 'version_mismatch', 'naming'])), name='skill_conflict_type_valid'),
+            model_name="skillconflict",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    (
+                        "conflict_type__in",
+                        ["overlap", "contradiction", "dependency", "version_mismatch", "naming"],
+                    )
+                ),
+                name="skill_conflict_type_valid",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='skillconflict',
-            constraint=models.CheckConstraint(condition=models.Q(('severity__in', ['low', 'medium', 'high', 'critical'])), name='skill_conflict_severity_valid'),
+            model_name="skillconflict",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("severity__in", ["low", "medium", "high", "critical"])),
+                name="skill_conflict_severity_valid",
+            ),
         ),
         migrations.AddIndex(
-            model_name='skillposting',
-            index=models.Index(models.F('scope'), models.F('term'), models.OrderBy(models.F('impact'), descending=True), include=('skill', 'tf', 'skill_length'), name='skill_posting_impact'),
+            model_name="skillposting",
+            index=models.Index(
+                models.F("scope"),
+                models.F("term"),
+                models.OrderBy(models.F("impact"), descending=True),
+                include=("skill", "tf", "skill_length"),
+                name="skill_posting_impact",
+            ),
         ),
         migrations.AddIndex(
-            model_name='skill',
-            index=pgvector.django.indexes.HnswIndex(ef_construction=64, fields=['embedding'], m=16, name='skill_embedding_hnsw', opclasses=['vector_cosine_ops']),
+            model_name="skill",
+            index=pgvector.django.indexes.HnswIndex(
+                ef_construction=64,
+                fields=["embedding"],
+                m=16,
+                name="skill_embedding_hnsw",
+                opclasses=["vector_cosine_ops"],
+            ),
         ),
         migrations.AddIndex(
-            model_name='skill',
-            index=models.Index(fields=['account', 'category', 'status'], name='skill_category_status'),
+            model_name="skill",
+            index=models.Index(
+                fields=["account", "category", "status"], name="skill_category_status"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='skill',
-            constraint=models.UniqueConstraint(fields=('account', 'slug'), name='skill_unique_slug'),
+            model_name="skill",
+            constraint=models.UniqueConstraint(
+                fields=("account", "slug"), name="skill_unique_slug"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='skill',
-            constraint=models.UniqueConstraint(models.F('account'), django.db.models.functions.text.Lower('name'), name='skill_unique_name'),
+            model_name="skill",
+            constraint=models.UniqueConstraint(
+                models.F("account"),
+                django.db.models.functions.text.Lower("name"),
+                name="skill_unique_name",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='skill',
-            constraint=models.CheckConstraint(condition=models.Q(('category__in', ('code_generation', 'code_review', 'testing', 'debugging', 'deployment', 'documentation', 'analysis', 'communication', 'planning', 'research', 'data_processing', 'security', 'monitoring', 'optimization', 'integration', 'automation', 'design', 'architecture', 'project_management', 'devops', 'operations', 'general'))), name='skill_category_valid'),
+            model_name="skill",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    (
+                        "category__in",
+                        (
+                            "code_generation",
+                            "code_review",
+                            "testing",
+                            "debugging",
+                            "deployment",
+                            "documentation",
+                            "analysis",
+                            "communication",
+                            "planning",
+                            "research",
+                            "data_processing",
+                            "security",
+                            "monitoring",
+                            "optimization",
+                            "integration",
+                            "automation",
+                            "design",
+                            "architecture",
+                            "project_management",
+                            "devops",
+                            "operations",
+                            "general",
+                        ),
+                    )
+                ),
+                name="skill_category_valid",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='skill',
-            constraint=models.CheckConstraint(condition=models.Q(('status__in', ['draft', 'active', 'deprecated', 'archived'])), name='skill_status_valid'),
+            model_name="skill",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("status__in", ["draft", "active", "deprecated", "archived"])),
+                name="skill_status_valid",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='skill',
-            constraint=models.CheckConstraint(condition=models.Q(('effectiveness_score__gte', 0), ('effectiveness_score__lte', 1)), name='skill_effectiveness_0_1'),
+            model_name="skill",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    ("effectiveness_score__gte", 0), ("effectiveness_score__lte", 1)
+                ),
+                name="skill_effectiveness_0_1",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='skill',
-            constraint=models.CheckConstraint(condition=models.Q(('health_score__gte', 0), ('health_score__lte', 1)), name='skill_health_0_1'),
+            model_name="skill",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("health_score__gte", 0), ("health_score__lte", 1)),
+                name="skill_health_0_1",
+            ),
         ),
         migrations.AddIndex(
-            model_name='skillversion',
-            index=models.Index(condition=models.Q(('is_active', True)), fields=['skill'], name='skill_version_active'),
+            model_name="skillversion",
+            index=models.Index(
+                condition=models.Q(("is_active", True)),
+                fields=["skill"],
+                name="skill_version_active",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='skillversion',
-            constraint=models.UniqueConstraint(fields=('skill', 'version'), name='skill_version_unique'),
+            model_name="skillversion",
+            constraint=models.UniqueConstraint(
+                fields=("skill", "version"), name="skill_version_unique"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='skillversion',
-            constraint=models.CheckConstraint(condition=models.Q(('traffic_share__gte', 0), ('traffic_share__lte', 1)), name='skill_version_share_0_1'),
+            model_name="skillversion",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("traffic_share__gte", 0), ("traffic_share__lte", 1)),
+                name="skill_version_share_0_1",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='skillversion',
-            constraint=models.CheckConstraint(condition=models.Q(('is_active', True), ('traffic_share', 0), _connector='OR'), name='skill_version_inactive_no_traffic'),
+            model_name="skillversion",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("is_active", True), ("traffic_share", 0), _connector="OR"),
+                name="skill_version_inactive_no_traffic",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='skillversion',
-            constraint=models.CheckConstraint(condition=models.Q(('change_type__in', ['major', 'minor', 'patch', 'hotfix', 'experimental'])), name='skill_version_change_type_valid'),
+            model_name="skillversion",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    ("change_type__in", ["major", "minor", "patch", "hotfix", "experimental"])
+                ),
+                name="skill_version_change_type_valid",
+            ),
         ),
         migrations.AddIndex(
-            model_name='taskassignment',
-            index=models.Index(condition=models.Q(('status', 'assigned')), fields=['account', 'agent'], name='task_assignment_open'),
+            model_name="taskassignment",
+            index=models.Index(
+                condition=models.Q(("status", "assigned")),
+                fields=["account", "agent"],
+                name="task_assignment_open",
+            ),
         ),
         migrations.AddIndex(
-            model_name='skillusage',
-            index=models.Index(models.F('agent'), models.F('task_type'), models.OrderBy(models.F('occurred_at'), descending=True), name='skill_usage_profile'),
+            model_name="skillusage",
+            index=models.Index(
+                models.F("agent"),
+                models.F("task_type"),
+                models.OrderBy(models.F("occurred_at"), descending=True),
+                name="skill_usage_profile",
+            ),
         ),
         migrations.AddIndex(
-            model_name='skillusage',
-            index=models.Index(models.F('skill'), models.OrderBy(models.F('occurred_at'), descending=True), name='skill_usage_skill'),
+            model_name="skillusage",
+            index=models.Index(
+                models.F("skill"),
+                models.OrderBy(models.F("occurred_at"), descending=True),
+                name="skill_usage_skill",
+            ),
         ),
         migrations.AddIndex(
-            model_name='skillusage',
-            index=models.Index(fields=['account', 'occurred_at'], name='skill_usage_account_time'),
+            model_name="skillusage",
+            index=models.Index(fields=["account", "occurred_at"], name="skill_usage_account_time"),
         ),
     ]

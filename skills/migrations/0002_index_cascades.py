@@ -1,4 +1,5 @@
-"""PostgreSQL cascades the skills' postings and term statistics (they exist in bulk).
+"""PostgreSQL cascades the skills' postings and term statistics (they exist in bulk), and an
+agent's deletion to the rows that follow it (usage records, profiles, trust, assignments).
 
 A migration of its own: Django adds the foreign keys of the tables 0001 creates at the end of
 that migration, so ``DatabaseOnDelete`` there would find no constraint to change.
@@ -16,4 +17,9 @@ class Migration(migrations.Migration):
         DatabaseOnDelete("skills_skillposting", "scope_id", "CASCADE"),
         DatabaseOnDelete("skills_skillposting", "skill_id", "CASCADE"),
         DatabaseOnDelete("skills_skillterm", "scope_id", "CASCADE"),
+        DatabaseOnDelete("skills_skillusage", "agent_id", "CASCADE"),
+        DatabaseOnDelete("skills_learningprofile", "agent_id", "CASCADE"),
+        DatabaseOnDelete("skills_agenttrust", "agent_id", "CASCADE"),
+        DatabaseOnDelete("skills_taskassignment", "agent_id", "CASCADE"),
+        DatabaseOnDelete("skills_agentskill", "agent_id", "CASCADE"),
     ]

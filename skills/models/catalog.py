@@ -224,7 +224,7 @@ class AgentSkill(TimeStampedModel):
     """An agent's assignment to a skill: how proficient it is, and whether it uses it now."""
 
     account = models.ForeignKey(Account, on_delete=models.CASCADE, related_name="+")
-    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="+")
+    agent = models.ForeignKey(Agent, on_delete=models.DO_NOTHING, related_name="+")
     skill = models.ForeignKey(Skill, on_delete=models.CASCADE, related_name="assignments")
     proficiency = models.FloatField(default=0.5)
     is_active = models.BooleanField(default=True)

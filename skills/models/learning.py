@@ -27,7 +27,9 @@ class TaskAssignment(TimeStampedModel):
         LEAST_LOADED = "least_loaded", "Least loaded (no history)"
 
     account = models.ForeignKey(Account, on_delete=models.CASCADE, related_name="+")
-    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="+")
+    # Rows that follow an agent exist in bulk: the database cascades its deletion (migration
+    # 0002), so deleting an agent never collects them (nor asks for rights over them).
+    agent = models.ForeignKey(Agent, on_delete=models.DO_NOTHING, related_name="+")
     requested_by = models.ForeignKey(
         Agent, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )
@@ -64,7 +66,7 @@ class SkillUsage(models.Model):
     successfully or not, taking ``duration_ms``."""
 
     account = models.ForeignKey(Account, on_delete=models.CASCADE, related_name="+")
-    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="+")
+    agent = models.ForeignKey(Agent, on_delete=models.DO_NOTHING, related_name="+")
     skill = models.ForeignKey(
         Skill, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )
@@ -109,7 +111,7 @@ class LearningProfile(models.Model):
     recency-weighted success rate is computed against the moment of ranking."""
 
     account = models.ForeignKey(Account, on_delete=models.CASCADE, related_name="+")
-    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="+")
+    agent = models.ForeignKey(Agent, on_delete=models.DO_NOTHING, related_name="+")
     task_type = models.CharField(max_length=100)
     executions = models.PositiveIntegerField(default=0, help_text="In the window (at most 100).")
     successes = models.PositiveIntegerField(default=0, help_text="In the window.")
@@ -140,7 +142,7 @@ class AgentTrust(models.Model):
     """An agent's trust score: moved by its outcomes, decayed toward neutral while it is idle."""
 
     account = models.ForeignKey(Account, on_delete=models.CASCADE, related_name="+")
-    agent = models.OneToOneField(Agent, on_delete=models.CASCADE, related_name="+")
+    agent = models.OneToOneField(Agent, on_delete=models.DO_NOTHING, related_name="+")
     trust_score = models.FloatField(default=0.5)
     last_active_at = models.DateTimeField(null=True, blank=True)
     decayed_at = models.DateTimeField(null=True, blank=True)

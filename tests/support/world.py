@@ -29,7 +29,17 @@ from memory.services import long_term as ltm_services
 from rag import services as rag_services
 from rag.models import Chunk, Document, GraphEdge, GraphNode, KnowledgeBase, SearchQuery
 from rag.services import graph as graph_services
-from skills.models import AgentSkill, Skill, SkillProposal, SkillVersion, TaskAssignment
+from skills.models import (
+    AgentSkill,
+    AgentTrust,
+    LearningProfile,
+    Skill,
+    SkillConflict,
+    SkillProposal,
+    SkillUsage,
+    SkillVersion,
+    TaskAssignment,
+)
 from skills.services import catalog as skill_services
 from skills.services import conflicts as conflict_services
 from skills.services import learning as learning_services
@@ -163,6 +173,12 @@ def build_side(marker: str, capture_on_commit: Callable[..., Any]) -> Side:
         "rag.graphnode": side.graph_other_node,
         "rag.graphedge": side.graph_edge,
         "skills.skill": side.other_skill,
+        "skills.skillproposal": side.proposal,
+        "skills.skillconflict": SkillConflict.objects.filter(account=account).first(),
+        "skills.skillusage": SkillUsage.objects.filter(account=account).first(),
+        "skills.learningprofile": LearningProfile.objects.filter(account=account).first(),
+        "skills.taskassignment": side.task,
+        "skills.agenttrust": AgentTrust.objects.get(account=account),
     }
     return side
 
@@ -376,6 +392,14 @@ RIGHTS: dict[str, dict[str, str]] = {
     "rag.graphedge": {"owner": "vad", "reviewer": "v", "author": "vad", "operator": "vad"},
     # Skills: reviewers (and owners) write, everyone reads.
     "skills.skill": {"owner": "vac", "reviewer": "vac", "author": "v", "operator": "v"},
+    # The review queue and conflicts: read by every role; reviewers (and owners) decide through
+    # actions, never by editing the form.
+    "skills.skillproposal": {"owner": "v", "reviewer": "v", "author": "v", "operator": "v"},
+    "skills.skillconflict": {"owner": "v", "reviewer": "v", "author": "v", "operator": "v"},
+    "skills.skillusage": {"owner": "v", "reviewer": "v", "author": "v", "operator": "v"},
+    "skills.learningprofile": {"owner": "v", "reviewer": "v", "author": "v", "operator": "v"},
+    "skills.taskassignment": {"owner": "v", "reviewer": "v", "author": "v", "operator": "v"},
+    "skills.agenttrust": {"owner": "v", "reviewer": "v", "author": "v", "operator": "v"},
 }
 
 # What a model's changelist shows of the own object (the chunk list shows its document).
@@ -399,4 +423,10 @@ LIST_MARKER = {
     "rag.graphnode": "NODE",
     "rag.graphedge": "NODE",
     "skills.skill": "SKILL",
+    "skills.skillproposal": "MISSING",  # the queue: the submitted sub-proposal
+    "skills.skillconflict": "SKILL",
+    "skills.skillusage": "AGENT",
+    "skills.learningprofile": "AGENT",
+    "skills.taskassignment": "TASK",
+    "skills.agenttrust": "AGENT",
 }

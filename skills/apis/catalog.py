@@ -23,6 +23,35 @@ from skills.services import catalog as services
 
 MAX_PROCEDURE_CHARS = 100_000
 MAX_DESCRIPTION_CHARS = 20_000
+# What the services accept, stated in the schema: a name has a letter or digit, a version is
+# MAJOR.MINOR.PATCH[-prerelease], a task type starts with a letter or digit.
+NAME_PATTERN = r"[A-Za-z0-9]"
+VERSION_PATTERN = (
+    r"^\s*(0|[1-9]\d{0,8})\.(0|[1-9]\d{0,8})\.(0|[1-9]\d{0,8})"
+    r"(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?\s*$"
+)
+TASK_TYPE_PATTERN = r"^\s*[A-Za-z0-9][A-Za-z0-9_.:\- ]*$"
+
+
+def name_field(**kwargs: Any) -> serializers.RegexField:
+    return serializers.RegexField(
+        NAME_PATTERN, max_length=200, help_text="At least one letter or digit.", **kwargs
+    )
+
+
+def version_field(**kwargs: Any) -> serializers.RegexField:
+    kwargs.setdefault("help_text", "MAJOR.MINOR.PATCH[-prerelease], e.g. 1.4.0 or 2.0.0-beta.1.")
+    return serializers.RegexField(VERSION_PATTERN, max_length=50, **kwargs)
+
+
+def task_type_field(**kwargs: Any) -> serializers.RegexField:
+    kwargs.setdefault(
+        "help_text",
+        "Letters, digits, '_', '.', ':', '-'; spaces become '_' and letters lower case.",
+    )
+    return serializers.RegexField(TASK_TYPE_PATTERN, max_length=100, **kwargs)
+
+
 # What a new skill may be: a draft, or active when a reviewer creates it (the admin).
 NEW_SKILL_STATUSES = [Skill.Status.DRAFT, Skill.Status.ACTIVE]
 
@@ -150,7 +179,7 @@ def _dependencies(data: dict[str, Any]) -> list[services.DependencyInput] | None
 
 
 class SkillCreateInput(strict.InputSerializer):
-    name = serializers.CharField(max_length=200)
+    name = name_field()
     category = serializers.ChoiceField(choices=Category.choices)
     description = serializers.CharField(
         max_length=MAX_DESCRIPTION_CHARS, required=False, default="", allow_blank=True
@@ -170,13 +199,11 @@ class SkillCreateInput(strict.InputSerializer):
     dependencies = serializers.ListField(
         child=SkillDependencyInput(), required=False, default=list, max_length=50
     )
-    version = serializers.CharField(
-        max_length=50, required=False, default="1.0.0", help_text="The initial version."
-    )
+    version = version_field(required=False, default="1.0.0", help_text="The initial version.")
 
 
 class SkillUpdateInput(strict.InputSerializer):
-    name = serializers.CharField(max_length=200, required=False)
+    name = name_field(required=False)
     category = serializers.ChoiceField(choices=Category.choices, required=False)
     description = serializers.CharField(
         max_length=MAX_DESCRIPTION_CHARS, required=False, allow_blank=True

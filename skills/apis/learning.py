@@ -13,7 +13,7 @@ from core import serializers as strict
 from core.permissions import request_actor
 from core.selectors import agent_get
 from core.views import ApiView
-from skills.apis.catalog import validated
+from skills.apis.catalog import task_type_field, validated
 from skills.models import TaskAssignment
 from skills.selectors import learning as selectors
 from skills.services import learning as services
@@ -42,8 +42,8 @@ class TaskInput(strict.InputSerializer):
     description = serializers.CharField(
         max_length=20_000, required=False, default="", allow_blank=True
     )
-    task_type = serializers.CharField(
-        max_length=100, required=False, help_text="Inferred from the title and description."
+    task_type = task_type_field(
+        required=False, help_text="Inferred from the title and description when not given."
     )
     use_recency = serializers.BooleanField(
         default=False, help_text="Expertise is the recency-weighted success rate."

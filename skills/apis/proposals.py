@@ -12,7 +12,7 @@ from rest_framework.response import Response
 from core import serializers as strict
 from core.permissions import request_actor
 from core.views import ApiView
-from skills.apis.catalog import validated
+from skills.apis.catalog import name_field, validated
 from skills.categories import Category
 from skills.models import SkillProposal
 from skills.selectors import proposals as selectors
@@ -69,7 +69,7 @@ class ProposalCreateApi(ApiView):
     ``submit``."""
 
     class InputSerializer(strict.InputSerializer):
-        name = serializers.CharField(max_length=200)
+        name = name_field()
         description = serializers.CharField(
             max_length=20_000, required=False, default="", allow_blank=True
         )

@@ -13,7 +13,7 @@ from rest_framework.response import Response
 from core import serializers as strict
 from core.permissions import request_actor
 from core.views import ApiView
-from skills.apis.catalog import validated
+from skills.apis.catalog import task_type_field, validated
 from skills.models import SkillUsage
 from skills.services import usage as services
 
@@ -28,7 +28,7 @@ class UsageRecordInput(strict.InputSerializer):
         help_text="Without it, a record naming a skill is counted for the version the agent is "
         "routed to.",
     )
-    task_type = serializers.CharField(max_length=100)
+    task_type = task_type_field()
     success = serializers.BooleanField()
     duration_ms = serializers.IntegerField(
         min_value=0, max_value=services.MAX_DURATION_MS, default=0

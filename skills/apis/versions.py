@@ -13,7 +13,7 @@ from rest_framework.response import Response
 from core import serializers as strict
 from core.permissions import request_actor
 from core.views import ApiView
-from skills.apis.catalog import SkillVersionOutput, validated
+from skills.apis.catalog import SkillVersionOutput, validated, version_field
 from skills.models import SkillVersion
 from skills.selectors import catalog as catalog_selectors
 from skills.selectors import versions as selectors
@@ -55,7 +55,7 @@ class SkillVersionsApi(ApiView):
     ``activate``, or one of the variants with ``traffic``)."""
 
     class InputSerializer(strict.InputSerializer):
-        version = serializers.CharField(max_length=50, help_text="MAJOR.MINOR.PATCH[-pre].")
+        version = version_field()
         change_type = serializers.ChoiceField(choices=SkillVersion.ChangeType.choices)
         content = serializers.CharField(
             max_length=100_000, required=False, default="", allow_blank=True

@@ -135,6 +135,11 @@ def usage_record(
         for row in rows:
             row.assignment = assignment
     with transaction.atomic():
+        # Skills first, in id order, before the records (whose foreign keys share-lock them) and
+        # the versions: the order version and traffic changes take them in (scope, skill,
+        # versions), so the two never deadlock.
+        skill_ids = sorted({r.skill_id for r in rows if r.skill_id is not None})
+        list(Skill.objects.select_for_update().filter(pk__in=skill_ids).order_by("pk").values("pk"))
         created = SkillUsage.objects.bulk_create(rows)
         ordered = sorted(created, key=lambda r: (r.occurred_at, r.pk))
         _versions_count(ordered)

@@ -97,7 +97,7 @@ def test_batches_are_all_or_none(
         ({"agent_id": other_agent_client.agent.pk}, 404, "agent_not_found"),
         ({"skill_id": 987654321}, 404, "skill_not_found"),
         ({"version_id": foreign_version.pk}, 404, "version_not_found"),
-        ({"task_type": "!!"}, 400, "invalid_task_type"),
+        ({"task_type": "!!"}, 400, "validation_error"),  # the schema's pattern
         (
             {"occurred_at": (timezone.now() + timedelta(hours=1)).isoformat()},
             400,
@@ -124,6 +124,12 @@ def test_batches_are_all_or_none(
     with pytest.raises(ValidationFailed) as raised:
         services.usage_record(actor=actor_of(agent_client), records=[mismatch])
     assert raised.value.code == "version_skill_mismatch"
+    with pytest.raises(ValidationFailed) as task_type:
+        services.usage_record(
+            actor=actor_of(agent_client),
+            records=[services.UsageInput(agent_id=agent.pk, task_type="a b/c", success=True)],
+        )
+    assert task_type.value.code == "invalid_task_type"
     empty = agent_client.client.post(URL, {"records": []}, format="json")
     assert empty.status_code == 400
     batch = agent_client.client.post(URL, {"records": [good] * 3}, format="json")

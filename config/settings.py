@@ -235,6 +235,8 @@ SPECTACULAR_SETTINGS = {
         "ShortTermMemoryTypeEnum": "memory.models.ShortTermEntry.MemoryType",
         "GraphNodeStatusEnum": "rag.models.GraphNode.Status",
         "GraphNodeTypeEnum": "rag.models.GraphNode.NodeType",
+        "ContentStatusEnum": "content.models.Status",
+        "ContentTypeEnum": "content.apis.CONTENT_TYPES",
     },
 }
 

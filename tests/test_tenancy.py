@@ -19,6 +19,7 @@ import pytest
 from drf_spectacular.generators import SchemaGenerator
 from rest_framework.test import APIClient
 
+from content.models import Article, Page
 from core import services
 from core.actors import actor_for_account
 from core.models import Agent, ApiKey, Team
@@ -78,6 +79,9 @@ class Target:
     other_node_id: int
     edge_id: int
     node_name: str
+    # Pages: a page's id, and a title (unique per account, chosen by authors).
+    page_id: int
+    page_title: str
 
     @classmethod
     def of(cls, side: Side) -> Target:
@@ -98,6 +102,8 @@ class Target:
             side.graph_other_node.pk,  # type: ignore[union-attr]
             side.graph_edge.pk,  # type: ignore[union-attr]
             side.node_name,
+            side.page.pk,  # type: ignore[union-attr]
+            side.page_title,
         )
 
     @classmethod
@@ -119,6 +125,8 @@ class Target:
             MISSING_ID + 12,
             MISSING_ID + 13,
             f"node-{MISSING_ID + 14}",
+            MISSING_ID + 15,
+            f"page-{MISSING_ID + 16}",
         )
 
     def values(self) -> list[str]:
@@ -147,6 +155,7 @@ class Target:
             "snapshot_id": self.snapshot_id,
             "node_id": self.node_id,
             "edge_id": self.edge_id,
+            "page_id": self.page_id,
         }
 
 
@@ -394,6 +403,41 @@ CASES.update(
     }
 )
 
+
+def _page_create(target: Target | None) -> Request:
+    assert target is not None
+    return "", {"title": target.page_title, "content": "[[Harbour Notes]] and harbour notes"}, None
+
+
+def _article(target: Target | None) -> Request:
+    # Articles are global: no account owns one. A published article is everyone's; drafts
+    # (the intruder's carries its marker) are no one's, and never shown.
+    published = Article.objects.filter(status="published").order_by("pk").first()
+    assert published is not None
+    return f"/{published.pk}", None, None
+
+
+CASES.update(
+    {
+        # Pages: titles are unique per account (taking the intruder's must work), ids answer
+        # like missing ones; the intruder's "Harbour Notes" links and mentions never show.
+        "content_pages_list": Case(lambda t: ("", None, None), names_ids=False),
+        "content_page_create": Case(_page_create, names_ids=False, intruder_names=True),
+        "content_page_retrieve": Case(_named()),
+        "content_page_update": Case(_named({"content": "changed", "aliases": ["x"]})),
+        "content_page_delete": Case(_named()),
+        "content_page_backlinks": Case(_named()),
+        "content_page_unlinked_mentions": Case(_named()),
+        "content_page_related": Case(_named(query={"limit": 50})),
+        "content_page_broken_links": Case(_named()),
+        "content_page_extract_links": Case(_named()),
+        "content_page_generate_embedding": Case(_named()),
+        "content_page_rename": Case(_named({"title": "Renamed Notes", "rewrite_links": True})),
+        "content_articles_list": Case(lambda t: ("", None, None), names_ids=False),
+        "content_article_retrieve": Case(_article, names_ids=False),
+    }
+)
+
 # Searches without filters: the intruder's text is what they look for, and must not be found.
 UNFILTERED_SEARCHES = {
     "rag_search": _search(filters=False),
@@ -472,6 +516,15 @@ def intruder_state(side: Side) -> Any:
         _working_memory(side),
         _long_term_memory(account),
         _knowledge_graph(account),
+        _pages(account),
+    )
+
+
+def _pages(account: int) -> Any:
+    return list(
+        Page.objects.filter(account=account)
+        .order_by("pk")
+        .values_list("id", "title", "slug", "content", "aliases", "status", "embedded_checksum")
     )
 
 

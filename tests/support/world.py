@@ -11,8 +11,10 @@ from typing import Any
 
 from django.contrib.auth.models import User
 
+from content import services as content_services
+from content.models import Article, Page
 from core import services
-from core.actors import ROLES, actor_for_account, actor_for_agent
+from core.actors import ROLES, actor_for_account, actor_for_agent, actor_for_user
 from core.audit import audit_record
 from core.models import Account, Agent, ApiKey, AuditEvent, Membership, Team
 from memory import services as memory_services
@@ -71,6 +73,15 @@ class Side:
     graph_node: GraphNode | None = None
     graph_other_node: GraphNode | None = None
     graph_edge: GraphEdge | None = None
+    # Pages: "Harbour Notes" (the same title on both sides; its alias carries the marker) is
+    # linked from a page named without the marker and mentioned, unlinked, by one named with
+    # it; a draft article (never shown by the API) carries the marker, a published one not.
+    page_title: str = ""
+    page: Page | None = None
+    linking_page: Page | None = None
+    mentioning_page: Page | None = None
+    draft_article: Article | None = None
+    article: Article | None = None
 
 
 def build_side(marker: str, capture_on_commit: Callable[..., Any]) -> Side:
@@ -106,6 +117,7 @@ def build_side(marker: str, capture_on_commit: Callable[..., Any]) -> Side:
     )
     memory = _memory(marker, account, agent, capture_on_commit)
     knowledge_graph = _graph(marker, account, agent)
+    pages = _content(marker, account, agent, capture_on_commit)
     side = Side(
         marker=marker,
         account=account,
@@ -121,6 +133,7 @@ def build_side(marker: str, capture_on_commit: Callable[..., Any]) -> Side:
         membership=Membership.objects.get(user=users["reviewer"], account=account),
         **memory,
         **knowledge_graph,
+        **pages,
     )
     side.objects = {
         "core.account": side.account,
@@ -143,6 +156,50 @@ def build_side(marker: str, capture_on_commit: Callable[..., Any]) -> Side:
         "rag.graphedge": side.graph_edge,
     }
     return side
+
+
+def _content(
+    marker: str, account: Account, agent: Agent, capture_on_commit: Callable[..., Any]
+) -> dict[str, Any]:
+    actor = actor_for_agent(agent)
+    page_title = f"page-{account.pk}"
+    staff = actor_for_user(UserFactory.create(username=f"{marker.lower()}-staff", is_staff=True))
+    with capture_on_commit(execute=True):
+        page = content_services.page_create(
+            actor=actor,
+            title="Harbour Notes",
+            content=f"{marker}PAGETEXT tides and moorings.",
+            aliases=[f"{marker}ALIAS"],
+            status="published",
+        )
+        linking = content_services.page_create(
+            actor=actor, title=page_title, content=f"{marker}LINK see [[Harbour Notes]]."
+        )
+        mentioning = content_services.page_create(
+            actor=actor, title=f"{marker}PAGE", content="The harbour notes say little."
+        )
+        draft = content_services.article_save(
+            actor=staff,
+            article=None,
+            fields={"title": f"{marker}DRAFT", "content": f"{marker}ARTICLE", "status": "draft"},
+        )
+        article = content_services.article_save(
+            actor=staff,
+            article=None,
+            fields={
+                "title": f"article-{account.pk}",
+                "content": "Tides for everyone.",
+                "status": "published",
+            },
+        )
+    return {
+        "page_title": page_title,
+        "page": Page.objects.get(pk=page.pk),
+        "linking_page": Page.objects.get(pk=linking.pk),
+        "mentioning_page": Page.objects.get(pk=mentioning.pk),
+        "draft_article": draft,
+        "article": Article.objects.get(pk=article.pk),
+    }
 
 
 def _graph(marker: str, account: Account, agent: Agent) -> dict[str, Any]:

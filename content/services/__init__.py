@@ -1,0 +1,34 @@
+"""Every write of pages and articles (``pages``) and their place in the knowledge graph
+(``links``)."""
+
+from content.services.links import (
+    LinkReport,
+    links_extract,
+    page_embed,
+    page_embed_current,
+    page_sync,
+)
+from content.services.pages import (
+    Rename,
+    article_delete,
+    article_save,
+    page_create,
+    page_delete,
+    page_rename,
+    page_update,
+)
+
+__all__ = [
+    "LinkReport",
+    "Rename",
+    "article_delete",
+    "article_save",
+    "links_extract",
+    "page_create",
+    "page_delete",
+    "page_embed",
+    "page_embed_current",
+    "page_rename",
+    "page_sync",
+    "page_update",
+]

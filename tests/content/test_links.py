@@ -1,0 +1,263 @@
+"""Pages in the knowledge graph on the real PostgreSQL: resolution, link sync, backlinks,
+unlinked mentions, related pages, broken links and renames."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from content import selectors, services
+from content.models import Page
+from core.actors import Actor, actor_for_agent
+from core.errors import Conflict, PayloadTooLarge, ValidationFailed
+from rag import graph
+from rag.models import GraphEdge, GraphNode
+from tests.conftest import AuthedAgent
+
+pytestmark = pytest.mark.django_db
+
+MakePage = Callable[..., Page]
+
+
+def edges_from(page: Page) -> dict[str, dict[str, Any]]:
+    page.refresh_from_db()
+    return {
+        edge.target.name: edge.metadata
+        for edge in GraphEdge.objects.filter(
+            source_id=page.node_id, relation_type="references"
+        ).select_related("target")
+    }
+
+
+def titles(items: list[selectors.LinkedItem]) -> list[str]:
+    return [item.title for item in items]
+
+
+def test_saving_a_page_makes_its_node_and_its_references_edges(make_page: MakePage) -> None:
+    target = make_page("Feature Guide", "How we build features.")
+    source = make_page("Roadmap", "Read [[feature guide|the guide]] first. Also [[Nowhere]].")
+    assert target.node is not None and source.node is not None
+    node = target.node
+    assert (node.entity_type, node.node_type, node.name) == ("page", "entity", "Feature Guide")
+    assert node.metadata == {
+        "content_type": "page",
+        "content_id": target.pk,
+        "slug": "feature-guide",
+    }
+    assert edges_from(source) == {
+        "Feature Guide": {
+            "link_text": "[[feature guide|the guide]]",
+            "display_text": "the guide",
+            "content_type": "page",
+            "content_id": target.pk,
+            "count": 1,
+        }
+    }
+    assert titles(selectors.broken_links(page=source)) == ["Nowhere"]
+    assert selectors.broken_links(page=source)[0].link_text == "[[Nowhere]]"
+
+
+def test_resolution_order_title_alias_slug_then_article(
+    make_page: MakePage, make_article: Callable[..., Any], actor: Actor
+) -> None:
+    by_title = make_page("Deploy")
+    by_alias = make_page("Release Process", aliases=["Shipping"])
+    make_article("Shipping", "An article that a page alias shadows.")
+    article = make_article("Runbook", "Global runbook.")
+    make_page("Deploy Notes")  # slug deploy-notes
+    found = selectors.resolve(
+        account_id=actor.account_id,
+        targets=["DEPLOY", "shipping", "deploy-notes", "Deploy  Notes!", "runbook", "missing"],
+    )
+    assert found["DEPLOY"].page == by_title
+    assert found["shipping"].page == by_alias
+    assert (
+        found["deploy-notes"].page is not None
+        and found["deploy-notes"].page.title == "Deploy Notes"
+    )
+    assert found["Deploy  Notes!"].page == found["deploy-notes"].page
+    assert found["runbook"].kind == "article" and found["runbook"].article == article
+    assert "missing" not in found
+
+
+def test_a_link_to_another_accounts_page_never_resolves(
+    make_page: MakePage, other_agent_client: AuthedAgent, synced: Callable[..., Any]
+) -> None:
+    intruder = actor_for_agent(other_agent_client.agent)
+    synced(services.page_create, actor=intruder, title="Secret Plan", content="hidden")
+    mine = make_page("Mine", "Linking [[Secret Plan]].")
+    assert edges_from(mine) == {}
+    assert titles(selectors.broken_links(page=mine)) == ["Secret Plan"]
+
+
+def test_re_extraction_is_idempotent_and_follows_edits(
+    make_page: MakePage, actor: Actor, synced: Callable[..., Any]
+) -> None:
+    a, b = make_page("Alpha"), make_page("Beta")
+    source = make_page("Source", "[[Alpha]] [[Alpha|again]] [[Beta]]")
+    report = services.links_extract(actor=actor, page=source)
+    assert (report.links, report.resolved, report.created, report.removed) == (3, 2, 0, 0)
+    assert edges_from(source)["Alpha"]["count"] == 2
+    synced(services.page_update, actor=actor, page=source, fields={"content": "[[Beta]] only"})
+    assert set(edges_from(source)) == {"Beta"}
+    assert [p.pk for p in selectors.backlinks(page=a)] == []
+    assert [p.pk for p in selectors.backlinks(page=b)] == [source.pk]
+
+
+def test_self_links_make_no_edge(make_page: MakePage) -> None:
+    page = make_page("Loop", "I am [[Loop]].")
+    assert edges_from(page) == {}
+    assert selectors.broken_links(page=page) == []
+
+
+def test_a_new_page_resolves_links_written_before_it_existed(make_page: MakePage) -> None:
+    early = make_page("Early", "Soon there will be [[Later Page]].")
+    assert edges_from(early) == {}
+    later = make_page("Later Page")
+    assert set(edges_from(early)) == {"Later Page"}
+    assert [p.pk for p in selectors.backlinks(page=later)] == [early.pk]
+
+
+def test_deleting_a_page_removes_its_node_and_edges(
+    make_page: MakePage, actor: Actor, synced: Callable[..., Any]
+) -> None:
+    target = make_page("Doomed")
+    source = make_page("Source", "[[Doomed]]")
+    node_id = target.node_id
+    assert node_id is not None
+    synced(services.page_delete, actor=actor, page=target)
+    assert not GraphNode.objects.filter(pk=node_id).exists()
+    assert edges_from(source) == {}
+    assert titles(selectors.broken_links(page=source)) == ["Doomed"]
+
+
+def test_unlinked_mentions_are_whole_words_any_case_not_linking_newest_first(
+    make_page: MakePage,
+) -> None:
+    target = make_page("Vector Search", aliases=["ANN"])
+    older = make_page("Older", "we rely on vector   SEARCH daily")
+    newer = make_page("Newer", "An ann index helps.")
+    make_page("Linked", "vector search, see [[Vector Search]]")
+    make_page("Partial", "vectors searching and banner")
+    make_page("Glued", "xvector search")
+    found = selectors.unlinked_mentions(page=target)
+    assert [item.id for item in found] == [newer.pk, older.pk]
+    assert "ann index" in found[0].excerpt.lower()
+
+
+def test_unlinked_mentions_stay_in_the_account(
+    make_page: MakePage, other_agent_client: AuthedAgent, synced: Callable[..., Any]
+) -> None:
+    intruder = actor_for_agent(other_agent_client.agent)
+    synced(services.page_create, actor=intruder, title="Their Page", content="Mentions Target")
+    target = make_page("Target")
+    assert selectors.unlinked_mentions(page=target) == []
+
+
+def test_related_pages_by_embedding_similarity(make_page: MakePage, make_article: Any) -> None:
+    base = make_page("Kubernetes deploys", "Deploying containers to a kubernetes cluster.")
+    near = make_page("Helm charts", "Packaging kubernetes deployments with helm charts.")
+    make_page("Sourdough", "Bread baking with a sourdough starter and flour.")
+    article = make_article("Cluster upgrades", "Upgrading a kubernetes cluster safely.")
+    found = selectors.related(page=Page.objects.get(pk=base.pk), limit=3)
+    assert len(found) == 3
+    assert {found[0].id, found[1].id} == {near.pk, article.pk}
+    assert found[-1].title == "Sourdough"
+    assert all(0 <= item.similarity <= 1 for item in found)  # type: ignore[operator]
+    assert found[0].similarity >= found[1].similarity >= found[2].similarity  # type: ignore[operator]
+
+
+def test_the_embedding_follows_the_text(
+    make_page: MakePage, actor: Actor, synced: Callable[..., Any]
+) -> None:
+    page = make_page("Notes", "first text")
+    before = Page.objects.get(pk=page.pk)
+    assert before.embedding is not None and before.embedding_model
+    synced(services.page_update, actor=actor, page=page, fields={"status": "published"})
+    assert Page.objects.get(pk=page.pk).embedded_checksum == before.embedded_checksum
+    synced(services.page_update, actor=actor, page=page, fields={"content": "other text"})
+    after = Page.objects.get(pk=page.pk)
+    assert after.embedded_checksum != before.embedded_checksum
+    assert after.embedding is not None and before.embedding is not None
+    assert list(after.embedding) != list(before.embedding)
+
+
+def test_rename_rewrites_links_in_one_transaction(
+    make_page: MakePage, actor: Actor, synced: Callable[..., Any]
+) -> None:
+    target = make_page("Old Title", "Self: [[Old Title#Top]]")
+    a = make_page("A", "See [[old title]] and [[Old Title|the doc]] and `[[Old Title]]`.")
+    b = make_page("B", "Slug link [[old-title]]; other [[A]].")
+    untouched = make_page("C", "Nothing here.")
+    result = synced(
+        services.page_rename, actor=actor, page=target, title="New Title", rewrite_links=True
+    )
+    assert (result.old_title, result.new_title, result.links_rewritten) == (
+        "Old Title",
+        "New Title",
+        4,
+    )
+    assert {r.page.pk: r.links for r in result.rewritten} == {target.pk: 1, a.pk: 2, b.pk: 1}
+    assert Page.objects.get(pk=a.pk).content == (
+        "See [[New Title]] and [[New Title|the doc]] and `[[Old Title]]`."
+    )
+    assert Page.objects.get(pk=b.pk).content == "Slug link [[New Title]]; other [[A]]."
+    assert Page.objects.get(pk=target.pk).content == "Self: [[New Title#Top]]"
+    assert Page.objects.get(pk=untouched.pk).content == "Nothing here."
+    renamed = Page.objects.get(pk=target.pk)
+    assert (renamed.slug, renamed.node.name) == ("new-title", "New Title")  # type: ignore[union-attr]
+    assert {p.pk for p in selectors.backlinks(page=renamed)} == {a.pk, b.pk}
+
+
+def test_rename_without_rewrite_breaks_the_old_links(
+    make_page: MakePage, actor: Actor, synced: Callable[..., Any]
+) -> None:
+    target = make_page("First Name")
+    source = make_page("Source", "[[First Name]]")
+    synced(services.page_rename, actor=actor, page=target, title="Second", rewrite_links=False)
+    assert Page.objects.get(pk=source.pk).content == "[[First Name]]"
+    assert edges_from(source) == {}
+    assert titles(selectors.broken_links(page=Page.objects.get(pk=source.pk))) == ["First Name"]
+
+
+def test_a_rename_onto_a_taken_title_changes_nothing(make_page: MakePage, actor: Actor) -> None:
+    a = make_page("Alpha", "[[Beta]]")
+    make_page("Beta", "[[Alpha]]")
+    with pytest.raises(Conflict) as taken:
+        services.page_rename(actor=actor, page=a, title="beta", rewrite_links=True)
+    assert taken.value.code == "slug_taken"
+    assert Page.objects.get(pk=a.pk).title == "Alpha"
+    assert Page.objects.get(title="Beta").content == "[[Alpha]]"
+    with pytest.raises(ValidationFailed) as same:
+        services.page_rename(actor=actor, page=a, title="Alpha")
+    assert same.value.code == "title_unchanged"
+
+
+def test_bad_pages_are_refused(make_page: MakePage, actor: Actor) -> None:
+    make_page("Taken")
+    with pytest.raises(Conflict) as taken:
+        services.page_create(actor=actor, title="taken!")
+    assert taken.value.code == "slug_taken"
+    for title, code in (
+        ("   ", "empty_title"),
+        ("!!!", "invalid_title"),
+        ("a[[b", "invalid_title"),
+    ):
+        with pytest.raises(ValidationFailed) as bad:
+            services.page_create(actor=actor, title=title)
+        assert bad.value.code == code
+    with pytest.raises(PayloadTooLarge) as huge:
+        services.page_create(actor=actor, title="Huge", content="x" * 100_001)
+    assert huge.value.code == "content_too_long"
+    assert Page.objects.count() == 1
+
+
+def test_neighbours_reach_pages_through_references(make_page: MakePage) -> None:
+    make_page("C")
+    make_page("B", "[[C]]")
+    start = make_page("A", "[[B]]").node
+    assert start is not None
+    found = graph.neighbours(node=start, hops=2, relation_type="references")
+    assert [(n.node.name, n.hops) for n in found] == [("B", 1), ("C", 2)]

@@ -12,7 +12,7 @@ metadata. Embeddings are computed outside transactions (never call a provider in
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -274,3 +274,48 @@ def names_changed(
         tasks.pages_relink.delay(account_id=account_id, names=names, node_ids=node_ids)
 
     transaction.on_commit(send)
+
+
+def graph_rebuild(
+    *, account_id: int, progress: Callable[[list[int]], Iterable[int]] = lambda ids: ids
+) -> dict[str, int]:
+    """Recreate an account's page and article nodes and ``references`` edges from its pages:
+    every page's node made or updated, its links re-synced (two passes, so that links to pages
+    whose nodes the first pass made resolve too), and the page and article nodes that belong
+    to no page or article any more deleted (nodes that content did not make are left alone).
+    Counts what changed."""
+    actor = actor_for_account(account_id)
+    page_ids = list(
+        Page.objects.filter(account_id=account_id).order_by("pk").values_list("pk", flat=True)
+    )
+    for page in Page.objects.filter(pk__in=page_ids).defer("embedding").iterator(chunk_size=500):
+        page_node(actor=actor, page=page)
+    created = removed = 0
+    for page_id in progress(page_ids):
+        page = Page.objects.defer("embedding").get(pk=page_id)
+        embed(page)
+        report = links_extract(actor=actor, page=page)
+        created += report.created
+        removed += report.removed
+    kept_pages = set(Page.objects.filter(account_id=account_id).values_list("node_id", flat=True))
+    articles = set(Article.objects.values_list("pk", flat=True))
+    orphans = 0
+    for node in GraphNode.objects.filter(
+        account_id=account_id, entity_type__in=(PAGE, ARTICLE)
+    ).defer("embedding"):
+        metadata = node.metadata if isinstance(node.metadata, dict) else {}
+        if metadata.get("content_type") != node.entity_type:
+            continue  # a node made through the graph API, not for a page or an article
+        content_id = metadata.get("content_id")
+        if node.entity_type == PAGE and node.pk in kept_pages:
+            continue
+        if node.entity_type == ARTICLE and content_id in articles:
+            continue
+        graph_services.node_delete(actor=actor, node=node)
+        orphans += 1
+    return {
+        "pages": len(page_ids),
+        "edges_created": created,
+        "edges_removed": removed,
+        "orphans_removed": orphans,
+    }

@@ -261,3 +261,49 @@ def test_neighbours_reach_pages_through_references(make_page: MakePage) -> None:
     assert start is not None
     found = graph.neighbours(node=start, hops=2, relation_type="references")
     assert [(n.node.name, n.hops) for n in found] == [("B", 1), ("C", 2)]
+
+
+def test_the_rebuild_command_recreates_nodes_and_edges_from_pages(
+    make_page: MakePage, actor: Actor
+) -> None:
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    from core.models import Account
+
+    target = make_page("Target")
+    source = make_page("Source", "[[Target]] and [[Target|again]]")
+    # Damage the graph: lose a page's node (and with it the edge), add a stale page node.
+    assert target.node is not None
+    GraphEdge.objects.filter(target_id=target.node_id).delete()
+    Page.objects.filter(pk=target.pk).update(node=None)
+    services_graph_delete(actor, target.node)
+    stale = make_page("Stale").node
+    assert stale is not None
+    Page.objects.filter(title="Stale").delete()  # around the services: its node stays
+    user_node = services_graph_create(actor, "A web page", entity_type="page")
+    out = StringIO()
+    account = Account.objects.get(pk=actor.account_id)
+    call_command("content_rebuild_graph", account=[account.slug], stdout=out)
+    assert "'orphans_removed': 1" in out.getvalue()
+    assert set(edges_from(source)) == {"Target"}
+    rebuilt = Page.objects.get(pk=target.pk)
+    assert rebuilt.node is not None and rebuilt.node.name == "Target"
+    assert not GraphNode.objects.filter(pk=stale.pk).exists()
+    assert GraphNode.objects.filter(pk=user_node.pk).exists()
+    out = StringIO()
+    call_command("content_rebuild_graph", account=[account.slug], stdout=out)
+    assert "'edges_created': 0, 'edges_removed': 0, 'orphans_removed': 0" in out.getvalue()
+
+
+def services_graph_delete(actor: Actor, node: GraphNode) -> None:
+    from rag.services import graph as graph_services
+
+    graph_services.node_delete(actor=actor, node=node)
+
+
+def services_graph_create(actor: Actor, name: str, **kwargs: Any) -> GraphNode:
+    from rag.services import graph as graph_services
+
+    return graph_services.node_create(actor=actor, name=name, **kwargs)

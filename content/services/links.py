@@ -64,6 +64,16 @@ def _ensure_node(
             .defer("embedding")
             .first()
         )
+        holder = (
+            Page.objects.filter(node=node).exclude(pk=item.pk).defer("embedding").first()
+            if node is not None and kind == PAGE
+            else None
+        )
+        if holder is not None:
+            # Another page's node still has this page's title (that page was renamed and its
+            # sync has not run yet): bring it up to date first, then make this page's own.
+            page_node(actor=actor, page=holder)
+            node = None
     if node is None:
         try:
             return graph_services.node_create(

@@ -307,3 +307,15 @@ def services_graph_create(actor: Actor, name: str, **kwargs: Any) -> GraphNode:
     from rag.services import graph as graph_services
 
     return graph_services.node_create(actor=actor, name=name, **kwargs)
+
+
+def test_a_title_freed_by_a_rename_whose_sync_is_pending_gets_its_own_node(
+    make_page: MakePage, actor: Actor, synced: Callable[..., Any]
+) -> None:
+    first = make_page("Shared Name")
+    services.page_update(actor=actor, page=first, fields={"title": "Moved Away"})  # no sync
+    second = make_page("Shared Name")
+    first.refresh_from_db()
+    assert second.node_id != first.node_id
+    assert first.node is not None and first.node.name == "Moved Away"
+    assert second.node is not None and second.node.name == "Shared Name"

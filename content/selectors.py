@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 from django.db import connection
@@ -219,61 +219,85 @@ def _mention_pattern(names: Sequence[str]) -> str:
     return r"(^|[^[:alnum:]_])(" + "|".join(alternatives) + r")($|[^[:alnum:]_])"
 
 
+def _links_to(text: str, *, keys: set[str], slug: str) -> bool:
+    """Does ``text`` hold a link naming a page of these title / alias keys or this slug?"""
+    return any(
+        wikilinks.normalise_title(link.target) in keys or wikilinks.slugify(link.target) == slug
+        for link in wikilinks.parse(text)
+    )
+
+
 def unlinked_mentions(*, page: Page, limit: int = MAX_MENTIONS) -> list[LinkedItem]:
     """The account's other pages whose text names ``page`` (its title or an alias, as whole
-    words, any case) without linking to it, most recently changed first, at most ``limit``."""
+    words, any case) without linking to it, most recently changed first, at most ``limit``.
+
+    PostgreSQL finds and orders the candidates (the words index narrows, a regular expression
+    confirms, linking pages' edges exclude); a page whose text links here but whose link sync
+    has not run yet is excluded too, by reading the links of those few candidates."""
     names = _names(page)
     if not names:
         return []
     queries = " || ".join(["phraseto_tsquery('simple'::regconfig, %s)"] * len(names))
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"""
-            SELECT p.id FROM content_page p
-            WHERE p.account_id = %s AND p.id <> %s
-              AND to_tsvector('simple'::regconfig, COALESCE(p.content, '')) @@ ({queries})
-              AND p.content ~* %s
-              AND NOT EXISTS (
-                  SELECT 1 FROM rag_graphedge e
-                  WHERE e.source_id = p.node_id AND e.target_id = %s
-                    AND e.relation_type = %s
-              )
-            ORDER BY p.updated_at DESC, p.id DESC
-            LIMIT %s
-            """,  # noqa: S608 - the placeholders are code
-            [
-                page.account_id,
-                page.pk,
-                *names,
-                _mention_pattern(names),
-                page.node_id or 0,
-                REFERENCES,
-                limit,
-            ],
-        )
-        ids = [row[0] for row in cursor.fetchall()]
-    pages = Page.objects.defer("embedding").in_bulk(ids)
+    keys = {wikilinks.normalise_title(name) for name in names}
     pattern = re.compile(
         r"(?<![\w])("
         + "|".join(r"\s+".join(map(re.escape, n.split())) for n in names)
         + r")(?!\w)",
         re.IGNORECASE,
     )
-    items = []
-    for page_id in ids:
-        if page_id not in pages:
-            continue
-        found = pages[page_id]
-        match = pattern.search(found.content)
-        items.append(
-            LinkedItem(
-                id=found.pk,
-                title=found.title,
-                slug=found.slug,
-                type="page",
-                excerpt=excerpt(found.content, at=match.start() if match else None),
+    items: list[LinkedItem] = []
+    after: tuple[Any, int] | None = None
+    batch = limit * 2
+    while len(items) < limit:
+        keyset = "AND (p.updated_at, p.id) < (%s, %s)" if after else ""
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"""
+                SELECT p.id, p.updated_at FROM content_page p
+                WHERE p.account_id = %s AND p.id <> %s
+                  AND to_tsvector('simple'::regconfig, COALESCE(p.content, '')) @@ ({queries})
+                  AND p.content ~* %s
+                  AND NOT EXISTS (
+                      SELECT 1 FROM rag_graphedge e
+                      WHERE e.source_id = p.node_id AND e.target_id = %s
+                        AND e.relation_type = %s
+                  )
+                  {keyset}
+                ORDER BY p.updated_at DESC, p.id DESC
+                LIMIT %s
+                """,  # noqa: S608 - the placeholders are code
+                [
+                    page.account_id,
+                    page.pk,
+                    *names,
+                    _mention_pattern(names),
+                    page.node_id or 0,
+                    REFERENCES,
+                    *(after or ()),
+                    batch,
+                ],
             )
-        )
+            rows = cursor.fetchall()
+        pages = Page.objects.defer("embedding").in_bulk([row[0] for row in rows])
+        for page_id, _ in rows:
+            found = pages.get(page_id)
+            if found is None or _links_to(found.content, keys=keys, slug=page.slug):
+                continue
+            match = pattern.search(found.content)
+            items.append(
+                LinkedItem(
+                    id=found.pk,
+                    title=found.title,
+                    slug=found.slug,
+                    type="page",
+                    excerpt=excerpt(found.content, at=match.start() if match else None),
+                )
+            )
+            if len(items) == limit:
+                break
+        if len(rows) < batch:
+            break
+        after = (rows[-1][1], rows[-1][0])
     return items
 
 

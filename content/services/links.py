@@ -234,8 +234,9 @@ def page_sync(*, page_id: int) -> LinkReport | None:
     if page is None:
         return None
     actor = actor_for_account(page.account_id)
+    report = links_extract(actor=actor, page=page)  # first: backlinks are what authors wait for
     embed(page)
-    return links_extract(actor=actor, page=page)
+    return report
 
 
 def linking_candidates(

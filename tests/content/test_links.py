@@ -319,3 +319,22 @@ def test_a_title_freed_by_a_rename_whose_sync_is_pending_gets_its_own_node(
     assert second.node_id != first.node_id
     assert first.node is not None and first.node.name == "Moved Away"
     assert second.node is not None and second.node.name == "Shared Name"
+
+
+def test_a_linking_page_whose_sync_is_pending_is_no_unlinked_mention(
+    make_page: MakePage, actor: Actor
+) -> None:
+    target = make_page("Target Page", aliases=["TP"])
+    # Saved without running the link sync: no edge yet, but the text links here.
+    services.page_create(actor=actor, title="Pending", content="About [[target page|it]].")
+    services.page_create(actor=actor, title="Pending Alias", content="See [[TP]] and tp.")
+    services.page_create(actor=actor, title="Pending Slug", content="[[target-page]] target page")
+    plain = make_page("Plain", "The target page, unlinked.")
+    assert [item.id for item in selectors.unlinked_mentions(page=target)] == [plain.pk]
+
+
+def test_unlinked_mentions_stop_at_twenty_newest_first(make_page: MakePage) -> None:
+    target = make_page("Beacon")
+    mentioning = [make_page(f"Note {i}", f"the beacon, note {i}") for i in range(23)]
+    found = selectors.unlinked_mentions(page=target)
+    assert [item.id for item in found] == [p.pk for p in reversed(mentioning)][:20]

@@ -164,6 +164,13 @@ class PageAdmin(AccountScopedAdmin):
         fields = list(super().get_readonly_fields(request, obj))
         return fields if obj is None else [*fields, *self._derived]
 
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Page]:
+        queryset = super().get_queryset(request)
+        match = request.resolver_match
+        if match is not None and (match.url_name or "").endswith("_changelist"):
+            queryset = queryset.defer("content")  # lists never read the texts
+        return queryset
+
     def get_changeform_initial_data(self, request: HttpRequest) -> dict[str, Any]:
         initial: dict[str, Any] = super().get_changeform_initial_data(request)
         writable = self.writable(request)

@@ -13,7 +13,9 @@ from typing import Any
 
 import pytest
 from django.contrib.auth.models import Group, User
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from content import selectors, services
@@ -191,8 +193,12 @@ def test_an_author_writes_pages_through_the_services(orchard: Orchard, sync: Any
 def test_the_list_searches_titles_and_text_and_stays_in_the_account(orchard: Orchard) -> None:
     client = login(orchard.author)
     changelist = reverse("admin:content_page_changelist")
-    body = text(client.get(changelist))
+    with CaptureQueriesContext(connection) as queries:
+        body = text(client.get(changelist))
     assert "Harbour Notes" in body and "Moorings" in body and "Bramble" not in body
+    rows = [q["sql"] for q in queries if q["sql"].startswith('SELECT "content_page"."id"')]
+    assert rows and not any('"content_page"."content"' in sql for sql in rows)  # no texts
+    assert not any('"content_page"."embedding"' in sql for sql in rows)
     found = text(client.get(changelist, {"q": "moorings"}))  # a title, and a word of a text
     assert "Moorings" in found and "Harbour Notes" in found and "Tides" not in found
     found = text(client.get(changelist, {"q": "say little"}))  # words of a text

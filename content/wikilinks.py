@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
@@ -124,21 +124,32 @@ def parse(text: str) -> list[Wikilink]:
             continue
         if _escaped(text, start):
             continue
-        raw_target, display = match.group(1), match.group(2)
-        target, _, anchor = raw_target.partition("#")
-        target = target.strip()
-        if not target:
-            continue
-        links.append(
-            Wikilink(
-                target=target,
-                display=display.strip() if display is not None else None,
-                anchor=anchor.strip() if "#" in raw_target else None,
-                start=start,
-                end=match.end(),
-            )
-        )
+        link = _link(match)
+        if link is not None:
+            links.append(link)
     return links
+
+
+def _link(match: re.Match[str]) -> Wikilink | None:
+    raw_target, display = match.group(1), match.group(2)
+    target, _, anchor = raw_target.partition("#")
+    target = target.strip()
+    if not target:
+        return None
+    return Wikilink(
+        target=target,
+        display=display.strip() if display is not None else None,
+        anchor=anchor.strip() if "#" in raw_target else None,
+        start=match.start(),
+        end=match.end(),
+    )
+
+
+def match_at(text: str, position: int) -> Wikilink | None:
+    """The wikilink starting exactly at ``position``, by the link syntax alone: for a markdown
+    parser that has already set code and escapes apart (``content.rendering``)."""
+    match = _LINK.match(text, position)
+    return _link(match) if match is not None else None
 
 
 def link_text(text: str, link: Wikilink) -> str:
@@ -163,3 +174,48 @@ def rewrite(text: str, *, titles: set[str], slugs: set[str], new_title: str) -> 
         changed += 1
     pieces.append(text[cursor:])
     return "".join(pieces), changed
+
+
+# Text that is not prose: a mention inside it is not one to link. Wikilinks (escaped ones too),
+# markdown links and images (their text and their URL), autolinks and HTML tags, bare URLs.
+_NOT_PROSE = re.compile(
+    r"\[\[[^\n]*?\]\]"
+    r"|!?\[[^\]\n]*\]\([^)\n]*\)"
+    r"|<[^<>\n]*>"
+    r"|\b[a-z][a-z0-9+.-]*://\S+",
+    re.IGNORECASE,
+)
+
+
+def mention_pattern(names: Iterable[str]) -> re.Pattern[str] | None:
+    """Any of ``names`` as whole words, any case, any spacing between its words (longer names
+    first, so the longest mention wins); None without a name."""
+    alternatives = sorted(
+        {r"\s+".join(map(re.escape, words)) for name in names if (words := name.split())},
+        key=len,
+        reverse=True,
+    )
+    if not alternatives:
+        return None
+    return re.compile(r"(?<!\w)(?:" + "|".join(alternatives) + r")(?!\w)", re.IGNORECASE)
+
+
+def link_first_mention(text: str, *, names: Iterable[str], title: str) -> str | None:
+    """``text`` with its first plain mention of one of ``names`` made a link to ``title``:
+    ``[[title]]`` when the mention reads as the title, else ``[[title|the mention]]`` (as
+    written, its spacing collapsed). Mentions inside code spans and blocks, wikilinks, markdown
+    links, HTML tags and URLs are not plain. None when there is no plain mention."""
+    pattern = mention_pattern(names)
+    if pattern is None:
+        return None
+    skipped = sorted(
+        [*code_ranges(text), *((m.start(), m.end()) for m in _NOT_PROSE.finditer(text))]
+    )
+    for match in pattern.finditer(text):
+        start, end = match.span()
+        if any(s < end and start < e for s, e in skipped):
+            continue
+        written = " ".join(match.group(0).split())
+        link = f"[[{title}]]" if written == title else f"[[{title}|{written}]]"
+        return f"{text[:start]}{link}{text[end:]}"
+    return None

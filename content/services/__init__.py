@@ -9,16 +9,19 @@ from content.services.links import (
     page_sync,
 )
 from content.services.pages import (
+    PAGE_UPDATABLE_FIELDS,
     Rename,
     article_delete,
     article_save,
     page_create,
     page_delete,
+    page_link_mention,
     page_rename,
     page_update,
 )
 
 __all__ = [
+    "PAGE_UPDATABLE_FIELDS",
     "LinkReport",
     "Rename",
     "article_delete",
@@ -28,6 +31,7 @@ __all__ = [
     "page_delete",
     "page_embed",
     "page_embed_current",
+    "page_link_mention",
     "page_rename",
     "page_sync",
     "page_update",

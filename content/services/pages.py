@@ -227,6 +227,30 @@ def page_delete(*, actor: Actor, page: Page) -> None:
             _sync_on_commit(*[s for s in sources if s != page.pk])
 
 
+def page_link_mention(*, actor: Actor, page: Page, target: Page) -> Page:
+    """Make the first plain mention of ``target`` (its title or an alias, as whole words, any
+    case) in ``page``'s text a wikilink to it: "link it" on the target's unlinked mentions.
+    ``[[Title]]`` when the mention reads as the title, else ``[[Title|the mention]]``; mentions
+    in code, links and URLs are left alone. 404 ``page_not_found`` when the pages are of
+    different accounts; 400 ``no_plain_mention`` when ``page`` has none (any more)."""
+    actor.require(page.account_id, WRITE_CONTENT)
+    if target.account_id != page.account_id or target.pk == page.pk:
+        raise selectors.page_not_found()
+    with transaction.atomic():
+        locked = Page.objects.select_for_update().defer("embedding").filter(pk=page.pk).first()
+        if locked is None:
+            raise selectors.page_not_found()
+        text = wikilinks.link_first_mention(
+            locked.content, names=[target.title, *target.aliases], title=target.title
+        )
+        if text is None:
+            raise ValidationFailed(
+                f"“{locked.title}” does not mention “{target.title}” outside code and links.",
+                code="no_plain_mention",
+            )
+        return page_update(actor=actor, page=locked, fields={"content": text})
+
+
 @dataclass(frozen=True)
 class RewrittenPage:
     page: Page

@@ -154,6 +154,8 @@ def build_side(marker: str, capture_on_commit: Callable[..., Any]) -> Side:
         "memory.memoryaccesslog": MemoryAccessLog.objects.get(account=account),
         "rag.graphnode": side.graph_other_node,
         "rag.graphedge": side.graph_edge,
+        "content.page": side.mentioning_page,
+        "content.article": side.draft_article,
     }
     return side
 
@@ -324,6 +326,10 @@ RIGHTS: dict[str, dict[str, str]] = {
     # The knowledge graph: authors and operators write, everyone reads.
     "rag.graphnode": {"owner": "vacd", "reviewer": "v", "author": "vacd", "operator": "vacd"},
     "rag.graphedge": {"owner": "vad", "reviewer": "v", "author": "vad", "operator": "vad"},
+    # Pages: authors (and owners) write, everyone reads. Articles are global: superusers and
+    # the installation operators group manage them, no account role does.
+    "content.page": {"owner": "vacd", "reviewer": "v", "author": "vacd", "operator": "v"},
+    "content.article": {"owner": "", "reviewer": "", "author": "", "operator": ""},
 }
 
 # What a model's changelist shows of the own object (the chunk list shows its document).
@@ -346,4 +352,6 @@ LIST_MARKER = {
     "memory.memoryaccesslog": "LTM",
     "rag.graphnode": "NODE",
     "rag.graphedge": "NODE",
+    "content.page": "PAGE",
+    "content.article": "DRAFT",
 }

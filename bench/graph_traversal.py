@@ -3,12 +3,12 @@
 The graph: one account's (``engram-bench-graph``) nodes of nine entity types and 100,000 typed
 edges of twelve relation types, each type joining the entity types it would join in a real graph
 (people work at organisations, pages mention people and concepts, articles cite articles...).
-Degrees follow a power law: every node has a fitness drawn from a Pareto distribution, an edge's
-target is drawn in proportion to it (a few hubs gather thousands of in-edges) and its source in
-proportion to its square root (out-degrees are skewed less). Most edges (--locality) stay within
-one of 200 communities, the rest join any two nodes, so walks are local first and then reach the
-hubs. ``knows`` and ``related_to`` edges are bidirectional (about 18% of the edges). The seed is
-fixed: the same arguments build the same graph.
+Degrees follow a power law: every node has a fitness drawn from a Pareto distribution, an
+edge's target is drawn in proportion to it (the biggest hub gathers over a thousand in-edges) and
+its source in proportion to its square root (out-degrees are skewed less). Most edges
+(--locality) stay within one of 200 communities, the rest join any two nodes, so walks are local
+first and then reach the hubs. ``knows`` and ``related_to`` edges are bidirectional (18% of the
+edges). The seed is fixed: the same arguments build the same graph.
 
 Nodes are inserted with ``bulk_create``, edges with one COPY (the services add one edge per
 transaction, which would take minutes and measures nothing here); the nodes' BM25 index is then

@@ -23,6 +23,8 @@ from rag.search import DEFAULT_FUSION, MIN_CANDIDATES, search_options_validate, 
 from rag.spaces import GRAPH_NODES
 
 MAX_HOPS = 5
+# Neighbours one answer shows (the API's ``limit``): nearest first.
+DEFAULT_NEIGHBOURS, MAX_NEIGHBOURS = 100, 1000
 # A shortest path longer than this is reported as no path.
 MAX_PATH_HOPS = 6
 # Edges shown with a node, each way (the neighbours endpoint walks the rest).
@@ -179,11 +181,17 @@ class Neighbour:
 
 
 def neighbours(
-    *, node: GraphNode, hops: int = 1, relation_type: str | None = None
+    *,
+    node: GraphNode,
+    hops: int = 1,
+    relation_type: str | None = None,
+    limit: int | None = None,
 ) -> list[Neighbour]:
-    """The nodes within ``hops`` (1..5) of ``node``, nearest first, each with its distance and
-    the relation type of the edge that reached it on a shortest walk (of several, the first in
-    the database's sort order); ``relation_type`` follows only edges of that type."""
+    """The nodes within ``hops`` (1..5) of ``node``, nearest first (then by name, then id),
+    each with its distance and the relation type of the edge that reached it on a shortest walk
+    (of several, the first in the database's sort order); ``relation_type`` follows only edges
+    of that type. ``limit`` keeps the nearest ``limit`` (ordered and cut in the database, so a
+    large neighbourhood costs its walk, not its rows)."""
     if not 1 <= hops <= MAX_HOPS:
         raise ValidationFailed(f"hops must be from 1 to {MAX_HOPS}.", code="invalid_hops")
     with connection.cursor() as cursor:
@@ -192,7 +200,10 @@ def neighbours(
             WITH RECURSIVE {_BFS.format(first_step="s.relation_type")}
             SELECT r.node_id, b.depth, r.relation_type
             FROM bfs b CROSS JOIN LATERAL unnest(b.ids, b.relations) AS r(node_id, relation_type)
+            JOIN rag_graphnode n ON n.id = r.node_id
             WHERE b.depth > 0
+            ORDER BY b.depth, lower(n.name) COLLATE "C", n.id
+            LIMIT %(limit)s
             """,  # noqa: S608 - _BFS is code
             {
                 "account": node.account_id,
@@ -200,6 +211,7 @@ def neighbours(
                 "start": node.pk,
                 "hops": hops,
                 "goal": None,
+                "limit": limit,
             },
         )
         rows = cursor.fetchall()
@@ -210,13 +222,11 @@ def neighbours(
         .filter(pk__in=RawSQL("SELECT unnest(%s::bigint[])", [[row[0] for row in rows]]))
         .in_bulk()
     )
-    found = [
+    return [
         Neighbour(node=nodes[node_id], hops=distance, relation_type=relation)
         for node_id, distance, relation in rows
         if node_id in nodes
     ]
-    found.sort(key=lambda n: (n.hops, n.node.name.lower(), n.node.pk))
-    return found
 
 
 @dataclass(frozen=True)

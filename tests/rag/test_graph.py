@@ -407,3 +407,23 @@ def test_foreign_nodes_answer_like_missing_ones(
     assert GraphNode.objects.filter(pk=theirs.pk, name="Theirs").exists()
     assert "Theirs" not in client.get(NODES).content.decode()
     assert "Theirs" not in client.get(NODES, {"query": "Theirs"}).content.decode()
+
+
+def test_neighbours_are_cut_nearest_first_and_the_api_says_when(
+    actor: Actor, agent_client: AuthedAgent
+) -> None:
+    hub = node(actor, "Hub")
+    near = [node(actor, f"Near {i}") for i in range(3)]
+    far = node(actor, "Far")
+    for n in near:
+        edge(actor, hub, n, "links_to")
+    edge(actor, near[0], far, "links_to")
+    found = graph.neighbours(node=hub, hops=2, limit=2)
+    assert [n.node.name for n in found] == ["Near 0", "Near 1"]
+    url = f"{NODES}/{hub.pk}/neighbors?hops=2&limit=3"
+    body = agent_client.client.get(url).json()
+    assert [r["node"]["name"] for r in body["results"]] == ["Near 0", "Near 1", "Near 2"]
+    assert body["truncated"] is True
+    body = agent_client.client.get(f"{NODES}/{hub.pk}/neighbors?hops=2").json()
+    assert [r["hops"] for r in body["results"]] == [1, 1, 1, 2] and body["truncated"] is False
+    assert agent_client.client.get(f"{NODES}/{hub.pk}/neighbors?limit=1001").status_code == 400

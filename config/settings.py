@@ -237,6 +237,9 @@ SPECTACULAR_SETTINGS = {
         "GraphNodeTypeEnum": "rag.models.GraphNode.NodeType",
         "ContentStatusEnum": "content.models.Status",
         "ContentTypeEnum": "content.apis.CONTENT_TYPES",
+        "SkillStatusEnum": "skills.models.Skill.Status",
+        "SkillNewStatusEnum": "skills.apis.catalog.NEW_SKILL_STATUSES",
+        "SkillCategoryEnum": "skills.categories.Category",
     },
 }
 

@@ -9,9 +9,11 @@ followed from either end; a directed one from its source only.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 from django.db import connection
 from django.db.models import QuerySet
 from django.db.models.expressions import RawSQL
@@ -87,19 +89,28 @@ def node_search(
     mode: str = "hybrid",
     fusion: str = DEFAULT_FUSION,
     entity_type: str | None = None,
+    entity_types: Sequence[str] = (),
+    account_ids: Iterable[int] | None = None,
+    query_vector: np.ndarray | None = None,
 ) -> list[NodeHit]:
     """The actor's nodes most relevant to ``query`` over their name, aliases and description
     (``rag.search.space_rank`` on ``GRAPH_NODES``), best first, each with its rank and score in
-    each retrieval stage."""
+    each retrieval stage. ``entity_types`` keeps nodes of any of those types; ``account_ids``
+    narrows the actor's accounts (another app searching for one account's objects), and
+    ``query_vector`` is the query's embedding when the caller has it already."""
     search_options_validate(query=query, mode=mode, fusion=fusion, top_k=top_k)
+    accounts = set(actor.account_ids)
+    if account_ids is not None:
+        accounts &= set(account_ids)
     scope_ids = list(
-        GraphScope.objects.filter(account_id__in=actor.account_ids).values_list("pk", flat=True)
+        GraphScope.objects.filter(account_id__in=accounts).values_list("pk", flat=True)
     )
     if not scope_ids:
         return []
     condition, params = "", {}
-    if entity_type:
-        condition, params = "u.entity_type = %(f_entity_type)s", {"f_entity_type": entity_type}
+    types = [entity_type] if entity_type else list(entity_types)
+    if types:
+        condition, params = "u.entity_type = ANY(%(f_entity_types)s)", {"f_entity_types": types}
     ranking = space_rank(
         space=GRAPH_NODES,
         scope_ids=scope_ids,
@@ -109,6 +120,7 @@ def node_search(
         fusion=fusion,
         filter_sql=condition,
         filter_params=params,
+        query_vector=query_vector,
     )
     ranked = ranking.hits[:top_k]
     nodes = GraphNode.objects.defer("embedding").in_bulk([hit.unit_id for hit in ranked])

@@ -47,6 +47,18 @@ from rag.models import (
     KnowledgeBase,
     SearchQuery,
 )
+from skills.models import (
+    AgentSkill,
+    AgentTrust,
+    LearningProfile,
+    Skill,
+    SkillConflict,
+    SkillProposal,
+    SkillScope,
+    SkillUsage,
+    SkillVersion,
+    TaskAssignment,
+)
 from tests.support.world import Side, build_side
 
 pytestmark = pytest.mark.django_db
@@ -82,6 +94,14 @@ class Target:
     # Pages: a page's id, and a title (unique per account, chosen by authors).
     page_id: int
     page_title: str
+    # Skills: ids (errors name none), and a skill's name (unique per account).
+    skill_id: int
+    other_skill_id: int
+    skill_name: str
+    version_id: int
+    proposal_id: int
+    proposal_name: str
+    task_id: int
 
     @classmethod
     def of(cls, side: Side) -> Target:
@@ -104,6 +124,13 @@ class Target:
             side.node_name,
             side.page.pk,  # type: ignore[union-attr]
             side.page_title,
+            side.skill.pk,  # type: ignore[union-attr]
+            side.other_skill.pk,  # type: ignore[union-attr]
+            side.skill_name,
+            side.skill_version.pk,  # type: ignore[union-attr]
+            side.proposal.pk,  # type: ignore[union-attr]
+            side.proposal_name,
+            side.task.pk,  # type: ignore[union-attr]
         )
 
     @classmethod
@@ -127,6 +154,13 @@ class Target:
             f"node-{MISSING_ID + 14}",
             MISSING_ID + 15,
             f"page-{MISSING_ID + 16}",
+            MISSING_ID + 17,
+            MISSING_ID + 18,
+            f"skill-{MISSING_ID + 19}",
+            MISSING_ID + 20,
+            MISSING_ID + 21,
+            f"proposal-{MISSING_ID + 22}",
+            MISSING_ID + 23,
         )
 
     def values(self) -> list[str]:
@@ -156,6 +190,10 @@ class Target:
             "node_id": self.node_id,
             "edge_id": self.edge_id,
             "page_id": self.page_id,
+            "skill_id": self.skill_id,
+            "version_id": self.version_id,
+            "proposal_id": self.proposal_id,
+            "task_id": self.task_id,
         }
 
 
@@ -417,6 +455,16 @@ def _article(target: Target | None) -> Request:
     return f"/{published.pk}", None, None
 
 
+def _skill_create(target: Target | None) -> Request:
+    assert target is not None
+    body = {"name": "injected skill", "category": "testing"}
+    return "", {**body, "dependencies": [{"skill_id": target.skill_id}]}, None
+
+
+def _skills_discover(target: Target | None) -> Request:
+    return "", {"description": f"{INTRUDER}SKILLDESC deploy service cluster"}, None
+
+
 CASES.update(
     {
         # Pages: titles are unique per account (taking the intruder's must work), ids answer
@@ -435,6 +483,40 @@ CASES.update(
         "content_page_rename": Case(_named({"title": "Renamed Notes", "rewrite_links": True})),
         "content_articles_list": Case(lambda t: ("", None, None), names_ids=False),
         "content_article_retrieve": Case(_article, names_ids=False),
+        # Skills: ids answer like missing ones, in the path and in bodies (dependencies).
+        "skills_list": Case(lambda t: ("", None, {"status": "active"}), names_ids=False),
+        "skills_create": Case(_skill_create),
+        "skill_retrieve": Case(_named()),
+        "skill_update": Case(_named({"description": "changed", "tags": ["x"]})),
+        "skill_context": Case(_named()),
+        "skills_discover": Case(_skills_discover, names_ids=False),
+        "skill_versions_list": Case(_named()),
+        "skill_versions_create": Case(_named({"version": "9.0.0", "change_type": "major"})),
+        "skill_version_activate": Case(_named()),
+        "skill_traffic_set": Case(_named({"traffic": {"1.0.0": 1.0}})),
+        "skill_proposals_create": Case(
+            lambda t: ("", {"name": t.proposal_name, "description": "deploy"}, None),  # type: ignore[union-attr]
+            names_ids=False,
+            intruder_names=True,
+        ),
+        "skill_proposal_retrieve": Case(_named()),
+        "skill_proposal_submit": Case(_named()),
+        # Learning profiles and assignment: agents and tasks answer like missing ones.
+        "agents_rank": Case(
+            lambda t: ("", {"title": "deploy", "task_type": "deployment"}, None), names_ids=False
+        ),
+        "tasks_assign": Case(lambda t: ("", {"title": "assign", "agent_ids": [t.agent_id]}, None)),  # type: ignore[union-attr]
+        "task_complete": Case(_named({"success": True})),
+        "agent_learning_profile": Case(_named()),
+        # Conflicts: a foreign skill id filters to nothing, like a missing one.
+        "skills_conflicts_list": Case(lambda t: ("", None, {"skill_id": t.other_skill_id})),  # type: ignore[union-attr]
+        "skills_usage_record": Case(
+            lambda t: (
+                "",
+                {"agent_id": t.agent_id, "skill_id": t.skill_id, "task_type": "x", "success": True},  # type: ignore[union-attr]
+                None,
+            )
+        ),
     }
 )
 
@@ -444,6 +526,7 @@ UNFILTERED_SEARCHES = {
     "rag_query": _search(filters=False),
     "memory_long_term_search": _long_term_search(filters=False),
     "graph_nodes_list": lambda t: ("", None, {"query": f"{INTRUDER}NODE city river"}),
+    "skills_discover": _skills_discover,
 }
 
 
@@ -517,6 +600,7 @@ def intruder_state(side: Side) -> Any:
         _long_term_memory(account),
         _knowledge_graph(account),
         _pages(account),
+        _skills(account),
     )
 
 
@@ -525,6 +609,51 @@ def _pages(account: int) -> Any:
         Page.objects.filter(account=account)
         .order_by("pk")
         .values_list("id", "title", "slug", "content", "aliases", "status", "embedded_checksum")
+    )
+
+
+def _skills(account: int) -> Any:
+    return (
+        list(
+            Skill.objects.filter(account=account)
+            .order_by("pk")
+            .values_list(
+                "id", "name", "description", "status", "tags", "keyword_length", "usage_count"
+            )
+        ),
+        list(
+            SkillVersion.objects.filter(account=account)
+            .order_by("pk")
+            .values_list("id", "version", "is_active", "traffic_share", "success_count")
+        ),
+        list(SkillScope.objects.filter(account=account).values_list("skill_count", "total_terms")),
+        list(
+            AgentSkill.objects.filter(account=account)
+            .order_by("pk")
+            .values_list("agent", "skill", "proficiency", "usage_count")
+        ),
+        SkillUsage.objects.filter(account=account).count(),
+        list(
+            LearningProfile.objects.filter(account=account)
+            .order_by("pk")
+            .values_list("agent", "task_type", "executions", "success_rate")
+        ),
+        list(AgentTrust.objects.filter(account=account).values_list("agent", "trust_score")),
+        list(
+            SkillProposal.objects.filter(account=account)
+            .order_by("pk")
+            .values_list("id", "name", "status", "decision_reason", "expires_at")
+        ),
+        list(
+            TaskAssignment.objects.filter(account=account)
+            .order_by("pk")
+            .values_list("id", "agent", "status", "completed_at")
+        ),
+        list(
+            SkillConflict.objects.filter(account=account)
+            .order_by("pk")
+            .values_list("id", "status", "priority", "last_seen_at")
+        ),
     )
 
 
@@ -654,6 +783,12 @@ def test_foreign_ids_answer_like_missing_ones_and_nothing_leaks(
         if operation_id == "memory_long_term_search":
             found = {hit["context_id"] for hit in body["results"]}
             assert found == {own.ltm_context.pk}  # type: ignore[union-attr]
+        elif operation_id == "skills_discover":
+            found = {hit["skill"]["id"] for hit in body["results"]}
+            assert own.skill.pk in found  # type: ignore[union-attr]
+            assert not found & set(
+                Skill.objects.filter(account=intruder.account).values_list("pk", flat=True)
+            )
         elif operation_id == "graph_nodes_list":
             found = {hit["node"]["id"] for hit in body["results"]}
             assert own.graph_other_node.pk in found  # type: ignore[union-attr]

@@ -6,6 +6,10 @@ the same transaction, under the scope's row lock. Embeddings are computed before
 opens (never call a provider inside one). Edges join two nodes of one account (checked here: a
 node of another account answers like a missing one); the database refuses duplicates and
 self-loops.
+
+Another app owning nodes (skills) calls these with its own ``roles`` (the roles its write needs,
+checked here instead of ``WRITE_GRAPH``) and may pass the node's ``embedding`` computed before its
+own transaction opened, so that a node is written in that transaction without a provider call.
 """
 
 from __future__ import annotations
@@ -150,11 +154,13 @@ def node_create(
     status: str = GraphNode.Status.ACTIVE,
     confidence: float = 1.0,
     account_id: int | None = None,
+    roles: Iterable[str] = WRITE_GRAPH,
+    embedding: np.ndarray | None = None,
 ) -> GraphNode:
     """A node of the account's graph, indexed and embedded. 409 ``node_exists`` when the account
     has a node of this entity type whose name matches case-insensitively."""
     account_id = account_id if account_id is not None else actor.account_id
-    actor.require(account_id, WRITE_GRAPH)
+    actor.require(account_id, roles)
     _confidence(confidence)
     node = GraphNode(
         account_id=account_id,
@@ -169,7 +175,7 @@ def node_create(
         confidence=confidence,
     )
     node.full_clean(exclude=["account", "scope"], validate_unique=False, validate_constraints=False)
-    vector = _embed(node)
+    vector = _embed(node) if embedding is None else embedding
     try:
         with transaction.atomic():
             scope = _scope_locked(account_id)
@@ -191,9 +197,17 @@ def node_create(
     return node
 
 
-def node_update(*, actor: Actor, node: GraphNode, fields: Mapping[str, Any]) -> GraphNode:
-    """Change a node; a new name, aliases or description re-index and re-embed it."""
-    actor.require(node.account_id, WRITE_GRAPH)
+def node_update(
+    *,
+    actor: Actor,
+    node: GraphNode,
+    fields: Mapping[str, Any],
+    roles: Iterable[str] = WRITE_GRAPH,
+    embedding: np.ndarray | None = None,
+) -> GraphNode:
+    """Change a node; a new name, aliases or description re-index and re-embed it (with
+    ``embedding`` when the caller computed it already)."""
+    actor.require(node.account_id, roles)
     fields = dict(fields)
     if "name" in fields:
         fields["name"] = _name(fields["name"])
@@ -211,7 +225,7 @@ def node_update(*, actor: Actor, node: GraphNode, fields: Mapping[str, Any]) -> 
     vector = None
     if reindex:
         candidate = GraphNode(**{**{f: getattr(node, f) for f in NODE_INDEXED_FIELDS}, **changes})
-        vector = _embed(candidate)
+        vector = _embed(candidate) if embedding is None else embedding
     with transaction.atomic():
         scope = _scope_locked(node.account_id)
 
@@ -231,9 +245,9 @@ def node_update(*, actor: Actor, node: GraphNode, fields: Mapping[str, Any]) -> 
         )
 
 
-def node_delete(*, actor: Actor, node: GraphNode) -> None:
+def node_delete(*, actor: Actor, node: GraphNode, roles: Iterable[str] = WRITE_GRAPH) -> None:
     """Delete a node with its edges, out of the index."""
-    actor.require(node.account_id, WRITE_GRAPH)
+    actor.require(node.account_id, roles)
     with transaction.atomic():
         scope = _scope_locked(node.account_id)
         _unindex(scope, node.pk)
@@ -260,12 +274,13 @@ def edge_create(
     bidirectional: bool = False,
     metadata: Mapping[str, Any] | None = None,
     account_id: int | None = None,
+    roles: Iterable[str] = WRITE_GRAPH,
 ) -> GraphEdge:
     """A typed edge between two nodes of the account. 400 ``self_loop`` from a node to itself,
     404 ``node_not_found`` for a node that is missing or another account's, 409 ``edge_exists``
     for a second edge of the type between the same nodes in the same direction."""
     account_id = account_id if account_id is not None else actor.account_id
-    actor.require(account_id, WRITE_GRAPH)
+    actor.require(account_id, roles)
     relation_type = relation_type.strip()
     if not relation_type:
         raise ValidationFailed("The relation type is empty.", code="empty_relation_type")
@@ -314,8 +329,8 @@ def edge_create(
     return edge
 
 
-def edge_delete(*, actor: Actor, edge: GraphEdge) -> None:
-    actor.require(edge.account_id, WRITE_GRAPH)
+def edge_delete(*, actor: Actor, edge: GraphEdge, roles: Iterable[str] = WRITE_GRAPH) -> None:
+    actor.require(edge.account_id, roles)
     row_delete(
         actor=actor,
         instance=edge,

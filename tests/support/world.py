@@ -31,6 +31,23 @@ from memory.services import long_term as ltm_services
 from rag import services as rag_services
 from rag.models import Chunk, Document, GraphEdge, GraphNode, KnowledgeBase, SearchQuery
 from rag.services import graph as graph_services
+from skills.models import (
+    AgentSkill,
+    AgentTrust,
+    LearningProfile,
+    Skill,
+    SkillConflict,
+    SkillProposal,
+    SkillUsage,
+    SkillVersion,
+    TaskAssignment,
+)
+from skills.services import catalog as skill_services
+from skills.services import conflicts as conflict_services
+from skills.services import learning as learning_services
+from skills.services import proposals as proposal_services
+from skills.services import usage as usage_services
+from skills.services import versions as version_services
 from tests.factories import AccountFactory, UserFactory
 
 PASSWORD = "correct horse battery staple"
@@ -82,6 +99,18 @@ class Side:
     mentioning_page: Page | None = None
     draft_article: Article | None = None
     article: Article | None = None
+    # Skills: one named without the marker (requests name it; its description carries the
+    # marker), one named with it that depends on the first, and the side's agent assigned to it.
+    skill_name: str = ""
+    skill: Skill | None = None
+    other_skill: Skill | None = None
+    agent_skill: AgentSkill | None = None
+    skill_version: SkillVersion | None = None
+    # A draft proposal named without the marker, and an approved one with a sub-proposal.
+    proposal_name: str = ""
+    proposal: SkillProposal | None = None
+    # An open task assigned to the side's agent.
+    task: TaskAssignment | None = None
 
 
 def build_side(marker: str, capture_on_commit: Callable[..., Any]) -> Side:
@@ -118,6 +147,7 @@ def build_side(marker: str, capture_on_commit: Callable[..., Any]) -> Side:
     memory = _memory(marker, account, agent, capture_on_commit)
     knowledge_graph = _graph(marker, account, agent)
     pages = _content(marker, account, agent, capture_on_commit)
+    skills = _skills(marker, account, agent, users)
     side = Side(
         marker=marker,
         account=account,
@@ -134,6 +164,7 @@ def build_side(marker: str, capture_on_commit: Callable[..., Any]) -> Side:
         **memory,
         **knowledge_graph,
         **pages,
+        **skills,
     )
     side.objects = {
         "core.account": side.account,
@@ -156,6 +187,13 @@ def build_side(marker: str, capture_on_commit: Callable[..., Any]) -> Side:
         "rag.graphedge": side.graph_edge,
         "content.page": side.mentioning_page,
         "content.article": side.draft_article,
+        "skills.skill": side.other_skill,
+        "skills.skillproposal": side.proposal,
+        "skills.skillconflict": SkillConflict.objects.filter(account=account).first(),
+        "skills.skillusage": SkillUsage.objects.filter(account=account).first(),
+        "skills.learningprofile": LearningProfile.objects.filter(account=account).first(),
+        "skills.taskassignment": side.task,
+        "skills.agenttrust": AgentTrust.objects.get(account=account),
     }
     return side
 
@@ -201,6 +239,91 @@ def _content(
         "mentioning_page": Page.objects.get(pk=mentioning.pk),
         "draft_article": draft,
         "article": Article.objects.get(pk=article.pk),
+    }
+
+
+def _skills(marker: str, account: Account, agent: Agent, users: dict[str, User]) -> dict[str, Any]:
+    reviewer = actor_for_user(users["reviewer"])
+    skill_name = f"skill-{account.pk}"
+    base = skill_services.skill_create(
+        actor=reviewer,
+        account_id=account.pk,
+        name=skill_name,
+        category="deployment",
+        status="active",
+        description=f"{marker}SKILLDESC deploy a service to the cluster.",
+        procedure=f"{marker}PROCEDURE helm upgrade.",
+    )
+    other = skill_services.skill_create(
+        actor=reviewer,
+        account_id=account.pk,
+        name=f"{marker}SKILL",
+        category="testing",
+        status="active",
+        description="Smoke-test a deployed service.",
+        dependencies=[skill_services.DependencyInput(base.pk, "^1.0.0")],
+    )
+    assignment = skill_services.agent_skill_set(
+        actor=reviewer, skill=other, agent_id=agent.pk, proficiency=0.7
+    )
+    # An A/B test on the first skill, and usage of both.
+    variant = version_services.version_create(
+        actor=reviewer,
+        skill=base,
+        version="1.1.0",
+        change_type="experimental",
+        content=f"{marker}VARIANT helm upgrade --atomic.",
+        traffic={"1.0.0": 0.5, "1.1.0": 0.5},
+    )
+    usage_services.usage_record(
+        actor=actor_for_agent(agent),
+        records=[
+            usage_services.UsageInput(
+                agent_id=agent.pk, skill_id=base.pk, task_type="deployment", success=True
+            ),
+            usage_services.UsageInput(
+                agent_id=agent.pk, skill_id=other.pk, task_type="testing", success=False
+            ),
+        ],
+    )
+    # Proposals: a draft (named without the marker), and one approved with a sub-proposal.
+    proposal_name = f"proposal-{account.pk}"
+    draft = proposal_services.research_and_propose(
+        actor=actor_for_agent(agent),
+        name=proposal_name,
+        description=f"{marker}PROPOSAL roll back a failed release.",
+        category="deployment",
+    )
+    approved = proposal_services.research_and_propose(
+        actor=actor_for_agent(agent),
+        name=f"{marker}APPROVED canary release",
+        category="deployment",
+        dependencies=[f"{marker}MISSING traffic split"],
+        submit=True,
+    )
+    proposal_services.proposal_approve(actor=reviewer, proposal=approved, reason=f"{marker}WHY")
+    # A task assigned to the agent (open), and one it completed.
+    task = learning_services.task_assign(
+        actor=actor_for_agent(agent), title=f"{marker}TASK ship it", task_type="deployment"
+    )
+    done = learning_services.task_assign(
+        actor=actor_for_agent(agent), title=f"{marker}DONE review", task_type="code_review"
+    )
+    learning_services.task_complete(actor=actor_for_agent(agent), assignment=done, success=True)
+    # A draft named almost like the marker skill: the scan finds a naming conflict.
+    skill_services.skill_create(
+        actor=actor_for_agent(agent), name=f"{marker}SKILLS", category="testing"
+    )
+    conflict_services.conflicts_scan(account_id=account.pk)
+    return {
+        "task": TaskAssignment.objects.get(pk=task.pk),
+        "proposal_name": proposal_name,
+        "proposal": SkillProposal.objects.get(pk=draft.pk),
+        "skill_name": skill_name,
+        "skill": Skill.objects.get(pk=base.pk),
+        "other_skill": Skill.objects.get(pk=other.pk),
+        "agent_skill": AgentSkill.objects.get(pk=assignment.pk),
+        "skill_version": SkillVersion.objects.get(pk=variant.pk),
     }
 
 
@@ -330,6 +453,16 @@ RIGHTS: dict[str, dict[str, str]] = {
     # the installation operators group manage them, no account role does.
     "content.page": {"owner": "vacd", "reviewer": "v", "author": "vacd", "operator": "v"},
     "content.article": {"owner": "", "reviewer": "", "author": "", "operator": ""},
+    # Skills: reviewers (and owners) write, everyone reads.
+    "skills.skill": {"owner": "vac", "reviewer": "vac", "author": "v", "operator": "v"},
+    # The review queue and conflicts: read by every role; reviewers (and owners) decide through
+    # actions, never by editing the form.
+    "skills.skillproposal": {"owner": "v", "reviewer": "v", "author": "v", "operator": "v"},
+    "skills.skillconflict": {"owner": "v", "reviewer": "v", "author": "v", "operator": "v"},
+    "skills.skillusage": {"owner": "v", "reviewer": "v", "author": "v", "operator": "v"},
+    "skills.learningprofile": {"owner": "v", "reviewer": "v", "author": "v", "operator": "v"},
+    "skills.taskassignment": {"owner": "v", "reviewer": "v", "author": "v", "operator": "v"},
+    "skills.agenttrust": {"owner": "v", "reviewer": "v", "author": "v", "operator": "v"},
 }
 
 # What a model's changelist shows of the own object (the chunk list shows its document).
@@ -354,4 +487,11 @@ LIST_MARKER = {
     "rag.graphedge": "NODE",
     "content.page": "PAGE",
     "content.article": "DRAFT",
+    "skills.skill": "SKILL",
+    "skills.skillproposal": "MISSING",  # the queue: the submitted sub-proposal
+    "skills.skillconflict": "SKILL",
+    "skills.skillusage": "AGENT",
+    "skills.learningprofile": "AGENT",
+    "skills.taskassignment": "TASK",
+    "skills.agenttrust": "AGENT",
 }

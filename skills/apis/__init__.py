@@ -1,0 +1,1 @@
+"""The skill graph API: one module per area, one view per operation."""

@@ -1,0 +1,1 @@
+"""Every non-trivial read of the skill graph (one module per area)."""

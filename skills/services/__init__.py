@@ -1,0 +1,1 @@
+"""Every write of the skill graph (one module per area)."""

@@ -1,0 +1,696 @@
+"""Skill writes: create, change, status transitions, dependencies, the search index and the
+skill's node in the knowledge graph.
+
+Every write keeps, in one transaction under the account's ``SkillScope`` row lock: the skill's
+BM25 postings and the scope's statistics (the ``skills`` search space), its embedding, its graph
+node (entity type ``skill``, named like the skill) and its ``depends_on`` edges. Embeddings (the
+skill's and its node's) are computed before the transaction opens. A dependency that would close
+a cycle is refused (400 ``dependency_cycle``), and nothing is written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from django.db import IntegrityError, connection, transaction
+from django.db.models.functions import Lower
+from django.utils.text import slugify
+
+from core.actors import Actor
+from core.audit import audit_record
+from core.embeddings import get_embedding_provider
+from core.errors import Conflict, NotFound, ValidationFailed
+from core.models import Agent
+from core.writes import row_delete
+from rag import keyword
+from rag.models import GraphEdge, GraphNode
+from rag.services import graph as graph_services
+from rag.spaces import graph_node_text
+from skills.categories import CATEGORIES
+from skills.models import AgentSkill, Skill, SkillScope, SkillVersion
+from skills.roles import MANAGE_SKILLS, require_reviewer
+from skills.semver import requirement_parse, version_parse
+from skills.spaces import SKILLS, skill_text, text_checksum
+
+SKILL_ENTITY_TYPE = "skill"
+DEPENDS_ON = "depends_on"
+UPDATABLE_FIELDS = ("name", "description", "category", "status", "execution_context", "tags")
+# Fields a skill is found by: changing one re-indexes and re-embeds it.
+INDEXED_FIELDS = ("name", "description", "category", "tags", "procedure")
+MAX_TAGS = 50
+MAX_DEPENDENCIES = 50
+INITIAL_VERSION = "1.0.0"
+
+# Skill status transitions; entering ``active`` needs a reviewer (``require_reviewer``).
+TRANSITIONS: dict[str, frozenset[str]] = {
+    Skill.Status.DRAFT: frozenset({Skill.Status.ACTIVE, Skill.Status.ARCHIVED}),
+    Skill.Status.ACTIVE: frozenset({Skill.Status.DEPRECATED, Skill.Status.ARCHIVED}),
+    Skill.Status.DEPRECATED: frozenset({Skill.Status.ACTIVE, Skill.Status.ARCHIVED}),
+    Skill.Status.ARCHIVED: frozenset({Skill.Status.DRAFT}),
+}
+
+
+@dataclass(frozen=True)
+class DependencyInput:
+    """A skill this one depends on, with an optional version requirement (``^1.2.0``)."""
+
+    skill_id: int
+    version: str = ""
+
+
+def skill_not_found(ids: Sequence[int] = ()) -> NotFound:
+    return NotFound(
+        "No such skill.", code="skill_not_found", details={"ids": list(ids)} if ids else {}
+    )
+
+
+def _name_taken() -> Conflict:
+    return Conflict("A skill with this name exists in the account.", code="skill_name_taken")
+
+
+_CONFLICTS = {"skill_unique_name": _name_taken, "skill_unique_slug": _name_taken}
+
+
+# --- validation ------------------------------------------------------------------------------
+
+
+def name_check(value: str) -> tuple[str, str]:
+    name = value.strip()
+    slug = slugify(name)[:200]
+    if not name or not slug:
+        raise ValidationFailed(
+            "A skill needs a name with at least one letter or digit.", code="invalid_name"
+        )
+    if len(name) > 200:
+        raise ValidationFailed("A name has at most 200 characters.", code="invalid_name")
+    return name, slug
+
+
+def category_check(category: str) -> str:
+    if category not in CATEGORIES:
+        raise ValidationFailed(
+            f"Unknown category {category[:50]!r}.",
+            code="unknown_category",
+            details={"categories": list(CATEGORIES)},
+        )
+    return category
+
+
+def tags_clean(tags: Iterable[str]) -> list[str]:
+    seen: set[str] = set()
+    kept: list[str] = []
+    for tag in tags:
+        tag = tag.strip()
+        if tag and tag.lower() not in seen:
+            seen.add(tag.lower())
+            kept.append(tag[:100])
+    if len(kept) > MAX_TAGS:
+        raise ValidationFailed(f"At most {MAX_TAGS} tags.", code="too_many_tags")
+    return kept
+
+
+def _transition_check(actor: Actor, account_id: int, current: str, to: str) -> None:
+    if to == current:
+        return
+    if to not in TRANSITIONS.get(current, frozenset()):
+        raise Conflict(
+            f"A {current} skill cannot become {to}.",
+            code="invalid_transition",
+            details={"from": current, "to": to},
+        )
+    if to == Skill.Status.ACTIVE:
+        require_reviewer(actor, account_id)
+
+
+def name_in_use(account_id: int, name: str, *, exclude_id: int | None = None) -> bool:
+    _, slug = name_check(name)
+    taken = Skill.objects.filter(account_id=account_id).annotate(lname=Lower("name"))
+    if exclude_id is not None:
+        taken = taken.exclude(pk=exclude_id)
+    return taken.filter(lname=name.strip().lower()).exists() or taken.filter(slug=slug).exists()
+
+
+@dataclass(frozen=True)
+class _Dependency:
+    skill: Skill
+    requirement: str
+
+
+def _dependencies(
+    account_id: int, dependencies: Sequence[DependencyInput], *, own_id: int | None = None
+) -> list[_Dependency]:
+    """The skills named, all of the account (404 ``skill_not_found`` naming the others)."""
+    if len(dependencies) > MAX_DEPENDENCIES:
+        raise ValidationFailed(
+            f"At most {MAX_DEPENDENCIES} dependencies.", code="too_many_dependencies"
+        )
+    ids = [d.skill_id for d in dependencies]
+    if len(set(ids)) != len(ids):
+        raise ValidationFailed("A dependency is named twice.", code="duplicate_dependency")
+    if own_id is not None and own_id in ids:
+        raise ValidationFailed("A skill cannot depend on itself.", code="dependency_cycle")
+    for dependency in dependencies:
+        if dependency.version:
+            requirement_parse(dependency.version)
+    found = Skill.objects.filter(account_id=account_id, pk__in=ids).in_bulk()
+    if set(ids) - set(found):
+        raise skill_not_found()
+    return [_Dependency(found[d.skill_id], d.version.strip()) for d in dependencies]
+
+
+# --- the search index ------------------------------------------------------------------------
+
+
+def scope_locked(account_id: int) -> SkillScope:
+    """The account's skill scope, created on first use, locked (inside a transaction)."""
+    SkillScope.objects.get_or_create(account_id=account_id)
+    return SkillScope.objects.select_for_update().get(account_id=account_id)
+
+
+def _text_of(skill: Skill) -> str:
+    return skill_text(
+        name=skill.name,
+        category=skill.category,
+        description=skill.description,
+        tags=skill.tags,
+        procedure=skill.procedure,
+    )
+
+
+@dataclass(frozen=True)
+class Embedded:
+    """A skill's text and vector, and its graph node's vector, computed outside transactions."""
+
+    text: str
+    vector: np.ndarray
+    node_vector: np.ndarray
+    model: str
+
+
+def embed_skill(skill: Skill) -> Embedded:
+    """Embed the skill's text and its node's text in one provider call (never in a
+    transaction)."""
+    text = _text_of(skill)
+    provider = get_embedding_provider()
+    vectors = provider.embed_documents(
+        [text, graph_node_text(name=skill.name, aliases=[], description=skill.description)]
+    )
+    return Embedded(
+        text=text,
+        vector=np.asarray(vectors[0]),
+        node_vector=np.asarray(vectors[1]),
+        model=provider.model_id,
+    )
+
+
+def index_skill(scope: SkillScope, skill: Skill, embedded: Embedded | None, *, new: bool) -> None:
+    """Under the scope's lock: (re-)index ``skill`` as it is in ``skill`` (saved already)."""
+    removed_units, removed_terms = (0, 0)
+    if not new:
+        removed_units, removed_terms = keyword.postings_forget(
+            space=SKILLS, scope_id=scope.pk, unit_ids=[skill.pk], delete=True
+        )
+    text = embedded.text if embedded is not None else _text_of(skill)
+    terms = keyword.chunk_terms(text)
+    count = scope.skill_count - removed_units + 1
+    total = scope.total_terms - removed_terms + terms.length
+    keyword.postings_add(
+        space=SKILLS,
+        scope_id=scope.pk,
+        units=[keyword.IndexedUnit(unit_id=skill.pk, terms=terms)],
+        avg_length=total / count,
+    )
+    written: dict[str, Any] = {"keyword_length": terms.length}
+    if embedded is not None:
+        written.update(
+            embedding=embedded.vector,
+            embedding_model=embedded.model,
+            embedding_checksum=text_checksum(text),
+        )
+    Skill.objects.filter(pk=skill.pk).update(**written)
+    SkillScope.objects.filter(pk=scope.pk).update(skill_count=count, total_terms=total)
+    scope.skill_count, scope.total_terms = count, total
+
+
+# --- the knowledge graph ---------------------------------------------------------------------
+
+
+def _skill_node(account_id: int, name: str) -> GraphNode | None:
+    """The account's skill node of that name (case-insensitive), if any."""
+    return (
+        GraphNode.objects.filter(account_id=account_id, entity_type=SKILL_ENTITY_TYPE)
+        .annotate(lname=Lower("name"))
+        .filter(lname=name.strip().lower())
+        .first()
+    )
+
+
+def node_for(actor: Actor, skill: Skill, embedded: Embedded) -> GraphNode:
+    """Create the skill's graph node, or take over a node of that name no skill holds (a
+    placeholder a missing dependency left), and link the skill to it."""
+    found = _skill_node(skill.account_id, skill.name)
+    if found is not None and Skill.objects.filter(graph_node=found).exclude(pk=skill.pk).exists():
+        raise _name_taken()
+    metadata = {"skill_id": skill.pk, "category": skill.category}
+    node: GraphNode
+    if found is None:
+        node = graph_services.node_create(
+            actor=actor,
+            account_id=skill.account_id,
+            name=skill.name,
+            description=skill.description,
+            entity_type=SKILL_ENTITY_TYPE,
+            node_type=GraphNode.NodeType.SKILL,
+            metadata=metadata,
+            roles=MANAGE_SKILLS,
+            embedding=embedded.node_vector,
+        )
+    else:
+        node = graph_services.node_update(
+            actor=actor,
+            node=found,
+            fields={
+                "name": skill.name,
+                "description": skill.description,
+                "node_type": GraphNode.NodeType.SKILL,
+                "status": GraphNode.Status.ACTIVE,
+                "metadata": metadata,
+            },
+            roles=MANAGE_SKILLS,
+            embedding=embedded.node_vector,
+        )
+    Skill.objects.filter(pk=skill.pk).update(graph_node=node)
+    skill.graph_node = node
+    return node
+
+
+def placeholder_node(actor: Actor, account_id: int, name: str) -> GraphNode:
+    """The graph node a dependency on a skill that does not exist yet points to (found by
+    conflict detection as a missing dependency; the skill takes it over when created)."""
+    node = _skill_node(account_id, name)
+    if node is not None:
+        return node
+    return graph_services.node_create(
+        actor=actor,
+        account_id=account_id,
+        name=name,
+        entity_type=SKILL_ENTITY_TYPE,
+        node_type=GraphNode.NodeType.SKILL,
+        description="A skill other skills depend on that does not exist yet.",
+        metadata={"placeholder": True},
+        roles=MANAGE_SKILLS,
+    )
+
+
+def reaches(account_id: int, sources: Sequence[int], target: int) -> bool:
+    """Does a ``depends_on`` walk from any of ``sources`` reach ``target`` (node ids)?"""
+    if not sources:
+        return False
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """
+            WITH RECURSIVE walk(node_id) AS (
+                SELECT unnest(%(sources)s::bigint[])
+                UNION
+                SELECT e.target_id FROM walk w
+                JOIN rag_graphedge e ON e.source_id = w.node_id
+                WHERE e.account_id = %(account)s AND e.relation_type = %(relation)s
+            )
+            SELECT EXISTS (SELECT 1 FROM walk WHERE node_id = %(target)s)
+            """,
+            {
+                "sources": list(sources),
+                "account": account_id,
+                "relation": DEPENDS_ON,
+                "target": target,
+            },
+        )
+        return bool(cursor.fetchone()[0])
+
+
+def _cycle() -> ValidationFailed:
+    return ValidationFailed(
+        "This dependency would make the skill depend on itself (a cycle).",
+        code="dependency_cycle",
+    )
+
+
+def dependencies_set(actor: Actor, skill: Skill, dependencies: Sequence[_Dependency]) -> None:
+    """Make the skill's ``depends_on`` edges exactly ``dependencies`` (inside a transaction)."""
+    node = GraphNode.objects.filter(pk=skill.graph_node_id).first() if skill.graph_node_id else None
+    if node is None:
+        raise Conflict(
+            f"The skill {skill.name!r} has no graph node; the weekly upkeep restores it.",
+            code="skill_not_in_graph",
+        )
+    targets: dict[int, _Dependency] = {}
+    for dependency in dependencies:
+        target = dependency.skill.graph_node_id
+        if target is None:
+            raise Conflict(
+                f"The skill {dependency.skill.name!r} has no graph node; the weekly upkeep "
+                "restores it.",
+                code="skill_not_in_graph",
+            )
+        targets[target] = dependency
+    if reaches(skill.account_id, list(targets), node.pk):
+        raise _cycle()
+    existing = {
+        edge.target_id: edge
+        for edge in GraphEdge.objects.filter(source=node, relation_type=DEPENDS_ON)
+    }
+    for target, edge in existing.items():
+        wanted = targets.get(target)
+        if wanted is None or edge.metadata.get("version", "") != wanted.requirement:
+            graph_services.edge_delete(actor=actor, edge=edge, roles=MANAGE_SKILLS)
+    for target, dependency in targets.items():
+        kept = existing.get(target)
+        if kept is not None and kept.metadata.get("version", "") == dependency.requirement:
+            continue
+        graph_services.edge_create(
+            actor=actor,
+            account_id=skill.account_id,
+            source_id=node.pk,
+            target_id=target,
+            relation_type=DEPENDS_ON,
+            metadata={"version": dependency.requirement} if dependency.requirement else {},
+            roles=MANAGE_SKILLS,
+        )
+
+
+# --- skills ----------------------------------------------------------------------------------
+
+
+def skill_create(
+    *,
+    actor: Actor,
+    name: str,
+    category: str,
+    description: str = "",
+    status: str = Skill.Status.DRAFT,
+    execution_context: Mapping[str, Any] | None = None,
+    procedure: str = "",
+    tags: Sequence[str] = (),
+    dependencies: Sequence[DependencyInput] = (),
+    account_id: int | None = None,
+    version: str = INITIAL_VERSION,
+    graph_placeholders: Sequence[str] = (),
+    audit_changes: Mapping[str, Any] | None = None,
+    within: Callable[[Skill], None] | None = None,
+) -> Skill:
+    """A new skill with its initial version (active, all traffic), indexed, embedded, in the
+    knowledge graph with its ``depends_on`` edges. Only people with the reviewer role create
+    active skills (403 ``reviewer_required``); agents create drafts. ``graph_placeholders``:
+    names of dependencies that are no skill yet (their placeholder nodes are depended on).
+    ``within`` runs inside the transaction once the skill is written (a proposal's transition
+    to created): what it raises undoes everything."""
+    account_id = actor.account_id if account_id is None else account_id
+    actor.require(account_id, MANAGE_SKILLS)
+    if status not in (Skill.Status.DRAFT, Skill.Status.ACTIVE):
+        raise ValidationFailed(
+            "A new skill is a draft, or active when a reviewer creates it.",
+            code="invalid_status",
+        )
+    if status == Skill.Status.ACTIVE:
+        require_reviewer(actor, account_id)
+    name, slug = name_check(name)
+    parsed = version_parse(version)
+    skill = Skill(
+        account_id=account_id,
+        name=name,
+        slug=slug,
+        description=description,
+        category=category_check(category),
+        status=status,
+        execution_context=dict(execution_context or {}),
+        procedure=procedure,
+        tags=tags_clean(tags),
+    )
+    skill.full_clean(
+        exclude=["account", "scope", "graph_node", "embedding"],
+        validate_unique=False,
+        validate_constraints=False,
+    )
+    resolved = _dependencies(account_id, dependencies)
+    if name_in_use(account_id, name):
+        raise _name_taken()
+    embedded = embed_skill(skill)
+    try:
+        with transaction.atomic():
+            scope = scope_locked(account_id)
+            skill.scope = scope
+            skill.save(force_insert=True)
+            index_skill(scope, skill, embedded, new=True)
+            node = node_for(actor, skill, embedded)
+            dependencies_set(actor, skill, resolved)
+            for placeholder in graph_placeholders:
+                target = placeholder_node(actor, account_id, placeholder)
+                if reaches(account_id, [target.pk], node.pk):
+                    raise _cycle()
+                if not GraphEdge.objects.filter(
+                    source=node, target=target, relation_type=DEPENDS_ON
+                ).exists():
+                    graph_services.edge_create(
+                        actor=actor,
+                        account_id=account_id,
+                        source_id=node.pk,
+                        target_id=target.pk,
+                        relation_type=DEPENDS_ON,
+                        roles=MANAGE_SKILLS,
+                    )
+            SkillVersion.objects.create(
+                account_id=account_id,
+                skill=skill,
+                version=str(parsed),
+                major=parsed.major,
+                minor=parsed.minor,
+                patch=parsed.patch,
+                prerelease=parsed.prerelease,
+                change_type=SkillVersion.ChangeType.MAJOR,
+                content=procedure,
+                notes="Initial version.",
+                is_active=True,
+                traffic_share=1.0,
+                created_by=str(actor)[:300],
+                activated_at=skill.created_at,
+            )
+            audit_record(
+                actor=actor,
+                action="skills.skill.create",
+                account_id=account_id,
+                target=skill,
+                changes={
+                    "name": name,
+                    "category": skill.category,
+                    "status": status,
+                    "dependencies": [d.skill.pk for d in resolved],
+                    **(audit_changes or {}),
+                },
+            )
+            if within is not None:
+                within(skill)
+    except IntegrityError as exc:
+        text = str(exc)
+        if "skill_unique_name" in text or "skill_unique_slug" in text:
+            raise _name_taken() from exc
+        raise
+    except Conflict as exc:
+        if exc.code == "node_exists":  # a node of that name was created meanwhile
+            raise _name_taken() from exc
+        raise
+    skill.refresh_from_db()
+    return skill
+
+
+def skill_update(
+    *,
+    actor: Actor,
+    skill: Skill,
+    fields: Mapping[str, Any],
+    dependencies: Sequence[DependencyInput] | None = None,
+) -> Skill:
+    """Change a skill's fields (``UPDATABLE_FIELDS``) and, when given, its dependencies. A new
+    name, description, category or tags re-index and re-embed it; its graph node follows its
+    name, description and status. Status changes follow ``TRANSITIONS`` (409
+    ``invalid_transition``); becoming active needs a reviewer."""
+    actor.require(skill.account_id, MANAGE_SKILLS)
+    fields = dict(fields)
+    unknown = set(fields) - set(UPDATABLE_FIELDS)
+    if unknown:
+        raise ValidationFailed(
+            "Unknown fields.", code="unknown_field", details={"fields": sorted(unknown)}
+        )
+    if "name" in fields:
+        fields["name"], fields["slug"] = name_check(fields["name"])
+    if "category" in fields:
+        category_check(fields["category"])
+    if "tags" in fields:
+        fields["tags"] = tags_clean(fields["tags"])
+    if "execution_context" in fields:
+        fields["execution_context"] = dict(fields["execution_context"] or {})
+    changes = {name: value for name, value in fields.items() if getattr(skill, name) != value}
+    if "name" not in changes:
+        changes.pop("slug", None)
+    if "status" in changes:
+        _transition_check(actor, skill.account_id, skill.status, changes["status"])
+    if "name" in changes and name_in_use(skill.account_id, changes["name"], exclude_id=skill.pk):
+        raise _name_taken()
+    resolved = (
+        None
+        if dependencies is None
+        else _dependencies(skill.account_id, dependencies, own_id=skill.pk)
+    )
+    if not changes and resolved is None:
+        return skill
+    reindex = any(name in changes for name in INDEXED_FIELDS)
+    embedded = None
+    if reindex:
+        candidate = Skill(**{f: getattr(skill, f) for f in (*INDEXED_FIELDS, "account_id")})
+        for name in INDEXED_FIELDS:
+            if name in changes:
+                setattr(candidate, name, changes[name])
+        embedded = embed_skill(candidate)
+    try:
+        with transaction.atomic():
+            scope = scope_locked(skill.account_id)
+            current = Skill.objects.select_for_update().filter(pk=skill.pk).first()
+            if current is None:
+                raise skill_not_found()
+            if "status" in changes and current.status != skill.status:
+                raise Conflict(
+                    "The skill's status changed meanwhile: read it again.",
+                    code="concurrent_update",
+                )
+            if changes:
+                Skill.objects.filter(pk=skill.pk).update(**changes)
+                current.refresh_from_db()
+            if reindex:
+                index_skill(scope, current, embedded, new=False)
+            _node_follow(actor, current, changes, embedded)
+            if resolved is not None:
+                dependencies_set(actor, current, resolved)
+            audit = {k: v for k, v in changes.items() if k != "slug"}
+            if resolved is not None:
+                audit["dependencies"] = [
+                    {"skill_id": d.skill.pk, "version": d.requirement} for d in resolved
+                ]
+            audit_record(
+                actor=actor,
+                action="skills.skill.update",
+                account_id=skill.account_id,
+                target=skill,
+                changes=audit,
+            )
+    except IntegrityError as exc:
+        text = str(exc)
+        if "skill_unique_name" in text or "skill_unique_slug" in text:
+            raise _name_taken() from exc
+        raise
+    except Conflict as exc:
+        if exc.code == "node_exists":
+            raise _name_taken() from exc
+        raise
+    skill.refresh_from_db()
+    return skill
+
+
+def _node_follow(
+    actor: Actor, skill: Skill, changes: Mapping[str, Any], embedded: Embedded | None
+) -> None:
+    """The skill's graph node follows its name, description and status (archived skills'
+    nodes are archived); a skill whose node was deleted gets a new one when re-embedded."""
+    node = GraphNode.objects.filter(pk=skill.graph_node_id).first() if skill.graph_node_id else None
+    if node is None:
+        if embedded is not None:
+            node_for(actor, skill, embedded)
+        return
+    fields: dict[str, Any] = {}
+    if "name" in changes:
+        fields["name"] = skill.name
+    if "description" in changes:
+        fields["description"] = skill.description
+    if "status" in changes:
+        archived = skill.status == Skill.Status.ARCHIVED
+        fields["status"] = GraphNode.Status.ARCHIVED if archived else GraphNode.Status.ACTIVE
+    if "category" in changes:
+        fields["metadata"] = {**node.metadata, "category": skill.category}
+    if fields:
+        graph_services.node_update(
+            actor=actor,
+            node=node,
+            fields=fields,
+            roles=MANAGE_SKILLS,
+            embedding=embedded.node_vector if embedded is not None else None,
+        )
+
+
+def skill_reindex(*, actor: Actor, skill: Skill, embedded: Embedded | None = None) -> Skill:
+    """Re-index and re-embed a skill as stored (a new procedure, a new model), and restore its
+    graph node if it was deleted. No audit event: derived data only."""
+    embedded = embedded or embed_skill(skill)
+    with transaction.atomic():
+        scope = scope_locked(skill.account_id)
+        current = Skill.objects.filter(pk=skill.pk).first()
+        if current is None:
+            raise skill_not_found()
+        index_skill(scope, current, embedded, new=False)
+        if (
+            current.graph_node_id is None
+            or not GraphNode.objects.filter(pk=current.graph_node_id).exists()
+        ):
+            node_for(actor, current, embedded)
+    skill.refresh_from_db()
+    return skill
+
+
+# --- agent assignments -----------------------------------------------------------------------
+
+
+def agent_skill_set(
+    *,
+    actor: Actor,
+    skill: Skill,
+    agent_id: int,
+    proficiency: float | None = None,
+    is_active: bool | None = None,
+) -> AgentSkill:
+    """Assign a skill to an agent of its account (or change the assignment)."""
+    actor.require(skill.account_id, MANAGE_SKILLS)
+    if not Agent.objects.filter(pk=agent_id, account_id=skill.account_id).exists():
+        raise NotFound("No such agent.", code="agent_not_found")
+    if proficiency is not None and not 0 <= proficiency <= 1:
+        raise ValidationFailed("proficiency must be from 0 to 1.", code="invalid_proficiency")
+    defaults: dict[str, Any] = {}
+    if proficiency is not None:
+        defaults["proficiency"] = proficiency
+    if is_active is not None:
+        defaults["is_active"] = is_active
+    with transaction.atomic():
+        assignment, created = AgentSkill.objects.update_or_create(
+            agent_id=agent_id,
+            skill=skill,
+            defaults=defaults,
+            create_defaults={"account_id": skill.account_id, **defaults},
+        )
+        audit_record(
+            actor=actor,
+            action="skills.agent_skill.create" if created else "skills.agent_skill.update",
+            account_id=skill.account_id,
+            target=assignment,
+            changes={"agent": agent_id, "skill": skill.pk, **defaults},
+        )
+    return assignment
+
+
+def agent_skill_remove(*, actor: Actor, assignment: AgentSkill) -> None:
+    actor.require(assignment.account_id, MANAGE_SKILLS)
+    row_delete(
+        actor=actor,
+        instance=assignment,
+        action="skills.agent_skill.delete",
+        account_id=assignment.account_id,
+        changes={"agent": assignment.agent_id, "skill": assignment.skill_id},
+    )

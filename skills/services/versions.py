@@ -1,0 +1,251 @@
+"""Skill versions and A/B traffic: create a version, route traffic between active variants,
+activate one.
+
+The active versions of a skill are the variants usage is routed between
+(``skills.selectors.catalog.version_route``); their traffic shares sum to 1 (within 1e-6), or
+the change is refused with 400 ``traffic_not_one`` and nothing is written. The skill's
+``procedure`` is its *primary* variant's content (the largest share; the newest of equals), so a
+change of primary re-indexes and re-embeds the skill (before the transaction).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+from django.db import IntegrityError, connection, transaction
+from django.utils import timezone
+
+from core.actors import Actor
+from core.audit import audit_record
+from core.errors import Conflict, NotFound, ValidationFailed
+from skills.models import Skill, SkillVersion
+from skills.roles import MANAGE_SKILLS
+from skills.semver import version_parse
+from skills.services.catalog import Embedded, embed_skill, index_skill, scope_locked
+
+SHARE_TOLERANCE = 1e-6
+MAX_VARIANTS = 10
+
+
+def version_not_found() -> NotFound:
+    return NotFound("No such version of this skill.", code="version_not_found")
+
+
+def _writable(skill: Skill) -> None:
+    if skill.status == Skill.Status.ARCHIVED:
+        raise Conflict("The skill is archived: unarchive it first.", code="skill_archived")
+
+
+def traffic_check(traffic: Mapping[str, float], known: set[str]) -> dict[str, float]:
+    """Shares by version string: known versions, each above 0 and at most 1, summing to 1."""
+    if not traffic:
+        raise ValidationFailed("Name at least one version.", code="invalid_traffic")
+    if len(traffic) > MAX_VARIANTS:
+        raise ValidationFailed(f"At most {MAX_VARIANTS} active variants.", code="invalid_traffic")
+    unknown = sorted(set(traffic) - known)
+    if unknown:
+        raise ValidationFailed(
+            "The traffic names versions the skill does not have.",
+            code="unknown_version",
+            details={"versions": [v[:50] for v in unknown]},
+        )
+    shares: dict[str, float] = {}
+    for name, share in traffic.items():
+        share = float(share)
+        if not math.isfinite(share) or not 0 < share <= 1:
+            raise ValidationFailed(
+                "Each share is above 0 and at most 1.",
+                code="invalid_traffic",
+                details={"version": name[:50]},
+            )
+        shares[name] = share
+    total = sum(shares.values())
+    if abs(total - 1.0) > SHARE_TOLERANCE:
+        raise ValidationFailed(
+            "The traffic shares of the active versions must sum to 1.",
+            code="traffic_not_one",
+            details={"sum": round(total, 9)},
+        )
+    return shares
+
+
+def _primary(shares: Mapping[str, float], ids: Mapping[str, int]) -> str:
+    """The variant whose content is the skill's procedure: the largest share, newest of equals."""
+    return max(shares, key=lambda name: (shares[name], ids[name]))
+
+
+def _apply(
+    actor: Actor,
+    skill: Skill,
+    shares: Mapping[str, float],
+    contents: Mapping[str, str],
+    ids: Mapping[str, int],
+    embedded: Embedded | None,
+) -> None:
+    """Inside a transaction holding the scope lock: make ``shares`` the skill's active
+    variants (every other version inactive) and its primary's content the procedure."""
+    names = list(shares)
+    now = timezone.now()
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """
+            UPDATE skills_skillversion v
+            SET is_active = (t.share IS NOT NULL),
+                traffic_share = coalesce(t.share, 0),
+                activated_at = CASE WHEN t.share IS NOT NULL AND NOT v.is_active
+                                    THEN %(now)s ELSE v.activated_at END
+            FROM skills_skillversion w
+            LEFT JOIN unnest(%(names)s::text[], %(shares)s::float8[]) AS t(version, share)
+                ON t.version = w.version
+            WHERE v.id = w.id AND v.skill_id = %(skill)s
+            """,
+            {
+                "names": names,
+                "shares": [shares[n] for n in names],
+                "skill": skill.pk,
+                "now": now,
+            },
+        )
+    procedure = contents[_primary(shares, ids)]
+    if procedure != skill.procedure:
+        Skill.objects.filter(pk=skill.pk).update(procedure=procedure, updated_at=now)
+        skill.procedure = procedure
+        index_skill(scope_locked(skill.account_id), skill, embedded, new=False)
+
+
+def _embedded_for(skill: Skill, procedure: str) -> Embedded | None:
+    if procedure == skill.procedure:
+        return None
+    candidate = Skill(
+        account_id=skill.account_id,
+        name=skill.name,
+        category=skill.category,
+        description=skill.description,
+        tags=skill.tags,
+        procedure=procedure,
+    )
+    return embed_skill(candidate)
+
+
+def _versions(skill: Skill) -> dict[str, SkillVersion]:
+    return {v.version: v for v in SkillVersion.objects.filter(skill=skill)}
+
+
+def version_create(
+    *,
+    actor: Actor,
+    skill: Skill,
+    version: str,
+    change_type: str,
+    content: str = "",
+    notes: str = "",
+    activate: bool = False,
+    traffic: Mapping[str, float] | None = None,
+) -> SkillVersion:
+    """A new version of ``skill``. Inactive unless ``activate`` (it becomes the only active
+    version) or ``traffic`` names it (the active variants after this write, with their shares).
+    409 ``version_exists`` for a version string the skill has."""
+    actor.require(skill.account_id, MANAGE_SKILLS)
+    _writable(skill)
+    parsed = version_parse(version)
+    if change_type not in SkillVersion.ChangeType.values:
+        raise ValidationFailed("Unknown change type.", code="invalid_change_type")
+    if activate and traffic:
+        raise ValidationFailed("Give activate or traffic, not both.", code="invalid_traffic")
+    existing = _versions(skill)
+    name = str(parsed)
+    if name in existing:
+        raise Conflict("The skill has this version already.", code="version_exists")
+    shares: dict[str, float] | None = None
+    if activate:
+        shares = {name: 1.0}
+    elif traffic:
+        shares = traffic_check(traffic, {*existing, name})
+    contents = {**{v: e.content for v, e in existing.items()}, name: content}
+    ids = {**{v: e.pk for v, e in existing.items()}, name: 2**62}  # the new one is newest
+    embedded = _embedded_for(skill, contents[_primary(shares, ids)]) if shares is not None else None
+    try:
+        with transaction.atomic():
+            scope_locked(skill.account_id)
+            current = Skill.objects.select_for_update().filter(pk=skill.pk).first()
+            if current is None:
+                raise NotFound("No such skill.", code="skill_not_found")
+            _writable(current)
+            created = SkillVersion.objects.create(
+                account_id=skill.account_id,
+                skill=current,
+                version=name,
+                major=parsed.major,
+                minor=parsed.minor,
+                patch=parsed.patch,
+                prerelease=parsed.prerelease,
+                change_type=change_type,
+                content=content,
+                notes=notes,
+                created_by=str(actor)[:300],
+            )
+            if shares is not None:
+                ids[name] = created.pk
+                _apply(actor, current, shares, contents, ids, embedded)
+            audit_record(
+                actor=actor,
+                action="skills.version.create",
+                account_id=skill.account_id,
+                target=created,
+                changes={
+                    "skill": skill.pk,
+                    "version": name,
+                    "change_type": change_type,
+                    "traffic": shares or {},
+                },
+            )
+    except IntegrityError as exc:
+        if "skill_version_unique" in str(exc):
+            raise Conflict("The skill has this version already.", code="version_exists") from exc
+        raise
+    created.refresh_from_db()
+    skill.refresh_from_db()
+    return created
+
+
+def traffic_set(*, actor: Actor, skill: Skill, traffic: Mapping[str, float]) -> list[SkillVersion]:
+    """Route usage between the named versions by their shares (every other version becomes
+    inactive): an A/B test, or one version at 1.0."""
+    actor.require(skill.account_id, MANAGE_SKILLS)
+    _writable(skill)
+    existing = _versions(skill)
+    shares = traffic_check(traffic, set(existing))
+    contents = {v: e.content for v, e in existing.items()}
+    ids = {v: e.pk for v, e in existing.items()}
+    embedded = _embedded_for(skill, contents[_primary(shares, ids)])
+    with transaction.atomic():
+        scope_locked(skill.account_id)
+        current = Skill.objects.select_for_update().filter(pk=skill.pk).first()
+        if current is None:
+            raise NotFound("No such skill.", code="skill_not_found")
+        _writable(current)
+        if set(_versions(current)) != set(existing):
+            raise Conflict(
+                "The skill's versions changed meanwhile: read them again.",
+                code="concurrent_update",
+            )
+        _apply(actor, current, shares, contents, ids, embedded)
+        audit_record(
+            actor=actor,
+            action="skills.version.traffic",
+            account_id=skill.account_id,
+            target=current,
+            changes={"traffic": shares},
+        )
+    skill.refresh_from_db()
+    return list(SkillVersion.objects.filter(skill=skill, is_active=True).order_by("id"))
+
+
+def version_activate(*, actor: Actor, skill: Skill, version: SkillVersion) -> SkillVersion:
+    """Make ``version`` the skill's only active version (all traffic): the end of an A/B test."""
+    if version.skill_id != skill.pk:
+        raise version_not_found()
+    traffic_set(actor=actor, skill=skill, traffic={version.version: 1.0})
+    version.refresh_from_db()
+    return version

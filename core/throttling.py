@@ -14,13 +14,13 @@ import time
 from typing import Any
 
 from django.conf import settings
-from django.core.cache import cache, caches
-from django.core.cache.backends.redis import RedisCache
+from django.core.cache import cache
 from rest_framework.permissions import SAFE_METHODS
 from rest_framework.request import Request
 from rest_framework.throttling import BaseThrottle
 
 from core.models import ApiKey
+from core.redis_client import cache_redis
 
 logger = logging.getLogger("engram.throttle")
 
@@ -41,15 +41,16 @@ def parse_rate(rate: str | None) -> tuple[int, int] | None:
 
 def _count(counter: str, timeout: int) -> int:
     """Count one request in the cache's Redis; returns the count. One round trip: the counter is
-    created with its expiry if missing (SET NX EX), then incremented. (``cache.add`` and
-    ``cache.incr`` took three round trips and built a Redis client object for each call.)"""
-    # ``django.core.cache.cache`` is a proxy: the backend itself is ``caches["default"]``.
-    backend: Any = caches["default"]
-    if not isinstance(backend, RedisCache):  # another cache backend: its own two calls
+    created with its expiry if missing (SET NX EX), then incremented, on the process's shared
+    client (``cache.add`` and ``cache.incr`` took three round trips, and Django's cache builds a
+    Redis client object for every call)."""
+    found = cache_redis()
+    if found is None:  # another cache backend: its own two calls
         cache.add(counter, 0, timeout=timeout)
         return int(cache.incr(counter))
+    client, backend = found
     key = backend.make_and_validate_key(counter)
-    pipe = backend._cache.get_client(key, write=True).pipeline(transaction=False)
+    pipe = client.pipeline(transaction=False)
     pipe.set(key, 0, ex=timeout, nx=True)
     pipe.incr(key)
     return int(pipe.execute()[1])

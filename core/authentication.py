@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from typing import Any
 
 from django.db import DEFAULT_DB_ALIAS, connection
@@ -9,8 +11,8 @@ from rest_framework import exceptions
 from rest_framework.authentication import BaseAuthentication
 from rest_framework.request import Request
 
-from core import key_cache
-from core.api_keys import hash_secret, parse_key, secret_matches
+from core import key_cache, throttling
+from core.api_keys import hash_secret, hashes_match, parse_key
 from core.models import Account, Agent, ApiKey
 
 # Writing last_used_at on every request would turn every read into a write; once a minute is
@@ -66,17 +68,24 @@ def key_with_agent(prefix: str) -> ApiKey | None:
     return None if row is None else _key_from_row(row)
 
 
-def authenticated_key(prefix: str) -> tuple[ApiKey, key_cache.CachedKey] | None:
+def authenticated_key(
+    prefix: str, also: Callable[[Any, Any], None] | None = None
+) -> tuple[ApiKey | None, key_cache.CachedKey | None, list[Any] | None]:
     """``key_with_agent``, from this process's cache while the credentials generation read now
-    is the one the row was loaded under (core/key_cache.py), else from the database."""
-    generation = key_cache.current_generation()  # before the database: see key_cache
+    is the one the row was loaded under (core/key_cache.py), else from the database; with the
+    cache entry and the answers of the Redis commands ``also`` queued with the generation's read
+    (None when Redis could not be read)."""
+    generation, answers = key_cache.generation_and(also)  # before the database: see key_cache
     entry = key_cache.cached(prefix, generation)
     if entry is None:
         row = _key_row(prefix)
         if row is None:
-            return None
+            return None, None, answers
         entry = key_cache.remember(prefix, row, generation)
-    return _key_from_row(entry.row), entry
+    return _key_from_row(entry.row), entry, answers
+
+
+_HASHED_SECRET = _KEY.index("hashed_secret")
 
 
 class ApiKeyAuthentication(BaseAuthentication):
@@ -95,13 +104,15 @@ class ApiKeyAuthentication(BaseAuthentication):
         if parsed is None:
             raise exceptions.AuthenticationFailed("Malformed API key.", code="invalid_api_key")
         prefix, secret = parsed
-        found = authenticated_key(prefix)
-        # Hash even when no row matched so a missing prefix costs the same as a wrong secret.
-        if found is None:
-            hash_secret(secret)
-            raise exceptions.AuthenticationFailed("Invalid API key.", code="invalid_api_key")
-        key, entry = found
-        if not secret_matches(secret, key.hashed_secret):
+        # Hashed first, whatever happens next, so a missing prefix costs what a wrong secret does.
+        hashed = hash_secret(secret)
+        window = self._window_to_count(request, prefix, hashed)
+        key, entry, answers = authenticated_key(
+            prefix, functools.partial(throttling.count_in, window=window) if window else None
+        )
+        if window is not None and answers:
+            throttling.precounted(request, window, int(answers[-1]))
+        if key is None or entry is None or not hashes_match(hashed, key.hashed_secret):
             raise exceptions.AuthenticationFailed("Invalid API key.", code="invalid_api_key")
         if key.revoked_at is not None:
             raise exceptions.AuthenticationFailed("This API key was revoked.", code="key_revoked")
@@ -122,6 +133,18 @@ class ApiKeyAuthentication(BaseAuthentication):
                 )
             return parts[1]
         return request.headers.get("X-API-Key") or None
+
+    @staticmethod
+    def _window_to_count(request: Request, prefix: str, hashed: str) -> throttling.Window | None:
+        """The rate-limit window to count this request in while reading the credentials
+        generation (one round trip to Redis for both): only for a key this process has cached
+        whose secret matches, so a request can never spend another key's budget; the throttle
+        counts every other request itself, once authenticated."""
+        entry = key_cache.peek(prefix)
+        if entry is None or not hashes_match(hashed, entry.row[_HASHED_SECRET]):
+            return None
+        view = (getattr(request, "parser_context", None) or {}).get("view")
+        return throttling.window_for(request, view, prefix)
 
     @staticmethod
     def _touch(key: ApiKey, entry: key_cache.CachedKey) -> None:

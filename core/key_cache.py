@@ -29,6 +29,7 @@ import logging
 import secrets
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -63,22 +64,40 @@ _lock = threading.Lock()
 def current_generation() -> bytes | None:
     """The credentials generation, or None when nothing cached may be trusted now (Redis is not
     the cache, cannot be reached, or had no generation: one is set for the next request)."""
+    return generation_and()[0]
+
+
+def generation_and(
+    queue: Callable[[Any, Any], None] | None = None,
+) -> tuple[bytes | None, list[Any] | None]:
+    """``current_generation()`` and the answers of the commands ``queue(pipeline, backend)``
+    adds, in one round trip to Redis (the rate limit's count rides along); (None, None) when
+    Redis cannot be read."""
     found = cache_redis()
     if found is None:
-        return None
+        return None, None
     client, backend = found
     key = backend.make_and_validate_key(GENERATION_KEY)
     try:
-        generation = client.get(key)
+        pipe = client.pipeline(transaction=False)
+        pipe.get(key)
+        if queue is not None:
+            queue(pipe, backend)
+        generation, *answers = pipe.execute()
         if generation is None:
             client.set(key, _new_token(), nx=True)
     except redis.RedisError as exc:  # Redis down: authenticate from the database
         logger.warning("credentials generation unavailable, keys read from the database: %s", exc)
         forget_all()
-        return None
+        return None, None
     if generation is None:
-        return None
-    return generation if isinstance(generation, bytes) else str(generation).encode()
+        return None, answers
+    return (generation if isinstance(generation, bytes) else str(generation).encode()), answers
+
+
+def peek(prefix: str) -> CachedKey | None:
+    """The entry for ``prefix``, whatever its generation (not to be trusted as it is)."""
+    return _entries.get(prefix)
 
 
 def cached(prefix: str, generation: bytes | None) -> CachedKey | None:

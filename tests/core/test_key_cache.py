@@ -14,6 +14,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+import redis
 from django.db import transaction
 from django.utils import timezone
 from rest_framework.test import APIClient
@@ -234,9 +235,31 @@ def test_requests_share_no_instances(agent_client: AuthedAgent) -> None:
     """Each request gets its own key, agent and account objects built from the cached row."""
     from core.authentication import authenticated_key
 
-    first = authenticated_key(agent_client.key.prefix)
-    second = authenticated_key(agent_client.key.prefix)
+    first, _, _ = authenticated_key(agent_client.key.prefix)
+    second, _, _ = authenticated_key(agent_client.key.prefix)
     assert first is not None and second is not None
-    assert first[0] is not second[0] and first[0].agent is not second[0].agent
-    assert first[0].scopes is not second[0].scopes
-    assert isinstance(first[0].agent.account, Account)
+    assert first is not second and first.agent is not second.agent
+    assert first.scopes is not second.scopes
+    assert isinstance(first.agent.account, Account)
+
+
+def test_a_cached_key_reads_the_generation_and_counts_its_request_in_one_round_trip(
+    agent_client: AuthedAgent, monkeypatch: pytest.MonkeyPatch, settings: Any
+) -> None:
+    """Two round trips to Redis for a working-memory read: the credentials generation with the
+    rate limit's count, then the data."""
+    settings.API_THROTTLE_RATES = {"read": "3/minute", "write": "100/minute"}
+    assert agent_client.client.put(WORKING, {"value": 1}, format="json").status_code == 200
+    sent: list[bytes] = []
+    original = redis.connection.AbstractConnection.send_packed_command
+
+    def send(self: Any, command: Any, check_health: bool = True) -> None:
+        sent.append(b"".join(command) if isinstance(command, list) else command)
+        original(self, command, check_health)
+
+    monkeypatch.setattr(redis.connection.AbstractConnection, "send_packed_command", send)
+    assert agent_client.client.get(WORKING).status_code == 200
+    assert len(sent) == 2, sent
+    assert b"credentials-generation" in sent[0] and b"INCR" in sent[0]
+    # Counted once per request: the budget of 3 reads allows exactly two more.
+    assert [agent_client.client.get(WORKING).status_code for _ in range(3)] == [200, 200, 429]

@@ -114,3 +114,27 @@ class Article(WrittenContent):
             models.Index(fields=["title_key"], name="content_article_title"),
             GinIndex(fields=["alias_keys"], name="content_article_aliases"),
         ]
+
+
+class DailySummary(models.Model):
+    """Which page summarises an account's day (``content.services.summaries``): one per account
+    and day, so the job rewrites that page when it runs again. A page an author deleted leaves
+    the row with no page: that day's summary is not written again."""
+
+    account = models.ForeignKey(Account, on_delete=models.CASCADE, related_name="+")
+    day = models.DateField()
+    page = models.OneToOneField(
+        Page, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        verbose_name_plural = "daily summaries"
+        ordering = ["-day", "-id"]
+        constraints = [
+            models.UniqueConstraint(fields=["account", "day"], name="content_summary_unique_day")
+        ]
+
+    def __str__(self) -> str:
+        return f"summary of {self.day} (account {self.account_id})"

@@ -24,7 +24,7 @@ from content.models import Article, Page
 from core.actors import WRITE_CONTENT, Actor, actor_for_account
 from core.embeddings import get_embedding_provider
 from core.errors import Conflict
-from rag.models import GraphNode
+from rag.models import GraphEdge, GraphNode
 from rag.services import graph as graph_services
 
 PAGE, ARTICLE = "page", "article"
@@ -156,9 +156,19 @@ def links_extract(*, actor: Actor, page: Page) -> LinkReport:
             "content_id": resolved.id,
             "count": 1,
         }
-    synced = graph_services.edges_sync(
-        actor=actor, source=source, relation_type=REFERENCES, targets=targets
+    current = dict(
+        GraphEdge.objects.filter(source=source, relation_type=REFERENCES).values_list(
+            "target_id", "metadata"
+        )
     )
+    if current == targets:
+        # Most syncs (a re-save, the re-syncs after a rename) find the links as they were:
+        # nothing to write, so no row lock and no commit to wait for.
+        synced = graph_services.EdgeSync(created=0, removed=0, updated=0)
+    else:
+        synced = graph_services.edges_sync(
+            actor=actor, source=source, relation_type=REFERENCES, targets=targets
+        )
     return LinkReport(
         links=len(links),
         resolved=len({resolved.id for resolved in found.values()}),

@@ -4,8 +4,10 @@ account's answer the same 404 ``page_not_found``.
 
 Backlinks are the ``references`` edges into the page's graph node (``rag``), so they are exactly
 what the last link sync found. Unlinked mentions are found by PostgreSQL: a full-text phrase
-match (the ``content_page_words`` GIN index, ``simple`` configuration: whole words, any case)
-narrows the account's pages, then a word-bounded regular expression confirms each.
+match on the pages' stored words (``Page.words``, ``simple`` configuration: whole words, any
+case; the ``content_page_words`` GIN index) narrows the account's pages, then a word-bounded
+regular expression confirms each. For a rare name the planner starts from the index; for a
+frequent one it walks the newest pages until it has enough.
 """
 
 from __future__ import annotations
@@ -247,7 +249,7 @@ def unlinked_mentions(*, page: Page, limit: int = MAX_MENTIONS) -> list[LinkedIt
             f"""
             SELECT p.id FROM content_page p
             WHERE p.account_id = %s AND p.id <> %s
-              AND to_tsvector('simple'::regconfig, COALESCE(p.content, '')) @@ ({queries})
+              AND p.words @@ ({queries})
               AND p.content ~* %s
               AND NOT EXISTS (
                   SELECT 1 FROM rag_graphedge e

@@ -242,7 +242,7 @@ def linking_candidates(
     *, account_id: int | None, names: Iterable[str], node_ids: Iterable[int] = ()
 ) -> list[int]:
     """Pages (of ``account_id``, or of every account) that may link to one of ``names``: those
-    whose text holds a name as a phrase (the words index), plus those with ``references``
+    whose text holds a name as a phrase (``Page.words``), plus those with ``references``
     edges into ``node_ids``. Their next sync decides."""
     names = [n for n in dict.fromkeys(n.strip() for n in names) if n]
     ids: set[int] = set()
@@ -263,7 +263,7 @@ def linking_candidates(
                 f"""
                 SELECT p.id FROM content_page p
                 WHERE {account_sql} p.content LIKE '%%[[%%'
-                  AND to_tsvector('simple'::regconfig, COALESCE(p.content, '')) @@ ({queries})
+                  AND p.words @@ ({queries})
                 """,  # noqa: S608 - the placeholders are code
                 [*params, *names],
             )

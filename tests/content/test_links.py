@@ -174,6 +174,34 @@ def test_unlinked_mentions_are_whole_words_any_case_not_linking_newest_first(
     assert "ann index" in found[0].excerpt.lower()
 
 
+def test_unlinked_mentions_skip_pages_with_the_words_but_not_the_name(
+    make_page: MakePage,
+) -> None:
+    # The words index finds every page holding the words; only whole-name matches count, and
+    # the limit is filled from older pages when the newest candidates are not mentions.
+    target = make_page("Search Engine", aliases=["SE"])
+    first = make_page("First", "Our search engine, the SE, is fast.")
+    second = make_page("Second", "A SEARCH\nengine again.")
+    make_page("Third", "The engine of search.")
+    make_page("Fourth", "Search. Engine.")
+    make_page("Fifth", "search-engines and engine search")
+    make_page("Sixth", "Linked: [[Search Engine]] and search engine.")
+    found = selectors.unlinked_mentions(page=target, limit=2)
+    assert [item.id for item in found] == [second.pk, first.pk]
+    assert [item.id for item in selectors.unlinked_mentions(page=target, limit=1)] == [second.pk]
+
+
+def test_the_stored_words_follow_edits_and_are_never_loaded(
+    make_page: MakePage, actor: Actor, synced: Callable[..., Any]
+) -> None:
+    target = make_page("Tide Tables")
+    other = make_page("Harbour", "Nothing yet.")
+    assert selectors.unlinked_mentions(page=target) == []
+    synced(services.page_update, actor=actor, page=other, fields={"content": "See tide tables."})
+    assert [item.id for item in selectors.unlinked_mentions(page=target)] == [other.pk]
+    assert '"words"' not in str(Page.objects.all().query)  # search data stays in the database
+
+
 def test_unlinked_mentions_stay_in_the_account(
     make_page: MakePage, other_agent_client: AuthedAgent, synced: Callable[..., Any]
 ) -> None:

@@ -3,11 +3,12 @@ pages and broken links. Scoped by the actor inside each query; a missing page an
 account's answer the same 404 ``page_not_found``.
 
 Backlinks are the ``references`` edges into the page's graph node (``rag``), so they are exactly
-what the last link sync found. Unlinked mentions are found by PostgreSQL: a full-text phrase
-match on the pages' stored words (``Page.words``, ``simple`` configuration: whole words, any
-case; the ``content_page_words`` GIN index) narrows the account's pages, then a word-bounded
-regular expression confirms each. For a rare name the planner starts from the index; for a
-frequent one it walks the newest pages until it has enough.
+what the last link sync found. Unlinked mentions are found by PostgreSQL: the pages' stored
+words (``Page.words``, ``simple`` configuration: whole words, any case; the
+``content_page_words`` GIN index) narrow the account's pages to those holding a name's words;
+those not linking here yet are confirmed by a phrase match and a word-bounded regular
+expression. For a rare name the planner starts from the index; for a frequent one it walks the
+newest pages until it has enough.
 """
 
 from __future__ import annotations
@@ -243,19 +244,28 @@ def unlinked_mentions(*, page: Page, limit: int = MAX_MENTIONS) -> list[LinkedIt
     names = _names(page)
     if not names:
         return []
-    queries = " || ".join(["phraseto_tsquery('simple'::regconfig, %s)"] * len(names))
+    # The index finds the pages holding every word of a name: exact, nothing rechecked. Only
+    # those not linking here yet are then tested for the phrase (reading their stored words)
+    # and the expression: a hub's hundreds of linking pages cost an index probe each, not a
+    # phrase test (the CASE fixes that order). For a frequent name the planner walks the
+    # newest pages instead and stops at ``limit``. The same pages as testing the phrase first:
+    # a page with the phrase has all its words (docs/benchmarks.md, "Pages and links").
+    words = " || ".join(["plainto_tsquery('simple'::regconfig, %s)"] * len(names))
+    phrases = " || ".join(["phraseto_tsquery('simple'::regconfig, %s)"] * len(names))
     with connection.cursor() as cursor:
         cursor.execute(
             f"""
             SELECT p.id FROM content_page p
             WHERE p.account_id = %s AND p.id <> %s
-              AND p.words @@ ({queries})
-              AND p.content ~* %s
-              AND NOT EXISTS (
-                  SELECT 1 FROM rag_graphedge e
-                  WHERE e.source_id = p.node_id AND e.target_id = %s
-                    AND e.relation_type = %s
-              )
+              AND p.words @@ ({words})
+              AND CASE
+                  WHEN EXISTS (
+                      SELECT 1 FROM rag_graphedge e
+                      WHERE e.source_id = p.node_id AND e.target_id = %s
+                        AND e.relation_type = %s
+                  ) THEN false
+                  ELSE ts_match_vq(p.words, ({phrases})) AND p.content ~* %s
+              END
             ORDER BY p.updated_at DESC, p.id DESC
             LIMIT %s
             """,  # noqa: S608 - the placeholders are code
@@ -263,9 +273,10 @@ def unlinked_mentions(*, page: Page, limit: int = MAX_MENTIONS) -> list[LinkedIt
                 page.account_id,
                 page.pk,
                 *names,
-                _mention_pattern(names),
                 page.node_id or 0,
                 REFERENCES,
+                *names,
+                _mention_pattern(names),
                 limit,
             ],
         )

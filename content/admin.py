@@ -20,7 +20,7 @@ from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.utils import unquote
 from django.contrib.postgres.forms import SimpleArrayField
-from django.contrib.postgres.search import SearchQuery, SearchVector
+from django.contrib.postgres.search import SearchQuery
 from django.core.exceptions import PermissionDenied
 from django.db.models import Q, QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed, HttpResponseRedirect
@@ -184,11 +184,7 @@ class PageAdmin(AccountScopedAdmin):
         term = search_term.strip()
         if not term:
             return queryset, False
-        in_text = (
-            Page.objects.annotate(words=SearchVector("content", config="simple"))
-            .filter(words=SearchQuery(term, config="simple"))
-            .values("pk")
-        )
+        in_text = Page.objects.filter(words=SearchQuery(term, config="simple")).values("pk")
         return queryset.filter(Q(title__icontains=term) | Q(pk__in=in_text)), False
 
     @admin.display(description="author")

@@ -9,7 +9,7 @@ from typing import ClassVar
 from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
-from django.contrib.postgres.search import SearchVector
+from django.contrib.postgres.search import SearchVector, SearchVectorField
 from django.db import models
 from django.db.models import Q
 from pgvector.django import VectorField
@@ -50,6 +50,13 @@ class WrittenContent(TimeStampedModel):
         return self.title
 
 
+class PageManager(models.Manager.from_queryset(AccountScopedQuerySet)):  # type: ignore[misc]
+    """Pages without ``words``: the database's search data, never read by Python."""
+
+    def get_queryset(self) -> AccountScopedQuerySet[Page]:
+        return super().get_queryset().defer("words")
+
+
 class Page(WrittenContent):
     account = models.ForeignKey(Account, on_delete=models.CASCADE, related_name="+")
     author = models.ForeignKey(
@@ -73,7 +80,17 @@ class Page(WrittenContent):
         GraphNode, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )
 
-    objects: ClassVar[AccountScopedQuerySet[Page]] = AccountScopedQuerySet.as_manager()  # type: ignore[assignment]
+    # The text's words as unlinked mentions search them (``content.selectors``): whole words,
+    # any case. Stored, not only an index expression: a phrase match is rechecked on each page
+    # the index finds, which re-parsed its whole text (a third of a millisecond for an
+    # abstract; a hub has hundreds of candidates: docs/benchmarks.md, "Pages and links").
+    words = models.GeneratedField(
+        expression=SearchVector("content", config="simple"),
+        output_field=SearchVectorField(),
+        db_persist=True,
+    )
+
+    objects: ClassVar[AccountScopedQuerySet[Page]] = PageManager()
 
     class Meta:
         ordering = ["-updated_at", "-id"]
@@ -85,7 +102,7 @@ class Page(WrittenContent):
             models.Index(fields=["account", "-updated_at", "-id"], name="content_page_recent"),
             models.Index(fields=["account", "-created_at", "-id"], name="content_page_created"),
             # Unlinked mentions: whole words of the text, case-insensitive (content.selectors).
-            GinIndex(SearchVector("content", config="simple"), name="content_page_words"),
+            GinIndex(fields=["words"], name="content_page_words"),
             models.Index(fields=["account", "title_key"], name="content_page_title"),
             GinIndex(fields=["alias_keys"], name="content_page_aliases"),
         ]
@@ -114,3 +131,27 @@ class Article(WrittenContent):
             models.Index(fields=["title_key"], name="content_article_title"),
             GinIndex(fields=["alias_keys"], name="content_article_aliases"),
         ]
+
+
+class DailySummary(models.Model):
+    """Which page summarises an account's day (``content.services.summaries``): one per account
+    and day, so the job rewrites that page when it runs again. A page an author deleted leaves
+    the row with no page: that day's summary is not written again."""
+
+    account = models.ForeignKey(Account, on_delete=models.CASCADE, related_name="+")
+    day = models.DateField()
+    page = models.OneToOneField(
+        Page, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        verbose_name_plural = "daily summaries"
+        ordering = ["-day", "-id"]
+        constraints = [
+            models.UniqueConstraint(fields=["account", "day"], name="content_summary_unique_day")
+        ]
+
+    def __str__(self) -> str:
+        return f"summary of {self.day} (account {self.account_id})"

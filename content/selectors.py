@@ -3,9 +3,12 @@ pages and broken links. Scoped by the actor inside each query; a missing page an
 account's answer the same 404 ``page_not_found``.
 
 Backlinks are the ``references`` edges into the page's graph node (``rag``), so they are exactly
-what the last link sync found. Unlinked mentions are found by PostgreSQL: a full-text phrase
-match (the ``content_page_words`` GIN index, ``simple`` configuration: whole words, any case)
-narrows the account's pages, then a word-bounded regular expression confirms each.
+what the last link sync found. Unlinked mentions are found by PostgreSQL: the pages' stored
+words (``Page.words``, ``simple`` configuration: whole words, any case; the
+``content_page_words`` GIN index) narrow the account's pages to those holding a name's words;
+those not linking here yet are confirmed by a phrase match and a word-bounded regular
+expression. For a rare name the planner starts from the index; for a frequent one it walks the
+newest pages until it has enough.
 """
 
 from __future__ import annotations
@@ -13,11 +16,11 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import numpy as np
 from django.db import connection
-from django.db.models import Q, QuerySet
+from django.db.models import QuerySet
 from pgvector.django import CosineDistance
 
 from content import wikilinks
@@ -32,6 +35,7 @@ DEFAULT_RELATED, MAX_RELATED = 10, 50
 EXCERPT_CHARS = 200
 
 Kind = Literal["page", "article"]
+M = TypeVar("M", bound=WrittenContent)
 
 
 def page_not_found() -> NotFound:
@@ -95,19 +99,50 @@ class Resolved:
         return found.pk
 
 
-def _pick(candidates: Sequence[WrittenContent], target: str) -> WrittenContent | None:
-    """Title, then alias, then slug; of several, the oldest."""
-    key, slug = wikilinks.normalise_title(target), wikilinks.slugify(target)
-    ordered = sorted(candidates, key=lambda c: c.pk)
-    for matches in (
-        lambda c: c.title_key == key,
-        lambda c: key in c.alias_keys,
-        lambda c: bool(slug) and c.slug == slug,
-    ):
-        for candidate in ordered:
-            if matches(candidate):
-                return candidate
-    return None
+class _Candidates:
+    """Pages or articles a set of link targets may name, looked up the way a link resolves:
+    title, then alias, then slug; of several, the oldest."""
+
+    def __init__(self, candidates: Iterable[WrittenContent]) -> None:
+        self.titles: dict[str, WrittenContent] = {}
+        self.aliases: dict[str, WrittenContent] = {}
+        self.slugs: dict[str, WrittenContent] = {}
+        for candidate in sorted(candidates, key=lambda c: c.pk):
+            self.titles.setdefault(candidate.title_key, candidate)
+            for alias in candidate.alias_keys:
+                self.aliases.setdefault(alias, candidate)
+            self.slugs.setdefault(candidate.slug, candidate)
+
+    def pick(self, target: str) -> WrittenContent | None:
+        key, slug = wikilinks.normalise_title(target), wikilinks.slugify(target)
+        found = self.titles.get(key) or self.aliases.get(key)
+        if found is None and slug:
+            found = self.slugs.get(slug)
+        return found
+
+
+_NAMED_FIELDS = "id, title, slug, title_key, alias_keys"
+
+
+def _named(model: type[M], targets: Sequence[str], where: str, params: list[Any]) -> list[M]:
+    """The rows (``where`` holds) whose title, an alias or the slug a target may name, with the
+    fields resolution reads. Raw SQL: three index scans united, the keys bound as three arrays.
+    (The ORM's ``IN`` lists bound a parameter per key, and psycopg's client-side binding of
+    some 300 parameters, with the planning of one ``OR`` over the three indexes, cost more than
+    running the query: docs/benchmarks.md, "Pages and links".)"""
+    keys = list({wikilinks.normalise_title(t) for t in targets})
+    slugs = list({s for t in targets if (s := wikilinks.slugify(t))})
+    table = model._meta.db_table
+    # What a resolved link reads: a page's node and account; an article's aliases and status
+    # (its node is made in the linking account).
+    extra = "node_id, account_id" if model is Page else "aliases, status"
+    fields = f"{_NAMED_FIELDS}, {extra}"
+    select = f"SELECT {fields} FROM {table} WHERE {where}"  # noqa: S608 - names from code
+    sql = (
+        f"{select} AND title_key = ANY(%s) UNION {select} AND alias_keys && %s::varchar[] "
+        f"UNION {select} AND slug = ANY(%s)"
+    )
+    return list(model._default_manager.raw(sql, [*params, keys, *params, keys, *params, slugs]))
 
 
 def resolve(*, account_id: int, targets: Iterable[str]) -> dict[str, Resolved]:
@@ -116,36 +151,20 @@ def resolve(*, account_id: int, targets: Iterable[str]) -> dict[str, Resolved]:
     targets = list(dict.fromkeys(targets))
     if not targets:
         return {}
-    keys = list({wikilinks.normalise_title(t) for t in targets})
-    slugs = list({s for t in targets if (s := wikilinks.slugify(t))})
-    pages = list(
-        Page.objects.filter(account_id=account_id)
-        .filter(_named(keys, slugs))
-        .only("id", "title", "slug", "title_key", "alias_keys", "node_id", "account_id")
-    )
+    pages = _Candidates(_named(Page, targets, "account_id = %s", [account_id]))
     found: dict[str, Resolved] = {}
     for target in targets:
-        page = _pick(pages, target)
+        page = pages.pick(target)
         if page is not None:
             found[target] = Resolved(kind="page", page=page)  # type: ignore[arg-type]
     rest = [t for t in targets if t not in found]
     if rest:
-        keys = list({wikilinks.normalise_title(t) for t in rest})
-        slugs = list({s for t in rest if (s := wikilinks.slugify(t))})
-        articles = list(
-            article_list()
-            .filter(_named(keys, slugs))
-            .only("id", "title", "slug", "title_key", "alias_keys", "aliases", "status")
-        )
+        articles = _Candidates(_named(Article, rest, "status = %s", [Status.PUBLISHED]))
         for target in rest:
-            article = _pick(articles, target)
+            article = articles.pick(target)
             if article is not None:
                 found[target] = Resolved(kind="article", article=article)  # type: ignore[arg-type]
     return found
-
-
-def _named(keys: list[str], slugs: list[str]) -> Q:
-    return Q(title_key__in=keys) | Q(alias_keys__overlap=keys) | Q(slug__in=slugs)
 
 
 # --- link panels -----------------------------------------------------------------------------
@@ -237,7 +256,14 @@ def unlinked_mentions(*, page: Page, limit: int = MAX_MENTIONS) -> list[LinkedIt
     names = _names(page)
     if not names:
         return []
-    queries = " || ".join(["phraseto_tsquery('simple'::regconfig, %s)"] * len(names))
+    # The index finds the pages holding every word of a name: exact, nothing rechecked. Only
+    # those not linking here yet are then tested for the phrase (reading their stored words)
+    # and the expression: a hub's hundreds of linking pages cost an index probe each, not a
+    # phrase test (the CASE fixes that order). For a frequent name the planner walks the
+    # newest pages instead and stops at the batch. The same pages as testing the phrase first:
+    # a page with the phrase has all its words (docs/benchmarks.md, "Pages and links").
+    words = " || ".join(["plainto_tsquery('simple'::regconfig, %s)"] * len(names))
+    phrases = " || ".join(["phraseto_tsquery('simple'::regconfig, %s)"] * len(names))
     keys = {wikilinks.normalise_title(name) for name in names}
     pattern = re.compile(
         r"(?<![\w])("
@@ -255,13 +281,15 @@ def unlinked_mentions(*, page: Page, limit: int = MAX_MENTIONS) -> list[LinkedIt
                 f"""
                 SELECT p.id, p.updated_at FROM content_page p
                 WHERE p.account_id = %s AND p.id <> %s
-                  AND to_tsvector('simple'::regconfig, COALESCE(p.content, '')) @@ ({queries})
-                  AND p.content ~* %s
-                  AND NOT EXISTS (
-                      SELECT 1 FROM rag_graphedge e
-                      WHERE e.source_id = p.node_id AND e.target_id = %s
-                        AND e.relation_type = %s
-                  )
+                  AND p.words @@ ({words})
+                  AND CASE
+                      WHEN EXISTS (
+                          SELECT 1 FROM rag_graphedge e
+                          WHERE e.source_id = p.node_id AND e.target_id = %s
+                            AND e.relation_type = %s
+                      ) THEN false
+                      ELSE ts_match_vq(p.words, ({phrases})) AND p.content ~* %s
+                  END
                   {keyset}
                 ORDER BY p.updated_at DESC, p.id DESC
                 LIMIT %s
@@ -270,9 +298,10 @@ def unlinked_mentions(*, page: Page, limit: int = MAX_MENTIONS) -> list[LinkedIt
                     page.account_id,
                     page.pk,
                     *names,
-                    _mention_pattern(names),
                     page.node_id or 0,
                     REFERENCES,
+                    *names,
+                    _mention_pattern(names),
                     *(after or ()),
                     batch,
                 ],

@@ -24,7 +24,7 @@ from content.models import Article, Page
 from core.actors import WRITE_CONTENT, Actor, actor_for_account
 from core.embeddings import get_embedding_provider
 from core.errors import Conflict
-from rag.models import GraphNode
+from rag.models import GraphEdge, GraphNode
 from rag.services import graph as graph_services
 
 PAGE, ARTICLE = "page", "article"
@@ -166,9 +166,19 @@ def links_extract(*, actor: Actor, page: Page) -> LinkReport:
             "content_id": resolved.id,
             "count": 1,
         }
-    synced = graph_services.edges_sync(
-        actor=actor, source=source, relation_type=REFERENCES, targets=targets
+    current = dict(
+        GraphEdge.objects.filter(source=source, relation_type=REFERENCES).values_list(
+            "target_id", "metadata"
+        )
     )
+    if current == targets:
+        # Most syncs (a re-save, the re-syncs after a rename) find the links as they were:
+        # nothing to write, so no row lock and no commit to wait for.
+        synced = graph_services.EdgeSync(created=0, removed=0, updated=0)
+    else:
+        synced = graph_services.edges_sync(
+            actor=actor, source=source, relation_type=REFERENCES, targets=targets
+        )
     return LinkReport(
         links=len(links),
         resolved=len({resolved.id for resolved in found.values()}),
@@ -243,7 +253,7 @@ def linking_candidates(
     *, account_id: int | None, names: Iterable[str], node_ids: Iterable[int] = ()
 ) -> list[int]:
     """Pages (of ``account_id``, or of every account) that may link to one of ``names``: those
-    whose text holds a name as a phrase (the words index), plus those with ``references``
+    whose text holds a name as a phrase (``Page.words``), plus those with ``references``
     edges into ``node_ids``. Their next sync decides."""
     names = [n for n in dict.fromkeys(n.strip() for n in names) if n]
     ids: set[int] = set()
@@ -264,7 +274,7 @@ def linking_candidates(
                 f"""
                 SELECT p.id FROM content_page p
                 WHERE {account_sql} p.content LIKE '%%[[%%'
-                  AND to_tsvector('simple'::regconfig, COALESCE(p.content, '')) @@ ({queries})
+                  AND p.words @@ ({queries})
                 """,  # noqa: S608 - the placeholders are code
                 [*params, *names],
             )

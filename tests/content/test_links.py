@@ -7,11 +7,14 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from content import selectors, services
 from content.models import Page
 from core.actors import Actor, actor_for_agent
 from core.errors import Conflict, PayloadTooLarge, ValidationFailed
+from core.models import AuditEvent
 from rag import graph
 from rag.models import GraphEdge, GraphNode
 from tests.conftest import AuthedAgent
@@ -82,6 +85,25 @@ def test_resolution_order_title_alias_slug_then_article(
     assert "missing" not in found
 
 
+def test_resolution_prefers_a_title_to_an_alias_and_the_oldest_of_several(
+    make_page: MakePage,
+    make_article: Callable[..., Any],
+    actor: Actor,
+    django_assert_max_num_queries: Any,
+) -> None:
+    older = make_page("Blue Notes", aliases=["Azure", "Sky"])
+    make_page("Green Notes", aliases=["Azure"])
+    titled = make_page("Sky")  # a title beats an older page's alias
+    make_article("Cobalt", "An article.", aliases=["Indigo"])
+    with django_assert_max_num_queries(2):  # pages, then articles: nothing loaded per link
+        found = selectors.resolve(
+            account_id=actor.account_id, targets=["azure", "SKY", "indigo", "blue-notes"]
+        )
+        assert found["indigo"].article is not None and found["indigo"].article.aliases == ["Indigo"]
+    assert found["azure"].page == older and found["blue-notes"].page == older
+    assert found["SKY"].page == titled
+
+
 def test_a_link_to_another_accounts_page_never_resolves(
     make_page: MakePage, other_agent_client: AuthedAgent, synced: Callable[..., Any]
 ) -> None:
@@ -97,8 +119,13 @@ def test_re_extraction_is_idempotent_and_follows_edits(
 ) -> None:
     a, b = make_page("Alpha"), make_page("Beta")
     source = make_page("Source", "[[Alpha]] [[Alpha|again]] [[Beta]]")
-    report = services.links_extract(actor=actor, page=source)
+    syncs = AuditEvent.objects.filter(action="rag.graph.edges.sync")
+    before = syncs.count()
+    with CaptureQueriesContext(connection) as queries:
+        report = services.links_extract(actor=actor, page=source)
     assert (report.links, report.resolved, report.created, report.removed) == (3, 2, 0, 0)
+    assert syncs.count() == before  # unchanged links: nothing written, no row locked
+    assert not [q for q in queries.captured_queries if "FOR UPDATE" in q["sql"]]
     assert edges_from(source)["Alpha"]["count"] == 2
     synced(services.page_update, actor=actor, page=source, fields={"content": "[[Beta]] only"})
     assert set(edges_from(source)) == {"Beta"}
@@ -145,6 +172,34 @@ def test_unlinked_mentions_are_whole_words_any_case_not_linking_newest_first(
     found = selectors.unlinked_mentions(page=target)
     assert [item.id for item in found] == [newer.pk, older.pk]
     assert "ann index" in found[0].excerpt.lower()
+
+
+def test_unlinked_mentions_skip_pages_with_the_words_but_not_the_name(
+    make_page: MakePage,
+) -> None:
+    # The words index finds every page holding the words; only whole-name matches count, and
+    # the limit is filled from older pages when the newest candidates are not mentions.
+    target = make_page("Search Engine", aliases=["SE"])
+    first = make_page("First", "Our search engine, the SE, is fast.")
+    second = make_page("Second", "A SEARCH\nengine again.")
+    make_page("Third", "The engine of search.")
+    make_page("Fourth", "Search. Engine.")
+    make_page("Fifth", "search-engines and engine search")
+    make_page("Sixth", "Linked: [[Search Engine]] and search engine.")
+    found = selectors.unlinked_mentions(page=target, limit=2)
+    assert [item.id for item in found] == [second.pk, first.pk]
+    assert [item.id for item in selectors.unlinked_mentions(page=target, limit=1)] == [second.pk]
+
+
+def test_the_stored_words_follow_edits_and_are_never_loaded(
+    make_page: MakePage, actor: Actor, synced: Callable[..., Any]
+) -> None:
+    target = make_page("Tide Tables")
+    other = make_page("Harbour", "Nothing yet.")
+    assert selectors.unlinked_mentions(page=target) == []
+    synced(services.page_update, actor=actor, page=other, fields={"content": "See tide tables."})
+    assert [item.id for item in selectors.unlinked_mentions(page=target)] == [other.pk]
+    assert '"words"' not in str(Page.objects.all().query)  # search data stays in the database
 
 
 def test_unlinked_mentions_stay_in_the_account(

@@ -235,6 +235,8 @@ SPECTACULAR_SETTINGS = {
         "ShortTermMemoryTypeEnum": "memory.models.ShortTermEntry.MemoryType",
         "GraphNodeStatusEnum": "rag.models.GraphNode.Status",
         "GraphNodeTypeEnum": "rag.models.GraphNode.NodeType",
+        "ContentStatusEnum": "content.models.Status",
+        "ContentTypeEnum": "content.apis.CONTENT_TYPES",
         "SkillStatusEnum": "skills.models.Skill.Status",
         "SkillNewStatusEnum": "skills.apis.catalog.NEW_SKILL_STATUSES",
         "SkillCategoryEnum": "skills.categories.Category",

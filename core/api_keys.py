@@ -48,4 +48,9 @@ def parse_key(raw: str) -> tuple[str, str] | None:
 
 
 def secret_matches(secret: str, hashed_secret: str) -> bool:
-    return hmac.compare_digest(hash_secret(secret), hashed_secret)
+    return hashes_match(hash_secret(secret), hashed_secret)
+
+
+def hashes_match(hashed: str, hashed_secret: str) -> bool:
+    """Whether a presented secret's hash is the stored one, in constant time."""
+    return hmac.compare_digest(hashed, hashed_secret)

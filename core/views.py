@@ -7,6 +7,7 @@ misspelt parameter is a 400 ``unknown_field``, never a silently unfiltered answe
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from rest_framework.request import Request
@@ -26,13 +27,20 @@ class ApiView(APIView):
         filter_class = getattr(self, "FilterSerializer", FilterSerializer)
         if not getattr(self, "pagination_class", None):
             filter_class = _without_pagination(filter_class)
+        if not request.query_params and not filter_class._declared_fields:
+            # Nothing given, nothing declared: validation could only answer {} (the hot
+            # endpoints, working memory's, take no parameters).
+            self.filters = {}
+            return
         serializer = filter_class(data=request.query_params)
         serializer.is_valid(raise_exception=True)
         self.filters = dict(serializer.validated_data)
 
 
+@functools.cache
 def _without_pagination(filter_class: type[FilterSerializer]) -> type[FilterSerializer]:
-    """Views that do not page accept no cursor or page_size either."""
+    """Views that do not page accept no cursor or page_size either (one class per filter class,
+    made once: a class per request cost more than the validation)."""
 
     class Unpaged(filter_class):  # type: ignore[valid-type,misc]
         def extra_allowed_fields(self) -> set[str]:

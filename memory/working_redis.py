@@ -240,6 +240,34 @@ local extra = size
 )
 
 
+# The live members of an index with their PTTL, in one round trip. KEYS[1]: the index; ARGV[1]:
+# its namespace's key prefix (``<base>:k:``). Returns {member, pttl, member, pttl, ...}; members
+# whose key is gone (expired, evicted, deleted behind the index's back) are removed from the index.
+LIST = _script(
+    """
+local found = {}
+for _, member in ipairs(redis.call('ZRANGE', KEYS[1], 0, -1)) do
+  local pttl = redis.call('PTTL', ARGV[1] .. member)
+  if pttl == -2 then
+    redis.call('ZREM', KEYS[1], member)
+  else
+    table.insert(found, member)
+    table.insert(found, pttl)
+  end
+end
+return found
+"""
+)
+
+
+def live_members(namespace: Namespace, client: Any = None) -> list[tuple[str, int]]:
+    """``(member, pttl)`` of the namespace's live entries, sorted by name (script LIST)."""
+    target = client if client is not None else memory_redis()
+    flat = LIST(keys=[namespace.index], args=[namespace.key("")], client=target)
+    pairs = [(flat[i].decode(), int(flat[i + 1])) for i in range(0, len(flat), 2)]
+    return sorted(pairs)
+
+
 def run_script(
     script: Script, namespace: Namespace, member: str, ttl: int, *args: Any, client: Any = None
 ) -> Any:

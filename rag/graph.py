@@ -2,9 +2,9 @@
 within N hops and shortest paths.
 
 Traversal runs in PostgreSQL as recursive CTEs over the account's edges, never node by node from
-Python. Walks are cycle-safe: each step is one more hop, bounded by the hop limit, and ``UNION``
-keeps one row per (node, hops, ...) however many walks reach it. A bidirectional edge is followed
-from either end; a directed one from its source only.
+Python: a breadth-first search, a level per step, that enters each node once (at its distance from
+the start), so cycles and nodes reached by many walks cost nothing more. A bidirectional edge is
+followed from either end; a directed one from its source only.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 from django.db import connection
 from django.db.models import QuerySet
+from django.db.models.expressions import RawSQL
 
 from core.actors import Actor
 from core.errors import NotFound, ValidationFailed
@@ -24,6 +25,8 @@ from rag.search import DEFAULT_FUSION, MIN_CANDIDATES, search_options_validate, 
 from rag.spaces import GRAPH_NODES
 
 MAX_HOPS = 5
+# Neighbours one answer shows (the API's ``limit``): nearest first.
+DEFAULT_NEIGHBOURS, MAX_NEIGHBOURS = 100, 1000
 # A shortest path longer than this is reported as no path.
 MAX_PATH_HOPS = 6
 # Edges shown with a node, each way (the neighbours endpoint walks the rest).
@@ -139,17 +142,45 @@ def node_search(
 
 # --- traversal -------------------------------------------------------------------------------
 
-# The account's edges as steps (from a, to b): every edge from its source, bidirectional ones
-# from their target too. %(relation)s NULL follows every relation type.
-_STEPS = """
-    steps(a, b, edge_id, relation_type) AS (
-        SELECT e.source_id, e.target_id, e.id, e.relation_type FROM rag_graphedge e
-        WHERE e.account_id = %(account)s
-          AND (%(relation)s::varchar IS NULL OR e.relation_type = %(relation)s::varchar)
+# Breadth-first search as a recursive CTE with one row per level: the level's new nodes (``ids``)
+# and, for each, the step that first reached it (``edges``, ``prevs``, ``relations``: the one
+# ordered first by {first_step}), and every node seen so far (``seen``), which a later level never
+# enters again, so each node is expanded once however many walks reach it. A level's steps are
+# the account's edges from a node of the previous level: every edge from its source,
+# bidirectional ones from their target too, looked up by index for the whole level at once
+# (``= ANY(array)``). %(relation)s NULL follows every relation type; the search stops after
+# %(hops)s levels, at an empty level, or after the level holding %(goal)s (NULL: none).
+_BFS = """
+    bfs(depth, ids, edges, prevs, relations, seen) AS (
+        SELECT 0, ARRAY[%(start)s::bigint], ARRAY[NULL::bigint], ARRAY[NULL::bigint],
+               ARRAY[NULL::varchar], ARRAY[%(start)s::bigint]
         UNION ALL
-        SELECT e.target_id, e.source_id, e.id, e.relation_type FROM rag_graphedge e
-        WHERE e.account_id = %(account)s AND e.bidirectional
-          AND (%(relation)s::varchar IS NULL OR e.relation_type = %(relation)s::varchar)
+        SELECT b.depth + 1, n.ids, n.edges, n.prevs, n.relations, b.seen || n.ids
+        FROM bfs b CROSS JOIN LATERAL (
+            SELECT array_agg(s.b) AS ids, array_agg(s.edge_id) AS edges,
+                   array_agg(s.a) AS prevs, array_agg(s.relation_type) AS relations
+            FROM (
+                SELECT DISTINCT ON (s.b) s.a, s.b, s.edge_id, s.relation_type
+                FROM (
+                    SELECT e.source_id AS a, e.target_id AS b, e.id AS edge_id, e.relation_type
+                    FROM rag_graphedge e
+                    WHERE e.source_id = ANY(b.ids) AND e.account_id = %(account)s
+                      AND (%(relation)s::varchar IS NULL
+                           OR e.relation_type = %(relation)s::varchar)
+                    UNION ALL
+                    SELECT e.target_id, e.source_id, e.id, e.relation_type
+                    FROM rag_graphedge e
+                    WHERE e.target_id = ANY(b.ids) AND e.bidirectional
+                      AND e.account_id = %(account)s
+                      AND (%(relation)s::varchar IS NULL
+                           OR e.relation_type = %(relation)s::varchar)
+                ) s
+                WHERE NOT EXISTS (SELECT FROM unnest(b.seen) AS v(id) WHERE v.id = s.b)
+                ORDER BY s.b, {first_step}
+            ) s
+        ) n
+        WHERE b.depth < %(hops)s AND n.ids IS NOT NULL
+          AND (%(goal)s::bigint IS NULL OR NOT %(goal)s::bigint = ANY(b.ids))
     )
 """
 
@@ -162,44 +193,52 @@ class Neighbour:
 
 
 def neighbours(
-    *, node: GraphNode, hops: int = 1, relation_type: str | None = None
+    *,
+    node: GraphNode,
+    hops: int = 1,
+    relation_type: str | None = None,
+    limit: int | None = None,
 ) -> list[Neighbour]:
-    """The nodes within ``hops`` (1..5) of ``node``, nearest first, each with its distance and
-    the relation type of the edge that reached it on a shortest walk; ``relation_type`` follows
-    only edges of that type."""
+    """The nodes within ``hops`` (1..5) of ``node``, nearest first (then by name, then id),
+    each with its distance and the relation type of the edge that reached it on a shortest walk
+    (of several, the first in the database's sort order); ``relation_type`` follows only edges
+    of that type. ``limit`` keeps the nearest ``limit`` (ordered and cut in the database, so a
+    large neighbourhood costs its walk, not its rows)."""
     if not 1 <= hops <= MAX_HOPS:
         raise ValidationFailed(f"hops must be from 1 to {MAX_HOPS}.", code="invalid_hops")
     with connection.cursor() as cursor:
         cursor.execute(
             f"""
-            WITH RECURSIVE {_STEPS},
-            walk(node_id, hops, relation_type) AS (
-                SELECT %(start)s::bigint, 0, NULL::varchar
-                UNION
-                SELECT s.b, w.hops + 1, s.relation_type
-                FROM walk w JOIN steps s ON s.a = w.node_id
-                WHERE w.hops < %(hops)s
-            )
-            SELECT DISTINCT ON (node_id) node_id, hops, relation_type
-            FROM walk WHERE node_id <> %(start)s
-            ORDER BY node_id, hops, relation_type
-            """,  # noqa: S608 - _STEPS is code
+            WITH RECURSIVE {_BFS.format(first_step="s.relation_type")}
+            SELECT r.node_id, b.depth, r.relation_type
+            FROM bfs b CROSS JOIN LATERAL unnest(b.ids, b.relations) AS r(node_id, relation_type)
+            JOIN rag_graphnode n ON n.id = r.node_id
+            WHERE b.depth > 0
+            ORDER BY b.depth, lower(n.name) COLLATE "C", n.id
+            LIMIT %(limit)s
+            """,  # noqa: S608 - _BFS is code
             {
                 "account": node.account_id,
                 "relation": relation_type or None,
                 "start": node.pk,
                 "hops": hops,
+                "goal": None,
+                "limit": limit,
             },
         )
         rows = cursor.fetchall()
-    nodes = GraphNode.objects.defer("embedding").in_bulk([row[0] for row in rows])
-    found = [
+    # The ids as one array parameter: an IN list of thousands of placeholders costs more to
+    # send (psycopg rewrites the query per placeholder) than loading the rows.
+    nodes = (
+        GraphNode.objects.defer("embedding")
+        .filter(pk__in=RawSQL("SELECT unnest(%s::bigint[])", [[row[0] for row in rows]]))
+        .in_bulk()
+    )
+    return [
         Neighbour(node=nodes[node_id], hops=distance, relation_type=relation)
         for node_id, distance, relation in rows
         if node_id in nodes
     ]
-    found.sort(key=lambda n: (n.hops, n.node.name.lower(), n.node.pk))
-    return found
 
 
 @dataclass(frozen=True)
@@ -211,41 +250,35 @@ class Path:
 def shortest_path(*, source: GraphNode, target: GraphNode) -> Path:
     """The nodes and edges of a shortest path from ``source`` to ``target`` (at most
     ``MAX_PATH_HOPS`` hops); 404 ``no_path`` when there is none. Of several shortest paths the
-    one through the lowest edge ids is taken, so the answer is stable."""
+    one through the lowest edge ids is taken, so the answer is stable: its last edge is the
+    lowest-id edge into ``target`` from a node one hop nearer ``source``, and so on back."""
     if source.pk == target.pk:
         return Path(nodes=[source], edges=[])
     if source.account_id != target.account_id:
         raise _no_path()
     with connection.cursor() as cursor:
+        # The search stops at the target's level; the path is read back from it, each node's
+        # first step (the lowest edge id from the level before) naming the node before it.
         cursor.execute(
             f"""
-            WITH RECURSIVE {_STEPS},
-            walk(node_id, depth, prev_id, edge_id) AS (
-                SELECT %(start)s::bigint, 0, NULL::bigint, NULL::bigint
-                UNION
-                SELECT s.b, w.depth + 1, w.node_id, s.edge_id
-                FROM walk w JOIN steps s ON s.a = w.node_id
-                WHERE w.depth < %(max)s AND w.node_id <> %(goal)s
-            ),
-            firsts AS (
-                SELECT DISTINCT ON (node_id, depth) node_id, depth, prev_id, edge_id
-                FROM walk ORDER BY node_id, depth, edge_id
-            ),
-            back(node_id, depth, prev_id, edge_id) AS (
-                (SELECT node_id, depth, prev_id, edge_id FROM firsts
-                 WHERE node_id = %(goal)s ORDER BY depth LIMIT 1)
+            WITH RECURSIVE {_BFS.format(first_step="s.edge_id")},
+            back(node_id, depth, edge_id, prev_id) AS (
+                SELECT %(goal)s::bigint, b.depth, b.edges[i], b.prevs[i]
+                FROM bfs b CROSS JOIN LATERAL array_position(b.ids, %(goal)s::bigint) AS i
+                WHERE i IS NOT NULL
                 UNION ALL
-                SELECT f.node_id, f.depth, f.prev_id, f.edge_id
-                FROM back b JOIN firsts f ON f.node_id = b.prev_id AND f.depth = b.depth - 1
+                SELECT k.prev_id, b.depth, b.edges[i], b.prevs[i]
+                FROM back k JOIN bfs b ON b.depth = k.depth - 1
+                CROSS JOIN LATERAL array_position(b.ids, k.prev_id) AS i
             )
             SELECT node_id, edge_id FROM back ORDER BY depth
-            """,  # noqa: S608 - _STEPS is code
+            """,  # noqa: S608 - _BFS is code
             {
                 "account": source.account_id,
                 "relation": None,
                 "start": source.pk,
+                "hops": MAX_PATH_HOPS,
                 "goal": target.pk,
-                "max": MAX_PATH_HOPS,
             },
         )
         rows = cursor.fetchall()

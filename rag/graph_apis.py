@@ -250,15 +250,22 @@ class NeighbourOutput(serializers.Serializer):
 
 class NeighboursOutput(serializers.Serializer):
     results = NeighbourOutput(many=True)
+    truncated = serializers.BooleanField(
+        help_text="More nodes lie within the hops than ``limit`` allowed (the farthest left out)."
+    )
 
 
 class NodeNeighboursApi(ApiView):
-    """The nodes within ``hops`` (1 to 5) of a node, nearest first; ``relation_type`` follows
-    only edges of that type. Bidirectional edges are followed both ways."""
+    """The nodes within ``hops`` (1 to 5) of a node, nearest first (then by name), at most
+    ``limit`` (default 100, at most 1,000); ``relation_type`` follows only edges of that type.
+    Bidirectional edges are followed both ways."""
 
     class FilterSerializer(strict.FilterSerializer):
         hops = serializers.IntegerField(min_value=1, max_value=graph.MAX_HOPS, default=1)
         relation_type = serializers.CharField(max_length=100, required=False)
+        limit = serializers.IntegerField(
+            min_value=1, max_value=graph.MAX_NEIGHBOURS, default=graph.DEFAULT_NEIGHBOURS
+        )
 
     @extend_schema(
         parameters=[FilterSerializer],
@@ -267,10 +274,16 @@ class NodeNeighboursApi(ApiView):
     )
     def get(self, request: Request, node_id: int) -> Response:
         node = graph.node_get(actor=request_actor(request), node_id=node_id)
+        limit = self.filters["limit"]
         found = graph.neighbours(
-            node=node, hops=self.filters["hops"], relation_type=self.filters.get("relation_type")
+            node=node,
+            hops=self.filters["hops"],
+            relation_type=self.filters.get("relation_type"),
+            limit=limit + 1,
         )
-        return Response(NeighboursOutput({"results": found}).data)
+        return Response(
+            NeighboursOutput({"results": found[:limit], "truncated": len(found) > limit}).data
+        )
 
 
 class PathOutput(serializers.Serializer):

@@ -19,6 +19,7 @@ import pytest
 from drf_spectacular.generators import SchemaGenerator
 from rest_framework.test import APIClient
 
+from content.models import Article, Page
 from core import services
 from core.actors import actor_for_account
 from core.models import Agent, ApiKey, Team
@@ -90,6 +91,9 @@ class Target:
     other_node_id: int
     edge_id: int
     node_name: str
+    # Pages: a page's id, and a title (unique per account, chosen by authors).
+    page_id: int
+    page_title: str
     # Skills: ids (errors name none), and a skill's name (unique per account).
     skill_id: int
     other_skill_id: int
@@ -118,6 +122,8 @@ class Target:
             side.graph_other_node.pk,  # type: ignore[union-attr]
             side.graph_edge.pk,  # type: ignore[union-attr]
             side.node_name,
+            side.page.pk,  # type: ignore[union-attr]
+            side.page_title,
             side.skill.pk,  # type: ignore[union-attr]
             side.other_skill.pk,  # type: ignore[union-attr]
             side.skill_name,
@@ -147,12 +153,14 @@ class Target:
             MISSING_ID + 13,
             f"node-{MISSING_ID + 14}",
             MISSING_ID + 15,
-            MISSING_ID + 16,
-            f"skill-{MISSING_ID + 17}",
+            f"page-{MISSING_ID + 16}",
+            MISSING_ID + 17,
             MISSING_ID + 18,
-            MISSING_ID + 19,
-            f"proposal-{MISSING_ID + 20}",
+            f"skill-{MISSING_ID + 19}",
+            MISSING_ID + 20,
             MISSING_ID + 21,
+            f"proposal-{MISSING_ID + 22}",
+            MISSING_ID + 23,
         )
 
     def values(self) -> list[str]:
@@ -181,6 +189,7 @@ class Target:
             "snapshot_id": self.snapshot_id,
             "node_id": self.node_id,
             "edge_id": self.edge_id,
+            "page_id": self.page_id,
             "skill_id": self.skill_id,
             "version_id": self.version_id,
             "proposal_id": self.proposal_id,
@@ -433,6 +442,19 @@ CASES.update(
 )
 
 
+def _page_create(target: Target | None) -> Request:
+    assert target is not None
+    return "", {"title": target.page_title, "content": "[[Harbour Notes]] and harbour notes"}, None
+
+
+def _article(target: Target | None) -> Request:
+    # Articles are global: no account owns one. A published article is everyone's; drafts
+    # (the intruder's carries its marker) are no one's, and never shown.
+    published = Article.objects.filter(status="published").order_by("pk").first()
+    assert published is not None
+    return f"/{published.pk}", None, None
+
+
 def _skill_create(target: Target | None) -> Request:
     assert target is not None
     body = {"name": "injected skill", "category": "testing"}
@@ -445,6 +467,22 @@ def _skills_discover(target: Target | None) -> Request:
 
 CASES.update(
     {
+        # Pages: titles are unique per account (taking the intruder's must work), ids answer
+        # like missing ones; the intruder's "Harbour Notes" links and mentions never show.
+        "content_pages_list": Case(lambda t: ("", None, None), names_ids=False),
+        "content_page_create": Case(_page_create, names_ids=False, intruder_names=True),
+        "content_page_retrieve": Case(_named()),
+        "content_page_update": Case(_named({"content": "changed", "aliases": ["x"]})),
+        "content_page_delete": Case(_named()),
+        "content_page_backlinks": Case(_named()),
+        "content_page_unlinked_mentions": Case(_named()),
+        "content_page_related": Case(_named(query={"limit": 50})),
+        "content_page_broken_links": Case(_named()),
+        "content_page_extract_links": Case(_named()),
+        "content_page_generate_embedding": Case(_named()),
+        "content_page_rename": Case(_named({"title": "Renamed Notes", "rewrite_links": True})),
+        "content_articles_list": Case(lambda t: ("", None, None), names_ids=False),
+        "content_article_retrieve": Case(_article, names_ids=False),
         # Skills: ids answer like missing ones, in the path and in bodies (dependencies).
         "skills_list": Case(lambda t: ("", None, {"status": "active"}), names_ids=False),
         "skills_create": Case(_skill_create),
@@ -561,7 +599,16 @@ def intruder_state(side: Side) -> Any:
         _working_memory(side),
         _long_term_memory(account),
         _knowledge_graph(account),
+        _pages(account),
         _skills(account),
+    )
+
+
+def _pages(account: int) -> Any:
+    return list(
+        Page.objects.filter(account=account)
+        .order_by("pk")
+        .values_list("id", "title", "slug", "content", "aliases", "status", "embedded_checksum")
     )
 
 

@@ -33,6 +33,7 @@ from core.admin_base.options import (
     AccountScopedInlineMixin,
     AccountScopedStackedInline,
     AccountScopedTabularInline,
+    ServiceRefusalsMixin,
     scoped_delete_selected,
 )
 from core.admin_base.rules import (
@@ -57,6 +58,7 @@ __all__ = [
     "ScopedRawIdWidget",
     "ScopedRelatedFieldListFilter",
     "ScopedRules",
+    "ServiceRefusalsMixin",
     "SuperuserOnlyAdminMixin",
     "account_lookup_for",
     "forget_actor",

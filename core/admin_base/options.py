@@ -34,7 +34,48 @@ def _rejecting(form_class: Any, message: str) -> Any:
     return type(form_class.__name__, (form_class,), {"clean": clean})
 
 
-class AccountScopedAdmin(ScopedRules, admin.ModelAdmin):
+class ServiceRefusalsMixin:
+    """A service's refusal (an ``EngramError``) shown to the person instead of a server error:
+    a refused save shows the form again with their input and the service's message (the view
+    is atomic, so nothing of it is saved); a refused delete redirects with the message. Every
+    scoped admin has it; admins of installation-wide data that save through services add it."""
+
+    def get_form(
+        self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any
+    ) -> Any:
+        form = super().get_form(request, obj, change=change, **kwargs)  # type: ignore[misc]
+        rejection = getattr(request, _REJECTION_ATTR, None)
+        if rejection is not None:
+            form = _rejecting(form, rejection.message)
+        return form
+
+    def changeform_view(
+        self,
+        request: HttpRequest,
+        object_id: str | None = None,
+        form_url: str = "",
+        extra_context: dict[str, Any] | None = None,
+    ) -> HttpResponse:
+        view = super().changeform_view  # type: ignore[misc]
+        try:
+            return view(request, object_id, form_url, extra_context)
+        except EngramError as exc:
+            if request.method != "POST" or getattr(request, _REJECTION_ATTR, None) is not None:
+                raise
+            setattr(request, _REJECTION_ATTR, exc)
+            return view(request, object_id, form_url, extra_context)
+
+    def delete_view(
+        self, request: HttpRequest, object_id: str, extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
+        try:
+            return super().delete_view(request, object_id, extra_context)  # type: ignore[misc]
+        except EngramError as exc:
+            messages.error(request, exc.message)
+            return HttpResponseRedirect(request.get_full_path())
+
+
+class AccountScopedAdmin(ServiceRefusalsMixin, ScopedRules, admin.ModelAdmin):
     """Base of every admin for account data. Subclasses declare ``account_lookup`` and the
     ``*_roles``, and implement the service calls their roles allow:
 
@@ -122,36 +163,7 @@ class AccountScopedAdmin(ScopedRules, admin.ModelAdmin):
         form = super().get_form(request, obj, change=change, **kwargs)
         ids = self.writable(request) if obj is None else frozenset({self.account_id_of(obj)})
         self.narrow_fields(request, form.base_fields, ids)  # type: ignore[arg-type]
-        rejection = getattr(request, _REJECTION_ATTR, None)
-        if rejection is not None:
-            form = _rejecting(form, rejection.message)
         return form
-
-    def changeform_view(
-        self,
-        request: HttpRequest,
-        object_id: str | None = None,
-        form_url: str = "",
-        extra_context: dict[str, Any] | None = None,
-    ) -> HttpResponse:
-        """A service that refuses the save rolls the whole form back (the view is atomic) and
-        the form is shown again, with the user's input and the service's message."""
-        try:
-            return super().changeform_view(request, object_id, form_url, extra_context)
-        except EngramError as exc:
-            if request.method != "POST" or getattr(request, _REJECTION_ATTR, None) is not None:
-                raise
-            setattr(request, _REJECTION_ATTR, exc)
-            return super().changeform_view(request, object_id, form_url, extra_context)
-
-    def delete_view(
-        self, request: HttpRequest, object_id: str, extra_context: dict[str, Any] | None = None
-    ) -> HttpResponse:
-        try:
-            return super().delete_view(request, object_id, extra_context)
-        except EngramError as exc:
-            messages.error(request, exc.message)
-            return HttpResponseRedirect(request.get_full_path())
 
     # --- writes through services ------------------------------------------------------------
 

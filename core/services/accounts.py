@@ -20,6 +20,7 @@ from django.utils.text import slugify
 from core.actors import MANAGE_ACCOUNT, Actor, actor_for_account
 from core.audit import audit_record
 from core.errors import Conflict, PermissionDenied, ValidationFailed
+from core.key_cache import credentials_changed
 from core.models import Account, Membership
 from core.writes import changes_of, changes_validate, row_delete, row_update
 
@@ -79,14 +80,18 @@ def account_update(*, actor: Actor, account: Account, **fields: Any) -> Account:
     if _ACCOUNT_INSTALLATION_FIELDS & set(changes):
         require_installation(actor)
     changes_validate(account, changes)
-    return row_update(
-        actor=actor,
-        instance=account,
-        changes=changes,
-        action="core.account.update",
-        account_id=account.pk,
-        conflicts={"": lambda: Conflict("An account with this slug exists.", code="slug_taken")},
-    )
+    with transaction.atomic():
+        credentials_changed()  # API keys load the account's row: is_active decides
+        return row_update(
+            actor=actor,
+            instance=account,
+            changes=changes,
+            action="core.account.update",
+            account_id=account.pk,
+            conflicts={
+                "": lambda: Conflict("An account with this slug exists.", code="slug_taken")
+            },
+        )
 
 
 def account_delete(*, actor: Actor, account: Account) -> None:
@@ -95,13 +100,15 @@ def account_delete(*, actor: Actor, account: Account) -> None:
     The audit event has no account: the account's own events go with it.
     """
     require_installation(actor)
-    row_delete(
-        actor=actor,
-        instance=account,
-        action="core.account.delete",
-        account_id=None,
-        changes={"name": account.name, "slug": account.slug},
-    )
+    with transaction.atomic():
+        credentials_changed()
+        row_delete(
+            actor=actor,
+            instance=account,
+            action="core.account.delete",
+            account_id=None,
+            changes={"name": account.name, "slug": account.slug},
+        )
 
 
 # --- memberships -------------------------------------------------------------------------------

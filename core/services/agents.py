@@ -11,6 +11,7 @@ from django.db import IntegrityError, transaction
 from core.actors import MANAGE_ACCOUNT, Actor
 from core.audit import audit_record
 from core.errors import Conflict, ValidationFailed
+from core.key_cache import credentials_changed
 from core.models import Account, Agent, Team
 from core.writes import changes_of, changes_validate, row_delete, row_update
 
@@ -128,25 +129,30 @@ def agent_update(
     if not changes and team_ids is None:
         return agent
     changes_validate(agent, changes)
-    return row_update(
-        actor=actor,
-        instance=agent,
-        changes=changes,
-        action="core.agent.update",
-        account_id=agent.account_id,
-        audit_changes={**changes, **({"teams": team_ids} if team_ids is not None else {})},
-        conflicts={"agent_unique_name_per_account": lambda: _name_taken("An agent")},
-        then=(lambda: agent.teams.set(team_list)) if team_ids is not None else None,
-    )
+    with transaction.atomic():
+        if changes:  # API keys load the agent's row: its status decides whether they work
+            credentials_changed()
+        return row_update(
+            actor=actor,
+            instance=agent,
+            changes=changes,
+            action="core.agent.update",
+            account_id=agent.account_id,
+            audit_changes={**changes, **({"teams": team_ids} if team_ids is not None else {})},
+            conflicts={"agent_unique_name_per_account": lambda: _name_taken("An agent")},
+            then=(lambda: agent.teams.set(team_list)) if team_ids is not None else None,
+        )
 
 
 def agent_delete(*, actor: Actor, agent: Agent) -> None:
     """Delete an agent with its keys (its searches and audit events keep their rows)."""
     actor.require(agent.account_id, MANAGE_ACCOUNT)
-    row_delete(
-        actor=actor,
-        instance=agent,
-        action="core.agent.delete",
-        account_id=agent.account_id,
-        changes={"name": agent.name},
-    )
+    with transaction.atomic():
+        credentials_changed()
+        row_delete(
+            actor=actor,
+            instance=agent,
+            action="core.agent.delete",
+            account_id=agent.account_id,
+            changes={"name": agent.name},
+        )

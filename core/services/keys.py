@@ -14,6 +14,7 @@ from core.actors import MANAGE_ACCOUNT, Actor
 from core.api_keys import generate_key
 from core.audit import audit_record
 from core.errors import ValidationFailed
+from core.key_cache import credentials_changed
 from core.models import Agent, ApiKey
 from core.writes import row_delete, row_update
 
@@ -86,13 +87,15 @@ def api_key_update(
         changes["expires_at"] = expires_at
     if not changes:
         return key
-    return row_update(
-        actor=actor,
-        instance=key,
-        changes=changes,
-        action="core.api_key.update",
-        account_id=key.agent.account_id,
-    )
+    with transaction.atomic():
+        credentials_changed()
+        return row_update(
+            actor=actor,
+            instance=key,
+            changes=changes,
+            action="core.api_key.update",
+            account_id=key.agent.account_id,
+        )
 
 
 def api_key_revoke(*, actor: Actor, key: ApiKey) -> ApiKey:
@@ -102,6 +105,7 @@ def api_key_revoke(*, actor: Actor, key: ApiKey) -> ApiKey:
         if ApiKey.objects.filter(pk=key.pk, revoked_at__isnull=True).update(
             revoked_at=timezone.now()
         ):
+            credentials_changed()
             audit_record(
                 actor=actor,
                 action="core.api_key.revoke",
@@ -115,20 +119,25 @@ def api_key_revoke(*, actor: Actor, key: ApiKey) -> ApiKey:
 def api_key_delete(*, actor: Actor, key: ApiKey) -> None:
     """Remove a key for good (revoking keeps it visible; pruning deletes old ones anyway)."""
     actor.require(key.agent.account_id, MANAGE_ACCOUNT)
-    row_delete(
-        actor=actor,
-        instance=key,
-        action="core.api_key.delete",
-        account_id=key.agent.account_id,
-        changes={"prefix": key.prefix},
-    )
+    with transaction.atomic():
+        credentials_changed()
+        row_delete(
+            actor=actor,
+            instance=key,
+            action="core.api_key.delete",
+            account_id=key.agent.account_id,
+            changes={"prefix": key.prefix},
+        )
 
 
 def api_keys_prune(
     *, retention: timedelta, now: datetime | None = None, dry_run: bool = False
 ) -> int:
     """Delete keys revoked or expired longer ago than ``retention``; returns how many (with
-    ``dry_run``, how many would go, deleting nothing)."""
+    ``dry_run``, how many would go, deleting nothing).
+
+    No ``credentials_changed``: a process that still caches one of these keys refuses it for its
+    revocation or expiry, as the row it cached says."""
     cutoff = (now or timezone.now()) - retention
     old = ApiKey.objects.filter(Q(revoked_at__lt=cutoff) | Q(expires_at__lt=cutoff))
     if dry_run:

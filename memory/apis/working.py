@@ -16,6 +16,7 @@ from rest_framework.response import Response
 
 from core import serializers as strict
 from core.permissions import request_actor
+from core.serializers import represent
 from core.views import ApiView
 from memory import selectors, services
 from memory import working_redis as wr
@@ -41,7 +42,8 @@ class EntryOutput(serializers.Serializer):
 
 
 def _entry(entry: WorkingEntry) -> dict[str, Any]:
-    return EntryOutput(
+    return represent(
+        EntryOutput,
         {
             "session_id": entry.session_id,
             "kind": entry.kind,
@@ -49,8 +51,8 @@ def _entry(entry: WorkingEntry) -> dict[str, Any]:
             "value": entry.value,
             "ttl": entry.expiry.ttl,
             "expires_at": entry.expiry.expires_at,
-        }
-    ).data
+        },
+    )
 
 
 class WorkingKeyApi(ApiView):
@@ -93,7 +95,9 @@ class WorkingExistsApi(ApiView):
             actor=request_actor(request), session_id=session_id, key=key
         )
         return Response(
-            self.OutputSerializer({"session_id": session_id, "key": key, "exists": exists}).data
+            represent(
+                self.OutputSerializer, {"session_id": session_id, "key": key, "exists": exists}
+            )
         )
 
 
@@ -139,13 +143,13 @@ class WorkingSessionApi(ApiView):
             "limit": settings.WORKING_MEMORY_MAX_KEYS,
             "keys": keys,
         }
-        return Response(self.OutputSerializer(body).data)
+        return Response(represent(self.OutputSerializer, body))
 
     @_schema("memory_working_clear", ClearOutputSerializer)
     def delete(self, request: Request, session_id: str) -> Response:
         removed = services.working_clear(actor=request_actor(request), session_id=session_id)
         return Response(
-            self.ClearOutputSerializer({"session_id": session_id, "removed": removed}).data
+            represent(self.ClearOutputSerializer, {"session_id": session_id, "removed": removed})
         )
 
 
@@ -259,14 +263,14 @@ class WorkingConversationApi(ApiView):
             messages=data["messages"],
             ttl=data.get("ttl"),
         )
-        return Response(ConversationOutput(_conversation(entry)).data)
+        return Response(represent(ConversationOutput, _conversation(entry)))
 
     @_schema("memory_working_conversation_retrieve", ConversationOutput)
     def get(self, request: Request, session_id: str) -> Response:
         entry = selectors.working_conversation_get(
             actor=request_actor(request), session_id=session_id
         )
-        return Response(ConversationOutput(_conversation(entry)).data)
+        return Response(represent(ConversationOutput, _conversation(entry)))
 
 
 class WorkingConversationAppendApi(ApiView):
@@ -291,7 +295,7 @@ class WorkingConversationAppendApi(ApiView):
             message=data["message"],
             ttl=data.get("ttl"),
         )
-        return Response(self.OutputSerializer(_conversation(entry, with_messages=False)).data)
+        return Response(represent(self.OutputSerializer, _conversation(entry, with_messages=False)))
 
 
 class ScratchPadInput(strict.InputSerializer):
@@ -308,15 +312,16 @@ class ScratchPadOutput(serializers.Serializer):
 
 
 def _pad(entry: WorkingEntry, content: str | None = None) -> dict[str, Any]:
-    return ScratchPadOutput(
+    return represent(
+        ScratchPadOutput,
         {
             "session_id": entry.session_id,
             "content": entry.value if content is None else content,
             "size_bytes": entry.size or 0,
             "ttl": entry.expiry.ttl,
             "expires_at": entry.expiry.expires_at,
-        }
-    ).data
+        },
+    )
 
 
 class WorkingScratchPadApi(ApiView):
@@ -385,7 +390,7 @@ class WorkingShareApi(ApiView):
             "ttl": entry.expiry.ttl,
             "expires_at": entry.expiry.expires_at,
         }
-        return Response(SharedOutput(body).data)
+        return Response(represent(SharedOutput, body))
 
 
 class WorkingInboxApi(ApiView):
@@ -411,7 +416,7 @@ class WorkingInboxApi(ApiView):
                 for i in items
             ],
         }
-        return Response(self.OutputSerializer(body).data)
+        return Response(represent(self.OutputSerializer, body))
 
 
 class WorkingInboxEntryApi(ApiView):
@@ -432,7 +437,7 @@ class WorkingInboxEntryApi(ApiView):
             "ttl": entry.expiry.ttl,
             "expires_at": entry.expiry.expires_at,
         }
-        return Response(self.OutputSerializer(body).data)
+        return Response(represent(self.OutputSerializer, body))
 
 
 class WorkingPersistApi(ApiView):
@@ -452,7 +457,7 @@ class WorkingPersistApi(ApiView):
             "entries": snapshot.entry_count,
             "persisted_at": snapshot.updated_at,
         }
-        return Response(self.OutputSerializer(body).data)
+        return Response(represent(self.OutputSerializer, body))
 
 
 class WorkingLoadApi(ApiView):
@@ -473,4 +478,4 @@ class WorkingLoadApi(ApiView):
         counts = services.working_load(
             actor=request_actor(request), session_id=session_id, ttl=data.get("ttl")
         )
-        return Response(self.OutputSerializer({"session_id": session_id, **counts}).data)
+        return Response(represent(self.OutputSerializer, {"session_id": session_id, **counts}))

@@ -96,25 +96,11 @@ def _listed(namespace: wr.Namespace) -> list[tuple[str, wr.Expiry]]:
 
     The index says which entries exist; each entry's own PTTL says whether it still does and
     for how long (the truth, even if an entry was deleted or expired behind the index's back).
-    Members found gone are pruned from the index on the way.
+    Members found gone are pruned from the index on the way. One round trip (script LIST).
     """
-    client = memory_redis()
     with working_memory_available():
-        members = wr.index_members(client, namespace.index)
-        if not members:
-            return []
-        pipe = client.pipeline(transaction=False)
-        for member in members:
-            pipe.pttl(namespace.key(member))
-        pttls = pipe.execute()
-        gone = [m for m, pttl in zip(members, pttls, strict=True) if pttl == -2]
-        if gone:
-            client.zrem(namespace.index, *gone)
-    return [
-        (member, wr.Expiry.from_pttl(int(pttl)))
-        for member, pttl in zip(members, pttls, strict=True)
-        if pttl != -2
-    ]
+        members = wr.live_members(namespace)
+    return [(member, wr.Expiry.from_pttl(pttl)) for member, pttl in members]
 
 
 def working_keys(*, actor: Actor, session_id: str) -> list[IndexedEntry]:

@@ -15,10 +15,12 @@ own transaction opened, so that a node is written in that transaction without a 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from django.db import IntegrityError, transaction
+from django.utils import timezone
 
 from core.actors import WRITE_GRAPH, Actor
 from core.audit import audit_record
@@ -340,3 +342,78 @@ def edge_delete(*, actor: Actor, edge: GraphEdge, roles: Iterable[str] = WRITE_G
             "relation_type": edge.relation_type,
         },
     )
+
+
+@dataclass(frozen=True)
+class EdgeSync:
+    created: int
+    removed: int
+    updated: int
+
+
+def edges_sync(
+    *,
+    actor: Actor,
+    source: GraphNode,
+    relation_type: str,
+    targets: Mapping[int, Mapping[str, Any]],
+) -> EdgeSync:
+    """Make ``source``'s outgoing edges of ``relation_type`` exactly ``targets`` (target node id
+    -> the edge's metadata): create the missing, delete the rest, rewrite changed metadata; an
+    unchanged set writes nothing (idempotent). One transaction under the source node's row lock,
+    so concurrent syncs of one source serialise; one audit event when anything changed. Targets
+    must be other nodes of the source's account (404 ``node_not_found`` otherwise)."""
+    actor.require(source.account_id, WRITE_GRAPH)
+    wanted = {int(node_id): dict(metadata) for node_id, metadata in targets.items()}
+    if source.pk in wanted:
+        raise ValidationFailed("An edge cannot join a node to itself.", code="self_loop")
+    with transaction.atomic():
+        if not GraphNode.objects.select_for_update().filter(pk=source.pk).exists():
+            raise node_not_found()
+        if wanted:
+            found = GraphNode.objects.filter(account_id=source.account_id, pk__in=wanted).count()
+            if found != len(wanted):
+                raise node_not_found()
+        existing = {
+            edge.target_id: edge
+            for edge in GraphEdge.objects.filter(source=source, relation_type=relation_type)
+        }
+        removed = [edge.pk for target, edge in existing.items() if target not in wanted]
+        changed = []
+        for target, edge in existing.items():
+            if target in wanted and edge.metadata != wanted[target]:
+                edge.metadata, edge.updated_at = wanted[target], timezone.now()
+                changed.append(edge)
+        new = [
+            GraphEdge(
+                account_id=source.account_id,
+                source_id=source.pk,
+                target_id=target,
+                relation_type=relation_type,
+                metadata=metadata,
+            )
+            for target, metadata in wanted.items()
+            if target not in existing
+        ]
+        if removed:
+            GraphEdge.objects.filter(pk__in=removed).delete()
+        if changed:
+            GraphEdge.objects.bulk_update(changed, ["metadata", "updated_at"])
+        if new:
+            # A concurrent single edge_create of the same edge wins; this sync keeps it.
+            GraphEdge.objects.bulk_create(new, ignore_conflicts=True)
+        result = EdgeSync(created=len(new), removed=len(removed), updated=len(changed))
+        if new or removed or changed:
+            audit_record(
+                actor=actor,
+                action="rag.graph.edges.sync",
+                account_id=source.account_id,
+                target=source,
+                changes={
+                    "relation_type": relation_type,
+                    "created": result.created,
+                    "removed": result.removed,
+                    "updated": result.updated,
+                },
+            )
+    return result

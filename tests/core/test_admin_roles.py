@@ -150,13 +150,20 @@ def test_add_views_offer_only_own_account_choices(world: dict[str, Side], role: 
 def test_deletes_go_through_services_as_the_role_allows(world: dict[str, Side], role: str) -> None:
     own = world["own"]
     client = login(own.users[role])
-    for label in ("core.account", "core.auditevent", "rag.chunk", "rag.searchquery"):
+    for label in (
+        "core.account",
+        "core.auditevent",
+        "rag.chunk",
+        "rag.searchquery",
+        "content.article",
+    ):
         obj = own.objects[label]
         answer = client.post(url(label, "delete", obj.pk), {"post": "yes"}).status_code
         assert answer in (403, 404), label
         assert type(obj).objects.filter(pk=obj.pk).exists(), label
     # Children before parents: deleting a knowledge base takes its document along.
-    for label in ("rag.document", "rag.knowledgebase", "core.apikey", "core.agent", "core.team"):
+    labels = ("content.page", "rag.document", "rag.knowledgebase", "core.apikey", "core.agent")
+    for label in (*labels, "core.team"):
         obj = own.objects[label]
         response = client.post(url(label, "delete", obj.pk), {"post": "yes"})
         model = type(obj)
@@ -487,6 +494,7 @@ def test_installation_wide_admins(world: dict[str, Side]) -> None:
         "django_celery_beat.solarschedule",
         "django_celery_beat.clockedschedule",
         "core.jobrun",
+        "content.article",
     ]
     for label in installation:
         assert owner.get(url(label, "changelist")).status_code == 403, label

@@ -7,6 +7,7 @@ import time
 from typing import Any
 
 import pytest
+import redis
 
 from core.actors import actor_for_account, actor_for_agent
 from core.errors import PermissionDenied
@@ -123,6 +124,29 @@ def test_keys_come_from_the_session_index_never_a_scan(
     assert gone.status_code == 404
     assert agent_client.client.get(f"{BASE}/s1/short/exists").json()["exists"] is False
     assert agent_client.client.get(f"{BASE}/nothing-here").json()["keys"] == []
+
+
+def test_listing_a_session_reads_redis_in_one_round_trip(
+    agent_client: AuthedAgent, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for i in range(5):
+        put(agent_client, f"s1/k{i}", {"value": i, "ttl": 60})
+    namespace = ns(agent_client, "s1")
+    memory_redis().delete(namespace.key("k3"))  # behind the index's back
+    assert len(agent_client.client.get(f"{BASE}/s1").json()["keys"]) == 4  # (loads the script)
+    sent: list[Any] = []
+    original = redis.connection.AbstractConnection.send_packed_command
+
+    def send(self: Any, command: Any, check_health: bool = True) -> None:
+        sent.append(command)
+        original(self, command, check_health)
+
+    monkeypatch.setattr(redis.connection.AbstractConnection, "send_packed_command", send)
+    listed = wr.live_members(namespace)
+    assert len(sent) == 1
+    assert [m for m, _ in listed] == ["k0", "k1", "k2", "k4"]
+    assert all(55_000 < ms <= 60_000 for _, ms in listed)
+    assert wr.index_members(memory_redis(), namespace.index) == ["k0", "k1", "k2", "k4"]
 
 
 def test_an_oversized_value_is_413_and_changes_nothing(

@@ -111,3 +111,24 @@ def test_rag_rebuild_index_rebuilds_the_vector_index() -> None:
     out = StringIO()
     call_command("rag_rebuild_index", stdout=out)  # REINDEX CONCURRENTLY runs outside a transaction
     assert "rebuilding the HNSW index" in out.getvalue() and out.getvalue().endswith("done\n")
+
+
+def test_rag_rebuild_index_graph_restores_the_node_index(kb) -> None:
+    from core.actors import actor_for_account
+    from rag.models import GraphNodeTerm, GraphScope
+    from rag.services import graph as graph_services
+    from rag.spaces import GRAPH_NODES
+
+    actor = actor_for_account(kb.account_id)
+    graph_services.node_create(actor=actor, name="Harbour", entity_type="place")
+    graph_services.node_create(actor=actor, name="Harbour master", entity_type="person")
+    scope = GraphScope.objects.get(account_id=kb.account_id)
+    expected = dict(GraphNodeTerm.objects.filter(scope=scope).values_list("term", "df"))
+    GraphNodeTerm.objects.filter(scope=scope).delete()
+    GraphScope.objects.filter(pk=scope.pk).update(node_count=0, total_terms=0)
+    call_command("rag_rebuild_index", graph=True, skip_vector=True, stdout=StringIO())
+    assert dict(GraphNodeTerm.objects.filter(scope=scope).values_list("term", "df")) == expected
+    scope.refresh_from_db()
+    assert scope.node_count == 2
+    hits = keyword.keyword_search(space=GRAPH_NODES, scope_ids=[scope.pk], query="harbour", limit=5)
+    assert len(hits) == 2

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from typing import Any
 
 import pytest
@@ -235,6 +236,115 @@ def test_shortest_path(agent_client: AuthedAgent, chain: dict[str, GraphNode]) -
     assert response.status_code == 404 and code(response) == "no_path"
 
 
+def test_ties_take_the_first_relation_type_and_the_lowest_edge_ids(actor: Actor) -> None:
+    """a reaches d in two hops through b (knows, knows) and through c (likes, cites): d's relation
+    is the first of the two in sort order; the path goes through the lower-id edge into d."""
+    a, b, c, d = (node(actor, name) for name in "abcd")
+    edge(actor, a, b, "knows")
+    edge(actor, a, c, "likes")
+    into_d = edge(actor, c, d, "cites")  # the lower id into d
+    edge(actor, b, d, "knows")
+    assert _found(graph.neighbours(node=a, hops=2))["d"] == (2, "cites")
+    assert [n.name for n in graph.shortest_path(source=a, target=d).nodes] == ["a", "c", "d"]
+    # A node nearer by another walk keeps its shortest distance, however many longer walks
+    # reach it: b is also two hops away through the bidirectional c <-> b.
+    edge(actor, c, b, "near", bidirectional=True)
+    assert _found(graph.neighbours(node=a, hops=3)) == {
+        "b": (1, "knows"),
+        "c": (1, "likes"),
+        "d": (2, "cites"),
+    }
+    assert graph.shortest_path(source=a, target=d).edges[-1] == into_d
+    with pytest.raises(NotFound):
+        graph.shortest_path(source=d, target=a)  # directed edges end at d
+
+
+def _reference_steps(
+    edges: list[GraphEdge], relation: str | None
+) -> dict[int, list[tuple[int, int, str]]]:
+    """From each node: (next node, edge id, relation type) of every step (directed edges from
+    their source, bidirectional ones from either end)."""
+    steps: dict[int, list[tuple[int, int, str]]] = {}
+    for e in edges:
+        if relation is not None and e.relation_type != relation:
+            continue
+        steps.setdefault(e.source_id, []).append((e.target_id, e.pk, e.relation_type))
+        if e.bidirectional:
+            steps.setdefault(e.target_id, []).append((e.source_id, e.pk, e.relation_type))
+    return steps
+
+
+def _reference_levels(
+    steps: dict[int, list[tuple[int, int, str]]], start: int, hops: int
+) -> list[dict[int, list[tuple[int, int, str]]]]:
+    """Breadth-first levels: for each node first reached at level d, every step into it from
+    level d - 1 as (previous node, edge id, relation type)."""
+    seen = {start}
+    levels: list[dict[int, list[tuple[int, int, str]]]] = [{start: []}]
+    while len(levels) <= hops and levels[-1]:
+        reached: dict[int, list[tuple[int, int, str]]] = {}
+        for a in levels[-1]:
+            for b, edge_id, relation in steps.get(a, []):
+                if b not in seen:
+                    reached.setdefault(b, []).append((a, edge_id, relation))
+        seen |= set(reached)
+        levels.append(reached)
+    return levels
+
+
+def test_traversal_answers_what_a_plain_breadth_first_search_answers(actor: Actor) -> None:
+    """On a random graph with cycles, hubs, parallel relations and bidirectional edges: every
+    node's neighbours within 1 to 5 hops (each relation type, then one), and shortest paths
+    between many pairs, against a plain Python search with the documented tie-breaks."""
+    rng = random.Random(7)
+    nodes = [node(actor, f"n{i:02d}") for i in range(40)]
+    relations = ("cites", "knows", "likes", "owns")
+    made: set[tuple[int, int, str]] = set()
+    for _ in range(110):
+        a, b = rng.choice(nodes[:8] + nodes), rng.choice(nodes[:8] + nodes)  # a few hubs
+        kind = rng.choice(relations)
+        if a.pk != b.pk and (a.pk, b.pk, kind) not in made:
+            made.add((a.pk, b.pk, kind))
+            edge(actor, a, b, kind, bidirectional=rng.random() < 0.2)
+    edges = list(GraphEdge.objects.filter(account_id=actor.account_id))
+    by_id = {n.pk: n for n in nodes}
+    relation: str | None
+    for relation in (None, "knows"):
+        steps = _reference_steps(edges, relation)
+        for start in nodes:
+            levels = _reference_levels(steps, start.pk, 5)
+            for hops in (1, 3, 5):
+                expected = {
+                    by_id[b].name: (depth, min(r for _, _, r in into))
+                    for depth, level in enumerate(levels[1 : hops + 1], start=1)
+                    for b, into in level.items()
+                }
+                got = graph.neighbours(node=start, hops=hops, relation_type=relation)
+                assert _found(got) == expected, (start.name, hops, relation)
+                assert [n.hops for n in got] == sorted(n.hops for n in got)
+    steps = _reference_steps(edges, None)
+    paths = 0
+    for _ in range(150):
+        source, target = rng.sample(nodes, 2)
+        levels = _reference_levels(steps, source.pk, graph.MAX_PATH_HOPS)
+        depth = next((d for d, level in enumerate(levels) if target.pk in level), None)
+        if depth is None:
+            with pytest.raises(NotFound):
+                graph.shortest_path(source=source, target=target)
+            continue
+        expected_nodes, at = [target.pk], target.pk
+        expected_edges: list[int] = []
+        for d in range(depth, 0, -1):
+            at, edge_id, _ = min(levels[d][at], key=lambda step: step[1])
+            expected_nodes.insert(0, at)
+            expected_edges.insert(0, edge_id)
+        path = graph.shortest_path(source=source, target=target)
+        assert [n.pk for n in path.nodes] == expected_nodes
+        assert [e.pk for e in path.edges] == expected_edges
+        paths += 1
+    assert paths > 50  # the graph is connected enough to test paths, not just their absence
+
+
 # --- the API and tenancy ---------------------------------------------------------------------
 
 
@@ -297,3 +407,23 @@ def test_foreign_nodes_answer_like_missing_ones(
     assert GraphNode.objects.filter(pk=theirs.pk, name="Theirs").exists()
     assert "Theirs" not in client.get(NODES).content.decode()
     assert "Theirs" not in client.get(NODES, {"query": "Theirs"}).content.decode()
+
+
+def test_neighbours_are_cut_nearest_first_and_the_api_says_when(
+    actor: Actor, agent_client: AuthedAgent
+) -> None:
+    hub = node(actor, "Hub")
+    near = [node(actor, f"Near {i}") for i in range(3)]
+    far = node(actor, "Far")
+    for n in near:
+        edge(actor, hub, n, "links_to")
+    edge(actor, near[0], far, "links_to")
+    found = graph.neighbours(node=hub, hops=2, limit=2)
+    assert [n.node.name for n in found] == ["Near 0", "Near 1"]
+    url = f"{NODES}/{hub.pk}/neighbors?hops=2&limit=3"
+    body = agent_client.client.get(url).json()
+    assert [r["node"]["name"] for r in body["results"]] == ["Near 0", "Near 1", "Near 2"]
+    assert body["truncated"] is True
+    body = agent_client.client.get(f"{NODES}/{hub.pk}/neighbors?hops=2").json()
+    assert [r["hops"] for r in body["results"]] == [1, 1, 1, 2] and body["truncated"] is False
+    assert agent_client.client.get(f"{NODES}/{hub.pk}/neighbors?limit=1001").status_code == 400

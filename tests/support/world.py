@@ -11,6 +11,8 @@ from typing import Any
 
 from django.contrib.auth.models import User
 
+from content import services as content_services
+from content.models import Article, Page
 from core import services
 from core.actors import ROLES, actor_for_account, actor_for_agent, actor_for_user
 from core.audit import audit_record
@@ -88,6 +90,15 @@ class Side:
     graph_node: GraphNode | None = None
     graph_other_node: GraphNode | None = None
     graph_edge: GraphEdge | None = None
+    # Pages: "Harbour Notes" (the same title on both sides; its alias carries the marker) is
+    # linked from a page named without the marker and mentioned, unlinked, by one named with
+    # it; a draft article (never shown by the API) carries the marker, a published one not.
+    page_title: str = ""
+    page: Page | None = None
+    linking_page: Page | None = None
+    mentioning_page: Page | None = None
+    draft_article: Article | None = None
+    article: Article | None = None
     # Skills: one named without the marker (requests name it; its description carries the
     # marker), one named with it that depends on the first, and the side's agent assigned to it.
     skill_name: str = ""
@@ -135,6 +146,7 @@ def build_side(marker: str, capture_on_commit: Callable[..., Any]) -> Side:
     )
     memory = _memory(marker, account, agent, capture_on_commit)
     knowledge_graph = _graph(marker, account, agent)
+    pages = _content(marker, account, agent, capture_on_commit)
     skills = _skills(marker, account, agent, users)
     side = Side(
         marker=marker,
@@ -151,6 +163,7 @@ def build_side(marker: str, capture_on_commit: Callable[..., Any]) -> Side:
         membership=Membership.objects.get(user=users["reviewer"], account=account),
         **memory,
         **knowledge_graph,
+        **pages,
         **skills,
     )
     side.objects = {
@@ -172,6 +185,8 @@ def build_side(marker: str, capture_on_commit: Callable[..., Any]) -> Side:
         "memory.memoryaccesslog": MemoryAccessLog.objects.get(account=account),
         "rag.graphnode": side.graph_other_node,
         "rag.graphedge": side.graph_edge,
+        "content.page": side.mentioning_page,
+        "content.article": side.draft_article,
         "skills.skill": side.other_skill,
         "skills.skillproposal": side.proposal,
         "skills.skillconflict": SkillConflict.objects.filter(account=account).first(),
@@ -181,6 +196,50 @@ def build_side(marker: str, capture_on_commit: Callable[..., Any]) -> Side:
         "skills.agenttrust": AgentTrust.objects.get(account=account),
     }
     return side
+
+
+def _content(
+    marker: str, account: Account, agent: Agent, capture_on_commit: Callable[..., Any]
+) -> dict[str, Any]:
+    actor = actor_for_agent(agent)
+    page_title = f"page-{account.pk}"
+    staff = actor_for_user(UserFactory.create(username=f"{marker.lower()}-staff", is_staff=True))
+    with capture_on_commit(execute=True):
+        page = content_services.page_create(
+            actor=actor,
+            title="Harbour Notes",
+            content=f"{marker}PAGETEXT tides and moorings.",
+            aliases=[f"{marker}ALIAS"],
+            status="published",
+        )
+        linking = content_services.page_create(
+            actor=actor, title=page_title, content=f"{marker}LINK see [[Harbour Notes]]."
+        )
+        mentioning = content_services.page_create(
+            actor=actor, title=f"{marker}PAGE", content="The harbour notes say little."
+        )
+        draft = content_services.article_save(
+            actor=staff,
+            article=None,
+            fields={"title": f"{marker}DRAFT", "content": f"{marker}ARTICLE", "status": "draft"},
+        )
+        article = content_services.article_save(
+            actor=staff,
+            article=None,
+            fields={
+                "title": f"article-{account.pk}",
+                "content": "Tides for everyone.",
+                "status": "published",
+            },
+        )
+    return {
+        "page_title": page_title,
+        "page": Page.objects.get(pk=page.pk),
+        "linking_page": Page.objects.get(pk=linking.pk),
+        "mentioning_page": Page.objects.get(pk=mentioning.pk),
+        "draft_article": draft,
+        "article": Article.objects.get(pk=article.pk),
+    }
 
 
 def _skills(marker: str, account: Account, agent: Agent, users: dict[str, User]) -> dict[str, Any]:
@@ -390,6 +449,10 @@ RIGHTS: dict[str, dict[str, str]] = {
     # The knowledge graph: authors and operators write, everyone reads.
     "rag.graphnode": {"owner": "vacd", "reviewer": "v", "author": "vacd", "operator": "vacd"},
     "rag.graphedge": {"owner": "vad", "reviewer": "v", "author": "vad", "operator": "vad"},
+    # Pages: authors (and owners) write, everyone reads. Articles are global: superusers and
+    # the installation operators group manage them, no account role does.
+    "content.page": {"owner": "vacd", "reviewer": "v", "author": "vacd", "operator": "v"},
+    "content.article": {"owner": "", "reviewer": "", "author": "", "operator": ""},
     # Skills: reviewers (and owners) write, everyone reads.
     "skills.skill": {"owner": "vac", "reviewer": "vac", "author": "v", "operator": "v"},
     # The review queue and conflicts: read by every role; reviewers (and owners) decide through
@@ -422,6 +485,8 @@ LIST_MARKER = {
     "memory.memoryaccesslog": "LTM",
     "rag.graphnode": "NODE",
     "rag.graphedge": "NODE",
+    "content.page": "PAGE",
+    "content.article": "DRAFT",
     "skills.skill": "SKILL",
     "skills.skillproposal": "MISSING",  # the queue: the submitted sub-proposal
     "skills.skillconflict": "SKILL",

@@ -7,28 +7,40 @@ from django.db import connection
 from tqdm import tqdm
 
 from rag import keyword
-from rag.models import KnowledgeBase
-from rag.spaces import CHUNKS
+from rag.models import GraphScope, KnowledgeBase
+from rag.spaces import CHUNKS, GRAPH_NODES
 
 
 class Command(BaseCommand):
     help = (
         "Rebuild derived search data from the chunks: BM25 postings, term and corpus statistics "
-        "(refreshing impact order), and the HNSW vector index."
+        "(refreshing impact order), and the HNSW vector index. With --graph, the knowledge "
+        "graph's node index (every account's) instead."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--kb", type=int, action="append", default=[])
+        parser.add_argument("--graph", action="store_true", help="rebuild the graph node index")
         parser.add_argument("--skip-vector", action="store_true")
 
     def handle(self, *args: Any, **options: Any) -> None:
+        if options["graph"]:
+            for scope_id in tqdm(list(GraphScope.objects.values_list("pk", flat=True)), "graph"):
+                keyword.index_rebuild(space=GRAPH_NODES, scope_id=scope_id)
+            self._reindex("graph_node_embedding_hnsw", options)
+            self.stdout.write("done")
+            return
         kbs = KnowledgeBase.objects.all()
         if options["kb"]:
             kbs = kbs.filter(pk__in=options["kb"])
         for kb in tqdm(list(kbs), desc="keyword index"):
             keyword.index_rebuild(space=CHUNKS, scope_id=kb.pk)
-        if not options["skip_vector"]:
-            self.stdout.write("rebuilding the HNSW index")
-            with connection.cursor() as cursor:
-                cursor.execute("REINDEX INDEX CONCURRENTLY rag_chunk_embedding_hnsw")
+        self._reindex("rag_chunk_embedding_hnsw", options)
         self.stdout.write("done")
+
+    def _reindex(self, index: str, options: dict[str, Any]) -> None:
+        if options["skip_vector"]:
+            return
+        self.stdout.write(f"rebuilding the HNSW index {index}")
+        with connection.cursor() as cursor:
+            cursor.execute(f"REINDEX INDEX CONCURRENTLY {index}")

@@ -1,0 +1,342 @@
+"""Pages and articles in the knowledge graph: their nodes, their links as ``references`` edges,
+and the embeddings related pages are found by.
+
+A page's node lives in its account's graph (``entity_type`` "page"); an article, being global,
+gets a node in an account's graph when a page of that account links to it (``entity_type``
+"article"). Node metadata names the content: ``{"content_type", "content_id", "slug"}``.
+``links_extract`` makes a page's outgoing ``references`` edges exactly its current resolved links
+(``rag.services.graph.edges_sync``: a diff, idempotent), with the link as written in the edge's
+metadata. Embeddings are computed outside transactions (never call a provider inside one).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from django.db import connection, transaction
+
+from content import selectors, wikilinks
+from content.models import Article, Page
+from core.actors import WRITE_CONTENT, Actor, actor_for_account
+from core.embeddings import get_embedding_provider
+from core.errors import Conflict
+from rag.models import GraphEdge, GraphNode
+from rag.services import graph as graph_services
+
+PAGE, ARTICLE = "page", "article"
+REFERENCES = selectors.REFERENCES
+NODE_DESCRIPTION_CHARS = 500
+
+
+def _metadata(kind: str, item: Page | Article) -> dict[str, Any]:
+    return {"content_type": kind, "content_id": item.pk, "slug": item.slug}
+
+
+def _description(item: Page | Article) -> str:
+    return selectors.excerpt(item.content, length=NODE_DESCRIPTION_CHARS)
+
+
+def _node_fields(kind: str, item: Page | Article) -> dict[str, Any]:
+    return {
+        "name": item.title,
+        "aliases": list(item.aliases),
+        "description": _description(item),
+        "metadata": _metadata(kind, item),
+    }
+
+
+def _ensure_node(
+    *, actor: Actor, account_id: int, kind: str, item: Page | Article, node: GraphNode | None
+) -> GraphNode:
+    """``item``'s node in ``account_id``'s graph, made or brought up to date (name, aliases,
+    description, metadata). A node already holding the name (made through the graph API, or
+    left by a deleted page) is adopted rather than duplicated."""
+    fields = _node_fields(kind, item)
+    if node is None:
+        node = (
+            GraphNode.objects.filter(
+                account_id=account_id, entity_type=kind, name__iexact=item.title
+            )
+            .defer("embedding")
+            .first()
+        )
+        holder = (
+            Page.objects.filter(node=node).exclude(pk=item.pk).defer("embedding").first()
+            if node is not None and kind == PAGE
+            else None
+        )
+        if holder is not None:
+            # Another page's node still has this page's title (that page was renamed and its
+            # sync has not run yet): bring it up to date first, then make this page's own.
+            page_node(actor=actor, page=holder)
+            node = None
+    if node is None:
+        try:
+            return graph_services.node_create(
+                actor=actor, account_id=account_id, entity_type=kind, **fields
+            )
+        except Conflict:  # made meanwhile by a concurrent sync
+            node = GraphNode.objects.defer("embedding").get(
+                account_id=account_id, entity_type=kind, name__iexact=item.title
+            )
+    changes = {name: value for name, value in fields.items() if getattr(node, name) != value}
+    if node.entity_type != kind:
+        changes["entity_type"] = kind
+    if changes:
+        node = graph_services.node_update(actor=actor, node=node, fields=changes)
+    return node
+
+
+def page_node(*, actor: Actor, page: Page) -> GraphNode:
+    """The page's node, made or brought up to date; remembered on the page."""
+    current = None
+    if page.node_id is not None:
+        current = GraphNode.objects.defer("embedding").filter(pk=page.node_id).first()
+    node = _ensure_node(actor=actor, account_id=page.account_id, kind=PAGE, item=page, node=current)
+    if page.node_id != node.pk:
+        Page.objects.filter(pk=page.pk).update(node=node)
+        page.node_id = node.pk
+    return node
+
+
+def _article_node(*, actor: Actor, account_id: int, article: Article) -> GraphNode:
+    node = (
+        GraphNode.objects.filter(
+            account_id=account_id, entity_type=ARTICLE, metadata__content_id=article.pk
+        )
+        .defer("embedding")
+        .first()
+    )
+    return _ensure_node(actor=actor, account_id=account_id, kind=ARTICLE, item=article, node=node)
+
+
+def _linked_page_node(*, actor: Actor, page: Page) -> int:
+    """A link target's node id without rewriting the target (its own sync keeps it current)."""
+    if page.node_id is not None:
+        return page.node_id
+    full = Page.objects.defer("embedding").get(pk=page.pk)
+    return page_node(actor=actor, page=full).pk
+
+
+@dataclass(frozen=True)
+class LinkReport:
+    links: int  # wikilinks in the text, repeats included
+    resolved: int  # distinct targets that name a page or an article
+    created: int
+    removed: int
+    updated: int
+    broken: list[str] = field(default_factory=list)  # distinct unresolved targets, in order
+
+
+def links_extract(*, actor: Actor, page: Page) -> LinkReport:
+    """Make the page's outgoing ``references`` edges exactly its current links."""
+    actor.require(page.account_id, WRITE_CONTENT)
+    links = wikilinks.parse(page.content)
+    found = selectors.resolve(account_id=page.account_id, targets=[link.target for link in links])
+    source = page_node(actor=actor, page=page)
+    targets: dict[int, dict[str, Any]] = {}
+    broken: list[str] = []
+    for link in links:
+        resolved = found.get(link.target)
+        if resolved is None:
+            if link.target not in broken:
+                broken.append(link.target)
+            continue
+        if resolved.kind == PAGE:
+            assert resolved.page is not None
+            if resolved.page.pk == page.pk:
+                continue  # a link to itself is no edge
+            node_id = _linked_page_node(actor=actor, page=resolved.page)
+        else:
+            assert resolved.article is not None
+            node_id = _article_node(
+                actor=actor, account_id=page.account_id, article=resolved.article
+            ).pk
+        if node_id in targets:
+            targets[node_id]["count"] += 1
+            continue
+        targets[node_id] = {
+            "link_text": wikilinks.link_text(page.content, link),
+            "display_text": link.display,
+            "content_type": resolved.kind,
+            "content_id": resolved.id,
+            "count": 1,
+        }
+    current = dict(
+        GraphEdge.objects.filter(source=source, relation_type=REFERENCES).values_list(
+            "target_id", "metadata"
+        )
+    )
+    if current == targets:
+        # Most syncs (a re-save, the re-syncs after a rename) find the links as they were:
+        # nothing to write, so no row lock and no commit to wait for.
+        synced = graph_services.EdgeSync(created=0, removed=0, updated=0)
+    else:
+        synced = graph_services.edges_sync(
+            actor=actor, source=source, relation_type=REFERENCES, targets=targets
+        )
+    return LinkReport(
+        links=len(links),
+        resolved=len({resolved.id for resolved in found.values()}),
+        created=synced.created,
+        removed=synced.removed,
+        updated=synced.updated,
+        broken=broken,
+    )
+
+
+# --- embeddings ------------------------------------------------------------------------------
+
+
+def embedding_text(item: Page | Article) -> str:
+    return f"{item.title}\n\n{item.content}"
+
+
+def embedding_checksum(item: Page | Article) -> str:
+    provider = get_embedding_provider()
+    return hashlib.sha256(f"{provider.model_id}\0{embedding_text(item)}".encode()).hexdigest()
+
+
+def embed(item: Page | Article, *, force: bool = False) -> bool:
+    """(Re)compute the embedding of a page or an article when its title or text (or the
+    embedding model) changed since the last one, or when ``force``; True when it was written.
+    The write is skipped if the text changed meanwhile (the next sync embeds that text)."""
+    model = type(item)
+    current = model.objects.filter(pk=item.pk).only("title", "content", "embedded_checksum")
+    row = current.first()
+    if row is None:
+        return False
+    checksum = embedding_checksum(row)
+    if not force and row.embedded_checksum == checksum:
+        return False
+    provider = get_embedding_provider()
+    vector = np.asarray(provider.embed_documents([embedding_text(row)])[0])
+    written = model.objects.filter(pk=item.pk, title=row.title, content=row.content).update(
+        embedding=vector, embedding_model=provider.model_id, embedded_checksum=checksum
+    )
+    return bool(written)
+
+
+def page_embed(*, actor: Actor, page: Page) -> Page:
+    """Recompute the page's embedding now (an author's request)."""
+    actor.require(page.account_id, WRITE_CONTENT)
+    embed(page, force=True)
+    return Page.objects.get(pk=page.pk)
+
+
+def page_embed_current(*, page: Page) -> Page:
+    """The page with an embedding of its current text: computed now if it is missing or stale
+    (derived data, like an access count: any reader may bring it up to date)."""
+    embed(page)
+    return Page.objects.get(pk=page.pk)
+
+
+# --- sync ------------------------------------------------------------------------------------
+
+
+def page_sync(*, page_id: int) -> LinkReport | None:
+    """After a page was saved: its node, embedding and links (the Celery task's body)."""
+    page = Page.objects.defer("embedding").filter(pk=page_id).first()
+    if page is None:
+        return None
+    actor = actor_for_account(page.account_id)
+    report = links_extract(actor=actor, page=page)  # first: backlinks are what authors wait for
+    embed(page)
+    return report
+
+
+def linking_candidates(
+    *, account_id: int | None, names: Iterable[str], node_ids: Iterable[int] = ()
+) -> list[int]:
+    """Pages (of ``account_id``, or of every account) that may link to one of ``names``: those
+    whose text holds a name as a phrase (``Page.words``), plus those with ``references``
+    edges into ``node_ids``. Their next sync decides."""
+    names = [n for n in dict.fromkeys(n.strip() for n in names) if n]
+    ids: set[int] = set()
+    node_ids = list(node_ids)
+    if node_ids:
+        ids.update(
+            Page.objects.filter(
+                node__edges_out__target_id__in=node_ids,
+                node__edges_out__relation_type=REFERENCES,
+            ).values_list("id", flat=True)
+        )
+    if names:
+        queries = " || ".join(["phraseto_tsquery('simple'::regconfig, %s)"] * len(names))
+        account_sql = "p.account_id = %s AND" if account_id is not None else ""
+        params: list[Any] = [account_id] if account_id is not None else []
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"""
+                SELECT p.id FROM content_page p
+                WHERE {account_sql} p.content LIKE '%%[[%%'
+                  AND p.words @@ ({queries})
+                """,  # noqa: S608 - the placeholders are code
+                [*params, *names],
+            )
+            ids.update(row[0] for row in cursor.fetchall())
+    return sorted(ids)
+
+
+def names_changed(
+    *, account_id: int | None, names: Iterable[str], node_ids: Iterable[int] = ()
+) -> None:
+    """Titles or aliases appeared or went away: re-sync the pages whose links may resolve
+    differently now (after this transaction commits)."""
+    from content import tasks
+
+    names, node_ids = list(names), list(node_ids)
+
+    def send() -> None:
+        tasks.pages_relink.delay(account_id=account_id, names=names, node_ids=node_ids)
+
+    transaction.on_commit(send)
+
+
+def graph_rebuild(
+    *, account_id: int, progress: Callable[[list[int]], Iterable[int]] = lambda ids: ids
+) -> dict[str, int]:
+    """Recreate an account's page and article nodes and ``references`` edges from its pages:
+    every page's node made or updated, its links re-synced (two passes, so that links to pages
+    whose nodes the first pass made resolve too), and the page and article nodes that belong
+    to no page or article any more deleted (nodes that content did not make are left alone).
+    Counts what changed."""
+    actor = actor_for_account(account_id)
+    page_ids = list(
+        Page.objects.filter(account_id=account_id).order_by("pk").values_list("pk", flat=True)
+    )
+    for page in Page.objects.filter(pk__in=page_ids).defer("embedding").iterator(chunk_size=500):
+        page_node(actor=actor, page=page)
+    created = removed = 0
+    for page_id in progress(page_ids):
+        page = Page.objects.defer("embedding").get(pk=page_id)
+        embed(page)
+        report = links_extract(actor=actor, page=page)
+        created += report.created
+        removed += report.removed
+    kept_pages = set(Page.objects.filter(account_id=account_id).values_list("node_id", flat=True))
+    articles = set(Article.objects.values_list("pk", flat=True))
+    orphans = 0
+    for node in GraphNode.objects.filter(
+        account_id=account_id, entity_type__in=(PAGE, ARTICLE)
+    ).defer("embedding"):
+        metadata = node.metadata if isinstance(node.metadata, dict) else {}
+        if metadata.get("content_type") != node.entity_type:
+            continue  # a node made through the graph API, not for a page or an article
+        content_id = metadata.get("content_id")
+        if node.entity_type == PAGE and node.pk in kept_pages:
+            continue
+        if node.entity_type == ARTICLE and content_id in articles:
+            continue
+        graph_services.node_delete(actor=actor, node=node)
+        orphans += 1
+    return {
+        "pages": len(page_ids),
+        "edges_created": created,
+        "edges_removed": removed,
+        "orphans_removed": orphans,
+    }

@@ -1,0 +1,74 @@
+"""Celery tasks of pages and articles: the link sync after each save, re-syncs when titles
+change, and the daily summary pages."""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from typing import Any
+
+from celery import shared_task
+
+from content.models import Article
+from content.services import links, summaries
+from core.jobs import PeriodicJob, job_run
+
+logger = logging.getLogger("engram.content")
+
+PERIODIC_JOBS = [
+    PeriodicJob(
+        name="content.daily_summaries",
+        task="content.tasks.daily_summaries",
+        description="Write each account's summary page of the previous day (pages created or "
+        "changed, documents indexed, memories promoted...; prose when an LLM is configured). "
+        "Running again rewrites that day's pages; kwargs: dry_run, day (YYYY-MM-DD).",
+        # Early morning: the day summarised is over (memory's 4:00 consolidation counts in the
+        # day it ran, so the order of the two jobs does not matter).
+        crontab="30 4 * * *",
+        expires_seconds=6 * 3600,
+    ),
+]
+
+
+class DailySummariesFailed(RuntimeError):
+    """Some accounts got no summary page (the others did)."""
+
+
+@shared_task(bind=True, time_limit=3600, soft_time_limit=3300, acks_late=True)
+def daily_summaries(self, dry_run: bool = False, day: str | None = None) -> dict[str, int]:  # type: ignore[no-untyped-def]
+    with job_run("content.daily_summaries", task_id=self.request.id or "") as run:
+        report = summaries.daily_summaries_write(
+            day=dt.date.fromisoformat(day) if day else None, dry_run=dry_run
+        )
+        run.counts = report.counts
+        if report.errors:
+            failed = ", ".join(f"{a}: {e}" for a, e in sorted(report.errors.items()))
+            raise DailySummariesFailed(f"{len(report.errors)} account(s) failed ({failed})")
+    return run.counts
+
+
+@shared_task(time_limit=300, soft_time_limit=240, acks_late=True)
+def page_sync(page_id: int) -> dict[str, Any] | None:
+    """A saved page's node, embedding and ``references`` edges."""
+    report = links.page_sync(page_id=page_id)
+    if report is None:
+        return None
+    return {"links": report.links, "created": report.created, "removed": report.removed}
+
+
+@shared_task(time_limit=300, soft_time_limit=240, acks_late=True)
+def article_sync(article_id: int) -> bool:
+    """A saved article's embedding (its nodes follow through the pages that link to it)."""
+    article = Article.objects.filter(pk=article_id).first()
+    return links.embed(article) if article is not None else False
+
+
+@shared_task(time_limit=900, soft_time_limit=840, acks_late=True)
+def pages_relink(
+    account_id: int | None, names: list[str], node_ids: list[int] | None = None
+) -> int:
+    """Re-sync the pages whose links may name one of ``names`` or reach ``node_ids``."""
+    page_ids = links.linking_candidates(account_id=account_id, names=names, node_ids=node_ids or [])
+    for page_id in page_ids:
+        links.page_sync(page_id=page_id)
+    return len(page_ids)

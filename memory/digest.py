@@ -1,0 +1,83 @@
+"""What long-term memory took in during an account's day, for its daily summary
+(``core.digests``): per context, the entries promoted from short-term memory by consolidation,
+the entries written and revised, and those archived (merged into a duplicate, or gone stale).
+
+Counts only, never the entries' text: a summary page is read by every author of the account,
+while an agent's memory is private to the agents its context admits.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from django.db.models import Count, Q
+
+from core.digests import MAX_ITEMS_PER_SECTION, DigestItem, day_bounds
+from memory.models import MemoryContext, MemoryEntry
+
+MEMORIES = "Long-term memory"
+
+
+def daily_digest(*, account_id: int, day: dt.date) -> list[DigestItem]:
+    start, end = day_bounds(day)
+    # ``contains``, not a key lookup: NOT of a missing key would be NULL, and count nothing.
+    promoted = Q(metadata__contains={"source": "short_term"})
+    counts: dict[int, dict[str, int]] = {}
+    for row in (
+        MemoryEntry.objects.filter(account_id=account_id, created_at__gte=start, created_at__lt=end)
+        .values("context_id")
+        .annotate(
+            promoted=Count("id", filter=promoted),
+            written=Count("id", filter=~promoted & Q(version=1)),
+            revised=Count("id", filter=~promoted & Q(version__gt=1)),
+        )
+    ):
+        found = {k: row[k] for k in ("promoted", "written", "revised") if row[k]}
+        if found:
+            counts[row["context_id"]] = found
+    for context_id, archived in (
+        MemoryEntry.objects.filter(
+            account_id=account_id, archived_at__gte=start, archived_at__lt=end
+        )
+        .values("context_id")
+        .annotate(archived=Count("id"))
+        .values_list("context_id", "archived")
+    ):
+        counts.setdefault(context_id, {})["archived"] = archived
+    if not counts:
+        return []
+    contexts = MemoryContext.objects.filter(account_id=account_id, pk__in=counts).select_related(
+        "owner"
+    )
+    named = sorted(contexts, key=lambda c: (-sum(counts[c.pk].values()), c.name))
+    items = [
+        DigestItem(
+            section=MEMORIES,
+            text=f"{_label(context)}: {_counts(counts[context.pk])}",
+            count=sum(counts[context.pk].values()),
+        )
+        for context in named[:MAX_ITEMS_PER_SECTION]
+    ]
+    hidden = named[MAX_ITEMS_PER_SECTION:]
+    if hidden:
+        entries = sum(sum(counts[c.pk].values()) for c in hidden)
+        items.append(
+            DigestItem(section=MEMORIES, text=f"and {len(hidden)} more contexts", count=entries)
+        )
+    return items
+
+
+def _label(context: MemoryContext) -> str:
+    if context.owner is not None and context.name == f"agent:{context.owner_id}":
+        return f"memory of agent {context.owner.name}"
+    return f"context {context.name}"
+
+
+def _counts(counts: dict[str, int]) -> str:
+    words = {
+        "promoted": "promoted from short-term memory",
+        "written": "written",
+        "revised": "revised",
+        "archived": "archived",
+    }
+    return ", ".join(f"{counts[k]} {words[k]}" for k in words if counts.get(k))

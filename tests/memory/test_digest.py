@@ -1,0 +1,65 @@
+"""Memory's lines in the daily summary pages (``memory/digest.py``, a ``core.digests`` hook):
+counts per context of the entries promoted, written, revised and archived that day, never
+their text."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+import pytest
+from django.utils import timezone
+
+from content.services import summaries
+from core.digests import DigestItem
+from memory import digest
+from memory.models import MemoryEntry
+from memory.services import consolidation
+from memory.services import long_term as ltm
+from tests.conftest import AuthedAgent
+from tests.memory.test_consolidation import context_of, stm, write
+
+pytestmark = pytest.mark.django_db
+
+
+def test_memory_reports_promotions_writes_revisions_and_archives_per_context(
+    agent_client: AuthedAgent, django_capture_on_commit_callbacks: Any
+) -> None:
+    from core.actors import actor_for_agent
+
+    account = agent_client.agent.account_id
+    today = timezone.localdate()
+    stm(agent_client, "deploy", "billing deploys on fridays", reads=3)
+    assert consolidation.consolidation_promote(account_id=account)["promoted"] == 1
+    notes = context_of(agent_client, "notes")
+    first = write(agent_client, notes, "The office is in Lisbon.")
+    write(agent_client, notes, "Standup at nine.")
+    ltm.entry_update(
+        actor=actor_for_agent(agent_client.agent), entry=first, fields={"content": "In Porto."}
+    )
+    stale = write(agent_client, context_of(agent_client, "old"), "Forgotten.")
+    MemoryEntry.objects.filter(pk=stale.pk).update(
+        created_at=timezone.now() - dt.timedelta(days=40), archived_at=timezone.now()
+    )
+
+    items = digest.daily_digest(account_id=account, day=today)
+
+    section = "Long-term memory"
+    assert items == [
+        DigestItem(section=section, text="context notes: 2 written, 1 revised", count=3),
+        DigestItem(
+            section=section,
+            text=f"memory of agent {agent_client.agent.name}: 1 promoted from short-term memory",
+        ),
+        DigestItem(section=section, text="context old: 1 archived"),
+    ]
+    assert digest.daily_digest(account_id=account, day=today - dt.timedelta(days=1)) == []
+
+    with django_capture_on_commit_callbacks(execute=True):
+        outcome = summaries.daily_summary_write(account_id=account, day=today)
+    assert outcome.page is not None
+    content = outcome.page.content
+    assert "## Long-term memory (5)" in content
+    assert "- context notes: 2 written, 1 revised" in content
+    for text in ("Lisbon", "Porto", "Standup", "fridays", "Forgotten"):
+        assert text not in content

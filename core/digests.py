@@ -14,14 +14,12 @@ or an article of the account (``link``, its title), which the summary writes as 
 from __future__ import annotations
 
 import datetime as dt
-import importlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from django.apps import apps
 from django.utils import timezone
 
-from core.jobs import ENGRAM_APPS
+from core.jobs import app_modules
 
 #: Lines a hook lists per section; the rest are counted in one "and N more" line (``capped``).
 MAX_ITEMS_PER_SECTION = 50
@@ -66,15 +64,7 @@ def digest_hooks() -> list[tuple[str, DigestHook]]:
     """``(app label, daily_digest)`` of every installed app that has one, in dependency order
     (the apps below first)."""
     hooks: list[tuple[str, DigestHook]] = []
-    for label in ENGRAM_APPS:
-        if not apps.is_installed(label):
-            continue
-        try:
-            module = importlib.import_module(f"{label}.digest")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"{label}.digest":
-                raise
-            continue
+    for label, module in app_modules("digest"):
         hook = getattr(module, "daily_digest", None)
         if hook is not None:
             hooks.append((label, hook))

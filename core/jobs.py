@@ -11,6 +11,7 @@ import importlib
 import logging
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from types import ModuleType
 from typing import Any
 
 from django.apps import apps
@@ -47,17 +48,26 @@ class PeriodicJob:
         return f"{self.task}|{schedule}|expires:{self.expires_seconds}"
 
 
-def periodic_jobs() -> list[PeriodicJob]:
-    jobs: list[PeriodicJob] = []
+def app_modules(name: str) -> Iterator[tuple[str, ModuleType]]:
+    """``(label, <app>.<name> module)`` of every installed Engram app that has one, in
+    dependency order (the apps below first): how ``core`` finds what the apps above it offer
+    (their periodic jobs, their daily digests) without importing them. A module that exists but
+    fails to import raises."""
     for label in ENGRAM_APPS:
         if not apps.is_installed(label):
             continue
         try:
-            module = importlib.import_module(f"{label}.tasks")
+            module = importlib.import_module(f"{label}.{name}")
         except ModuleNotFoundError as exc:
-            if exc.name != f"{label}.tasks":
+            if exc.name != f"{label}.{name}":
                 raise
             continue
+        yield label, module
+
+
+def periodic_jobs() -> list[PeriodicJob]:
+    jobs: list[PeriodicJob] = []
+    for _, module in app_modules("tasks"):
         jobs.extend(getattr(module, "PERIODIC_JOBS", []))
     names = [job.name for job in jobs]
     duplicates = {name for name in names if names.count(name) > 1}

@@ -128,12 +128,7 @@ def node_search(
         NodeHit(
             node=nodes[hit.unit_id],
             score=hit.score,
-            retrieval={
-                "vector_rank": hit.vector_rank,
-                "vector_score": hit.vector_score,
-                "keyword_rank": hit.keyword_rank,
-                "keyword_score": hit.keyword_score,
-            },
+            retrieval=hit.stages(),
         )
         for hit in ranked
         if hit.unit_id in nodes  # deleted meanwhile: gone

@@ -251,6 +251,15 @@ class RankedHit:
     keyword_rank: int | None = None
     keyword_score: float | None = None
 
+    def stages(self) -> dict[str, Any]:
+        """The hit's rank and score in each stage (None where a stage did not find it)."""
+        return {
+            "vector_rank": self.vector_rank,
+            "vector_score": self.vector_score,
+            "keyword_rank": self.keyword_rank,
+            "keyword_score": self.keyword_score,
+        }
+
 
 @dataclass
 class Ranking:

@@ -278,13 +278,7 @@ def long_term_search(
             confidence=confidence,
             idle_days=idle_days,
         )
-        retrieval = {
-            "score": hit.score,
-            "vector_rank": hit.vector_rank,
-            "vector_score": hit.vector_score,
-            "keyword_rank": hit.keyword_rank,
-            "keyword_score": hit.keyword_score,
-        }
+        retrieval = {"score": hit.score, **hit.stages()}
         scored.append((effective_relevance_score(components), hit.unit_id, components, retrieval))
     scored.sort(key=lambda item: (-item[0], item[1]))
     if threshold is not None:

@@ -93,6 +93,20 @@ class Actor:
                 details={"roles": wanted},
             )
 
+    def require_scope(self, scope: str) -> None:
+        """Raise 403 ``insufficient_scope`` unless an agent's API key has ``scope`` (``admin``
+        implies the others). People and tools have no keys: their roles decide instead. The
+        API's permission class checks the same before a view runs; services that need more
+        than the method implies check it themselves."""
+        key = self.api_key
+        if self.agent is None or key is None or key.has_scope(scope):
+            return
+        raise PermissionDenied(
+            f"This API key lacks the '{scope}' scope.",
+            code="insufficient_scope",
+            details={"required_scope": scope, "key_scopes": list(key.scopes)},
+        )
+
     def accounts_with(self, roles: Iterable[str]) -> frozenset[int]:
         """The accounts where this actor holds one of ``roles`` (or owns)."""
         wanted = frozenset(roles)

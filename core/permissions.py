@@ -15,7 +15,8 @@ class HasApiKeyScope(BasePermission):
     """Authenticated agent whose key has the scope the operation needs.
 
     Reads need ``read``, everything else ``write``; a view can demand more with
-    ``required_scope = "admin"``. ``admin`` implies the others.
+    ``required_scope = "admin"``, or decide per request with a ``required_scope_for(request)``
+    method (what the body asks for). ``admin`` implies the others.
     """
 
     def has_permission(self, request: Request, view: Any) -> bool:
@@ -23,6 +24,9 @@ class HasApiKeyScope(BasePermission):
         if not isinstance(request.user, Agent) or not isinstance(key, ApiKey):
             raise NotAuthenticated("Authentication credentials were not provided.")
         scope = getattr(view, "required_scope", None)
+        scope_for = getattr(view, "required_scope_for", None)
+        if scope_for is not None:
+            scope = scope_for(request)
         if scope is None:
             scope = "read" if request.method in SAFE_METHODS else "write"
         if not key.has_scope(scope):

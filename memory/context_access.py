@@ -15,6 +15,7 @@ from __future__ import annotations
 from django.db.models import BooleanField, Exists, ExpressionWrapper, OuterRef, Q, QuerySet, Value
 
 from core.actors import Actor
+from core.errors import NotFound, PermissionDenied
 from memory.models import MemoryContext, MemoryContextGrant
 from memory.roles import MANAGE_MEMORY
 
@@ -77,3 +78,24 @@ def visible_contexts(
     return contexts.filter(pk__in=readable_contexts(actor).values("pk")).annotate(
         can_write=ExpressionWrapper(writable_by(agent.pk), output_field=BooleanField())
     )
+
+
+def context_not_found() -> NotFound:
+    return NotFound("No such memory context.", code="context_not_found")
+
+
+def require_readable(actor: Actor, context_id: int) -> bool:
+    """Raise 404 ``context_not_found`` unless ``actor`` may read the context (another
+    account's and a missing one alike); return whether it may also write."""
+    found = visible_contexts(actor).filter(pk=context_id).only("pk").first()
+    if found is None:
+        raise context_not_found()
+    return bool(getattr(found, "can_write", False))
+
+
+def require_writable(actor: Actor, context_id: int) -> None:
+    """Raise unless ``actor`` may write the context: 404 ``context_not_found`` when it may not
+    even read it, 403 ``context_read_only`` when it may only read. Every long-term write
+    service calls this on the context it writes, whoever called the service."""
+    if not require_readable(actor, context_id):
+        raise PermissionDenied("This context is read-only for you.", code="context_read_only")

@@ -83,3 +83,24 @@ def json_text(value: Any, **options: Any) -> str:
         raise ValidationFailed(
             "JSON has no NaN or Infinity.", code="invalid_json", details={"reason": str(exc)}
         ) from exc
+
+
+# Long-term memory contexts named ``agent:<id>`` are agents' own memories, made by Engram; nobody
+# may give a context such a name, so no one can squat another agent's own memory.
+AGENT_MEMORY_PREFIX = "agent:"
+
+
+def agent_memory_name(agent_id: int) -> str:
+    return f"{AGENT_MEMORY_PREFIX}{agent_id}"
+
+
+def check_context_name(value: str) -> str:
+    """A context name people and agents may choose: not in the reserved ``agent:`` namespace."""
+    if value.strip().lower().startswith(AGENT_MEMORY_PREFIX):
+        raise ValidationFailed(
+            f"Context names starting with {AGENT_MEMORY_PREFIX!r} are reserved for agents' own "
+            "memories.",
+            code="context_name_reserved",
+            details={"prefix": AGENT_MEMORY_PREFIX},
+        )
+    return value

@@ -14,12 +14,18 @@ everything there.
 
 from __future__ import annotations
 
+from typing import Any
+
+from django.conf import settings
 from django.db.models import BooleanField, Exists, ExpressionWrapper, OuterRef, Q, QuerySet, Value
 from django.utils import timezone
 
 from core.actors import Actor
+from core.errors import NotFound
 from memory.models import MemoryPool, MemoryPoolGrant
 
+# Writes under this top-level key are also published as events (``MemoryPoolEvent``).
+BULLETIN = "agent_bulletin"
 PUBLIC_READ_TYPES = (MemoryPool.PoolType.SHARED, MemoryPool.PoolType.TASK_SCOPED)
 PUBLIC_WRITE_TYPES = (MemoryPool.PoolType.SHARED,)
 NEVER_PUBLIC_TYPES = (MemoryPool.PoolType.AGENT_PRIVATE, MemoryPool.PoolType.TEAM_SHARED)
@@ -74,3 +80,13 @@ def visible_pools(
         can_write=ExpressionWrapper(writable_by(agent.pk), output_field=BooleanField()),
         is_owner=ExpressionWrapper(Q(owner_id=agent.pk), output_field=BooleanField()),
     )
+
+
+def pool_not_found() -> NotFound:
+    return NotFound("No such memory pool.", code="pool_not_found")
+
+
+def quota_of(policy: dict[str, Any]) -> int:
+    """The most bytes the pool's data may take: its policy's cap, never above POOL_MAX_BYTES."""
+    cap = int(settings.POOL_MAX_BYTES)
+    return min(int(policy.get("max_size_bytes") or cap), cap)

@@ -291,3 +291,15 @@ def check_written(result: Any, *, limit_what: str = "value") -> tuple[int, int]:
     if expires == -2:
         check_size(extra, limit_what)
     return expires, extra
+
+
+@dataclass(frozen=True)
+class WorkingEntry:
+    """One entry: ``name`` is the key (or the step or tool name of a specialised entry)."""
+
+    session_id: str
+    kind: str
+    name: str
+    value: Any
+    expiry: Expiry
+    size: int | None = None

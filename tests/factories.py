@@ -4,6 +4,7 @@ import factory
 from django.contrib.auth.models import User
 
 from core.models import Account, Agent, Team
+from core.services.accounts import account_setup
 
 
 class UserFactory(factory.django.DjangoModelFactory[User]):
@@ -19,9 +20,16 @@ class UserFactory(factory.django.DjangoModelFactory[User]):
 class AccountFactory(factory.django.DjangoModelFactory[Account]):
     class Meta:
         model = Account
+        skip_postgeneration_save = True
 
     name = factory.Sequence(lambda n: f"Account {n}")
     slug = factory.Sequence(lambda n: f"account-{n}")
+
+    @factory.post_generation
+    def set_up(account: Account, create: bool, extracted: object, **kwargs: object) -> None:
+        """What account_create makes for every new account (the default pool, ...)."""
+        if create:
+            account_setup(account_id=account.pk)
 
 
 class TeamFactory(factory.django.DjangoModelFactory[Team]):

@@ -37,7 +37,7 @@ from memory.models import (
     WorkingMemorySnapshot,
 )
 from memory.redis_store import memory_redis
-from memory.services.working import read_session
+from memory.selectors.working import read_session
 from rag.models import (
     Chunk,
     Document,

@@ -20,6 +20,7 @@ from django.utils.text import slugify
 from core.actors import MANAGE_ACCOUNT, Actor, actor_for_account
 from core.audit import audit_record
 from core.errors import Conflict, PermissionDenied, ValidationFailed
+from core.jobs import app_modules
 from core.key_cache import credentials_changed
 from core.models import Account, Membership
 from core.writes import changes_of, changes_validate, row_delete, row_update
@@ -64,7 +65,16 @@ def account_create(
     )
     if owner is not None:
         membership_grant(account=account, user=owner, role=Membership.Role.OWNER, actor=actor)
+    account_setup(account_id=account.pk)
     return account
+
+
+def account_setup(*, account_id: int) -> None:
+    """What each app makes for a new account (memory: the ``default`` pool), through its
+    optional ``<app>/account_setup.py`` hook ``account_setup(*, account_id)``, found by name
+    (``core.jobs.app_modules``) so core imports no app. Idempotent: a hook may run again."""
+    for _, module in app_modules("account_setup"):
+        module.account_setup(account_id=account_id)
 
 
 ACCOUNT_UPDATABLE_FIELDS = ("name", "slug", "is_active")

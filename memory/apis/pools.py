@@ -21,7 +21,7 @@ from core.views import ApiView
 from memory import names, selectors, services
 from memory.apis.common import MethodFiltersApiView, validated
 from memory.models import MemoryPool, MemoryPoolEvent, MemoryPoolGrant
-from memory.services.pools import quota_of
+from memory.pool_access import quota_of
 
 
 class AccessOutput(serializers.Serializer):

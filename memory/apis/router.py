@@ -3,16 +3,12 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from core import serializers as strict
-from core.errors import PermissionDenied, ValidationFailed
-from core.models import ApiKey
 from core.permissions import request_actor
 from core.views import ApiView
 from memory.apis.common import TTL_HELP, validated
@@ -217,8 +213,6 @@ class MemoryConsolidateApi(ApiView):
     anything. With ``session_id``: promote the calling agent's often-read short-term entries of
     that session (write scope). Without: the chosen steps for the whole account (admin scope)."""
 
-    required_scope = "write"
-
     class InputSerializer(strict.InputSerializer):
         dry_run = serializers.BooleanField(default=False)
         jobs = serializers.ListField(
@@ -238,32 +232,20 @@ class MemoryConsolidateApi(ApiView):
             child=serializers.DictField(child=serializers.IntegerField())
         )
 
+    def required_scope_for(self, request: Request) -> str:
+        """A session's consolidation needs ``write``; the whole account's ``admin``."""
+        body = request.data if isinstance(request.data, dict) else {}
+        return "write" if body.get("session_id") else "admin"
+
     @extend_schema(
         operation_id="memory_consolidate", request=InputSerializer, responses=OutputSerializer
     )
     def post(self, request: Request) -> Response:
         data = validated(self.InputSerializer, request)
-        actor = request_actor(request)
-        if data.get("session_id"):
-            if data.get("jobs"):
-                raise ValidationFailed(
-                    "A session's consolidation is its promotion: give jobs or session_id.",
-                    code="jobs_with_session",
-                )
-            report = consolidation.consolidate_session(
-                actor=actor, session_id=data["session_id"], dry_run=data["dry_run"]
-            )
-        else:
-            key = request.auth
-            if not isinstance(key, ApiKey) or not key.has_scope("admin"):
-                raise PermissionDenied(
-                    "Consolidating the whole account needs the 'admin' scope; a session's "
-                    "needs 'write'.",
-                    code="insufficient_scope",
-                    details={"required_scope": "admin"},
-                )
-            report = consolidation.consolidate_for(
-                actor=actor, jobs=data.get("jobs"), dry_run=data["dry_run"]
-            )
-        body: dict[str, Any] = {"dry_run": data["dry_run"], "report": report}
-        return Response(self.OutputSerializer(body).data)
+        report = consolidation.memory_consolidate(
+            actor=request_actor(request),
+            session_id=data.get("session_id", ""),
+            jobs=data.get("jobs"),
+            dry_run=data["dry_run"],
+        )
+        return Response(self.OutputSerializer({"dry_run": data["dry_run"], "report": report}).data)

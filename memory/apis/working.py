@@ -21,7 +21,7 @@ from core.views import ApiView
 from memory import selectors, services
 from memory import working_redis as wr
 from memory.apis.common import MEMORY_UNAVAILABLE, TTL_HELP, ValueInput, validated
-from memory.services.working import WorkingEntry
+from memory.working_redis import WorkingEntry
 
 
 def _schema(operation_id: str, response: Any, request: Any = None, code: int = 200) -> Any:

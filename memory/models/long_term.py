@@ -52,6 +52,10 @@ class MemoryContext(TimeStampedModel):
     description = models.TextField(blank=True)
     metadata = models.JSONField(default=dict, blank=True)
     archived_at = models.DateTimeField(null=True, blank=True, editable=False)
+    # The owner agent's own memory (one per agent, named ``agent:<id>``): where its entries go
+    # when it names no context, and where its promoted short-term entries go. A flag, not a
+    # name, says so: a name can be chosen, the flag only by Engram.
+    is_agent_memory = models.BooleanField(default=False, editable=False)
     # BM25 corpus statistics of the context's indexed entries (kept by the services).
     entry_count = models.PositiveIntegerField(default=0, editable=False)
     total_terms = models.PositiveBigIntegerField(default=0, editable=False)
@@ -65,6 +69,11 @@ class MemoryContext(TimeStampedModel):
             models.UniqueConstraint(fields=["account", "name"], name="ltm_context_unique_name"),
             models.CheckConstraint(
                 condition=~Q(scope="team") | Q(team__isnull=False), name="ltm_team_scope_has_team"
+            ),
+            models.UniqueConstraint(
+                fields=["owner"],
+                condition=Q(is_agent_memory=True),
+                name="ltm_one_agent_memory_per_agent",
             ),
         ]
 

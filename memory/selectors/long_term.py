@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from django.conf import settings
 from django.db import connection
@@ -170,6 +170,13 @@ class LongTermHit:
     retrieval: dict[str, Any] = field(default_factory=dict)
 
 
+class LongTermSearch(NamedTuple):
+    """A long-term search's hits, best first, and the time each stage took."""
+
+    hits: list[LongTermHit]
+    timings_ms: dict[str, float]
+
+
 def recency(idle_days: float) -> float:
     """1 for a memory written or used just now, halving every MEMORY_RECENCY_HALF_LIFE_DAYS."""
     return float(0.5 ** (max(0.0, idle_days) / settings.MEMORY_RECENCY_HALF_LIFE_DAYS))
@@ -230,7 +237,7 @@ def long_term_search(
     weights: dict[str, float] | None = None,
     threshold: float | None = None,
     query_vector: Any = None,
-) -> tuple[list[LongTermHit], dict[str, float]]:
+) -> LongTermSearch:
     """The current, unarchived entries most relevant to ``query`` in the contexts the actor may
     read, best ``effective_relevance_score`` first, each with its components and its ranks in
     the retrieval stages. ``threshold``: a minimum effective score."""
@@ -240,7 +247,7 @@ def long_term_search(
     filters = filters or LongTermFilters()
     scope_ids = searchable_contexts(actor, filters.context_ids)
     if not scope_ids:
-        return [], {}
+        return LongTermSearch([], {})
     condition, params = filters.condition()
     ranking = space_rank(
         space=MEMORY_ENTRIES,
@@ -290,4 +297,4 @@ def long_term_search(
         for score, unit_id, components, retrieval in scored
         if unit_id in whole  # deleted meanwhile: gone
     ]
-    return hits, ranking.stage_ms
+    return LongTermSearch(hits, ranking.stage_ms)

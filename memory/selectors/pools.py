@@ -1,5 +1,5 @@
-"""Pool reads for agents: only live pools the agent may read (memory/pool_access.py), with the
-``default`` pool created on demand."""
+"""Pool reads for agents: only live pools the agent may read (memory/pool_access.py). Every
+account has its ``default`` pool from its creation (``memory/account_setup.py``)."""
 
 from __future__ import annotations
 
@@ -12,9 +12,8 @@ from django.db.models.expressions import RawSQL
 from core.actors import Actor
 from core.errors import NotFound
 from memory import names
-from memory.models import DEFAULT_POOL_ID, MemoryPool, MemoryPoolEvent, MemoryPoolGrant
-from memory.pool_access import visible_pools
-from memory.services.pools import BULLETIN, pool_default_ensure, pool_not_found, quota_of
+from memory.models import MemoryPool, MemoryPoolEvent, MemoryPoolGrant
+from memory.pool_access import BULLETIN, pool_not_found, quota_of, visible_pools
 
 
 def pool_list(
@@ -24,9 +23,8 @@ def pool_list(
     scope: str | None = None,
     workflow_run_id: str | None = None,
 ) -> QuerySet[MemoryPool]:
-    """The live pools the caller may read (the default pool included), without their data."""
-    if actor.agent is not None:
-        pool_default_ensure(actor.agent.account_id)
+    """The live pools the caller may read (the account's default pool included), without
+    their data."""
     pools = visible_pools(actor).defer("data")
     if pool_type:
         pools = pools.filter(pool_type=pool_type)
@@ -42,8 +40,6 @@ def pool_get(*, actor: Actor, pool_id: str) -> MemoryPool:
     data deferred). Another account's pool, an expired one, one the caller may not read and a
     missing one all answer 404 ``pool_not_found``."""
     names.check_pool_id(pool_id)
-    if pool_id == DEFAULT_POOL_ID and actor.agent is not None:
-        pool_default_ensure(actor.agent.account_id)
     pool = visible_pools(actor).defer("data").filter(pool_id=pool_id).first()
     if pool is None:
         raise pool_not_found()

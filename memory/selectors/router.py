@@ -24,13 +24,14 @@ from core.actors import Actor
 from core.errors import ValidationFailed
 from memory import names
 from memory import working_redis as wr
+from memory.agents import acting_agent, session_of
 from memory.context_access import visible_contexts
 from memory.errors import MemoryUnavailable
 from memory.models import MemoryEntry, ShortTermEntry
 from memory.pool_access import visible_pools
 from memory.redis_store import working_memory_available
 from memory.selectors.long_term import LongTermFilters, long_term_search
-from memory.services.working import acting_agent, read_session, session_of
+from memory.selectors.working import read_session
 from rag import keyword
 
 WORKING, SHORT_TERM, LONG_TERM, SHARED = "working", "short_term", "long_term", "shared"

@@ -7,8 +7,8 @@ from django.utils import timezone
 
 from core.actors import Actor
 from memory import names
+from memory.agents import acting_agent
 from memory.models import ShortTermEntry
-from memory.services.working import acting_agent
 
 
 def short_term_list(

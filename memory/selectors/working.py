@@ -9,13 +9,9 @@ from core.actors import Actor
 from core.errors import NotFound
 from memory import names
 from memory import working_redis as wr
+from memory.agents import acting_agent, agent_in_account, session_of
 from memory.redis_store import memory_redis, working_memory_available
-from memory.services.working import (
-    WorkingEntry,
-    acting_agent,
-    agent_in_account,
-    session_of,
-)
+from memory.working_redis import WorkingEntry
 
 
 @dataclass(frozen=True)
@@ -141,3 +137,35 @@ def working_inbox_retrieve(*, actor: Actor, agent_id: int, key: str) -> InboxEnt
     if raw is None:
         raise NotFound("Nothing shared under this key.", code="working_memory_key_not_found")
     return InboxEntry(sender.pk, key, wr.decode(raw), wr.Expiry.from_pttl(pttl))
+
+
+def read_session(namespace: wr.Namespace) -> list[dict[str, Any]]:
+    """Every live entry of a session with its value and the TTL it has left, read in one
+    MULTI (a consistent picture), sorted by name."""
+    client = memory_redis()
+    members = wr.index_members(client, namespace.index)
+    if not members:
+        return []
+    pipe = client.pipeline(transaction=True)
+    for member in members:
+        kind, _ = wr.entry_kind(member)
+        if kind == wr.CONVERSATION:
+            pipe.lrange(namespace.key(member), 0, -1)
+        else:
+            pipe.get(namespace.key(member))
+        pipe.pttl(namespace.key(member))
+    results = pipe.execute()
+    entries = []
+    for i, member in enumerate(members):
+        raw, pttl = results[2 * i], results[2 * i + 1]
+        if pttl == -2 or raw is None or raw == []:
+            continue  # expired since the index was read
+        kind, _ = wr.entry_kind(member)
+        if kind == wr.CONVERSATION:
+            value: Any = [wr.decode(item) for item in raw]
+        elif kind == wr.SCRATCH_PAD:
+            value = raw.decode()
+        else:
+            value = wr.decode(raw)
+        entries.append({"name": member, "kind": kind, "value": value, "ttl_ms": pttl})
+    return entries

@@ -28,7 +28,6 @@ from memory.services.short_term import (
     short_term_update,
 )
 from memory.services.working import (
-    WorkingEntry,
     working_clear,
     working_conversation_append,
     working_conversation_store,
@@ -46,7 +45,6 @@ __all__ = [
     "POOL_UPDATABLE_FIELDS",
     "SHORT_TERM_UPDATABLE_FIELDS",
     "PoolWrite",
-    "WorkingEntry",
     "pool_create",
     "pool_data_write",
     "pool_default_ensure",

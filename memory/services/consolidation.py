@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 from collections.abc import Iterator, Sequence
 from datetime import datetime
 from typing import Any
@@ -32,14 +33,16 @@ from django.db import connection
 from django.utils import timezone
 
 from core.actors import Actor, actor_for_account, actor_for_agent
-from core.errors import ValidationFailed
+from core.errors import EngramError, ValidationFailed
 from core.models import Account, Agent
 from memory import names
+from memory.agents import acting_agent
 from memory.models import MemoryContext, MemoryEntry, ShortTermEntry
 from memory.roles import MANAGE_MEMORY
 from memory.services import long_term as ltm
 from memory.services.short_term import short_term_prune_expired
-from memory.services.working import acting_agent
+
+logger = logging.getLogger("engram.memory")
 
 PROMOTE, PRUNE, DEDUP, ROT, DECAY = "promote", "prune", "dedup", "rot", "decay"
 JOBS = (PROMOTE, PRUNE, DEDUP, ROT, DECAY)
@@ -159,20 +162,39 @@ def consolidation_promote(
     for entry in todo:
         by_agent.setdefault(entry.agent_id, []).append(entry)
     agents = Agent.objects.in_bulk(list(by_agent))
+    failed = 0
     for agent_id, entries in by_agent.items():
-        agent = agents[agent_id]
-        context = ltm.agent_memory_context(actor=actor_for_agent(agent))
-        if context.is_archived:
-            continue
-        for start in range(0, len(entries), ltm.MAX_BATCH):
-            batch = entries[start : start + ltm.MAX_BATCH]
-            ltm.entries_write(
-                actor=actor_for_agent(agent),
-                context=context,
-                items=[_entry_input(e) for e in batch],
+        # One agent's refusal (its own memory archived, its batch invalid) is its own: it is
+        # counted and the others' promotions go on. Each batch is written all or none.
+        try:
+            counts["promoted"] += _promote_agent(agents[agent_id], entries)
+        except EngramError as exc:
+            if exc.status_code >= 500:
+                raise  # a provider or store down: the whole run answers 503 and is retried
+            failed += 1
+            logger.warning(
+                "promotion of agent %s's short-term entries refused: %s (%s)",
+                agent_id,
+                exc.message,
+                exc.code,
             )
-            counts["promoted"] += len(batch)
+    if failed:
+        counts["agents_failed"] = failed
     return counts
+
+
+def _promote_agent(agent: Agent, entries: Sequence[ShortTermEntry]) -> int:
+    """Write one agent's promoted entries to its own memory; returns how many."""
+    actor = actor_for_agent(agent)
+    context = ltm.agent_memory_context(actor=actor)
+    if context.is_archived:
+        return 0
+    promoted = 0
+    for start in range(0, len(entries), ltm.MAX_BATCH):
+        batch = entries[start : start + ltm.MAX_BATCH]
+        ltm.entries_write(actor=actor, context=context, items=[_entry_input(e) for e in batch])
+        promoted += len(batch)
+    return promoted
 
 
 # --- deduplication ---------------------------------------------------------------------------
@@ -428,10 +450,12 @@ def consolidate(
 def consolidate_for(
     *, actor: Actor, jobs: Sequence[str] | None = None, dry_run: bool = False
 ) -> dict[str, dict[str, int]]:
-    """``consolidate`` for the actor's account (an agent's admin key, a memory manager)."""
+    """``consolidate`` for the actor's account: an agent whose key has the ``admin`` scope (403
+    ``insufficient_scope`` otherwise), or a memory manager."""
     account_id = actor.account_id
     if actor.agent is None:
         actor.require(account_id, MANAGE_MEMORY)
+    actor.require_scope("admin")
     return consolidate(account_id=account_id, jobs=jobs, dry_run=dry_run)
 
 
@@ -441,6 +465,7 @@ def consolidate_session(
     """The router's "consolidate a session": promote the calling agent's entries of one
     short-term session that were read often enough (under the account's lock)."""
     agent = acting_agent(actor)
+    actor.require_scope("write")
     names.check_session_id(session_id)
     with account_lock(agent.account_id):
         return {
@@ -451,6 +476,26 @@ def consolidate_session(
                 session_id=session_id,
             )
         }
+
+
+def memory_consolidate(
+    *,
+    actor: Actor,
+    session_id: str = "",
+    jobs: Sequence[str] | None = None,
+    dry_run: bool = False,
+) -> dict[str, dict[str, int]]:
+    """Consolidation on request (``POST /memory/consolidate``, the MCP tool): with
+    ``session_id``, promote the calling agent's often-read entries of that session (the
+    ``write`` scope); without, the chosen steps for the whole account (the ``admin`` scope)."""
+    if session_id:
+        if jobs:
+            raise ValidationFailed(
+                "A session's consolidation is its promotion: give jobs or session_id.",
+                code="jobs_with_session",
+            )
+        return consolidate_session(actor=actor, session_id=session_id, dry_run=dry_run)
+    return consolidate_for(actor=actor, jobs=jobs, dry_run=dry_run)
 
 
 def consolidate_all(*, jobs: Sequence[str], dry_run: bool = False) -> dict[str, int]:

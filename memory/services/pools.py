@@ -31,13 +31,18 @@ from core.models import Agent
 from core.writes import changes_of, changes_validate, row_delete, row_update
 from memory import json_paths, names
 from memory.models import DEFAULT_POOL_ID, MemoryPool, MemoryPoolEvent, MemoryPoolGrant
-from memory.pool_access import NEVER_PUBLIC_TYPES, visible_pools
+from memory.pool_access import (
+    BULLETIN,
+    NEVER_PUBLIC_TYPES,
+    pool_not_found,
+    quota_of,
+    visible_pools,
+)
 from memory.redis_store import UNAVAILABLE, memory_redis, redis_prefix
 from memory.roles import MANAGE_MEMORY
 
 logger = logging.getLogger("engram.memory")
 
-BULLETIN = "agent_bulletin"
 # What a pool's owner (or an operator) may change; data has its own operations.
 UPDATABLE_FIELDS = (
     "name",
@@ -51,10 +56,6 @@ PRUNE_BATCH = 1000
 # The longest TTL a retention policy may set: ten years.
 MAX_POOL_TTL = 10 * 365 * 86_400
 _TABLE = MemoryPool._meta.db_table
-
-
-def pool_not_found() -> NotFound:
-    return NotFound("No such memory pool.", code="pool_not_found")
 
 
 def _owner_required() -> PermissionDenied:
@@ -133,12 +134,6 @@ def _policy(policy: dict[str, Any] | None) -> dict[str, int]:
             )
         checked[name] = value
     return checked
-
-
-def quota_of(policy: dict[str, Any]) -> int:
-    """The most bytes the pool's data may take: its policy's cap, never above POOL_MAX_BYTES."""
-    cap = int(settings.POOL_MAX_BYTES)
-    return min(int(policy.get("max_size_bytes") or cap), cap)
 
 
 def _check_expiry(expires_at: datetime | None) -> None:

@@ -17,6 +17,7 @@ from typing import Any
 from core.actors import Actor
 from core.errors import NotFound, ValidationFailed
 from memory import names
+from memory.agents import acting_agent
 from memory.context_access import visible_contexts
 from memory.errors import MemoryUnavailable
 from memory.models import MemoryAccessLog, MemoryEntry
@@ -33,7 +34,7 @@ from memory.selectors.router import (
 from memory.selectors.working import working_retrieve
 from memory.services import long_term as ltm
 from memory.services.short_term import short_term_put, short_term_read
-from memory.services.working import acting_agent, working_store
+from memory.services.working import working_store
 
 WRITABLE_TIERS = (WORKING, SHORT_TERM, LONG_TERM)
 

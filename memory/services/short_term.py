@@ -24,9 +24,9 @@ from core.audit import audit_record, audit_record_many
 from core.errors import NotFound, PayloadTooLarge, ValidationFailed
 from core.writes import changes_of, changes_validate, row_delete, row_update
 from memory import names
+from memory.agents import acting_agent
 from memory.models import ShortTermEntry
 from memory.roles import MANAGE_MEMORY
-from memory.services.working import acting_agent
 
 # What people may change on an entry in the admin.
 UPDATABLE_FIELDS = ("value", "memory_type")

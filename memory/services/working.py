@@ -8,7 +8,6 @@ audited (the tier is ephemeral by design); persisting to and loading from Postgr
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
@@ -18,51 +17,17 @@ from redis.exceptions import WatchError
 
 from core.actors import Actor
 from core.audit import audit_record
-from core.errors import Conflict, NotFound, PermissionDenied
-from core.models import Agent
+from core.errors import Conflict, NotFound
 from memory import names
 from memory import working_redis as wr
+from memory.agents import acting_agent, agent_in_account, session_of
 from memory.models import WorkingMemorySnapshot
 from memory.redis_store import memory_redis, working_memory_available
+from memory.selectors.working import read_session
+from memory.working_redis import WorkingEntry
 
 # A clear retries when the session changes under it (WATCH); this many times at most.
 CLEAR_ATTEMPTS = 20
-
-
-@dataclass(frozen=True)
-class WorkingEntry:
-    """One entry: ``name`` is the key (or the step or tool name of a specialised entry)."""
-
-    session_id: str
-    kind: str
-    name: str
-    value: Any
-    expiry: wr.Expiry
-    size: int | None = None
-
-
-def acting_agent(actor: Actor) -> Agent:
-    """Working and short-term memory are an agent's own: people and tools have none."""
-    if actor.agent is None:
-        raise PermissionDenied(
-            "This memory belongs to agents: call with an agent's API key.",
-            code="agent_required",
-        )
-    return actor.agent
-
-
-def session_of(actor: Actor, session_id: str) -> wr.Namespace:
-    agent = acting_agent(actor)
-    names.check_session_id(session_id)
-    return wr.session_namespace(agent.account_id, agent.pk, session_id)
-
-
-def agent_in_account(actor: Actor, agent_id: int) -> Agent:
-    """Another agent of the caller's account (a foreign or unknown id: 404 alike)."""
-    agent = Agent.objects.filter(account_id=acting_agent(actor).account_id, pk=agent_id).first()
-    if agent is None:
-        raise NotFound("No such agent.", code="agent_not_found")
-    return agent
 
 
 def _store_json(
@@ -236,38 +201,6 @@ def working_share(
     namespace = wr.inbox_namespace(sender.account_id, recipient.pk)
     expiry, size = _store_json(namespace, wr.inbox_member(sender.pk, key), value, ttl)
     return WorkingEntry("", wr.VALUE, key, value, expiry, size)
-
-
-def read_session(namespace: wr.Namespace) -> list[dict[str, Any]]:
-    """Every live entry of a session with its value and the TTL it has left, read in one
-    MULTI (a consistent picture), sorted by name."""
-    client = memory_redis()
-    members = wr.index_members(client, namespace.index)
-    if not members:
-        return []
-    pipe = client.pipeline(transaction=True)
-    for member in members:
-        kind, _ = wr.entry_kind(member)
-        if kind == wr.CONVERSATION:
-            pipe.lrange(namespace.key(member), 0, -1)
-        else:
-            pipe.get(namespace.key(member))
-        pipe.pttl(namespace.key(member))
-    results = pipe.execute()
-    entries = []
-    for i, member in enumerate(members):
-        raw, pttl = results[2 * i], results[2 * i + 1]
-        if pttl == -2 or raw is None or raw == []:
-            continue  # expired since the index was read
-        kind, _ = wr.entry_kind(member)
-        if kind == wr.CONVERSATION:
-            value: Any = [wr.decode(item) for item in raw]
-        elif kind == wr.SCRATCH_PAD:
-            value = raw.decode()
-        else:
-            value = wr.decode(raw)
-        entries.append({"name": member, "kind": kind, "value": value, "ttl_ms": pttl})
-    return entries
 
 
 def working_persist(*, actor: Actor, session_id: str) -> WorkingMemorySnapshot:

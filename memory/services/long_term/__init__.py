@@ -1,0 +1,67 @@
+"""Long-term memory writes, by concern: contexts and grants (``contexts``), entries
+(``entries``), snapshots (``snapshots``) and the search index every entry write keeps exact
+(``index``). Every service checks its actor itself (``memory.context_access``)."""
+
+from memory.services.long_term.contexts import (
+    CONTEXT_UPDATABLE,
+    agent_memory_context,
+    context_archive,
+    context_create,
+    context_delete,
+    context_grant,
+    context_revoke,
+    context_update,
+)
+from memory.services.long_term.entries import (
+    ENTRY_IN_PLACE,
+    ENTRY_VERSIONED,
+    MAX_BATCH,
+    MAX_CONTENT_CHARS,
+    EntryInput,
+    entries_accessed,
+    entries_archive,
+    entries_create,
+    entries_write,
+    entry_archive_set,
+    entry_delete,
+    entry_importance_adjust,
+    entry_read,
+    entry_update,
+)
+from memory.services.long_term.search import long_term_search_run
+from memory.services.long_term.snapshots import (
+    SNAPSHOT_FIELDS,
+    RestoreReport,
+    snapshot_create,
+    snapshot_restore,
+)
+
+__all__ = [
+    "CONTEXT_UPDATABLE",
+    "ENTRY_IN_PLACE",
+    "ENTRY_VERSIONED",
+    "MAX_BATCH",
+    "MAX_CONTENT_CHARS",
+    "SNAPSHOT_FIELDS",
+    "EntryInput",
+    "RestoreReport",
+    "agent_memory_context",
+    "context_archive",
+    "context_create",
+    "context_delete",
+    "context_grant",
+    "context_revoke",
+    "context_update",
+    "entries_accessed",
+    "entries_archive",
+    "entries_create",
+    "entries_write",
+    "entry_archive_set",
+    "entry_delete",
+    "entry_importance_adjust",
+    "entry_read",
+    "entry_update",
+    "long_term_search_run",
+    "snapshot_create",
+    "snapshot_restore",
+]

@@ -272,11 +272,9 @@ def unlinked_mentions(*, page: Page, limit: int = MAX_MENTIONS) -> list[LinkedIt
         + r")(?!\w)",
         re.IGNORECASE,
     )
-    # The nodes of the pages linking here already (rag's query, as a subquery).
-    linking, linking_params = (
-        graph.relation_edges(relation_type=REFERENCES, target_ids=[page.node_id or 0])
-        .values("source_id")
-        .query.sql_with_params()
+    # The nodes of the pages linking here already (rag's subquery).
+    linking, linking_params = graph.edge_sources_sql(
+        relation_type=REFERENCES, target_id=page.node_id or 0
     )
     items: list[LinkedItem] = []
     after: tuple[Any, int] | None = None

@@ -80,6 +80,16 @@ def relation_edges(
     return edges.order_by()
 
 
+def edge_sources_sql(*, relation_type: str, target_id: int) -> tuple[str, list[Any]]:
+    """SQL and parameters of a subquery listing the nodes with a ``relation_type`` edge into
+    ``target_id``, for another app's raw query to embed (``p.node_id IN (...)``, read once and
+    hashed by PostgreSQL) instead of naming rag's tables itself."""
+    return (
+        "SELECT e.source_id FROM rag_graphedge e WHERE e.target_id = %s AND e.relation_type = %s",
+        [target_id, relation_type],
+    )
+
+
 # --- search ----------------------------------------------------------------------------------
 
 

@@ -44,7 +44,9 @@ MAX_CYCLES = 1000
 # is bidirectional), looked up by index for the whole level at once (``= ANY(array)``; the flags
 # are bound as literals, so the planner drops the branch a direction does not take).
 # %(relations)s NULL follows every relation type; the search stops after %(hops)s levels (NULL:
-# no limit), at an empty level, or after the level holding %(goal)s (NULL: none).
+# no limit), at an empty level, after the level holding %(goal)s (NULL: none), or once it has
+# seen %(enough)s nodes, start nodes included (NULL: no limit): a walk answering its nearest
+# ``limit`` nodes needs no level beyond the one that completes them.
 _BFS = """
     bfs(depth, ids, edges, prevs, relations, seen) AS (
         SELECT 0, %(starts)s::bigint[], ARRAY[]::bigint[], ARRAY[]::bigint[],
@@ -77,6 +79,7 @@ _BFS = """
         ) n
         WHERE (%(hops)s::int IS NULL OR b.depth < %(hops)s::int) AND n.ids IS NOT NULL
           AND (%(goal)s::bigint IS NULL OR NOT %(goal)s::bigint = ANY(b.ids))
+          AND (%(enough)s::int IS NULL OR cardinality(b.seen) < %(enough)s::int)
     )
 """
 
@@ -89,15 +92,19 @@ def _bfs_parameters(
     direction: Direction,
     hops: int | None,
     goal: int | None = None,
+    limit: int | None = None,
 ) -> dict[str, Any]:
+    starts = list(dict.fromkeys(starts))
     return {
         "account": account_id,
-        "starts": list(dict.fromkeys(starts)),
+        "starts": starts,
         "relations": list(dict.fromkeys(relation_types)) or None,
         "forward": direction != "in",
         "backward": direction != "out",
         "hops": hops,
         "goal": goal,
+        "enough": None if limit is None else len(starts) + limit,
+        "limit": limit,
     }
 
 
@@ -131,8 +138,9 @@ def walk(
     ``max_depth`` (1..20) steps in ``direction`` (``out`` by default: from an edge's source to
     its target) along edges of ``relation_types`` (empty: every type), each once at its shortest
     depth, nearest first (then by name, then id); the sources themselves are not listed.
-    ``limit`` keeps the nearest ``limit`` (ordered and cut in the database, so a large
-    neighbourhood costs its walk, not its rows)."""
+    ``limit`` keeps the nearest ``limit``: the search stops after the level that completes
+    them, and they are ordered and cut in the database, so a large neighbourhood costs the
+    levels the answer needs, not its rows."""
     _hops_check(max_depth, MAX_WALK_DEPTH)
     parameters = _bfs_parameters(
         account_id=account_id,
@@ -140,6 +148,7 @@ def walk(
         relation_types=relation_types,
         direction=direction_check(direction),
         hops=max_depth,
+        limit=limit,
     )
     if not parameters["starts"]:
         return []
@@ -154,7 +163,7 @@ def walk(
             ORDER BY b.depth, lower(n.name) COLLATE "C", n.id
             LIMIT %(limit)s
             """,  # noqa: S608 - _BFS is code
-            {**parameters, "limit": limit},
+            parameters,
         )
         return [Reached(*row) for row in cursor.fetchall()]
 

@@ -24,9 +24,11 @@ then only ``links_to`` and only ``related_to`` from random nodes that have such 
 count). Before measuring, ``pg_prewarm`` loads what traversal reads and --warmup other calls of
 each kind run unmeasured. The CTE's own time is reported too (timed around the statement with
 ``connection.execute_wrapper``); --explain prints EXPLAIN ANALYZE of the slowest CTE of each kind
-to stderr.
+to stderr. --direction picks the edges followed, as the API's ``?direction=`` does (``both`` by
+default, as the API; ``out`` is what every walk followed before directions existed).
 
-    uv run python bench/graph_traversal.py [--nodes 25000] [--edges 100000] [--explain]
+    uv run python bench/graph_traversal.py [--nodes 25000] [--edges 100000] [--direction both]
+        [--explain]
 
 Prints one JSON object; docs/benchmarks.md records the figures.
 """
@@ -123,6 +125,12 @@ def main() -> None:
         default=None,
         help="neighbours kept per call, as the API's ?limit= (default: the API's default, "
         "100; 0 keeps every neighbour)",
+    )
+    parser.add_argument(
+        "--direction",
+        choices=("out", "in", "both"),
+        default="both",
+        help="edges followed, as the API's ?direction= (default: the API's default, both)",
     )
     parser.add_argument("--rebuild", action="store_true", help="delete the graph and build it")
     parser.add_argument("--explain", action="store_true", help="print EXPLAIN ANALYZE of the CTEs")
@@ -438,7 +446,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     def neighbours(node_id: int, relation: str | None) -> Callable[[], int]:
         node = nodes[node_id]
         return lambda: len(
-            graph.neighbours(node=node, hops=args.hops, relation_type=relation, limit=limit)
+            graph.neighbours(
+                node=node,
+                hops=args.hops,
+                relation_types=[relation] if relation else [],
+                direction=args.direction,
+                limit=limit,
+            )
         )
 
     def path(source_id: int, target_id: int) -> Callable[[], int]:
@@ -446,7 +460,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
         def call() -> int:
             try:
-                return len(graph.shortest_path(source=source, target=target).edges)
+                path = graph.shortest_path(source=source, target=target, direction=args.direction)
+                return len(path.edges)
             except NotFound:
                 return -1
 
@@ -495,6 +510,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "edge_table_with_indexes": edge_table_size,
             "build_seconds_this_run": build_seconds,
         },
+        "direction": args.direction,
         **report,
         "load_average_1_5_15": [round(x, 2) for x in os.getloadavg()],
         "cpu": f"{os.cpu_count()} cores",

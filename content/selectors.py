@@ -27,9 +27,9 @@ from content import wikilinks
 from content.models import Article, Page, Status, WrittenContent
 from core.actors import Actor
 from core.errors import NotFound
-from rag.models import GraphEdge
+from rag import graph
+from rag.graph import REFERENCES
 
-REFERENCES = "references"
 MAX_MENTIONS = 20
 DEFAULT_RELATED, MAX_RELATED = 10, 50
 EXCERPT_CHARS = 200
@@ -187,7 +187,7 @@ def backlinks(*, page: Page) -> QuerySet[Page]:
     """The pages whose links reach ``page`` (``references`` edges into its node)."""
     if page.node_id is None:
         return Page.objects.none()
-    sources = GraphEdge.objects.filter(target_id=page.node_id, relation_type=REFERENCES).values(
+    sources = graph.relation_edges(relation_type=REFERENCES, target_ids=[page.node_id]).values(
         "source_id"
     )
     return (
@@ -201,10 +201,10 @@ def backlink_items(*, page: Page, sources: Iterable[Page]) -> list[LinkedItem]:
     """Backlinks with an excerpt around the first link that reaches ``page``."""
     sources = list(sources)
     texts = dict(
-        GraphEdge.objects.filter(
-            target_id=page.node_id,
+        graph.relation_edges(
             relation_type=REFERENCES,
-            source_id__in=[s.node_id for s in sources],
+            target_ids=[page.node_id] if page.node_id else [],
+            source_ids=[s.node_id for s in sources if s.node_id],
         ).values_list("source_id", "metadata__link_text")
     )
     items = []
@@ -258,10 +258,11 @@ def unlinked_mentions(*, page: Page, limit: int = MAX_MENTIONS) -> list[LinkedIt
         return []
     # The index finds the pages holding every word of a name: exact, nothing rechecked. Only
     # those not linking here yet are then tested for the phrase (reading their stored words)
-    # and the expression: a hub's hundreds of linking pages cost an index probe each, not a
-    # phrase test (the CASE fixes that order). For a frequent name the planner walks the
-    # newest pages instead and stops at the batch. The same pages as testing the phrase first:
-    # a page with the phrase has all its words (docs/benchmarks.md, "Pages and links").
+    # and the expression: a hub's hundreds of linking pages cost a probe each of the linking
+    # nodes (read once, hashed), not a phrase test (the CASE fixes that order). For a frequent
+    # name the planner walks the newest pages instead and stops at the batch. The same pages
+    # as testing the phrase first: a page with the phrase has all its words
+    # (docs/benchmarks.md, "Pages and links").
     words = " || ".join(["plainto_tsquery('simple'::regconfig, %s)"] * len(names))
     phrases = " || ".join(["phraseto_tsquery('simple'::regconfig, %s)"] * len(names))
     keys = {wikilinks.normalise_title(name) for name in names}
@@ -270,6 +271,10 @@ def unlinked_mentions(*, page: Page, limit: int = MAX_MENTIONS) -> list[LinkedIt
         + "|".join(r"\s+".join(map(re.escape, n.split())) for n in names)
         + r")(?!\w)",
         re.IGNORECASE,
+    )
+    # The nodes of the pages linking here already (rag's subquery).
+    linking, linking_params = graph.edge_sources_sql(
+        relation_type=REFERENCES, target_id=page.node_id or 0
     )
     items: list[LinkedItem] = []
     after: tuple[Any, int] | None = None
@@ -283,11 +288,7 @@ def unlinked_mentions(*, page: Page, limit: int = MAX_MENTIONS) -> list[LinkedIt
                 WHERE p.account_id = %s AND p.id <> %s
                   AND p.words @@ ({words})
                   AND CASE
-                      WHEN EXISTS (
-                          SELECT 1 FROM rag_graphedge e
-                          WHERE e.source_id = p.node_id AND e.target_id = %s
-                            AND e.relation_type = %s
-                      ) THEN false
+                      WHEN p.node_id IN ({linking}) THEN false
                       ELSE ts_match_vq(p.words, ({phrases})) AND p.content ~* %s
                   END
                   {keyset}
@@ -298,8 +299,7 @@ def unlinked_mentions(*, page: Page, limit: int = MAX_MENTIONS) -> list[LinkedIt
                     page.account_id,
                     page.pk,
                     *names,
-                    page.node_id or 0,
-                    REFERENCES,
+                    *linking_params,
                     *names,
                     _mention_pattern(names),
                     *(after or ()),

@@ -242,6 +242,15 @@ class NodeDetailApi(ApiView):
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
+def _direction_field() -> serializers.ChoiceField:
+    return serializers.ChoiceField(
+        choices=graph.DIRECTIONS,
+        default=graph.BOTH,
+        help_text="Edges followed: out (source to target), in (target to source) or both "
+        "(the default); bidirectional edges both ways in every direction.",
+    )
+
+
 class NeighbourOutput(serializers.Serializer):
     node = GraphNodeOutput()
     hops = serializers.IntegerField()
@@ -258,11 +267,14 @@ class NeighboursOutput(serializers.Serializer):
 class NodeNeighboursApi(ApiView):
     """The nodes within ``hops`` (1 to 5) of a node, nearest first (then by name), at most
     ``limit`` (default 100, at most 1,000); ``relation_type`` follows only edges of that type.
-    Bidirectional edges are followed both ways."""
+    ``direction`` picks the edges followed: ``out`` (from the node to what it links to), ``in``
+    (from what links to it) or ``both`` (the default). Bidirectional edges are followed both
+    ways in every direction."""
 
     class FilterSerializer(strict.FilterSerializer):
         hops = serializers.IntegerField(min_value=1, max_value=graph.MAX_HOPS, default=1)
         relation_type = serializers.CharField(max_length=100, required=False)
+        direction = _direction_field()
         limit = serializers.IntegerField(
             min_value=1, max_value=graph.MAX_NEIGHBOURS, default=graph.DEFAULT_NEIGHBOURS
         )
@@ -275,10 +287,12 @@ class NodeNeighboursApi(ApiView):
     def get(self, request: Request, node_id: int) -> Response:
         node = graph.node_get(actor=request_actor(request), node_id=node_id)
         limit = self.filters["limit"]
+        relation_type = self.filters.get("relation_type")
         found = graph.neighbours(
             node=node,
             hops=self.filters["hops"],
-            relation_type=self.filters.get("relation_type"),
+            relation_types=[relation_type] if relation_type else [],
+            direction=self.filters["direction"],
             limit=limit + 1,
         )
         return Response(
@@ -293,14 +307,17 @@ class PathOutput(serializers.Serializer):
 
 
 class PathApi(ApiView):
-    """A shortest path between two nodes (edges followed from source to target, bidirectional
-    ones both ways; at most 6 hops): its nodes and edges in order; 404 ``no_path`` if none."""
+    """A shortest path between two nodes (at most 6 hops): its nodes and edges in order; 404
+    ``no_path`` if none. ``direction`` picks the edges followed as for neighbours: ``out`` (each
+    edge from its source to its target), ``in`` (against them) or ``both`` (the default: a
+    path's edges may point either way); bidirectional edges both ways in every direction."""
 
     ids_in_query = True  # from / to: 404 node_not_found for unknown (or foreign) nodes
 
     class FilterSerializer(strict.FilterSerializer):
         from_ = strict.IdField()
         to = strict.IdField()
+        direction = _direction_field()
 
         def get_fields(self) -> dict[str, Any]:
             fields = super().get_fields()
@@ -312,7 +329,9 @@ class PathApi(ApiView):
         actor = request_actor(request)
         source = graph.node_get(actor=actor, node_id=self.filters["from"])
         target = graph.node_get(actor=actor, node_id=self.filters["to"])
-        path = graph.shortest_path(source=source, target=target)
+        path = graph.shortest_path(
+            source=source, target=target, direction=self.filters["direction"]
+        )
         return Response(
             PathOutput({"hops": len(path.edges), "nodes": path.nodes, "edges": path.edges}).data
         )

@@ -24,11 +24,12 @@ from content.models import Article, Page
 from core.actors import WRITE_CONTENT, Actor, actor_for_account
 from core.embeddings import get_embedding_provider
 from core.errors import Conflict
-from rag.models import GraphEdge, GraphNode
+from rag import graph
+from rag.graph import REFERENCES
+from rag.models import GraphNode
 from rag.services import graph as graph_services
 
 PAGE, ARTICLE = "page", "article"
-REFERENCES = selectors.REFERENCES
 NODE_DESCRIPTION_CHARS = 500
 
 
@@ -167,7 +168,7 @@ def links_extract(*, actor: Actor, page: Page) -> LinkReport:
             "count": 1,
         }
     current = dict(
-        GraphEdge.objects.filter(source=source, relation_type=REFERENCES).values_list(
+        graph.relation_edges(relation_type=REFERENCES, source_ids=[source.pk]).values_list(
             "target_id", "metadata"
         )
     )
@@ -261,8 +262,9 @@ def linking_candidates(
     if node_ids:
         ids.update(
             Page.objects.filter(
-                node__edges_out__target_id__in=node_ids,
-                node__edges_out__relation_type=REFERENCES,
+                node_id__in=graph.relation_edges(
+                    relation_type=REFERENCES, target_ids=node_ids
+                ).values("source_id")
             ).values_list("id", flat=True)
         )
     if names:

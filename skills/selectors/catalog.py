@@ -15,7 +15,8 @@ from django.db.models import QuerySet
 from core.actors import Actor
 from core.errors import NotFound, ValidationFailed
 from rag import graph
-from rag.models import GraphEdge, GraphNode, KnowledgeBase
+from rag.graph import DEPENDS_ON
+from rag.models import GraphNode, KnowledgeBase
 from rag.search import (
     DEFAULT_FUSION,
     MIN_CANDIDATES,
@@ -30,7 +31,6 @@ from skills.selectors.traversal import ChainLink, dependency_chain
 from skills.semver import Version, requirement_parse, version_parse
 from skills.spaces import SKILLS
 
-DEPENDS_ON = "depends_on"
 # What a skill's context brings along.
 CONTEXT_DOCUMENTS = 5
 CONTEXT_PAGES = 5
@@ -175,7 +175,7 @@ def skill_dependencies(skill: Skill) -> list[Dependency]:
     if skill.graph_node_id is None:
         return []
     edges = list(
-        GraphEdge.objects.filter(source_id=skill.graph_node_id, relation_type=DEPENDS_ON)
+        graph.relation_edges(relation_type=DEPENDS_ON, source_ids=[skill.graph_node_id])
         .select_related("target")
         .order_by("target__name", "id")
     )
@@ -210,8 +210,8 @@ def skill_dependents(skill: Skill) -> list[Skill]:
     """The skills that depend on ``skill`` directly."""
     if skill.graph_node_id is None:
         return []
-    sources = GraphEdge.objects.filter(
-        target_id=skill.graph_node_id, relation_type=DEPENDS_ON
+    sources = graph.relation_edges(
+        relation_type=DEPENDS_ON, target_ids=[skill.graph_node_id]
     ).values("source_id")
     return list(
         Skill.objects.defer("embedding").filter(graph_node_id__in=sources).order_by("name", "id")

@@ -7,15 +7,15 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
-from django.db import connection
-
 from core.models import Team
+from rag import graph
+from rag.graph import DEPENDS_ON
 from skills.categories import CATEGORIES
 from skills.models import AgentSkill, Skill
 
-DEPENDS_ON = "depends_on"
-MAX_DEPTH = 20
-MAX_CYCLES = 1000
+# How deep a dependency chain is followed, and how many cycles a scan reports.
+MAX_DEPTH = graph.MAX_WALK_DEPTH
+MAX_CYCLES = graph.MAX_CYCLES
 # An agent covers a category with an active assignment to an active skill of it at least this
 # proficient.
 COVERAGE_PROFICIENCY = 0.5
@@ -31,77 +31,38 @@ class ChainLink:
 
 def dependency_chain(skill: Skill) -> list[ChainLink]:
     """Everything ``skill`` depends on, directly (depth 1) or through others, nearest first
-    (each node once, at its shortest depth; cycle-safe)."""
+    (then by name; each node once, at its shortest depth; cycle-safe): rag's directed walk
+    along ``depends_on`` edges."""
     if skill.graph_node_id is None:
         return []
-    with connection.cursor() as cursor:
-        cursor.execute(
-            """
-            WITH RECURSIVE walk(node_id, depth) AS (
-                SELECT %(start)s::bigint, 0
-                UNION
-                SELECT e.target_id, w.depth + 1 FROM walk w
-                JOIN rag_graphedge e ON e.source_id = w.node_id
-                WHERE e.account_id = %(account)s AND e.relation_type = %(relation)s
-                  AND w.depth < %(max)s
-            )
-            SELECT w.node_id, min(w.depth), n.name FROM walk w
-            JOIN rag_graphnode n ON n.id = w.node_id
-            WHERE w.node_id <> %(start)s
-            GROUP BY w.node_id, n.name
-            ORDER BY min(w.depth), n.name
-            """,
-            {
-                "start": skill.graph_node_id,
-                "account": skill.account_id,
-                "relation": DEPENDS_ON,
-                "max": MAX_DEPTH,
-            },
-        )
-        rows = cursor.fetchall()
+    reached = graph.walk(
+        account_id=skill.account_id,
+        sources=[skill.graph_node_id],
+        relation_types=[DEPENDS_ON],
+        direction=graph.OUT,
+        max_depth=MAX_DEPTH,
+    )
     skills = {
         s.graph_node_id: s
-        for s in Skill.objects.defer("embedding").filter(graph_node_id__in=[r[0] for r in rows])
+        for s in Skill.objects.defer("embedding").filter(
+            graph_node_id__in=[r.node_id for r in reached]
+        )
     }
     return [
-        ChainLink(node_id=node, name=name, depth=depth, skill=skills.get(node))
-        for node, depth, name in rows
+        ChainLink(node_id=r.node_id, name=r.name, depth=r.depth, skill=skills.get(r.node_id))
+        for r in reached
     ]
 
 
 def dependency_cycles(account_id: int) -> list[list[int]]:
     """The ``depends_on`` cycles of the account's graph, each as its node ids starting from the
     lowest (each cycle once), at most ``MAX_CYCLES`` of at most ``MAX_DEPTH`` nodes."""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            """
-            WITH RECURSIVE edges AS (
-                SELECT source_id, target_id FROM rag_graphedge
-                WHERE account_id = %(account)s AND relation_type = %(relation)s
-            ),
-            walk(start, node, path, closed) AS (
-                SELECT source_id, target_id, ARRAY[source_id, target_id], source_id = target_id
-                FROM edges
-                UNION ALL
-                SELECT w.start, e.target_id, w.path || e.target_id, e.target_id = ANY(w.path)
-                FROM walk w JOIN edges e ON e.source_id = w.node
-                WHERE NOT w.closed AND cardinality(w.path) <= %(max)s
-            )
-            SELECT path FROM walk
-            WHERE closed AND node = start AND start = (SELECT min(x) FROM unnest(path) AS x)
-            LIMIT %(limit)s
-            """,
-            {"account": account_id, "relation": DEPENDS_ON, "max": MAX_DEPTH, "limit": MAX_CYCLES},
-        )
-        paths = [list(row[0])[:-1] for row in cursor.fetchall()]
-    seen: set[tuple[int, ...]] = set()
-    cycles = []
-    for path in paths:
-        key = tuple(path)
-        if key not in seen:
-            seen.add(key)
-            cycles.append(path)
-    return cycles
+    return graph.cycles(
+        account_id=account_id,
+        relation_type=DEPENDS_ON,
+        max_length=MAX_DEPTH,
+        limit=MAX_CYCLES,
+    )
 
 
 @dataclass(frozen=True)

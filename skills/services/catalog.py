@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, transaction
 from django.db.models.functions import Lower
 from django.utils.text import slugify
 
@@ -25,8 +25,9 @@ from core.embeddings import get_embedding_provider
 from core.errors import Conflict, NotFound, ValidationFailed
 from core.models import Agent
 from core.writes import row_delete
-from rag import keyword
-from rag.models import GraphEdge, GraphNode
+from rag import graph, keyword
+from rag.graph import DEPENDS_ON
+from rag.models import GraphNode
 from rag.services import graph as graph_services
 from rag.spaces import graph_node_text
 from skills.categories import CATEGORIES
@@ -36,7 +37,6 @@ from skills.semver import requirement_parse, version_parse
 from skills.spaces import SKILLS, skill_text, text_checksum
 
 SKILL_ENTITY_TYPE = "skill"
-DEPENDS_ON = "depends_on"
 UPDATABLE_FIELDS = ("name", "description", "category", "status", "execution_context", "tags")
 # Fields a skill is found by: changing one re-indexes and re-embeds it.
 INDEXED_FIELDS = ("name", "description", "category", "tags", "procedure")
@@ -307,28 +307,13 @@ def placeholder_node(actor: Actor, account_id: int, name: str) -> GraphNode:
 
 def reaches(account_id: int, sources: Sequence[int], target: int) -> bool:
     """Does a ``depends_on`` walk from any of ``sources`` reach ``target`` (node ids)?"""
-    if not sources:
-        return False
-    with connection.cursor() as cursor:
-        cursor.execute(
-            """
-            WITH RECURSIVE walk(node_id) AS (
-                SELECT unnest(%(sources)s::bigint[])
-                UNION
-                SELECT e.target_id FROM walk w
-                JOIN rag_graphedge e ON e.source_id = w.node_id
-                WHERE e.account_id = %(account)s AND e.relation_type = %(relation)s
-            )
-            SELECT EXISTS (SELECT 1 FROM walk WHERE node_id = %(target)s)
-            """,
-            {
-                "sources": list(sources),
-                "account": account_id,
-                "relation": DEPENDS_ON,
-                "target": target,
-            },
-        )
-        return bool(cursor.fetchone()[0])
+    return graph.reaches(
+        account_id=account_id,
+        sources=sources,
+        target=target,
+        relation_types=[DEPENDS_ON],
+        direction=graph.OUT,
+    )
 
 
 def _cycle() -> ValidationFailed:
@@ -360,7 +345,7 @@ def dependencies_set(actor: Actor, skill: Skill, dependencies: Sequence[_Depende
         raise _cycle()
     existing = {
         edge.target_id: edge
-        for edge in GraphEdge.objects.filter(source=node, relation_type=DEPENDS_ON)
+        for edge in graph.relation_edges(relation_type=DEPENDS_ON, source_ids=[node.pk])
     }
     for target, edge in existing.items():
         wanted = targets.get(target)
@@ -450,8 +435,8 @@ def skill_create(
                 target = placeholder_node(actor, account_id, placeholder)
                 if reaches(account_id, [target.pk], node.pk):
                     raise _cycle()
-                if not GraphEdge.objects.filter(
-                    source=node, target=target, relation_type=DEPENDS_ON
+                if not graph.relation_edges(
+                    relation_type=DEPENDS_ON, source_ids=[node.pk], target_ids=[target.pk]
                 ).exists():
                     graph_services.edge_create(
                         actor=actor,

@@ -36,8 +36,10 @@ from core.actors import Actor, actor_for_account
 from core.audit import audit_record
 from core.embeddings import get_embedding_provider
 from core.errors import Conflict
+from rag import graph
+from rag.graph import DEPENDS_ON
 from rag.keyword import analyze
-from rag.models import GraphEdge, GraphNode
+from rag.models import GraphNode
 from skills.models import Skill, SkillConflict, SkillUsage
 from skills.roles import require_reviewer
 from skills.selectors.catalog import active_versions, requirement_met
@@ -176,7 +178,7 @@ def detect_dependencies(account_id: int) -> list[Detected]:
     """Missing dependencies (a node no skill holds, or an archived skill), version mismatches
     and cycles."""
     edges = list(
-        GraphEdge.objects.filter(account_id=account_id, relation_type="depends_on").values_list(
+        graph.relation_edges(relation_type=DEPENDS_ON, account_id=account_id).values_list(
             "source_id", "target_id", "metadata"
         )
     )

@@ -314,8 +314,48 @@ def test_neighbours_reach_pages_through_references(make_page: MakePage) -> None:
     make_page("B", "[[C]]")
     start = make_page("A", "[[B]]").node
     assert start is not None
-    found = graph.neighbours(node=start, hops=2, relation_type="references")
+    found = graph.neighbours(node=start, hops=2, relation_types=[graph.REFERENCES])
     assert [(n.node.name, n.hops) for n in found] == [("B", 1), ("C", 2)]
+
+
+def test_a_pages_neighbours_include_the_pages_linking_to_it(
+    make_page: MakePage, agent_client: AuthedAgent
+) -> None:
+    """Page A links to page B: B's neighbours hold A by default (``both``) and ``in``, not
+    ``out``; a path from B to A follows the link backwards unless ``direction=out``."""
+    b = make_page("B")
+    a = make_page("A", "See [[B]].")
+    client = agent_client.client
+    url = f"/api/v1/graph/nodes/{b.node_id}/neighbors"
+
+    def neighbours(node_url: str = url, **params: str) -> list[tuple[str, str]]:
+        response = client.get(node_url, params)
+        assert response.status_code == 200, response.json()
+        return [(r["node"]["name"], r["relation_type"]) for r in response.json()["results"]]
+
+    assert neighbours() == [("A", "references")]
+    assert neighbours(direction="both") == [("A", "references")]
+    assert neighbours(direction="out") == []
+    assert neighbours(direction="in") == [("A", "references")]
+    a_url = f"/api/v1/graph/nodes/{a.node_id}/neighbors"
+    assert neighbours(a_url) == neighbours(a_url, direction="out") == [("B", "references")]
+    assert neighbours(a_url, direction="in") == []
+    bad = client.get(url, {"direction": "sideways"})
+    assert bad.status_code == 400
+    assert bad.json()["error"]["code"] == "validation_error"
+    assert "sideways" in bad.json()["error"]["details"]["direction"][0]
+
+    forwards = {"from": str(b.node_id), "to": str(a.node_id)}
+    path = client.get("/api/v1/graph/path", forwards)
+    assert path.status_code == 200, path.json()
+    assert [n["name"] for n in path.json()["nodes"]] == ["B", "A"]
+    assert [(e["source_id"], e["target_id"]) for e in path.json()["edges"]] == [
+        (a.node_id, b.node_id)
+    ]
+    missing = client.get("/api/v1/graph/path", {**forwards, "direction": "out"})
+    assert missing.status_code == 404 and missing.json()["error"]["code"] == "no_path"
+    found = client.get("/api/v1/graph/path", {**forwards, "direction": "in"})
+    assert found.status_code == 200 and found.json()["hops"] == 1
 
 
 def test_the_rebuild_command_recreates_nodes_and_edges_from_pages(

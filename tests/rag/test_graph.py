@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import random
 from typing import Any
 
@@ -174,66 +175,131 @@ def test_neighbours_by_hops_with_a_relation_filter_and_a_cycle(
     chain: dict[str, GraphNode],
 ) -> None:
     a = chain["a"]
-    assert _found(graph.neighbours(node=a, hops=1)) == {"b": (1, "knows")}
-    assert _found(graph.neighbours(node=a, hops=2)) == {
+    assert _found(graph.neighbours(node=a, hops=1, direction="out")) == {"b": (1, "knows")}
+    assert _found(graph.neighbours(node=a, hops=2, direction="out")) == {
         "b": (1, "knows"),
         "c": (2, "knows"),
         "e": (2, "works_at"),
     }
     # The cycle leads back to a, which is never its own neighbour; f is reached from c
     # through the bidirectional edge.
-    assert _found(graph.neighbours(node=a, hops=3)) == {
+    assert _found(graph.neighbours(node=a, hops=3, direction="out")) == {
         "b": (1, "knows"),
         "c": (2, "knows"),
         "e": (2, "works_at"),
         "d": (3, "knows"),
         "f": (3, "cites"),
     }
-    assert _found(graph.neighbours(node=a, hops=5, relation_type="knows")) == {
+    assert _found(graph.neighbours(node=a, hops=5, relation_types=["knows"], direction="out")) == {
         "b": (1, "knows"),
         "c": (2, "knows"),
         "d": (3, "knows"),
     }
-    assert _found(graph.neighbours(node=chain["f"], hops=1)) == {"c": (1, "cites")}
-    assert graph.neighbours(node=chain["e"], hops=5) == []  # directed edges end here
+    assert _found(graph.neighbours(node=chain["f"], hops=1, direction="out")) == {"c": (1, "cites")}
+    assert graph.neighbours(node=chain["e"], hops=5, direction="out") == []  # edges end here
     with pytest.raises(ValidationFailed):
         graph.neighbours(node=a, hops=6)
 
 
+def test_neighbours_by_direction(chain: dict[str, GraphNode]) -> None:
+    """``in`` follows edges backwards, ``both`` either way (the default); the bidirectional
+    c <-> f is followed both ways in every direction."""
+    a, c, e = chain["a"], chain["c"], chain["e"]
+    assert _found(graph.neighbours(node=a, hops=1, direction="in")) == {"d": (1, "knows")}
+    assert _found(graph.neighbours(node=a, hops=1)) == {"b": (1, "knows"), "d": (1, "knows")}
+    assert _found(graph.neighbours(node=e, hops=1, direction="in")) == {"b": (1, "works_at")}
+    assert _found(graph.neighbours(node=e, hops=2)) == {
+        "b": (1, "works_at"),
+        "a": (2, "knows"),
+        "c": (2, "knows"),
+    }
+    assert _found(graph.neighbours(node=c, hops=1, direction="in")) == {
+        "b": (1, "knows"),
+        "f": (1, "cites"),
+    }
+    assert _found(graph.neighbours(node=c, hops=1, direction="out")) == {
+        "d": (1, "knows"),
+        "f": (1, "cites"),
+    }
+    assert _found(graph.neighbours(node=c, hops=2, relation_types=["cites", "works_at"])) == {
+        "f": (1, "cites")
+    }
+    with pytest.raises(ValidationFailed) as wrong:
+        graph.neighbours(node=a, direction="sideways")
+    assert wrong.value.code == "invalid_direction"
+
+
 def test_neighbours_api(agent_client: AuthedAgent, chain: dict[str, GraphNode]) -> None:
     url = f"{NODES}/{chain['a'].pk}/neighbors"
-    response = agent_client.client.get(url, {"hops": "2", "relation_type": "knows"})
-    assert response.status_code == 200, response.json()
-    assert [
-        (r["node"]["name"], r["hops"], r["relation_type"]) for r in response.json()["results"]
-    ] == [
+
+    def found(**params: str) -> list[tuple[str, int, str]]:
+        response = agent_client.client.get(url, params)
+        assert response.status_code == 200, response.json()
+        return [
+            (r["node"]["name"], r["hops"], r["relation_type"]) for r in response.json()["results"]
+        ]
+
+    assert found(hops="2", relation_type="knows", direction="out") == [
         ("b", 1, "knows"),
         ("c", 2, "knows"),
     ]
+    # Both ways by default: d knows a.
+    assert found(hops="2", relation_type="knows") == [
+        ("b", 1, "knows"),
+        ("d", 1, "knows"),
+        ("c", 2, "knows"),
+    ]
+    assert found(hops="2", relation_type="knows", direction="in") == [
+        ("d", 1, "knows"),
+        ("c", 2, "knows"),
+    ]
     assert agent_client.client.get(url, {"hops": 0}).status_code == 400
+    for direction in ("sideways", "OUT", ""):
+        wrong = agent_client.client.get(url, {"direction": direction})
+        assert wrong.status_code == 400 and code(wrong) == "validation_error"
+        assert "direction" in wrong.json()["error"]["details"]
+
+
+def path_api(
+    agent_client: AuthedAgent, source: GraphNode, target: GraphNode, direction: str | None = None
+) -> Any:
+    params = {"from": str(source.pk), "to": str(target.pk)}
+    if direction is not None:
+        params["direction"] = direction
+    return agent_client.client.get("/api/v1/graph/path", params)
 
 
 def test_shortest_path(agent_client: AuthedAgent, chain: dict[str, GraphNode]) -> None:
-    path = graph.shortest_path(source=chain["a"], target=chain["f"])
+    path = graph.shortest_path(source=chain["a"], target=chain["f"], direction="out")
     assert [n.name for n in path.nodes] == ["a", "b", "c", "f"]
     assert [e.relation_type for e in path.edges] == ["knows", "knows", "cites"]
-    back = graph.shortest_path(source=chain["d"], target=chain["b"])  # d -> a -> b
-    assert [n.name for n in back.nodes] == ["d", "a", "b"]
+    back = graph.shortest_path(source=chain["d"], target=chain["b"], direction="out")
+    assert [n.name for n in back.nodes] == ["d", "a", "b"]  # d -> a -> b
     with pytest.raises(NotFound) as none:
         graph.shortest_path(source=chain["a"], target=chain["g"])
     assert none.value.code == "no_path"
-    response = agent_client.client.get(
-        "/api/v1/graph/path", {"from": chain["f"].pk, "to": chain["e"].pk}
-    )
+    response = path_api(agent_client, chain["f"], chain["e"], "out")
     # f -cites-> c (bidirectional) -knows-> d -knows-> a -knows-> b -works_at-> e
     assert response.status_code == 200, response.json()
     body = response.json()
     assert [n["name"] for n in body["nodes"]] == ["f", "c", "d", "a", "b", "e"]
     assert body["hops"] == 5 and len(body["edges"]) == 5
-    response = agent_client.client.get(
-        "/api/v1/graph/path", {"from": chain["e"].pk, "to": chain["a"].pk}
-    )
+    response = path_api(agent_client, chain["e"], chain["a"], "out")
     assert response.status_code == 404 and code(response) == "no_path"
+    # Both ways (the default): e <-works_at- b <-knows- a, and f -cites- c <-knows- b -> e.
+    response = path_api(agent_client, chain["e"], chain["a"])
+    assert response.status_code == 200, response.json()
+    assert [n["name"] for n in response.json()["nodes"]] == ["e", "b", "a"]
+    inward = path_api(agent_client, chain["e"], chain["a"], "in")
+    assert [n["name"] for n in inward.json()["nodes"]] == ["e", "b", "a"]
+    assert [n.name for n in graph.shortest_path(source=chain["f"], target=chain["e"]).nodes] == [
+        "f",
+        "c",
+        "b",
+        "e",
+    ]
+    wrong = path_api(agent_client, chain["e"], chain["a"], "x")
+    assert wrong.status_code == 400 and code(wrong) == "validation_error"
 
 
 def test_ties_take_the_first_relation_type_and_the_lowest_edge_ids(actor: Actor) -> None:
@@ -246,6 +312,8 @@ def test_ties_take_the_first_relation_type_and_the_lowest_edge_ids(actor: Actor)
     edge(actor, b, d, "knows")
     assert _found(graph.neighbours(node=a, hops=2))["d"] == (2, "cites")
     assert [n.name for n in graph.shortest_path(source=a, target=d).nodes] == ["a", "c", "d"]
+    # Backwards, d's two ways into a level-1 node: the lower edge id again.
+    assert [n.name for n in graph.shortest_path(source=d, target=a).nodes] == ["d", "b", "a"]
     # A node nearer by another walk keeps its shortest distance, however many longer walks
     # reach it: b is also two hops away through the bidirectional c <-> b.
     edge(actor, c, b, "near", bidirectional=True)
@@ -256,31 +324,33 @@ def test_ties_take_the_first_relation_type_and_the_lowest_edge_ids(actor: Actor)
     }
     assert graph.shortest_path(source=a, target=d).edges[-1] == into_d
     with pytest.raises(NotFound):
-        graph.shortest_path(source=d, target=a)  # directed edges end at d
+        graph.shortest_path(source=d, target=a, direction="out")  # directed edges end at d
 
 
 def _reference_steps(
-    edges: list[GraphEdge], relation: str | None
+    edges: list[GraphEdge], relations: set[str] | None, direction: str = "out"
 ) -> dict[int, list[tuple[int, int, str]]]:
-    """From each node: (next node, edge id, relation type) of every step (directed edges from
-    their source, bidirectional ones from either end)."""
+    """From each node: (next node, edge id, relation type) of every step in ``direction``
+    (``out``: edges from their source; ``in``: from their target; ``both``: either), a
+    bidirectional edge from either end in every direction."""
     steps: dict[int, list[tuple[int, int, str]]] = {}
     for e in edges:
-        if relation is not None and e.relation_type != relation:
+        if relations is not None and e.relation_type not in relations:
             continue
-        steps.setdefault(e.source_id, []).append((e.target_id, e.pk, e.relation_type))
-        if e.bidirectional:
+        if direction != "in" or e.bidirectional:
+            steps.setdefault(e.source_id, []).append((e.target_id, e.pk, e.relation_type))
+        if direction != "out" or e.bidirectional:
             steps.setdefault(e.target_id, []).append((e.source_id, e.pk, e.relation_type))
     return steps
 
 
 def _reference_levels(
-    steps: dict[int, list[tuple[int, int, str]]], start: int, hops: int
+    steps: dict[int, list[tuple[int, int, str]]], starts: list[int], hops: int
 ) -> list[dict[int, list[tuple[int, int, str]]]]:
     """Breadth-first levels: for each node first reached at level d, every step into it from
     level d - 1 as (previous node, edge id, relation type)."""
-    seen = {start}
-    levels: list[dict[int, list[tuple[int, int, str]]]] = [{start: []}]
+    seen = set(starts)
+    levels: list[dict[int, list[tuple[int, int, str]]]] = [{start: [] for start in starts}]
     while len(levels) <= hops and levels[-1]:
         reached: dict[int, list[tuple[int, int, str]]] = {}
         for a in levels[-1]:
@@ -292,10 +362,20 @@ def _reference_levels(
     return levels
 
 
-def test_traversal_answers_what_a_plain_breadth_first_search_answers(actor: Actor) -> None:
-    """On a random graph with cycles, hubs, parallel relations and bidirectional edges: every
-    node's neighbours within 1 to 5 hops (each relation type, then one), and shortest paths
-    between many pairs, against a plain Python search with the documented tie-breaks."""
+def _expected(
+    levels: list[dict[int, list[tuple[int, int, str]]]], hops: int, names: dict[int, str]
+) -> dict[str, tuple[int, str]]:
+    return {
+        names[b]: (depth, min(r for _, _, r in into))
+        for depth, level in enumerate(levels[1 : hops + 1], start=1)
+        for b, into in level.items()
+    }
+
+
+@pytest.fixture
+def random_graph(actor: Actor) -> tuple[list[GraphNode], list[GraphEdge], random.Random]:
+    """40 nodes, 110 edges of four relation types, with cycles, hubs (the first eight nodes
+    are drawn twice as often), parallel relations and bidirectional edges (one in five)."""
     rng = random.Random(7)
     nodes = [node(actor, f"n{i:02d}") for i in range(40)]
     relations = ("cites", "knows", "likes", "owns")
@@ -306,43 +386,195 @@ def test_traversal_answers_what_a_plain_breadth_first_search_answers(actor: Acto
         if a.pk != b.pk and (a.pk, b.pk, kind) not in made:
             made.add((a.pk, b.pk, kind))
             edge(actor, a, b, kind, bidirectional=rng.random() < 0.2)
+    return nodes, list(GraphEdge.objects.filter(account_id=actor.account_id)), rng
+
+
+def test_traversal_answers_what_a_plain_breadth_first_search_answers(
+    random_graph: tuple[list[GraphNode], list[GraphEdge], random.Random],
+) -> None:
+    """On a random graph with cycles, hubs, parallel relations and bidirectional edges, in
+    each direction: every node's neighbours within 1 to 5 hops (each relation type, one, then
+    two), and shortest paths between many pairs, against a plain Python search with the
+    documented tie-breaks."""
+    nodes, edges, rng = random_graph
+    names = {n.pk: n.name for n in nodes}
+    for direction in graph.DIRECTIONS:
+        for relations in (None, ["knows"], ["cites", "owns"]):
+            steps = _reference_steps(edges, set(relations) if relations else None, direction)
+            for start in nodes:
+                levels = _reference_levels(steps, [start.pk], 5)
+                for hops in (1, 3, 5):
+                    got = graph.neighbours(
+                        node=start, hops=hops, relation_types=relations or [], direction=direction
+                    )
+                    assert _found(got) == _expected(levels, hops, names), (
+                        start.name,
+                        hops,
+                        relations,
+                        direction,
+                    )
+                    assert [n.hops for n in got] == sorted(n.hops for n in got)
+    for direction in graph.DIRECTIONS:
+        steps = _reference_steps(edges, None, direction)
+        paths = 0
+        for _ in range(100):
+            source, target = rng.sample(nodes, 2)
+            levels = _reference_levels(steps, [source.pk], graph.MAX_PATH_HOPS)
+            depth = next((d for d, level in enumerate(levels) if target.pk in level), None)
+            if depth is None:
+                with pytest.raises(NotFound):
+                    graph.shortest_path(source=source, target=target, direction=direction)
+                continue
+            expected_nodes, at = [target.pk], target.pk
+            expected_edges: list[int] = []
+            for d in range(depth, 0, -1):
+                at, edge_id, _ = min(levels[d][at], key=lambda step: step[1])
+                expected_nodes.insert(0, at)
+                expected_edges.insert(0, edge_id)
+            path = graph.shortest_path(source=source, target=target, direction=direction)
+            assert [n.pk for n in path.nodes] == expected_nodes, direction
+            assert [e.pk for e in path.edges] == expected_edges, direction
+            paths += 1
+        assert paths > 30, direction  # connected enough to test paths, not just their absence
+
+
+def test_walks_and_reachability_answer_what_a_plain_search_answers(
+    actor: Actor, random_graph: tuple[list[GraphNode], list[GraphEdge], random.Random]
+) -> None:
+    """``walk`` from several sources (to a depth, cut by ``limit`` nearest first) and
+    ``reaches`` at any distance, each direction, against the Python search."""
+    nodes, edges, rng = random_graph
+    names = {n.pk: n.name for n in nodes}
+    account = actor.account_id
+    for direction in graph.DIRECTIONS:
+        for relations in (None, ["likes"], ["knows", "cites"]):
+            steps = _reference_steps(edges, set(relations) if relations else None, direction)
+            for _ in range(15):
+                sources = [n.pk for n in rng.sample(nodes, rng.randint(1, 3))]
+                levels = _reference_levels(steps, sources, graph.MAX_WALK_DEPTH)
+                for depth in (1, 2, graph.MAX_WALK_DEPTH):
+                    got = graph.walk(
+                        account_id=account,
+                        sources=sources,
+                        relation_types=relations or [],
+                        direction=direction,
+                        max_depth=depth,
+                    )
+                    assert {r.name: (r.depth, r.relation_type) for r in got} == _expected(
+                        levels, depth, names
+                    )
+                    order = [(r.depth, r.name) for r in got]
+                    assert order == sorted(order)
+                    assert (
+                        graph.walk(
+                            account_id=account,
+                            sources=sources,
+                            relation_types=relations or [],
+                            direction=direction,
+                            max_depth=depth,
+                            limit=5,
+                        )
+                        == got[:5]
+                    )
+                reachable = {b for level in levels for b in level}
+                for target in rng.sample(nodes, 10):
+                    assert graph.reaches(
+                        account_id=account,
+                        sources=sources,
+                        target=target.pk,
+                        relation_types=relations or [],
+                        direction=direction,
+                    ) == (target.pk in reachable), (sources, target.pk, relations, direction)
+    assert graph.walk(account_id=account, sources=[]) == []
+    assert not graph.reaches(account_id=account, sources=[], target=nodes[0].pk)
+    assert graph.reaches(account_id=account, sources=[nodes[0].pk], target=nodes[0].pk)
+    with pytest.raises(ValidationFailed):
+        graph.walk(account_id=account, sources=[nodes[0].pk], max_depth=0)
+    with pytest.raises(ValidationFailed):
+        graph.walk(account_id=account, sources=[nodes[0].pk], max_depth=graph.MAX_WALK_DEPTH + 1)
+
+
+def test_reachability_is_not_bounded_by_depth_and_stays_in_the_account(
+    actor: Actor, other_agent_client: AuthedAgent
+) -> None:
+    """A chain longer than any walk's depth is still reached (a cycle check must see it); the
+    walk never leaves the account, nor follows another relation type."""
+    chain_nodes = [node(actor, f"c{i:02d}") for i in range(graph.MAX_WALK_DEPTH + 5)]
+    for a, b in itertools.pairwise(chain_nodes):
+        edge(actor, a, b, "needs")
+    first, last = chain_nodes[0].pk, chain_nodes[-1].pk
+    account = actor.account_id
+    assert graph.reaches(account_id=account, sources=[first], target=last, relation_types=["needs"])
+    assert not graph.reaches(account_id=account, sources=[last], target=first)
+    assert graph.reaches(account_id=account, sources=[last], target=first, direction="in")
+    assert not graph.reaches(
+        account_id=account, sources=[first], target=last, relation_types=["other"]
+    )
+    deepest = graph.walk(account_id=account, sources=[first], max_depth=graph.MAX_WALK_DEPTH)
+    assert len(deepest) == graph.MAX_WALK_DEPTH
+    other = actor_for_agent(other_agent_client.agent)
+    assert not graph.reaches(account_id=other.account_id, sources=[first], target=last)
+    assert graph.walk(account_id=other.account_id, sources=[first]) == []
+
+
+def _reference_cycles(
+    edges: list[GraphEdge], relation: str, max_length: int
+) -> set[tuple[int, ...]]:
+    """Every simple cycle of at most ``max_length`` nodes over ``relation``'s steps (source to
+    target, bidirectional edges both ways), each once, from its lowest node."""
+    steps: dict[int, set[int]] = {}
+    for e in edges:
+        if e.relation_type == relation:
+            steps.setdefault(e.source_id, set()).add(e.target_id)
+            if e.bidirectional:
+                steps.setdefault(e.target_id, set()).add(e.source_id)
+    found: set[tuple[int, ...]] = set()
+
+    def extend(path: list[int]) -> None:
+        for b in steps.get(path[-1], ()):
+            if b == path[0]:
+                found.add(tuple(path))
+            elif b > path[0] and b not in path and len(path) < max_length:
+                extend([*path, b])
+
+    for start in steps:
+        extend([start])
+    return found
+
+
+def test_cycles_answer_what_a_plain_search_answers(
+    actor: Actor, other_agent_client: AuthedAgent
+) -> None:
+    """Every cycle of one relation type in a small random graph, each once from its lowest
+    node, bounded in length; other relation types and other accounts are not walked."""
+    rng = random.Random(11)
+    nodes = [node(actor, f"k{i:02d}") for i in range(14)]
+    made: set[tuple[int, int, str]] = set()
+    for _ in range(30):
+        a, b = rng.sample(nodes, 2)
+        kind = rng.choice(("depends_on", "depends_on", "knows"))
+        if (a.pk, b.pk, kind) not in made:
+            made.add((a.pk, b.pk, kind))
+            edge(actor, a, b, kind, bidirectional=rng.random() < 0.1)
+    theirs = [node(actor_for_agent(other_agent_client.agent), f"t{i}") for i in range(2)]
+    other = actor_for_agent(other_agent_client.agent)
+    edge(other, theirs[0], theirs[1], "depends_on")
+    edge(other, theirs[1], theirs[0], "depends_on")
     edges = list(GraphEdge.objects.filter(account_id=actor.account_id))
-    by_id = {n.pk: n for n in nodes}
-    relation: str | None
-    for relation in (None, "knows"):
-        steps = _reference_steps(edges, relation)
-        for start in nodes:
-            levels = _reference_levels(steps, start.pk, 5)
-            for hops in (1, 3, 5):
-                expected = {
-                    by_id[b].name: (depth, min(r for _, _, r in into))
-                    for depth, level in enumerate(levels[1 : hops + 1], start=1)
-                    for b, into in level.items()
-                }
-                got = graph.neighbours(node=start, hops=hops, relation_type=relation)
-                assert _found(got) == expected, (start.name, hops, relation)
-                assert [n.hops for n in got] == sorted(n.hops for n in got)
-    steps = _reference_steps(edges, None)
-    paths = 0
-    for _ in range(150):
-        source, target = rng.sample(nodes, 2)
-        levels = _reference_levels(steps, source.pk, graph.MAX_PATH_HOPS)
-        depth = next((d for d, level in enumerate(levels) if target.pk in level), None)
-        if depth is None:
-            with pytest.raises(NotFound):
-                graph.shortest_path(source=source, target=target)
-            continue
-        expected_nodes, at = [target.pk], target.pk
-        expected_edges: list[int] = []
-        for d in range(depth, 0, -1):
-            at, edge_id, _ = min(levels[d][at], key=lambda step: step[1])
-            expected_nodes.insert(0, at)
-            expected_edges.insert(0, edge_id)
-        path = graph.shortest_path(source=source, target=target)
-        assert [n.pk for n in path.nodes] == expected_nodes
-        assert [e.pk for e in path.edges] == expected_edges
-        paths += 1
-    assert paths > 50  # the graph is connected enough to test paths, not just their absence
+    for relation in ("depends_on", "knows"):
+        for length in (2, 4, graph.MAX_CYCLE_LENGTH):
+            expected = _reference_cycles(edges, relation, length)
+            got = graph.cycles(
+                account_id=actor.account_id, relation_type=relation, max_length=length
+            )
+            assert len(got) == len(expected)
+            assert {tuple(c) for c in got} == expected, (relation, length)
+    assert len(_reference_cycles(edges, "depends_on", graph.MAX_CYCLE_LENGTH)) > 3
+    assert graph.cycles(account_id=actor.account_id, relation_type="depends_on", limit=2)
+    assert len(graph.cycles(account_id=actor.account_id, relation_type="depends_on", limit=2)) == 2
+    assert graph.cycles(account_id=other.account_id, relation_type="depends_on") == [
+        [theirs[0].pk, theirs[1].pk]
+    ]
 
 
 # --- the API and tenancy ---------------------------------------------------------------------

@@ -9,6 +9,7 @@ followed from either end; a directed one from its source only.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,6 +21,7 @@ from django.db.models.expressions import RawSQL
 
 from core.actors import Actor
 from core.errors import NotFound, ValidationFailed
+from core.search import TimedHits
 from rag.models import GraphEdge, GraphNode, GraphScope
 from rag.search import DEFAULT_FUSION, MIN_CANDIDATES, search_options_validate, space_rank
 from rag.spaces import GRAPH_NODES
@@ -92,7 +94,7 @@ def node_search(
     entity_types: Sequence[str] = (),
     account_ids: Iterable[int] | None = None,
     query_vector: np.ndarray | None = None,
-) -> list[NodeHit]:
+) -> TimedHits[NodeHit]:
     """The actor's nodes most relevant to ``query`` over their name, aliases and description
     (``rag.search.space_rank`` on ``GRAPH_NODES``), best first, each with its rank and score in
     each retrieval stage. ``entity_types`` keeps nodes of any of those types; ``account_ids``
@@ -106,7 +108,7 @@ def node_search(
         GraphScope.objects.filter(account_id__in=accounts).values_list("pk", flat=True)
     )
     if not scope_ids:
-        return []
+        return TimedHits()
     condition, params = "", {}
     types = [entity_type] if entity_type else list(entity_types)
     if types:
@@ -123,8 +125,9 @@ def node_search(
         query_vector=query_vector,
     )
     ranked = ranking.hits[:top_k]
+    started = time.perf_counter()
     nodes = GraphNode.objects.defer("embedding").in_bulk([hit.unit_id for hit in ranked])
-    return [
+    hits = [
         NodeHit(
             node=nodes[hit.unit_id],
             score=hit.score,
@@ -133,6 +136,8 @@ def node_search(
         for hit in ranked
         if hit.unit_id in nodes  # deleted meanwhile: gone
     ]
+    timings = {**ranking.stage_ms, "hydrate": round((time.perf_counter() - started) * 1000, 3)}
+    return TimedHits(hits, timings)
 
 
 # --- traversal -------------------------------------------------------------------------------

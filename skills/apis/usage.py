@@ -13,7 +13,7 @@ from rest_framework.response import Response
 from core import serializers as strict
 from core.permissions import request_actor
 from core.views import ApiView
-from skills.apis.catalog import task_type_field, validated
+from skills.apis.catalog import task_type_field
 from skills.models import SkillUsage
 from skills.services import usage as services
 
@@ -87,9 +87,9 @@ class UsageRecordApi(ApiView):
     )
     def post(self, request: Request) -> Response:
         if isinstance(request.data, dict) and "records" in request.data:
-            records = [_input(r) for r in validated(UsageBatchInput, request)["records"]]
+            records = [_input(r) for r in strict.validated(UsageBatchInput, request)["records"]]
         else:
-            records = [_input(validated(UsageRecordInput, request))]
+            records = [_input(strict.validated(UsageRecordInput, request))]
         created = services.usage_record(actor=request_actor(request), records=records)
         return Response(
             self.OutputSerializer({"count": len(created), "records": created}).data,

@@ -13,6 +13,7 @@ import pytest
 from axes.models import AccessAttempt, AccessFailureLog, AccessLog
 from django.contrib import admin
 from django.contrib.auth.models import Group
+from django.contrib.contenttypes.models import ContentType
 from django.db import models
 from django.test import Client
 from django.urls import URLPattern, reverse
@@ -121,6 +122,14 @@ def test_object_urls_answer_an_unreachable_id_like_a_missing_one(
                     posted_missing = client.post(_url(name, others, MISSING_ID), {"post": "yes"})
                     assert _page(posted) == _page(posted_missing), (label, name, "POST")
                 walked.add(name)
+    # The admin's "view on site" shortcut names any object by content type and id.
+    client = Client()
+    client.force_login(nobody)
+    for label, obj in objects.items():
+        content_type = ContentType.objects.get_for_model(type(obj)).pk
+        there = client.get(reverse("admin:view_on_site", args=[content_type, obj.pk]))
+        missing = client.get(reverse("admin:view_on_site", args=[content_type, MISSING_ID]))
+        assert _page(there) == _page(missing), (label, "view_on_site")
     # The reported pages are among those walked.
     assert {"auth_user_history", "auth_group_history", "auth_user_password_change"} <= walked
     for label, obj in objects.items():

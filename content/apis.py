@@ -175,6 +175,7 @@ class RelatedItemOutput(LinkedItemOutput):
 
 class RelatedOutput(serializers.Serializer):
     results = RelatedItemOutput(many=True)
+    timings_ms = strict.TimingsField()
 
 
 class BrokenLinkOutput(LinkedItemOutput):
@@ -216,9 +217,7 @@ class RelatedApi(ApiView):
     stale."""
 
     class FilterSerializer(strict.FilterSerializer):
-        limit = serializers.IntegerField(
-            min_value=1, max_value=selectors.MAX_RELATED, default=selectors.DEFAULT_RELATED
-        )
+        limit = strict.TopKField(max_value=selectors.MAX_RELATED, default=selectors.DEFAULT_RELATED)
 
     @extend_schema(
         parameters=[FilterSerializer], responses=RelatedOutput, operation_id="content_page_related"
@@ -227,7 +226,7 @@ class RelatedApi(ApiView):
         page = selectors.page_get(actor=request_actor(request), page_id=page_id)
         page = services.page_embed_current(page=page)
         found = selectors.related(page=page, limit=self.filters["limit"])
-        return Response(RelatedOutput({"results": found}).data)
+        return Response(RelatedOutput({"results": found, "timings_ms": found.timings_ms}).data)
 
 
 class BrokenLinksApi(ApiView):

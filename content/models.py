@@ -42,6 +42,10 @@ class WrittenContent(TimeStampedModel):
     embedding_model = models.CharField(max_length=200, blank=True, editable=False)
     # The checksum of the title and text the embedding was computed from ("" when none was).
     embedded_checksum = models.CharField(max_length=64, blank=True, editable=False)
+    # When a write scheduled the sync (node, links, embedding) that has not finished since: set
+    # in the write's transaction, cleared by the sync. A sync whose task was never queued (the
+    # broker was down) is run by the sweep (content.sync_pending).
+    sync_pending_at = models.DateTimeField(null=True, blank=True, editable=False)
 
     class Meta:
         abstract = True
@@ -105,6 +109,12 @@ class Page(WrittenContent):
             GinIndex(fields=["words"], name="content_page_words"),
             models.Index(fields=["account", "title_key"], name="content_page_title"),
             GinIndex(fields=["alias_keys"], name="content_page_aliases"),
+            # The sweep's query: the few pages whose sync has not run (almost always none).
+            models.Index(
+                fields=["sync_pending_at"],
+                name="content_page_sync_pending",
+                condition=Q(sync_pending_at__isnull=False),
+            ),
         ]
 
 
@@ -130,6 +140,11 @@ class Article(WrittenContent):
             models.Index(fields=["-created_at", "-id"], name="content_article_created"),
             models.Index(fields=["title_key"], name="content_article_title"),
             GinIndex(fields=["alias_keys"], name="content_article_aliases"),
+            models.Index(
+                fields=["sync_pending_at"],
+                name="content_article_sync_pending",
+                condition=Q(sync_pending_at__isnull=False),
+            ),
         ]
 
 

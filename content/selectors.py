@@ -14,6 +14,7 @@ newest pages until it has enough.
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
@@ -27,6 +28,7 @@ from content import wikilinks
 from content.models import Article, Page, Status, WrittenContent
 from core.actors import Actor
 from core.errors import NotFound
+from core.search import TimedHits, top_k_check
 from rag import graph
 from rag.graph import REFERENCES
 
@@ -330,12 +332,15 @@ def unlinked_mentions(*, page: Page, limit: int = MAX_MENTIONS) -> list[LinkedIt
     return items
 
 
-def related(*, page: Page, limit: int = DEFAULT_RELATED) -> list[LinkedItem]:
+def related(*, page: Page, limit: int = DEFAULT_RELATED) -> TimedHits[LinkedItem]:
     """The account's other pages and the published articles nearest ``page`` by the cosine
-    similarity of their embeddings (clamped to 0..1), most similar first. The page must have an
-    embedding (``content.services.page_embed``)."""
+    similarity of their embeddings (clamped to 0..1), most similar first (``limit``: 1 to
+    ``MAX_RELATED``), with the search's ``timings_ms``. The page must have an embedding
+    (``content.services.page_embed``)."""
+    top_k_check(limit, name="limit", maximum=MAX_RELATED)
     if page.embedding is None:
-        return []
+        return TimedHits()
+    started = time.perf_counter()
     vector = np.asarray(page.embedding)
     distance = CosineDistance("embedding", vector)
     pages = (
@@ -371,7 +376,8 @@ def related(*, page: Page, limit: int = DEFAULT_RELATED) -> list[LinkedItem]:
                 )
             )
     scored.sort(key=lambda s: (s[0], s[1], s[2].id))
-    return [item for _, _, item in scored[:limit]]
+    elapsed = round((time.perf_counter() - started) * 1000, 3)
+    return TimedHits([item for _, _, item in scored[:limit]], {"vector": elapsed})
 
 
 def broken_links(*, page: Page) -> list[LinkedItem]:

@@ -9,13 +9,21 @@ from typing import Any
 
 from celery import shared_task
 
-from content.models import Article
 from content.services import links, summaries
 from core.jobs import PeriodicJob, job_run
 
 logger = logging.getLogger("engram.content")
 
 PERIODIC_JOBS = [
+    PeriodicJob(
+        name="content.sync_pending",
+        task="content.tasks.sync_pending",
+        description="Sync the pages and articles whose sync a write scheduled but that never "
+        "ran (the broker was down when the write committed, or a worker died): their graph "
+        "node, links and embedding. kwargs: dry_run.",
+        every_seconds=600,
+        expires_seconds=540,
+    ),
     PeriodicJob(
         name="content.daily_summaries",
         task="content.tasks.daily_summaries",
@@ -47,6 +55,13 @@ def daily_summaries(self, dry_run: bool = False, day: str | None = None) -> dict
     return run.counts
 
 
+@shared_task(bind=True, time_limit=600, soft_time_limit=540, acks_late=True)
+def sync_pending(self, dry_run: bool = False) -> dict[str, int]:  # type: ignore[no-untyped-def]
+    with job_run("content.sync_pending", task_id=self.request.id or "") as run:
+        run.counts = links.pending_sync_sweep(dry_run=dry_run)
+    return run.counts
+
+
 @shared_task(time_limit=300, soft_time_limit=240, acks_late=True)
 def page_sync(page_id: int) -> dict[str, Any] | None:
     """A saved page's node, embedding and ``references`` edges."""
@@ -59,8 +74,7 @@ def page_sync(page_id: int) -> dict[str, Any] | None:
 @shared_task(time_limit=300, soft_time_limit=240, acks_late=True)
 def article_sync(article_id: int) -> bool:
     """A saved article's embedding (its nodes follow through the pages that link to it)."""
-    article = Article.objects.filter(pk=article_id).first()
-    return links.embed(article) if article is not None else False
+    return links.article_sync(article_id=article_id)
 
 
 @shared_task(time_limit=900, soft_time_limit=840, acks_late=True)

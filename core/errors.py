@@ -147,10 +147,16 @@ def _leaf_codes(detail: Any) -> set[str]:
     return {str(getattr(detail, "code", "invalid"))}
 
 
+# Field problems worth the error's own code, in this order of precedence: a misspelt name, a
+# search query over the bound every search shares (core.search.MAX_QUERY_CHARS).
+_PROMOTED_CODES = ("unknown_field", "query_too_long")
+
+
 def _validation_code(detail: Any) -> str:
-    """``unknown_field`` when any field was unknown (a misspelt name is worth its own code);
-    every other problem is a ``validation_error`` whose details name each field's problem."""
-    return "unknown_field" if "unknown_field" in _leaf_codes(detail) else "validation_error"
+    """``unknown_field`` when any field was unknown, ``query_too_long`` when a search's query
+    is; every other problem is a ``validation_error`` whose details name each field's problem."""
+    codes = _leaf_codes(detail)
+    return next((code for code in _PROMOTED_CODES if code in codes), "validation_error")
 
 
 def translate_exception(exc: Exception) -> Exception:

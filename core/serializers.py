@@ -13,11 +13,24 @@ from __future__ import annotations
 
 import functools
 import math
+import re
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rest_framework import serializers
 from rest_framework.exceptions import ErrorDetail
+
+from core.search import (
+    DEFAULT_TOP_K,
+    MAX_ID,
+    MAX_LIST_ITEMS,
+    MAX_QUERY_CHARS,
+    MAX_TOP_K,
+    MAX_WEIGHT,
+)
+
+if TYPE_CHECKING:
+    from rest_framework.request import Request
 
 INT64_MAX = 2**63 - 1
 # Query parameters the paginator reads itself.
@@ -108,7 +121,10 @@ class InputSerializer(serializers.Serializer):
                         # As sent: DRF trims whitespace first, which would let a longer string
                         # through than the schema's maxLength allows.
                         errors[name] = [
-                            ErrorDetail(f"At most {limit} characters.", code="max_length")
+                            ErrorDetail(
+                                f"At most {limit} characters.",
+                                code=getattr(field, "too_long_code", "max_length"),
+                            )
                         ]
                         continue
                     nested = _child_type_errors(field, value)
@@ -144,9 +160,34 @@ class FilterSerializer(InputSerializer):
                     errors[name] = [ErrorDetail("Give this parameter once.", code="repeated")]
                 elif data[name] == "" and not getattr(field, "allow_blank", False):
                     errors[name] = [ErrorDetail("This parameter may not be empty.", code="blank")]
+                elif field is not None and isinstance(data[name], str):
+                    problem = _query_number_error(field, data[name])
+                    if problem:
+                        errors[name] = [ErrorDetail(problem, code="invalid_type")]
             if errors:
                 raise serializers.ValidationError(errors)
         return super().to_internal_value(data)
+
+
+# What a number in a query string may look like: ASCII digits only. Python's int() and float()
+# also read other scripts' digits ("٣" is 3) and padding ("1_0", " 7"), which the schema does
+# not document and no client means.
+_QUERY_INTEGER = re.compile(r"-?[0-9]+")
+_QUERY_NUMBER = re.compile(r"-?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?")
+
+
+def _query_number_error(field: serializers.Field, raw: str) -> str | None:
+    """What is wrong with the query-string value ``raw`` for a numeric ``field``, or None."""
+    if isinstance(field, serializers.IntegerField):
+        if not _QUERY_INTEGER.fullmatch(raw):
+            return "Expected an integer (ASCII digits)."
+        # Checked before int(): Python refuses to convert more than 4,300 digits (ValueError).
+        if len(raw.lstrip("-").lstrip("0")) > 19 or not -INT64_MAX - 1 <= int(raw) <= INT64_MAX:
+            return "The integer is out of range."
+        return None
+    if isinstance(field, serializers.FloatField | serializers.DecimalField):
+        return None if _QUERY_NUMBER.fullmatch(raw) else "Expected a number (ASCII digits)."
+    return None
 
 
 class FiniteFloatField(serializers.FloatField):
@@ -167,11 +208,88 @@ class FiniteFloatField(serializers.FloatField):
 
 
 class IdField(serializers.IntegerField):
-    """A database id: a positive 64-bit integer."""
+    """A database id: 1 to ``MAX_ID``, as in a path (a larger one names nothing there either)."""
 
     def __init__(self, **kwargs: Any) -> None:
         kwargs.setdefault("min_value", 1)
-        kwargs.setdefault("max_value", INT64_MAX)
+        kwargs.setdefault("max_value", MAX_ID)
+        super().__init__(**kwargs)
+
+
+def validated(serializer_class: type[serializers.Serializer], request: Request) -> dict[str, Any]:
+    """The request body validated by ``serializer_class`` (400 otherwise), as a dict."""
+    data = serializer_class(data=request.data)
+    data.is_valid(raise_exception=True)
+    return dict(data.validated_data)
+
+
+# --- the search contract (core.search) -----------------------------------------------------------
+
+
+class SearchQueryField(serializers.CharField):
+    """A search's query text: at most ``MAX_QUERY_CHARS`` characters as sent, else 400
+    ``query_too_long`` (the error's code, not only the field's)."""
+
+    too_long_code = "query_too_long"
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("max_length", MAX_QUERY_CHARS)
+        kwargs.setdefault("help_text", f"At most {MAX_QUERY_CHARS} characters.")
+        super().__init__(**kwargs)
+
+    def to_internal_value(self, data: Any) -> str:
+        if isinstance(data, str) and self.max_length is not None and len(data) > self.max_length:
+            # As sent (query parameters too): CharField trims whitespace before its validators.
+            raise serializers.ValidationError(
+                f"At most {self.max_length} characters.", code=self.too_long_code
+            )
+        return super().to_internal_value(data)
+
+
+class TopKField(serializers.IntegerField):
+    """How many hits a search answers: 1 to ``MAX_TOP_K`` (default ``DEFAULT_TOP_K``)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("min_value", 1)
+        kwargs.setdefault("max_value", MAX_TOP_K)
+        kwargs.setdefault("default", DEFAULT_TOP_K)
+        super().__init__(**kwargs)
+
+
+class ThresholdField(FiniteFloatField):
+    """A minimum score, bounded (by default a cosine similarity, -1 to 1); null: none."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("min_value", -1)
+        kwargs.setdefault("max_value", 1)
+        kwargs.setdefault("required", False)
+        kwargs.setdefault("allow_null", True)
+        kwargs.setdefault("default", None)
+        super().__init__(**kwargs)
+
+
+class IdListField(serializers.ListField):
+    """A list of ids (each 1 to ``MAX_ID``), at most ``MAX_LIST_ITEMS`` of them."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("child", IdField())
+        kwargs.setdefault("max_length", MAX_LIST_ITEMS)
+        super().__init__(**kwargs)
+
+
+class WeightsInput(InputSerializer):
+    """Relative weights of the stages in a hybrid search (normalised to sum to 1)."""
+
+    vector = FiniteFloatField(min_value=0, max_value=MAX_WEIGHT, required=False)
+    keyword = FiniteFloatField(min_value=0, max_value=MAX_WEIGHT, required=False)
+
+
+class TimingsField(serializers.DictField):
+    """``timings_ms``: the milliseconds each stage of a search took, by stage name."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("child", FiniteFloatField(allow_null=True))
+        kwargs.setdefault("help_text", "Milliseconds each stage took, by stage.")
         super().__init__(**kwargs)
 
 

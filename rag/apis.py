@@ -21,15 +21,7 @@ from core.views import ApiView
 from rag import selectors, services
 from rag.context import context_block_build
 from rag.models import Document, KnowledgeBase
-from rag.search import (
-    DEFAULT_FUSION,
-    FUSIONS,
-    MAX_TOP_K,
-    MAX_WEIGHT,
-    MODES,
-    SearchFilters,
-    SearchHit,
-)
+from rag.search import DEFAULT_FUSION, FUSIONS, MODES, SearchFilters, SearchHit
 
 # --- knowledge bases -----------------------------------------------------------------------------
 
@@ -404,9 +396,7 @@ class DocumentReprocessApi(ApiView):
 
 
 class FiltersInput(strict.InputSerializer):
-    knowledge_base_ids = serializers.ListField(
-        child=strict.IdField(), required=False, default=list, max_length=1000
-    )
+    knowledge_base_ids = strict.IdListField(required=False, default=list)
     doc_types = serializers.ListField(
         child=serializers.CharField(max_length=100), required=False, default=list, max_length=100
     )
@@ -428,22 +418,13 @@ class FiltersInput(strict.InputSerializer):
         return attrs
 
 
-class WeightsInput(strict.InputSerializer):
-    """Relative weights of the stages in a hybrid search (normalised to sum to 1)."""
-
-    vector = strict.FiniteFloatField(min_value=0, max_value=MAX_WEIGHT, required=False)
-    keyword = strict.FiniteFloatField(min_value=0, max_value=MAX_WEIGHT, required=False)
-
-
 class SearchInput(strict.InputSerializer):
-    query = serializers.CharField(max_length=4000)
+    query = strict.SearchQueryField()
     mode = serializers.ChoiceField(choices=MODES, default="hybrid")
-    top_k = serializers.IntegerField(min_value=1, max_value=MAX_TOP_K, default=10)
+    top_k = strict.TopKField()
     fusion = serializers.ChoiceField(choices=FUSIONS, default=DEFAULT_FUSION)
-    weights = WeightsInput(required=False)
-    threshold = strict.FiniteFloatField(
-        min_value=-1, max_value=1, required=False, allow_null=True, default=None
-    )
+    weights = strict.WeightsInput(required=False)
+    threshold = strict.ThresholdField(help_text="The lowest cosine similarity kept, -1 to 1.")
     filters = FiltersInput(required=False)
     rerank = serializers.BooleanField(default=False, help_text="Needs RERANK_PROVIDER.")
 
@@ -516,7 +497,7 @@ class SearchApi(ApiView):
         mode = serializers.CharField()
         fusion = serializers.CharField()
         results = HitOutput(many=True, source="hits")
-        timings_ms = serializers.DictField(source="stage_ms")
+        timings_ms = strict.TimingsField(source="stage_ms")
 
     @extend_schema(request=SearchInput, responses=OutputSerializer, operation_id="rag_search")
     def post(self, request: Request) -> Response:
@@ -548,6 +529,7 @@ class QueryApi(ApiView):
         token_count = serializers.IntegerField()
         truncated = serializers.BooleanField()
         results = HitOutput(many=True)
+        timings_ms = strict.TimingsField()
 
     @extend_schema(request=InputSerializer, responses=OutputSerializer, operation_id="rag_query")
     def post(self, request: Request) -> Response:
@@ -562,6 +544,7 @@ class QueryApi(ApiView):
                 "token_count": block.token_count,
                 "truncated": block.truncated,
                 "results": HitOutput(outcome.hits, many=True).data,
+                "timings_ms": outcome.stage_ms,
             }
         )
 
@@ -600,7 +583,7 @@ class QueryLogApi(ApiView):
         avg_score = strict.FiniteFloatField(allow_null=True)
         quality_score = strict.FiniteFloatField(allow_null=True)
         latency_ms = strict.FiniteFloatField(allow_null=True)
-        stage_ms = serializers.DictField(child=strict.FiniteFloatField(allow_null=True))
+        timings_ms = strict.TimingsField(source="stage_ms")
         status = serializers.CharField()
 
     @extend_schema(responses=OutputSerializer(many=True), operation_id="rag_queries_list")

@@ -23,7 +23,7 @@ from core.views import ApiView
 from rag import graph
 from rag.apis import StageExplanation
 from rag.models import GraphEdge, GraphNode
-from rag.search import DEFAULT_FUSION, FUSIONS, MAX_TOP_K, MODES
+from rag.search import DEFAULT_FUSION, FUSIONS, MODES
 from rag.services import graph as graph_services
 
 
@@ -97,6 +97,7 @@ class NodeSearchOutput(serializers.Serializer):
     # Tells a search answer from a page of the list (an empty page would fit both shapes).
     mode = serializers.ChoiceField(choices=MODES, help_text="The search mode that ran.")
     results = NodeHitOutput(many=True)
+    timings_ms = strict.TimingsField()
 
 
 class NodePageOutput(serializers.Serializer):
@@ -154,8 +155,8 @@ class NodeListCreateApi(ApiView):
     pagination_class = CreatedCursorPagination
 
     class FilterSerializer(strict.FilterSerializer):
-        query = serializers.CharField(max_length=2000, required=False)
-        top_k = serializers.IntegerField(min_value=1, max_value=MAX_TOP_K, default=10)
+        query = strict.SearchQueryField(required=False)
+        top_k = strict.TopKField()
         mode = serializers.ChoiceField(choices=MODES, default="hybrid")
         fusion = serializers.ChoiceField(choices=FUSIONS, default=DEFAULT_FUSION)
         entity_type = serializers.CharField(max_length=100, required=False)
@@ -181,7 +182,11 @@ class NodeListCreateApi(ApiView):
                 fusion=self.filters["fusion"],
                 entity_type=self.filters.get("entity_type"),
             )
-            return Response(NodeSearchOutput({"mode": self.filters["mode"], "results": hits}).data)
+            return Response(
+                NodeSearchOutput(
+                    {"mode": self.filters["mode"], "results": hits, "timings_ms": hits.timings_ms}
+                ).data
+            )
         nodes = graph.node_list(actor=actor)
         if self.filters.get("entity_type"):
             nodes = nodes.filter(entity_type=self.filters["entity_type"])

@@ -19,6 +19,11 @@ from django.db import connection, transaction
 from core.actors import Actor
 from core.embeddings import get_embedding_provider
 from core.errors import NotFound, ValidationFailed
+
+# Every search's bounds (core.search), named here too for the engine's callers.
+from core.search import MAX_TOP_K as MAX_TOP_K
+from core.search import MAX_WEIGHT as MAX_WEIGHT
+from core.search import search_query_check, threshold_check, top_k_check
 from rag.keyword import keyword_search
 from rag.models import KnowledgeBase
 from rag.spaces import CHUNKS, SearchSpace
@@ -32,9 +37,6 @@ RRF_K = 60
 # beat reciprocal rank fusion by 0.018 nDCG@10 with the local model.
 DEFAULT_FUSION = "weighted"
 DEFAULT_WEIGHTS = {"vector": 0.5, "keyword": 0.5}
-# Weights are relative (normalised to sum to 1); the bound keeps every sum finite.
-MAX_WEIGHT = 1000.0
-MAX_TOP_K = 100
 # Each stage of a hybrid search contributes this many candidates per requested result.
 CANDIDATE_FACTOR = 5
 MIN_CANDIDATES = 50
@@ -269,7 +271,10 @@ class Ranking:
 
 
 def search_options_validate(*, query: str, mode: str, fusion: str, top_k: int) -> None:
-    """The options every search shares, refused with a clear code when out of range."""
+    """The options every search shares, refused with a clear code when out of range: the
+    query (empty: ``empty_query``; over ``core.search.MAX_QUERY_CHARS``: ``query_too_long``),
+    the mode, the fusion and ``top_k`` (1 to ``MAX_TOP_K``: ``invalid_top_k``)."""
+    search_query_check(query)
     if mode not in MODES:
         raise ValidationFailed(f"mode must be one of {', '.join(MODES)}.", code="invalid_mode")
     if fusion not in FUSIONS:
@@ -278,8 +283,7 @@ def search_options_validate(*, query: str, mode: str, fusion: str, top_k: int) -
         )
     if not query.strip():
         raise ValidationFailed("The query is empty.", code="empty_query")
-    if not 1 <= top_k <= MAX_TOP_K:
-        raise ValidationFailed(f"top_k must be between 1 and {MAX_TOP_K}.", code="invalid_top_k")
+    top_k_check(top_k)
 
 
 def space_rank(
@@ -415,6 +419,7 @@ def chunk_search(
     refused when none is configured.
     """
     search_options_validate(query=query, mode=mode, fusion=fusion, top_k=top_k)
+    threshold_check(threshold)
     stage_weights = fusion_weights(weights)
     reranker = None
     if rerank:

@@ -1,6 +1,6 @@
 """The skill graph in the admin, scoped by account and role (``core.admin_base``;
-docs/admin.md, docs/skills.md): reviewers (and owners) edit skills and review proposals, every
-role reads."""
+docs/admin.md, docs/skills.md): reviewers (and owners) edit skills, review proposals and put
+versions live (``skills.admin_versions``), every role reads."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from django.utils.html import format_html, format_html_join
 from core.actors import READ, Actor
 from core.admin_base import AccountScopedAdmin, AccountScopedTabularInline
 from core.errors import EngramError
+from skills import admin_versions  # noqa: F401  # registers the versions' admin
 from skills.models import (
     AgentSkill,
     AgentTrust,
@@ -35,8 +36,8 @@ from skills.services import proposals as proposal_services
 
 
 class SkillVersionInline(AccountScopedTabularInline):
-    """Read-only here: versions are created and activated through the API's versions
-    operations, which keep traffic shares and the skill's procedure consistent."""
+    """Read-only here: agents add versions through the API; a version's own page (its link)
+    shows its content, and reviewers activate it from the versions' list."""
 
     model = SkillVersion
     view_roles = READ
@@ -51,7 +52,7 @@ class SkillVersionInline(AccountScopedTabularInline):
         "created_at",
     )
     readonly_fields = fields
-    show_change_link = False
+    show_change_link = True
 
 
 class AgentSkillInline(AccountScopedTabularInline):

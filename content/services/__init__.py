@@ -3,10 +3,12 @@
 
 from content.services.links import (
     LinkReport,
+    article_sync,
     links_extract,
     page_embed,
     page_embed_current,
     page_sync,
+    pending_sync_sweep,
 )
 from content.services.pages import (
     PAGE_UPDATABLE_FIELDS,
@@ -26,6 +28,7 @@ __all__ = [
     "Rename",
     "article_delete",
     "article_save",
+    "article_sync",
     "links_extract",
     "page_create",
     "page_delete",
@@ -35,4 +38,5 @@ __all__ = [
     "page_rename",
     "page_sync",
     "page_update",
+    "pending_sync_sweep",
 ]

@@ -14,16 +14,19 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any
 
 import numpy as np
-from django.db import connection, transaction
+from django.db import connection
+from django.utils import timezone
 
 from content import selectors, wikilinks
 from content.models import Article, Page
 from core.actors import WRITE_CONTENT, Actor, actor_for_account
 from core.embeddings import get_embedding_provider
 from core.errors import Conflict
+from core.queue import task_send_on_commit
 from rag import graph
 from rag.graph import REFERENCES
 from rag.models import GraphNode
@@ -240,14 +243,68 @@ def page_embed_current(*, page: Page) -> Page:
 
 
 def page_sync(*, page_id: int) -> LinkReport | None:
-    """After a page was saved: its node, embedding and links (the Celery task's body)."""
+    """After a page was saved: its node, embedding and links (the Celery task's body). Clears
+    the page's ``sync_pending_at`` unless a write marked it again meanwhile (that write's sync
+    follows)."""
     page = Page.objects.defer("embedding").filter(pk=page_id).first()
     if page is None:
         return None
     actor = actor_for_account(page.account_id)
     report = links_extract(actor=actor, page=page)  # first: backlinks are what authors wait for
     embed(page)
+    _sync_done(Page, page)
     return report
+
+
+def article_sync(*, article_id: int) -> bool:
+    """After an article was saved: its embedding (its nodes follow through the pages that link
+    to it); clears its ``sync_pending_at`` as ``page_sync`` does. True when it was embedded."""
+    article = Article.objects.filter(pk=article_id).defer("embedding").first()
+    if article is None:
+        return False
+    embedded = embed(article)
+    _sync_done(Article, article)
+    return embedded
+
+
+def _sync_done(model: type[Page] | type[Article], item: Page | Article) -> None:
+    if item.sync_pending_at is not None:
+        # Compare-and-set on the mark read before the sync: a newer write keeps its own.
+        model.objects.filter(pk=item.pk, sync_pending_at=item.sync_pending_at).update(
+            sync_pending_at=None
+        )
+
+
+# A sweep syncs at most this many pages and articles (a run is bounded by its time limit; the
+# next run takes the rest), those left pending longest first.
+SWEEP_BATCH = 200
+
+
+def pending_sync_sweep(
+    *, pending_after: timedelta = timedelta(minutes=5), dry_run: bool = False
+) -> dict[str, int]:
+    """Run the syncs that writes marked pending more than ``pending_after`` ago and that never
+    ran (their task was not queued: the broker was down at commit time; or a worker died). The
+    work itself is idempotent, so a sync that is merely late costs a second, empty run.
+    Returns {"pages", "articles"} synced, or found for a dry run."""
+    before = timezone.now() - pending_after
+    page_ids = list(
+        Page.objects.filter(sync_pending_at__lt=before)
+        .order_by("sync_pending_at", "pk")
+        .values_list("pk", flat=True)[:SWEEP_BATCH]
+    )
+    article_ids = list(
+        Article.objects.filter(sync_pending_at__lt=before)
+        .order_by("sync_pending_at", "pk")
+        .values_list("pk", flat=True)[:SWEEP_BATCH]
+    )
+    if dry_run:
+        return {"pages": len(page_ids), "articles": len(article_ids), "dry_run": 1}
+    for article_id in article_ids:  # first: the pages' links may name them
+        article_sync(article_id=article_id)
+    for page_id in page_ids:
+        page_sync(page_id=page_id)
+    return {"pages": len(page_ids), "articles": len(article_ids)}
 
 
 def linking_candidates(
@@ -293,10 +350,18 @@ def names_changed(
 
     names, node_ids = list(names), list(node_ids)
 
-    def send() -> None:
-        tasks.pages_relink.delay(account_id=account_id, names=names, node_ids=node_ids)
+    def mark_pending() -> None:
+        # The broker is down: the pages to re-sync are marked for the sweep instead.
+        candidates = linking_candidates(account_id=account_id, names=names, node_ids=node_ids)
+        Page.objects.filter(pk__in=candidates).update(sync_pending_at=timezone.now())
 
-    transaction.on_commit(send)
+    task_send_on_commit(
+        tasks.pages_relink,
+        account_id=account_id,
+        names=names,
+        node_ids=node_ids,
+        on_failure=mark_pending,
+    )
 
 
 def graph_rebuild(

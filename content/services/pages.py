@@ -1,12 +1,14 @@
 """Writing pages and articles. Every save schedules the link sync on commit (the page's node,
-embedding and ``references`` edges: ``content.tasks.page_sync``); a change of title or aliases
-also re-syncs the pages whose links may now resolve differently. Renames can rewrite the links
+embedding and ``references`` edges: ``content.tasks.page_sync``), marked pending in the write's
+transaction so that a broker down at commit time delays the sync instead of losing it (the sweep
+``content.sync_pending``); a change of title or aliases also re-syncs the pages whose links may
+now resolve differently. Renames can rewrite the links
 that name the old title, in the same transaction.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,6 +21,7 @@ from content.services import links
 from core.actors import WRITE_CONTENT, Actor, actor_for_account
 from core.audit import audit_record
 from core.errors import Conflict, PayloadTooLarge, PermissionDenied, ValidationFailed
+from core.queue import task_send_on_commit
 from core.writes import changes_of, row_delete, row_update
 from rag.models import GraphNode
 from rag.services import graph as graph_services
@@ -111,22 +114,23 @@ def _clean(fields: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _sync_on_commit(*page_ids: int) -> None:
+    """Mark the pages' sync pending in this transaction, and queue it once it commits: the
+    marker outlives a broker that is down then (the sweep, ``content.sync_pending``, runs what
+    stayed pending); the sync clears it."""
     from content import tasks
 
-    def send(page_id: int) -> Callable[[], None]:
-        def sync() -> None:
-            tasks.page_sync.delay(page_id)
-
-        return sync
-
+    if not page_ids:
+        return
+    Page.objects.filter(pk__in=page_ids).update(sync_pending_at=timezone.now())
     for page_id in page_ids:
-        transaction.on_commit(send(page_id))
+        task_send_on_commit(tasks.page_sync, page_id)
 
 
 def _article_sync_on_commit(article_id: int) -> None:
     from content import tasks
 
-    transaction.on_commit(lambda: tasks.article_sync.delay(article_id))
+    Article.objects.filter(pk=article_id).update(sync_pending_at=timezone.now())
+    task_send_on_commit(tasks.article_sync, article_id)
 
 
 # --- pages -----------------------------------------------------------------------------------

@@ -6,15 +6,35 @@ from typing import Any
 
 from axes.backends import AxesStandaloneBackend
 from django.contrib import admin
+from django.core.exceptions import PermissionDenied
 from django.db import models
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse
+from django.template.response import TemplateResponse
 
 from core.actors import is_installation_operator
 
 _OPERATOR_ATTR = "_engram_admin_installation_operator"
 
 
-class _GatedAdminMixin:
+class MissingObjectMixin:
+    """An object URL (change, delete, history, ...) naming an id that is not there answers what
+    the same URL answers for an id that is: 403 to someone who may not use this admin at all,
+    else a plain 404 page. Django redirects a missing id to the index with a message naming it,
+    after checking permissions on the object for an existing one (the history view answered
+    403 for an existing user and 302 for a missing one: an oracle of which ids exist)."""
+
+    admin_site: admin.AdminSite
+
+    def _get_obj_does_not_exist_redirect(
+        self, request: HttpRequest, opts: Any, object_id: str
+    ) -> HttpResponse:
+        if not self.has_view_or_change_permission(request):  # type: ignore[attr-defined]
+            raise PermissionDenied
+        context = {**self.admin_site.each_context(request), "title": "Page not found"}
+        return TemplateResponse(request, "admin/404.html", context, status=404)
+
+
+class _GatedAdminMixin(MissingObjectMixin):
     """Permissions from ``_allowed`` (not Django's model permissions), still honouring what the
     wrapped admin itself forbids (e.g. a read-only third-party admin)."""
 

@@ -13,9 +13,9 @@ from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
-from django.template.response import TemplateResponse
 
 from core.actors import Actor
+from core.admin_base.gates import MissingObjectMixin
 from core.admin_base.lists import EstimatedCountPaginator, ScopedRelatedFieldListFilter
 from core.admin_base.rules import Roles, ScopedRules
 from core.errors import EngramError, NotFound
@@ -75,8 +75,9 @@ class ServiceRefusalsMixin:
             return HttpResponseRedirect(request.get_full_path())
 
 
-class AccountScopedAdmin(ServiceRefusalsMixin, ScopedRules, admin.ModelAdmin):
-    """Base of every admin for account data. Subclasses declare ``account_lookup`` and the
+class AccountScopedAdmin(MissingObjectMixin, ServiceRefusalsMixin, ScopedRules, admin.ModelAdmin):
+    """Base of every admin for account data. A missing id, a foreign one and one the role may
+    not see all answer alike (``MissingObjectMixin``). Subclasses declare ``account_lookup`` and the
     ``*_roles``, and implement the service calls their roles allow:
 
     - ``service_create(request, actor, form)`` returns the created object;
@@ -105,14 +106,6 @@ class AccountScopedAdmin(ServiceRefusalsMixin, ScopedRules, admin.ModelAdmin):
         if self.list_defer:
             queryset = queryset.defer(*self.list_defer)
         return self.scope(request, queryset)
-
-    def _get_obj_does_not_exist_redirect(
-        self, request: HttpRequest, opts: Any, object_id: str
-    ) -> HttpResponse:
-        """Django redirects a missing id to the index with "doesn't exist"; here a missing id,
-        a foreign one and one the role may not see all get the same plain 404 page."""
-        context = {**self.admin_site.each_context(request), "title": "Page not found"}
-        return TemplateResponse(request, "admin/404.html", context, status=404)
 
     def get_list_filter(self, request: HttpRequest) -> Any:
         scoped: list[Any] = []

@@ -5,6 +5,7 @@ Walks over many edges are in ``rag.graph.walks``."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -14,6 +15,7 @@ from django.db.models import QuerySet
 
 from core.actors import Actor
 from core.errors import NotFound
+from core.search import TimedHits
 from rag.models import GraphEdge, GraphNode, GraphScope
 from rag.search import DEFAULT_FUSION, MIN_CANDIDATES, search_options_validate, space_rank
 from rag.spaces import GRAPH_NODES
@@ -111,7 +113,7 @@ def node_search(
     entity_types: Sequence[str] = (),
     account_ids: Iterable[int] | None = None,
     query_vector: np.ndarray | None = None,
-) -> list[NodeHit]:
+) -> TimedHits[NodeHit]:
     """The actor's nodes most relevant to ``query`` over their name, aliases and description
     (``rag.search.space_rank`` on ``GRAPH_NODES``), best first, each with its rank and score in
     each retrieval stage. ``entity_types`` keeps nodes of any of those types; ``account_ids``
@@ -125,7 +127,7 @@ def node_search(
         GraphScope.objects.filter(account_id__in=accounts).values_list("pk", flat=True)
     )
     if not scope_ids:
-        return []
+        return TimedHits()
     condition, params = "", {}
     types = [entity_type] if entity_type else list(entity_types)
     if types:
@@ -142,8 +144,9 @@ def node_search(
         query_vector=query_vector,
     )
     ranked = ranking.hits[:top_k]
+    started = time.perf_counter()
     nodes = GraphNode.objects.defer("embedding").in_bulk([hit.unit_id for hit in ranked])
-    return [
+    hits = [
         NodeHit(
             node=nodes[hit.unit_id],
             score=hit.score,
@@ -152,3 +155,5 @@ def node_search(
         for hit in ranked
         if hit.unit_id in nodes  # deleted meanwhile: gone
     ]
+    timings = {**ranking.stage_ms, "hydrate": round((time.perf_counter() - started) * 1000, 3)}
+    return TimedHits(hits, timings)

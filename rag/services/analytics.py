@@ -11,6 +11,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from core.actors import Actor
+from core.search import list_length_check
 from rag.models import SearchQuery, SearchResult
 from rag.search import DEFAULT_FUSION, SearchFilters, chunk_search
 
@@ -100,8 +101,11 @@ def search_run(
     threshold: float | None = None,
     rerank: bool = False,
 ) -> Any:
-    """Search and record the query for analytics (an invalid request is not recorded)."""
+    """Search and record the query for analytics (an invalid request is not recorded). The
+    caller's knowledge bases are at most ``core.search.MAX_LIST_ITEMS`` (400
+    ``too_many_items``), as the API says."""
     filters = filters or SearchFilters()
+    list_length_check("knowledge_base_ids", filters.knowledge_base_ids)
     started = time.perf_counter()
     outcome = chunk_search(
         actor=actor,

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import logging
 from dataclasses import dataclass
 from datetime import date, timedelta
 from typing import Any
@@ -16,6 +15,7 @@ from django.utils import timezone
 from core.actors import WRITE_DOCUMENTS, Actor
 from core.audit import audit_record
 from core.errors import Conflict, NotFound, PayloadTooLarge
+from core.queue import task_send
 from core.writes import changes_of, changes_validate, row_update
 from rag import keyword
 from rag.extraction import CheckedUpload, check_upload
@@ -25,8 +25,6 @@ from rag.services.pipeline import (
     documents_give_up,
     extracted_size_check,
 )
-
-logger = logging.getLogger("engram.rag")
 
 
 @dataclass(frozen=True)
@@ -299,16 +297,10 @@ def documents_create_batch(
 
 
 def _send_batch_processing(document_ids: list[int]) -> bool:
-    from kombu.exceptions import OperationalError
-
+    """Queue a batch; if the broker is down its documents stay pending for the recovery job."""
     from rag.tasks import process_documents
 
-    try:
-        process_documents.delay(document_ids)
-    except OperationalError:
-        logger.warning("broker unavailable; %s documents stay pending", len(document_ids))
-        return False
-    return True
+    return task_send(process_documents, document_ids)
 
 
 def _enqueue_processing(document_id: int) -> None:
@@ -318,16 +310,9 @@ def _enqueue_processing(document_id: int) -> None:
 def _send_processing(document_id: int) -> bool:
     """Queue processing; if the broker is down the document stays pending for the recovery job
     (``rag.recover_documents``) instead of failing a request whose data is already committed."""
-    from kombu.exceptions import OperationalError
-
     from rag.tasks import process_document
 
-    try:
-        process_document.delay(document_id)
-    except OperationalError:
-        logger.warning("broker unavailable; document %s stays pending", document_id)
-        return False
-    return True
+    return task_send(process_document, document_id)
 
 
 def documents_recover(

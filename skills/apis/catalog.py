@@ -15,7 +15,7 @@ from core.pagination import CreatedCursorPagination, paginated_response
 from core.permissions import request_actor
 from core.views import ApiView
 from rag.apis import StageExplanation
-from rag.search import DEFAULT_FUSION, FUSIONS, MAX_TOP_K, MODES
+from rag.search import DEFAULT_FUSION, FUSIONS, MODES
 from skills.categories import Category
 from skills.models import Skill, SkillVersion
 from skills.selectors import catalog as selectors
@@ -54,12 +54,6 @@ def task_type_field(**kwargs: Any) -> serializers.RegexField:
 
 # What a new skill may be: a draft, or active when a reviewer creates it (the admin).
 NEW_SKILL_STATUSES = [Skill.Status.DRAFT, Skill.Status.ACTIVE]
-
-
-def validated(serializer_class: type[serializers.Serializer], request: Request) -> dict[str, Any]:
-    data = serializer_class(data=request.data)
-    data.is_valid(raise_exception=True)
-    return dict(data.validated_data)
 
 
 # --- outputs ---------------------------------------------------------------------------------
@@ -256,7 +250,7 @@ class SkillListCreateApi(ApiView):
         operation_id="skills_create",
     )
     def post(self, request: Request) -> Response:
-        data = validated(SkillCreateInput, request)
+        data = strict.validated(SkillCreateInput, request)
         dependencies = _dependencies(data) or []
         skill = services.skill_create(
             actor=request_actor(request), dependencies=dependencies, **data
@@ -276,7 +270,7 @@ class SkillDetailApi(ApiView):
     def patch(self, request: Request, skill_id: int) -> Response:
         actor = request_actor(request)
         skill = selectors.skill_get(actor=actor, skill_id=skill_id)
-        data = validated(SkillUpdateInput, request)
+        data = strict.validated(SkillUpdateInput, request)
         dependencies = _dependencies(data)
         skill = services.skill_update(
             actor=actor, skill=skill, fields=data, dependencies=dependencies
@@ -315,8 +309,10 @@ class SkillDiscoverApi(ApiView):
     required_scope = "read"
 
     class InputSerializer(strict.InputSerializer):
-        description = serializers.CharField(max_length=2000)
-        top_k = serializers.IntegerField(min_value=1, max_value=MAX_TOP_K, default=10)
+        description = strict.SearchQueryField(
+            help_text="What needs doing: the search's query, at most 4,000 characters."
+        )
+        top_k = strict.TopKField()
         mode = serializers.ChoiceField(choices=MODES, default="hybrid")
         fusion = serializers.ChoiceField(choices=FUSIONS, default=DEFAULT_FUSION)
         category = serializers.ChoiceField(choices=Category.choices, required=False)
@@ -331,12 +327,13 @@ class SkillDiscoverApi(ApiView):
     class OutputSerializer(serializers.Serializer):
         mode = serializers.ChoiceField(choices=MODES)
         results = SkillHitOutput(many=True)
+        timings_ms = strict.TimingsField()
 
     @extend_schema(
         request=InputSerializer, responses=OutputSerializer, operation_id="skills_discover"
     )
     def post(self, request: Request) -> Response:
-        data = validated(self.InputSerializer, request)
+        data = strict.validated(self.InputSerializer, request)
         hits = selectors.skill_discover(
             actor=request_actor(request),
             description=data["description"],
@@ -346,7 +343,11 @@ class SkillDiscoverApi(ApiView):
             category=data.get("category"),
             statuses=data["statuses"],
         )
-        return Response(self.OutputSerializer({"mode": data["mode"], "results": hits}).data)
+        return Response(
+            self.OutputSerializer(
+                {"mode": data["mode"], "results": hits, "timings_ms": hits.timings_ms}
+            ).data
+        )
 
 
 class ContextDocumentOutput(serializers.Serializer):

@@ -13,7 +13,7 @@ from core import serializers as strict
 from core.permissions import request_actor
 from core.selectors import agent_get
 from core.views import ApiView
-from skills.apis.catalog import task_type_field, validated
+from skills.apis.catalog import task_type_field
 from skills.models import TaskAssignment
 from skills.selectors import learning as selectors
 from skills.services import learning as services
@@ -65,7 +65,7 @@ class AgentRankApi(ApiView):
 
     @extend_schema(request=TaskInput, responses=OutputSerializer, operation_id="agents_rank")
     def post(self, request: Request) -> Response:
-        data = validated(TaskInput, request)
+        data = strict.validated(TaskInput, request)
         ranking = selectors.rank_agents(actor=request_actor(request), **data)
         return Response(self.OutputSerializer(ranking).data)
 
@@ -115,7 +115,7 @@ class TaskAssignApi(ApiView):
         operation_id="tasks_assign",
     )
     def post(self, request: Request) -> Response:
-        data = validated(self.InputSerializer, request)
+        data = strict.validated(self.InputSerializer, request)
         assignment = services.task_assign(actor=request_actor(request), **data)
         return Response(TaskAssignmentOutput(assignment).data, status=status.HTTP_201_CREATED)
 
@@ -136,7 +136,7 @@ class TaskCompleteApi(ApiView):
     def post(self, request: Request, task_id: int) -> Response:
         actor = request_actor(request)
         assignment = selectors.assignment_get(actor=actor, assignment_id=task_id)
-        data = validated(self.InputSerializer, request)
+        data = strict.validated(self.InputSerializer, request)
         assignment = services.task_complete(actor=actor, assignment=assignment, **data)
         return Response(TaskAssignmentOutput(assignment).data)
 

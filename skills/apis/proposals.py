@@ -12,7 +12,7 @@ from rest_framework.response import Response
 from core import serializers as strict
 from core.permissions import request_actor
 from core.views import ApiView
-from skills.apis.catalog import name_field, validated
+from skills.apis.catalog import name_field
 from skills.categories import Category
 from skills.models import SkillProposal
 from skills.selectors import proposals as selectors
@@ -95,7 +95,7 @@ class ProposalCreateApi(ApiView):
         operation_id="skill_proposals_create",
     )
     def post(self, request: Request) -> Response:
-        data = validated(self.InputSerializer, request)
+        data = strict.validated(self.InputSerializer, request)
         proposal = services.research_and_propose(actor=request_actor(request), **data)
         return Response(SkillProposalOutput(proposal).data, status=status.HTTP_201_CREATED)
 

@@ -13,13 +13,16 @@ from rest_framework.response import Response
 from core import serializers as strict
 from core.permissions import request_actor
 from core.views import ApiView
-from skills.apis.catalog import task_type_field, validated
+from skills.apis.catalog import task_type_field
 from skills.models import SkillUsage
 from skills.services import usage as services
 
 
 class UsageRecordInput(strict.InputSerializer):
-    agent_id = strict.IdField(help_text="The agent that ran the task (of the caller's account).")
+    agent_id = strict.IdField(
+        help_text="The agent that ran the task: the caller itself, or (with the admin scope) "
+        "any agent of its account."
+    )
     skill_id = strict.IdField(required=False, allow_null=True, default=None)
     version_id = strict.IdField(
         required=False,
@@ -48,12 +51,16 @@ class SkillUsageOutput(serializers.ModelSerializer[SkillUsage]):
     agent_id = serializers.IntegerField()
     skill_id = serializers.IntegerField(allow_null=True)
     version_id = serializers.IntegerField(allow_null=True)
+    recorded_by_id = serializers.IntegerField(
+        allow_null=True, help_text="The agent that reported it (null: a person or a tool)."
+    )
 
     class Meta:
         model = SkillUsage
         fields = [
             "id",
             "agent_id",
+            "recorded_by_id",
             "skill_id",
             "version_id",
             "task_type",
@@ -69,8 +76,9 @@ def _input(record: dict[str, Any]) -> services.UsageInput:
 
 class UsageRecordApi(ApiView):
     """Record what agents ran: one record, or ``{"records": [...]}`` (1 to 1,000, all or
-    none). Each outcome counts for its version (A/B), its skill, the agent's assignment to the
-    skill, its learning profile for the task type and its trust score."""
+    none). An agent reports its own outcomes; another agent's need the ``admin`` scope (403
+    ``insufficient_scope``). Each outcome counts for its version (A/B), its skill, the agent's
+    assignment to the skill, its learning profile for the task type and its trust score."""
 
     class OutputSerializer(serializers.Serializer):
         count = serializers.IntegerField()
@@ -87,9 +95,9 @@ class UsageRecordApi(ApiView):
     )
     def post(self, request: Request) -> Response:
         if isinstance(request.data, dict) and "records" in request.data:
-            records = [_input(r) for r in validated(UsageBatchInput, request)["records"]]
+            records = [_input(r) for r in strict.validated(UsageBatchInput, request)["records"]]
         else:
-            records = [_input(validated(UsageRecordInput, request))]
+            records = [_input(strict.validated(UsageRecordInput, request))]
         created = services.usage_record(actor=request_actor(request), records=records)
         return Response(
             self.OutputSerializer({"count": len(created), "records": created}).data,

@@ -13,7 +13,7 @@ from rest_framework.response import Response
 from core import serializers as strict
 from core.permissions import request_actor
 from core.views import ApiView
-from skills.apis.catalog import SkillVersionOutput, validated, version_field
+from skills.apis.catalog import SkillVersionOutput, version_field
 from skills.models import SkillVersion
 from skills.selectors import catalog as catalog_selectors
 from skills.selectors import versions as selectors
@@ -83,7 +83,7 @@ class SkillVersionsApi(ApiView):
     def post(self, request: Request, skill_id: int) -> Response:
         actor = request_actor(request)
         skill = catalog_selectors.skill_get(actor=actor, skill_id=skill_id)
-        data = validated(self.InputSerializer, request)
+        data = strict.validated(self.InputSerializer, request)
         version = services.version_create(actor=actor, skill=skill, **data)
         return Response(SkillVersionOutput(version).data, status=status.HTTP_201_CREATED)
 
@@ -121,6 +121,6 @@ class SkillTrafficApi(ApiView):
     def post(self, request: Request, skill_id: int) -> Response:
         actor = request_actor(request)
         skill = catalog_selectors.skill_get(actor=actor, skill_id=skill_id)
-        data: dict[str, Any] = validated(self.InputSerializer, request)
+        data: dict[str, Any] = strict.validated(self.InputSerializer, request)
         variants = services.traffic_set(actor=actor, skill=skill, traffic=data["traffic"])
         return Response(self.OutputSerializer({"variants": variants}).data)

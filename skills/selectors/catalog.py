@@ -5,6 +5,7 @@ versions, and a skill's context (active version, dependencies, relevant document
 from __future__ import annotations
 
 import hashlib
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -14,6 +15,7 @@ from django.db.models import QuerySet
 
 from core.actors import Actor
 from core.errors import NotFound, ValidationFailed
+from core.search import TimedHits
 from rag import graph
 from rag.graph import DEPENDS_ON
 from rag.models import GraphNode, KnowledgeBase
@@ -84,7 +86,7 @@ def skill_discover(
     account_ids: Sequence[int] | None = None,
     exclude_ids: Sequence[int] = (),
     query_vector: np.ndarray | None = None,
-) -> list[SkillHit]:
+) -> TimedHits[SkillHit]:
     """The skills that best match ``description`` (name, category, description, tags and the
     start of the procedure), best first, each with its rank and score in each stage
     (``query_vector``: the description's embedding, when the caller has it)."""
@@ -96,7 +98,7 @@ def skill_discover(
         SkillScope.objects.filter(account_id__in=accounts).values_list("pk", flat=True)
     )
     if not scope_ids:
-        return []
+        return TimedHits()
     conditions: list[str] = []
     params: dict[str, Any] = {}
     if statuses:
@@ -120,8 +122,9 @@ def skill_discover(
         query_vector=query_vector,
     )
     ranked = ranking.hits[:top_k]
+    started = time.perf_counter()
     found = Skill.objects.defer("embedding").in_bulk([hit.unit_id for hit in ranked])
-    return [
+    hits = [
         SkillHit(
             skill=found[hit.unit_id],
             score=hit.score,
@@ -130,6 +133,8 @@ def skill_discover(
         for hit in ranked
         if hit.unit_id in found
     ]
+    timings = {**ranking.stage_ms, "hydrate": round((time.perf_counter() - started) * 1000, 3)}
+    return TimedHits(hits, timings)
 
 
 # --- dependencies ----------------------------------------------------------------------------

@@ -101,8 +101,11 @@ def task_complete(
 ) -> TaskAssignment:
     """assigned -> succeeded | failed: the outcome becomes a usage record of the assigned agent
     for the task's type (so its learning profile, trust and the skill learn from it) and the
-    agent's load drops. 409 ``task_completed`` when it was completed already."""
+    agent's load drops. 409 ``task_completed`` when it was completed already. The outcome is
+    the assigned agent's: another agent reports it only with the ``admin`` scope (403
+    ``insufficient_scope``, ``skills.services.usage.reporter_check``)."""
     actor.require(assignment.account_id, READ)
+    usage.reporter_check(actor=actor, agent_ids=[assignment.agent_id])
     to = TaskAssignment.Status.SUCCEEDED if success else TaskAssignment.Status.FAILED
     now = timezone.now()
     with transaction.atomic():

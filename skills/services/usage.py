@@ -9,6 +9,12 @@
 - each agent's learning profile for the task type, recomputed from its ``PROFILE_WINDOW`` most
   recent executions of that type (``skills.learning``);
 - each agent's trust score (a slower moving average of its outcomes).
+
+Who reports: an agent reports its own outcomes. Reporting another agent's (``agent_id`` of
+another agent, or completing a task assigned to another) needs a key with the ``admin`` scope,
+or a person with a role in the account, or an operator's tool: a write-scope key cannot lower
+(or raise) another agent's ranking (403 ``insufficient_scope``, ``details.agent_ids``). Every
+record keeps the agent that wrote it (``recorded_by``).
 """
 
 from __future__ import annotations
@@ -23,7 +29,7 @@ from django.utils import timezone
 
 from core.actors import READ, Actor
 from core.audit import audit_record
-from core.errors import NotFound, ValidationFailed
+from core.errors import NotFound, PermissionDenied, ValidationFailed
 from core.models import Agent
 from skills import learning
 from skills.learning import task_type_normalise
@@ -56,6 +62,26 @@ class UsageInput:
     occurred_at: datetime | None = None
     skill_id: int | None = None
     version_id: int | None = None
+
+
+def reporter_check(*, actor: Actor, agent_ids: Iterable[int]) -> None:
+    """403 ``insufficient_scope`` when an agent reports outcomes of other agents without the
+    ``admin`` scope (module docstring). People (their role is checked by the caller) and
+    tools may report for any agent of their account."""
+    if actor.agent is None:
+        return
+    others = sorted(set(agent_ids) - {actor.agent.pk})
+    if not others or (actor.api_key is not None and actor.api_key.has_scope("admin")):
+        return
+    raise PermissionDenied(
+        "An agent reports its own outcomes: reporting another agent's needs the 'admin' scope.",
+        code="insufficient_scope",
+        details={
+            "required_scope": "admin",
+            "key_scopes": list(actor.api_key.scopes) if actor.api_key is not None else [],
+            "agent_ids": others[:100],
+        },
+    )
 
 
 def _resolve(account_id: int, records: Sequence[UsageInput], actor: Actor) -> list[SkillUsage]:
@@ -127,10 +153,12 @@ def usage_record(
 ) -> list[SkillUsage]:
     """Write the records and everything that learns from them (module docstring), all or
     none. 404 ``agent_not_found`` / ``skill_not_found`` / ``version_not_found`` for ids that are
-    missing or another account's."""
+    missing or another account's; 403 ``insufficient_scope`` for another agent's records
+    without the ``admin`` scope (``reporter_check``)."""
     account_id = actor.account_id if account_id is None else account_id
     actor.require(account_id, READ)  # agents and tools in their account; people: any role
-    rows = _resolve(account_id, records, actor)
+    rows = _resolve(account_id, records, actor)  # missing and foreign ids: 404 first
+    reporter_check(actor=actor, agent_ids=[r.agent_id for r in records])
     if assignment is not None:
         for row in rows:
             row.assignment = assignment

@@ -1,6 +1,15 @@
 """Skill versions and A/B traffic: create a version, route traffic between active variants,
 activate one.
 
+Review: agents may add versions to any skill they may write, but on a reviewed skill (active or
+deprecated: a reviewer let it go live) a version goes live only when a person with the reviewer
+role (or an owner) puts it there. An agent or a command-line tool that would route any traffic
+to a version of such a skill that is not live already (``activate``, ``traffic``, the activate
+and traffic operations) is refused with 403 ``reviewer_required`` and nothing is written; it may
+still move traffic between the versions that are live (end an A/B test a reviewer started).
+Drafts are their writers' own until a reviewer activates the skill, with its versions as they
+are then.
+
 The active versions of a skill are the variants usage is routed between
 (``skills.selectors.catalog.version_route``); their traffic shares sum to 1 (within 1e-6), or
 the change is refused with 400 ``traffic_not_one`` and nothing is written. The skill's
@@ -18,9 +27,9 @@ from django.utils import timezone
 
 from core.actors import Actor
 from core.audit import audit_record
-from core.errors import Conflict, NotFound, ValidationFailed
+from core.errors import Conflict, NotFound, PermissionDenied, ValidationFailed
 from skills.models import Skill, SkillVersion
-from skills.roles import MANAGE_SKILLS
+from skills.roles import MANAGE_SKILLS, require_reviewer
 from skills.semver import version_parse
 from skills.services.catalog import Embedded, embed_skill, index_skill, scope_locked
 
@@ -35,6 +44,36 @@ def version_not_found() -> NotFound:
 def _writable(skill: Skill) -> None:
     if skill.status == Skill.Status.ARCHIVED:
         raise Conflict("The skill is archived: unarchive it first.", code="skill_archived")
+
+
+# A skill in these statuses went live through a reviewer: its versions go live through one too.
+REVIEWED_STATUSES = frozenset({Skill.Status.ACTIVE, Skill.Status.DEPRECATED})
+
+
+def going_live_check(
+    *, actor: Actor, skill: Skill, shares: Mapping[str, float] | None, live: set[str]
+) -> None:
+    """403 ``reviewer_required`` (``details.versions``: the versions it would put live) when
+    ``shares`` route traffic to a version of a reviewed skill that is not live (``live``: the
+    skill's active versions now) and no person with the reviewer role acts."""
+    if shares is None or skill.status not in REVIEWED_STATUSES:
+        return
+    going_live = sorted(set(shares) - live)
+    if not going_live:
+        return
+    try:
+        require_reviewer(actor, skill.account_id)
+    except PermissionDenied as exc:
+        raise PermissionDenied(
+            f"The skill is {skill.status}: a version of it goes live only when a person with "
+            "the reviewer or owner role activates it (agents add versions inactive).",
+            code=exc.code,
+            details={**exc.details, "versions": [v[:50] for v in going_live]},
+        ) from exc
+
+
+def _live(versions: Mapping[str, SkillVersion]) -> set[str]:
+    return {name for name, version in versions.items() if version.is_active}
 
 
 def traffic_check(traffic: Mapping[str, float], known: set[str]) -> dict[str, float]:
@@ -144,8 +183,9 @@ def version_create(
     traffic: Mapping[str, float] | None = None,
 ) -> SkillVersion:
     """A new version of ``skill``. Inactive unless ``activate`` (it becomes the only active
-    version) or ``traffic`` names it (the active variants after this write, with their shares).
-    409 ``version_exists`` for a version string the skill has."""
+    version) or ``traffic`` names it (the active variants after this write, with their shares):
+    on a reviewed skill, only a reviewer does either (``going_live_check``). 409
+    ``version_exists`` for a version string the skill has."""
     actor.require(skill.account_id, MANAGE_SKILLS)
     _writable(skill)
     parsed = version_parse(version)
@@ -162,6 +202,7 @@ def version_create(
         shares = {name: 1.0}
     elif traffic:
         shares = traffic_check(traffic, {*existing, name})
+    going_live_check(actor=actor, skill=skill, shares=shares, live=_live(existing))
     contents = {**{v: e.content for v, e in existing.items()}, name: content}
     ids = {**{v: e.pk for v, e in existing.items()}, name: 2**62}  # the new one is newest
     embedded = _embedded_for(skill, contents[_primary(shares, ids)]) if shares is not None else None
@@ -172,6 +213,10 @@ def version_create(
             if current is None:
                 raise NotFound("No such skill.", code="skill_not_found")
             _writable(current)
+            # Again under the lock: the skill may have gone live, or versions changed, meanwhile.
+            going_live_check(
+                actor=actor, skill=current, shares=shares, live=_live(_versions(current))
+            )
             created = SkillVersion.objects.create(
                 account_id=skill.account_id,
                 skill=current,
@@ -211,11 +256,13 @@ def version_create(
 
 def traffic_set(*, actor: Actor, skill: Skill, traffic: Mapping[str, float]) -> list[SkillVersion]:
     """Route usage between the named versions by their shares (every other version becomes
-    inactive): an A/B test, or one version at 1.0."""
+    inactive): an A/B test, or one version at 1.0. On a reviewed skill, only a reviewer routes
+    traffic to a version that is not live (``going_live_check``)."""
     actor.require(skill.account_id, MANAGE_SKILLS)
     _writable(skill)
     existing = _versions(skill)
     shares = traffic_check(traffic, set(existing))
+    going_live_check(actor=actor, skill=skill, shares=shares, live=_live(existing))
     contents = {v: e.content for v, e in existing.items()}
     ids = {v: e.pk for v, e in existing.items()}
     embedded = _embedded_for(skill, contents[_primary(shares, ids)])
@@ -225,11 +272,13 @@ def traffic_set(*, actor: Actor, skill: Skill, traffic: Mapping[str, float]) -> 
         if current is None:
             raise NotFound("No such skill.", code="skill_not_found")
         _writable(current)
-        if set(_versions(current)) != set(existing):
+        versions_now = _versions(current)
+        if set(versions_now) != set(existing):
             raise Conflict(
                 "The skill's versions changed meanwhile: read them again.",
                 code="concurrent_update",
             )
+        going_live_check(actor=actor, skill=current, shares=shares, live=_live(versions_now))
         _apply(actor, current, shares, contents, ids, embedded)
         audit_record(
             actor=actor,

@@ -142,7 +142,7 @@ def test_search_finds_a_node_by_an_alias_and_explains_it(
     assert {hit.node.account_id for hit in hits} == {agent_client.agent.account_id}
     response = agent_client.client.get(NODES, {"query": "enchantress", "mode": "keyword"})
     assert response.status_code == 200, response.json()
-    assert set(response.json()) == {"mode", "results"}  # not a page of the list
+    assert set(response.json()) == {"mode", "results", "timings_ms"}  # not a page of the list
     results = response.json()["results"]
     assert [r["node"]["name"] for r in results] == ["Ada Lovelace"]
     assert results[0]["explanation"]["keyword"]["rank"] == 1

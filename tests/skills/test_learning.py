@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from django.utils import timezone
 
-from core.actors import Actor
+from core.actors import Actor, actor_for_account
 from core.errors import Conflict
 from core.models import Agent, JobRun
 from skills import learning, tasks
@@ -86,12 +86,13 @@ def test_ranking_worked_example_and_recency_changes_the_order(
     actor: Actor, agent_client: AuthedAgent
 ) -> None:
     account = agent_client.agent.account
+    tool = actor_for_account(account.pk)  # records outcomes of other agents
     a = AgentFactory.create(account=account, name="alpha")
     b = AgentFactory.create(account=account, name="bravo")
     c = AgentFactory.create(account=account, name="charlie")
     Agent.objects.filter(pk=agent_client.agent.pk).update(status="disabled")
-    usage.usage_record(actor=actor, records=runs(a, "code_review", (4, 3, 1), (6, 2, 10)))
-    usage.usage_record(actor=actor, records=runs(b, "code_review", (20, 12, 20)))
+    usage.usage_record(actor=tool, records=runs(a, "code_review", (4, 3, 1), (6, 2, 10)))
+    usage.usage_record(actor=tool, records=runs(b, "code_review", (20, 12, 20)))
     busy(a, 3)
     busy(b, 4)
     plain = selectors.rank_agents(
@@ -203,7 +204,7 @@ def test_trust_decays_for_idle_agents_once_a_day(actor: Actor, agent_client: Aut
     active = agent_client.agent
     idle = AgentFactory.create(account=active.account)
     usage.usage_record(
-        actor=actor,
+        actor=actor_for_account(active.account_id),  # outcomes of two agents: a tool
         records=[
             usage.UsageInput(agent_id=active.pk, task_type="t", success=True),
             usage.UsageInput(agent_id=idle.pk, task_type="t", success=True),

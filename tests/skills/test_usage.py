@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
-from core.actors import Actor
+from core.actors import Actor, actor_for_account
 from core.errors import NotFound, ValidationFailed
 from skills import learning
 from skills.models import (
@@ -155,11 +155,12 @@ def _other_skill(make_skill: Callable[..., Skill]) -> None:
 
 
 def test_records_without_a_version_are_routed_by_agent_and_share(
-    actor: Actor, make_skill: Callable[..., Skill], agent_client: AuthedAgent
+    reviewer: Actor, make_skill: Callable[..., Skill], agent_client: AuthedAgent
 ) -> None:
+    actor = actor_for_account(agent_client.agent.account_id)  # records for 40 agents: a tool
     skill = make_skill("Plan sprint", category="planning")
     version_services.version_create(
-        actor=actor,
+        actor=reviewer,
         skill=skill,
         version="1.1.0",
         change_type="experimental",

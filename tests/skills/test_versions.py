@@ -38,7 +38,10 @@ def skill(make_skill: Callable[..., Skill]) -> Skill:
     return make_skill("Summarise incident", category="operations", procedure="Read the timeline.")
 
 
-def test_versions_are_created_inactive_or_active_and_activated(skill: Skill, actor: Actor) -> None:
+def test_versions_are_created_inactive_or_active_and_activated(
+    skill: Skill, reviewer: Actor
+) -> None:
+    actor = reviewer  # versions of an active skill go live through a reviewer
     draft = services.version_create(
         actor=actor, skill=skill, version="1.1.0", change_type="minor", content="Read the logs."
     )
@@ -148,7 +151,8 @@ def test_bad_versions_and_traffic_are_refused_and_change_nothing(
     assert archived.value.code == "skill_archived"
 
 
-def test_routing_follows_traffic_shares(skill: Skill, actor: Actor) -> None:
+def test_routing_follows_traffic_shares(skill: Skill, reviewer: Actor) -> None:
+    actor = reviewer  # versions of an active skill go live through a reviewer
     services.version_create(
         actor=actor,
         skill=skill,
@@ -176,7 +180,8 @@ def test_routing_follows_traffic_shares(skill: Skill, actor: Actor) -> None:
     assert skill.procedure == "Variant B."
 
 
-def test_comparison_gives_wilson_intervals_and_differences(skill: Skill, actor: Actor) -> None:
+def test_comparison_gives_wilson_intervals_and_differences(skill: Skill, reviewer: Actor) -> None:
+    actor = reviewer  # versions of an active skill go live through a reviewer
     b = services.version_create(
         actor=actor,
         skill=skill,
@@ -202,21 +207,14 @@ def test_comparison_gives_wilson_intervals_and_differences(skill: Skill, actor: 
     assert selectors.wilson_interval(0, 0) is None
 
 
-def test_versions_api(agent_client: AuthedAgent, skill: Skill) -> None:
+def test_versions_api(agent_client: AuthedAgent, skill: Skill, reviewer: Actor) -> None:
     client = agent_client.client
     url = f"/api/v1/skills/{skill.pk}/versions"
     created = client.post(
-        url,
-        {
-            "version": "1.2.0",
-            "change_type": "minor",
-            "content": "v2",
-            "traffic": {"1.0.0": 0.5, "1.2.0": 0.5},
-        },
-        format="json",
+        url, {"version": "1.2.0", "change_type": "minor", "content": "v2"}, format="json"
     )
     assert created.status_code == 201, created.json()
-    assert created.json()["traffic_share"] == 0.5
+    assert (created.json()["is_active"], created.json()["traffic_share"]) == (False, 0.0)
     bad = client.post(
         url,
         {"version": "1.3.0", "change_type": "minor", "traffic": {"1.0.0": 0.5, "1.3.0": 0.4}},
@@ -224,17 +222,20 @@ def test_versions_api(agent_client: AuthedAgent, skill: Skill) -> None:
     )
     assert bad.status_code == 400 and code(bad) == "traffic_not_one"
     assert not SkillVersion.objects.filter(version="1.3.0").exists()
+    # A reviewer starts the A/B test (in the admin; here through the service).
+    services.traffic_set(actor=reviewer, skill=skill, traffic={"1.0.0": 0.5, "1.2.0": 0.5})
     listed = client.get(url).json()
     assert [v["version"]["version"] for v in listed["versions"]] == ["1.2.0", "1.0.0"]
     assert listed["baseline_version_id"] == created.json()["id"]
-    traffic = client.post(
-        f"/api/v1/skills/{skill.pk}/traffic", {"traffic": {"1.0.0": 1}}, format="json"
-    )
-    assert traffic.status_code == 200
-    assert [v["version"] for v in traffic.json()["variants"]] == ["1.0.0"]
+    # The agent ends it: both versions are live already.
     activated = client.post(f"{url}/{created.json()['id']}/activate")
     assert activated.status_code == 200 and activated.json()["is_active"]
     context = client.get(f"/api/v1/skills/{skill.pk}/context").json()
     assert context["version"]["version"] == "1.2.0"
+    traffic = client.post(
+        f"/api/v1/skills/{skill.pk}/traffic", {"traffic": {"1.2.0": 1}}, format="json"
+    )
+    assert traffic.status_code == 200
+    assert [v["version"] for v in traffic.json()["variants"]] == ["1.2.0"]
     missing = client.post(f"{url}/987654321/activate")
     assert missing.status_code == 404 and code(missing) == "version_not_found"

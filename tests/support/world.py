@@ -188,6 +188,7 @@ def build_side(marker: str, capture_on_commit: Callable[..., Any]) -> Side:
         "content.page": side.mentioning_page,
         "content.article": side.draft_article,
         "skills.skill": side.other_skill,
+        "skills.skillversion": side.skill_version,
         "skills.skillproposal": side.proposal,
         "skills.skillconflict": SkillConflict.objects.filter(account=account).first(),
         "skills.skillusage": SkillUsage.objects.filter(account=account).first(),
@@ -455,6 +456,8 @@ RIGHTS: dict[str, dict[str, str]] = {
     "content.article": {"owner": "", "reviewer": "", "author": "", "operator": ""},
     # Skills: reviewers (and owners) write, everyone reads.
     "skills.skill": {"owner": "vac", "reviewer": "vac", "author": "v", "operator": "v"},
+    # Versions: read by every role; reviewers (and owners) activate them through an action.
+    "skills.skillversion": {"owner": "v", "reviewer": "v", "author": "v", "operator": "v"},
     # The review queue and conflicts: read by every role; reviewers (and owners) decide through
     # actions, never by editing the form.
     "skills.skillproposal": {"owner": "v", "reviewer": "v", "author": "v", "operator": "v"},
@@ -488,6 +491,7 @@ LIST_MARKER = {
     "content.page": "PAGE",
     "content.article": "DRAFT",
     "skills.skill": "SKILL",
+    "skills.skillversion": "SKILL",
     "skills.skillproposal": "MISSING",  # the queue: the submitted sub-proposal
     "skills.skillconflict": "SKILL",
     "skills.skillusage": "AGENT",

@@ -18,6 +18,7 @@ from content.services.pages import (
     page_link_mention,
     page_rename,
     page_update,
+    page_write,
 )
 
 __all__ = [
@@ -35,4 +36,5 @@ __all__ = [
     "page_rename",
     "page_sync",
     "page_update",
+    "page_write",
 ]

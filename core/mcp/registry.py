@@ -72,11 +72,12 @@ class Tool:
 
 @functools.cache
 def tools() -> dict[str, Tool]:
-    """Every app's tools by name, in the apps' dependency order (core's, then rag's, ...)."""
+    """Every app's tools by name, listed from the top app down (memory's first: the tools
+    agents use most, where a client shows the list)."""
     from core.jobs import app_modules
 
     found: dict[str, Tool] = {}
-    for label, module in app_modules("mcp"):
+    for label, module in reversed(list(app_modules("mcp"))):
         for tool in getattr(module, "TOOLS", ()):
             if not isinstance(tool, Tool):
                 raise TypeError(f"{label}.mcp.TOOLS holds {tool!r}, not a Tool")

@@ -3,8 +3,8 @@
 The SDK's streamable-HTTP transport is an ASGI application. Engram keeps its WSGI server (the
 API's latency is measured there: docs/mcp.md, "Serving") and runs the transport per request:
 the view authenticates, then hands the request to the SDK's ``StreamableHTTPSessionManager`` in
-stateless JSON mode on an event loop of its own (``async_to_sync``), while this thread serves
-the tools' Django code (``sync_to_async(thread_sensitive=True)`` in ``core.mcp.server``).
+stateless JSON mode, on an event loop in this thread that stops while the tools' Django code runs
+(``core.mcp.inline``).
 Stateless mode needs no session shared between requests, so any web process may answer any
 request, however many there are.
 
@@ -20,7 +20,6 @@ from __future__ import annotations
 from typing import Any
 
 import anyio
-from asgiref.sync import async_to_sync
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.utils.html import escape
@@ -30,6 +29,7 @@ from rest_framework import exceptions as drf
 from starlette.types import Message
 
 from core.errors import error_answer
+from core.mcp import inline
 from core.mcp.auth import CALLER, authenticate
 from core.mcp.registry import route_of_request, tools
 from core.mcp.server import http_server
@@ -59,7 +59,8 @@ def mcp_endpoint(request: HttpRequest) -> HttpResponse:
         return JsonResponse(answer.body, status=answer.status, headers=answer.headers)
     token = CALLER.set(caller)
     try:
-        status, headers, content = async_to_sync(_serve)(_scope(request), body)
+        scope = _scope(request)
+        status, headers, content = inline.run(lambda: _serve(scope, body))
     finally:
         CALLER.reset(token)
     response = HttpResponse(content, status=status)

@@ -83,9 +83,15 @@ def tool_schemas() -> dict[str, tuple[JsonSchema, JsonSchema]]:
 
 
 def _object(schema: JsonSchema) -> JsonSchema:
-    """MCP wants an object at the root, with ``properties`` (a tool without arguments too)."""
+    """MCP wants an object at the root, with ``properties`` (a tool without arguments too);
+    the required ones are listed first, where a model reads first."""
     schema.setdefault("type", "object")
-    schema.setdefault("properties", {})
+    properties = schema.setdefault("properties", {})
+    required = set(schema.get("required", ()))
+    schema["properties"] = {
+        **{k: v for k, v in properties.items() if k in required},
+        **{k: v for k, v in properties.items() if k not in required},
+    }
     schema.pop("description", None)  # the tool's description says it
     return schema
 

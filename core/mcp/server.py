@@ -4,9 +4,9 @@ with their schemas and called through ``core.mcp.calls``.
 The SDK owns the protocol (framing, the ``initialize`` handshake of the 2024-11-05 to
 2025-11-25 revisions, ``server/discover`` and the per-request envelope of 2026-07-28, the result
 shapes of each revision). The tools run Django code, which must not run on an event loop: each
-call runs through ``sync_to_async(thread_sensitive=True)``, in the thread that serves the HTTP
-request (whose database connection and request lifecycle it uses), or in the stdio server's one
-thread for Django.
+call runs through ``core.mcp.inline.run_sync``, in the thread that serves the HTTP request (whose
+database connection and request lifecycle it uses) with the request's loop stopped, or in the
+stdio server's one thread for Django.
 """
 
 from __future__ import annotations
@@ -16,13 +16,13 @@ from collections.abc import Callable
 from typing import Any
 
 import mcp_types as types
-from asgiref.sync import sync_to_async
 from django.conf import settings
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 
 from core.mcp.auth import CALLER, Caller
 from core.mcp.calls import call_tool
+from core.mcp.inline import run_sync
 from core.mcp.registry import Tool, tools
 from core.mcp.schemas import tool_schemas
 
@@ -68,14 +68,12 @@ def build_server(caller: Callable[[Tool], Caller]) -> Server[Any]:
     ) -> types.ListToolsResult:
         if tool_listing.cache_info().currsize:
             return types.ListToolsResult(tools=tool_listing())
-        listing = await sync_to_async(tool_listing, thread_sensitive=True)()
-        return types.ListToolsResult(tools=listing)
+        return types.ListToolsResult(tools=await run_sync(tool_listing))
 
     async def call(
         ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
-        run = sync_to_async(call_tool, thread_sensitive=True)
-        return await run(params.name, params.arguments, caller)
+        return await run_sync(lambda: call_tool(params.name, params.arguments, caller))
 
     server: Server[Any] = Server(
         "engram",

@@ -188,6 +188,7 @@ class MemoryWriteInput(MemoryWriteApi.InputSerializer):
     """The API's router write, plus a text for long-term memory (``content``, ``context``,
     ``tags``: the fields of ``POST /memory/entries``)."""
 
+    tier = serializers.ChoiceField(choices=router_services.WRITABLE_TIERS, default=LONG_TERM)
     key = serializers.CharField(required=False)
     value = serializers.JSONField(required=False, allow_null=True)
     content = serializers.CharField(required=False, trim_whitespace=False)
@@ -242,12 +243,12 @@ TOOLS = (
         name="memory_write",
         title="Remember something",
         description=(
-            "Store a memory. Give `tier` and either `key` + `value` (any JSON) to store a value "
-            "under a name: `working` (fast scratch state of one session, needs `session_id`, "
-            "expires after `ttl` seconds), `short_term` (per session, expires, needs "
-            "`session_id`) or `long_term` (permanent; writing the same key again makes a new "
-            "version); or `content` (text, with optional `tags`) to add a permanent, "
-            "searchable long-term memory. Long-term memories go to your own memory unless "
+            "Store a memory. Either `content` (text, with optional `tags`) to add a permanent, "
+            "searchable long-term memory; or `key` + `value` (any JSON) to store a value under "
+            "a name in a `tier`: `working` (fast scratch state of one session, needs "
+            "`session_id`, expires after `ttl` seconds), `short_term` (per session, expires, "
+            "needs `session_id`) or `long_term` (the default: permanent; writing the same key "
+            "again makes a new version). Long-term memories go to your own memory unless "
             "`context` names a memory context you may write."
         ),
         scope="write",
@@ -259,7 +260,7 @@ TOOLS = (
             + (f" (entry {out['entry_id']})." if out.get("entry_id") else ".")
         ),
         hints={
-            "tier": "working, short_term or long_term.",
+            "tier": "working, short_term or long_term (the default).",
             "key": "A name of your choosing (letters, digits, . _ : -). Not with content.",
             "value": "Any JSON value to store under key.",
             "content": "Text to remember in long-term memory (tier long_term). Not with key.",

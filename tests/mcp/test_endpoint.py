@@ -202,3 +202,14 @@ def test_methods_other_than_post_and_get(agent_client: AuthedAgent) -> None:
     assert client.delete("/mcp").status_code == 405
     assert client.get("/mcp", HTTP_ACCEPT="text/event-stream")["Allow"] == "POST"
     assert client.head("/mcp").status_code == 200
+
+
+def test_memory_write_defaults_to_long_term_memory(agent_client: AuthedAgent) -> None:
+    secret = agent_client.secret
+    text = tool_call(secret, "memory_write", {"content": "Lisbon has the office."})
+    keyed = tool_call(secret, "memory_write", {"key": "office", "value": "in Lisbon"})
+    assert text["structuredContent"]["tier"] == keyed["structuredContent"]["tier"] == "long_term"
+    read = tool_call(secret, "memory_read", {"key": "office"})["structuredContent"]
+    assert (read["tier"], read["value"]) == ("long_term", "in Lisbon")
+    found = tool_call(secret, "memory_search", {"query": "Lisbon office", "top_k": 5})
+    assert len(found["structuredContent"]["results"]) == 2

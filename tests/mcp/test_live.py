@@ -92,7 +92,7 @@ def test_the_tools_are_listed_with_input_schemas_that_state_their_bounds(url: st
     assert search["top_k"]["minimum"] == 1 and search["top_k"]["maximum"] == 100
     assert search["tiers"]["items"]["enum"] == ["working", "short_term", "long_term", "shared"]
     write = by_name["memory_write"].input_schema
-    assert write["required"] == ["tier"]
+    assert "required" not in write and write["properties"]["tier"]["default"] == "long_term"
     assert write["properties"]["tier"]["enum"] == ["working", "short_term", "long_term"]
     assert {"key", "content", "value", "session_id", "context", "tags"} <= set(write["properties"])
     neighbours = by_name["get_graph_neighbors"].input_schema["properties"]

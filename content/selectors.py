@@ -30,7 +30,7 @@ from core.actors import Actor
 from core.errors import NotFound
 from core.search import TimedHits, top_k_check
 from rag import graph
-from rag.graph import REFERENCES
+from rag.graph import REFERENCES, node_search
 
 MAX_MENTIONS = 20
 DEFAULT_RELATED, MAX_RELATED = 10, 50
@@ -57,6 +57,50 @@ def page_get(*, actor: Actor, page_id: int) -> Page:
     if page is None:
         raise page_not_found()
     return page
+
+
+def page_find(*, actor: Actor, page_id: int | None = None, slug: str = "", title: str = "") -> Page:
+    """A page of the actor's accounts by its id, its slug or its title (compared as links
+    compare titles: any case, spaces collapsed; then its aliases, then the title's slug, as a
+    link resolves). A missing page and another account's answer the same 404."""
+    pages = page_list(actor=actor)
+    if page_id is not None:
+        found = pages.filter(pk=page_id).first()
+    elif slug:
+        found = pages.filter(slug=slug).order_by("pk").first()
+    else:
+        key, title_slug = wikilinks.normalise_title(title), wikilinks.slugify(title)
+        found = (
+            pages.filter(title_key=key).order_by("pk").first()
+            or pages.filter(alias_keys__contains=[key]).order_by("pk").first()
+            or (pages.filter(slug=title_slug).order_by("pk").first() if title_slug else None)
+        )
+    if found is None:
+        raise page_not_found()
+    return found
+
+
+@dataclass(frozen=True)
+class PageHit:
+    page: Page
+    score: float | None
+    retrieval: dict[str, Any]
+
+
+def page_search(
+    *, actor: Actor, query: str, top_k: int = 10, mode: str = "hybrid"
+) -> list[PageHit]:
+    """The actor's pages best matching ``query`` by title, aliases and the start of their text:
+    the search over their graph nodes (``rag.graph.node_search``, entity type "page"), so a
+    page is found once its link sync has made its node."""
+    hits = node_search(actor=actor, query=query, top_k=top_k, mode=mode, entity_type="page")
+    found = page_list(actor=actor).filter(node_id__in=[hit.node.pk for hit in hits])
+    pages = {page.node_id: page for page in found}
+    return [
+        PageHit(page=pages[hit.node.pk], score=hit.score, retrieval=hit.retrieval)
+        for hit in hits
+        if hit.node.pk in pages
+    ]
 
 
 def article_list() -> QuerySet[Article]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import math
+from dataclasses import dataclass
 from typing import Any
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
@@ -208,8 +209,20 @@ def translate_exception(exc: Exception) -> Exception:
     return exc
 
 
-def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
-    """DRF ``EXCEPTION_HANDLER``: map every error to the one shape with the right status."""
+@dataclass(frozen=True)
+class ErrorAnswer:
+    """What an error answers: its HTTP status, the one error body and the headers to send
+    (``Retry-After`` for 429 and 503, ``WWW-Authenticate`` for 401)."""
+
+    status: int
+    body: dict[str, Any]
+    headers: dict[str, str]
+
+
+def error_answer(exc: Exception) -> ErrorAnswer | None:
+    """The answer to ``exc`` as the API gives it, or None for an unexpected error (a bug: the
+    caller logs it and answers 500 ``internal_error``). The API's exception handler and the MCP
+    endpoint's tool errors both answer through it, so an error has one code everywhere."""
     exc = translate_exception(exc)
     if isinstance(exc, Http404):
         exc = NotFound(str(exc) or "Not found.")
@@ -237,15 +250,23 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response |
             headers["Retry-After"] = str(max(1, math.ceil(wait)))
         status, body = exc.status_code, error_body(_drf_code(exc), str(exc.detail))
     else:
-        return None  # Unexpected: RequestIdMiddleware turns it into a logged 500.
+        return None
     if status == 401:
         headers["WWW-Authenticate"] = WWW_AUTHENTICATE
+    return ErrorAnswer(status, body, headers)
+
+
+def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+    """DRF ``EXCEPTION_HANDLER``: map every error to the one shape with the right status."""
+    answer = error_answer(exc)
+    if answer is None:
+        return None  # Unexpected: RequestIdMiddleware turns it into a logged 500.
 
     # Imported here: rest_framework.views imports the permission classes, which import this module.
     from rest_framework.views import set_rollback
 
     set_rollback()
-    return Response(body, status=status, headers=headers)
+    return Response(answer.body, status=answer.status, headers=answer.headers)
 
 
 def internal_error_response(request: HttpRequest) -> JsonResponse:

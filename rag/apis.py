@@ -13,6 +13,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from core import serializers as strict
+from core.actors import Actor
 from core.errors import ValidationFailed
 from core.pagination import CreatedCursorPagination, paginated_response
 from core.parsers import StrictJSONParser
@@ -202,7 +203,8 @@ class DocumentInput(strict.InputSerializer):
         return attrs
 
 
-def _document_kwargs(data: dict[str, Any]) -> dict[str, Any]:
+def document_upload(data: dict[str, Any]) -> dict[str, Any]:
+    """``services.document_create``'s arguments for a validated ``DocumentInput``."""
     if "text" in data:
         raw = data["text"].encode("utf-8")
         content_type = data.get("content_type") or "text/plain"
@@ -328,7 +330,7 @@ class DocumentListCreateApi(ApiView):
             }
             meta = DocumentInput(data={**fields, "text": ""}, context={"strict_types": False})
             meta.is_valid(raise_exception=True)
-            base = _document_kwargs(meta.validated_data)
+            base = document_upload(meta.validated_data)
             uploads = [
                 {
                     **base,
@@ -350,10 +352,10 @@ class DocumentListCreateApi(ApiView):
         if "documents" in request.data:
             batch = DocumentBatchInput(data=request.data)
             batch.is_valid(raise_exception=True)
-            return [_document_kwargs(item) for item in batch.validated_data["documents"]], True
+            return [document_upload(item) for item in batch.validated_data["documents"]], True
         single = DocumentInput(data=request.data)
         single.is_valid(raise_exception=True)
-        return [_document_kwargs(single.validated_data)], False
+        return [document_upload(single.validated_data)], False
 
 
 class DocumentDetailApi(ApiView):
@@ -464,10 +466,12 @@ class HitOutput(serializers.Serializer):
         ).data
 
 
-def _run_search(request: Request, data: dict[str, Any]) -> Any:
+def run_search(actor: Actor, data: dict[str, Any]) -> Any:
+    """The search ``data`` (a validated ``SearchInput``) asks for: the API's and the MCP
+    tools' one way to run it."""
     filters = data.get("filters") or FiltersInput().run_validation({})
     return services.search_run(
-        actor=request_actor(request),
+        actor=actor,
         query=data["query"],
         mode=data["mode"],
         top_k=data["top_k"],
@@ -503,7 +507,8 @@ class SearchApi(ApiView):
     def post(self, request: Request) -> Response:
         data = SearchInput(data=request.data)
         data.is_valid(raise_exception=True)
-        return Response(self.OutputSerializer(_run_search(request, data.validated_data)).data)
+        outcome = run_search(request_actor(request), data.validated_data)
+        return Response(self.OutputSerializer(outcome).data)
 
 
 class QuerySourceOutput(serializers.Serializer):
@@ -535,18 +540,21 @@ class QueryApi(ApiView):
     def post(self, request: Request) -> Response:
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        outcome = _run_search(request, data.validated_data)
-        block = context_block_build(outcome.hits, token_budget=data.validated_data["token_budget"])
-        return Response(
-            {
-                "context": block.text,
-                "sources": QuerySourceOutput(block.sources, many=True).data,
-                "token_count": block.token_count,
-                "truncated": block.truncated,
-                "results": HitOutput(outcome.hits, many=True).data,
-                "timings_ms": outcome.stage_ms,
-            }
-        )
+        return Response(query_run(request_actor(request), data.validated_data))
+
+
+def query_run(actor: Actor, data: dict[str, Any]) -> dict[str, Any]:
+    """A search, then the context block of its hits (``QueryApi``'s answer)."""
+    outcome = run_search(actor, data)
+    block = context_block_build(outcome.hits, token_budget=data["token_budget"])
+    return {
+        "context": block.text,
+        "sources": QuerySourceOutput(block.sources, many=True).data,
+        "token_count": block.token_count,
+        "truncated": block.truncated,
+        "results": HitOutput(outcome.hits, many=True).data,
+        "timings_ms": outcome.stage_ms,
+    }
 
 
 class AnalyticsModeOutput(serializers.Serializer):

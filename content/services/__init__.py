@@ -20,6 +20,7 @@ from content.services.pages import (
     page_link_mention,
     page_rename,
     page_update,
+    page_write,
 )
 
 __all__ = [
@@ -38,5 +39,6 @@ __all__ = [
     "page_rename",
     "page_sync",
     "page_update",
+    "page_write",
     "pending_sync_sweep",
 ]

@@ -209,6 +209,38 @@ def page_update(*, actor: Actor, page: Page, fields: Mapping[str, Any]) -> Page:
     return updated
 
 
+def page_write(
+    *,
+    actor: Actor,
+    title: str,
+    content: str,
+    aliases: Sequence[str] | None = None,
+    status: str | None = None,
+) -> tuple[Page, bool]:
+    """Write a page by its title: the account's page whose slug is the title's gets ``content``
+    (and ``aliases`` / ``status`` when given; its title stays); without one, a new page (a
+    draft unless ``status`` says otherwise). Answers the page and whether it was created. A
+    concurrent writer creating the same page makes this an update of it."""
+    account_id = actor.account_id
+    actor.require(account_id, WRITE_CONTENT)
+    slug = wikilinks.slugify(_title(title))
+    fields: dict[str, Any] = {"content": content}
+    if aliases is not None:
+        fields["aliases"] = aliases
+    if status is not None:
+        fields["status"] = status
+    for _ in range(2):
+        existing = Page.objects.filter(account_id=account_id, slug=slug).defer("embedding").first()
+        if existing is not None:
+            return page_update(actor=actor, page=existing, fields=fields), False
+        try:
+            return page_create(actor=actor, title=title, **fields), True
+        except Conflict as exc:
+            if exc.code != "slug_taken":
+                raise
+    raise _slug_taken()  # pragma: no cover - created and deleted between two reads
+
+
 def page_delete(*, actor: Actor, page: Page) -> None:
     """Delete a page and its graph node (its links go with it); the pages that linked to it
     are re-synced (a link may now name an article of the same title)."""

@@ -1,0 +1,141 @@
+"""``/mcp``: MCP over streamable HTTP, served by the API's own web process (WSGI).
+
+The SDK's streamable-HTTP transport is an ASGI application. Engram keeps its WSGI server (the
+API's latency is measured there: docs/mcp.md, "Serving") and runs the transport per request:
+the view authenticates, then hands the request to the SDK's ``StreamableHTTPSessionManager`` in
+stateless JSON mode, on an event loop in this thread that stops while the tools' Django code runs
+(``core.mcp.inline``).
+Stateless mode needs no session shared between requests, so any web process may answer any
+request, however many there are.
+
+- ``POST``: authenticated as the API authenticates (401 with ``WWW-Authenticate`` before any MCP
+  processing), counted by the API's throttle, then served by the SDK.
+- ``GET`` from a browser: a short page saying what this is. ``GET`` asking for an event stream
+  (a client opening the optional server-to-client stream) is 405: every answer comes back on
+  its request, and stateless servers offer no such stream.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+from django.conf import settings
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.utils.html import escape
+from django.views.decorators.csrf import csrf_exempt
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from rest_framework import exceptions as drf
+from starlette.types import Message
+
+from core.errors import error_answer
+from core.mcp import inline
+from core.mcp.auth import CALLER, authenticate
+from core.mcp.registry import route_of_request, tools
+from core.mcp.server import http_server
+
+Headers = list[tuple[bytes, bytes]]
+
+
+@csrf_exempt
+def mcp_endpoint(request: HttpRequest) -> HttpResponse:
+    if request.method in ("GET", "HEAD"):
+        if "text/event-stream" in request.headers.get("Accept", ""):
+            return HttpResponse(status=405, headers={"Allow": "POST"})
+        return HttpResponse(_note(request), content_type="text/html; charset=utf-8")
+    if request.method != "POST":
+        return HttpResponse(status=405, headers={"Allow": "GET, POST"})
+    try:
+        body = request.body  # over DATA_UPLOAD_MAX_MEMORY_SIZE: 413 request_too_large
+        _method, tool = route_of_request(body, request.headers)
+        caller = authenticate(request, tool.scope if tool is not None else "read")
+        if caller.throttled_for is not None and tool is None:
+            # A tool call answers a throttled tool error; the rest of the protocol, as the API.
+            raise drf.Throttled(caller.throttled_for)
+    except Exception as exc:
+        answer = error_answer(exc)
+        if answer is None:
+            raise
+        return JsonResponse(answer.body, status=answer.status, headers=answer.headers)
+    token = CALLER.set(caller)
+    try:
+        scope = _scope(request)
+        status, headers, content = inline.run(lambda: _serve(scope, body))
+    finally:
+        CALLER.reset(token)
+    response = HttpResponse(content, status=status)
+    for name, value in headers:
+        response[name.decode("latin-1")] = value.decode("latin-1")
+    return response
+
+
+def _scope(request: HttpRequest) -> dict[str, Any]:
+    """The ASGI scope of a WSGI request, as the SDK's transport reads it."""
+    server_port = request.META.get("SERVER_PORT") or "80"
+    return {
+        "type": "http",
+        "asgi": {"version": "3.0", "spec_version": "2.3"},
+        "http_version": "1.1",
+        "method": request.method,
+        "scheme": request.scheme,
+        "path": request.path,
+        "raw_path": request.path.encode(),
+        "query_string": request.META.get("QUERY_STRING", "").encode("latin-1"),
+        "root_path": "",
+        "headers": [
+            (name.lower().encode("latin-1"), value.encode("latin-1"))
+            for name, value in request.headers.items()
+        ],
+        "client": (request.META.get("REMOTE_ADDR", ""), 0),
+        "server": (request.META.get("SERVER_NAME", ""), int(server_port)),
+    }
+
+
+async def _serve(scope: dict[str, Any], body: bytes) -> tuple[int, Headers, bytes]:
+    """One request through the SDK's transport, stateless and answering JSON."""
+    manager = StreamableHTTPSessionManager(
+        app=http_server(),
+        stateless=True,
+        json_response=True,
+        max_request_body_size=settings.DATA_UPLOAD_MAX_MEMORY_SIZE,
+    )
+    delivered = False
+    status, headers, chunks = 500, [], []
+
+    async def receive() -> Message:
+        nonlocal delivered
+        if not delivered:
+            delivered = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        await anyio.sleep_forever()  # the client stays connected until the answer is sent
+        raise AssertionError("unreachable")
+
+    async def send(message: Message) -> None:
+        nonlocal status, headers
+        if message["type"] == "http.response.start":
+            status, headers = int(message["status"]), list(message.get("headers", []))
+        elif message["type"] == "http.response.body":
+            chunks.append(message.get("body", b""))
+
+    async with manager.run():
+        await manager.handle_request(scope, receive, send)
+    return status, headers, b"".join(chunks)
+
+
+def _note(request: HttpRequest) -> str:
+    url = escape(request.build_absolute_uri())
+    count = len(tools())
+    return f"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Engram MCP endpoint</title></head>
+<body style="font-family: sans-serif; max-width: 42em; margin: 2em auto; line-height: 1.5">
+<h1>Engram MCP endpoint</h1>
+<p>This URL speaks the <a href="https://modelcontextprotocol.io">Model Context Protocol</a>
+over streamable HTTP for AI agents: {count} tools for memory, shared pools, knowledge bases,
+the knowledge graph, skills and pages. It is not meant for a browser.</p>
+<p>Point an MCP client at <code>{url}</code> with an Engram API key in the
+<code>Authorization: Bearer eng_...</code> header (or <code>X-API-Key</code>). Desktop clients
+that launch a command can run <code>ENGRAM_API_KEY=eng_... ./engram mcp</code> instead.</p>
+<p>Configuration for Claude Desktop, Cursor and the Python SDK: <code>docs/mcp.md</code>.
+The REST API: <a href="/api/docs/">/api/docs/</a>.</p>
+</body></html>
+"""

@@ -1,0 +1,159 @@
+"""The tools' JSON Schemas, generated from their serializers by drf-spectacular.
+
+The API's OpenAPI schema and the tools' schemas come from the same serializers through the same
+generator (``core.schema.EngramAutoSchema``: request bodies refuse unknown properties), so a
+tool states the bounds, enums and patterns its API operation states. Each tool becomes one
+operation of a small schema of its own; its request body is the input schema and its answer
+the output schema, both made self-contained (references inlined) and turned from OpenAPI 3.0
+into JSON Schema (``nullable`` becomes a ``null`` type). Made once per process, on first use.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import re
+from collections.abc import Iterable
+from typing import Any
+
+from django.urls import path
+from drf_spectacular.generators import SchemaGenerator
+from drf_spectacular.utils import extend_schema
+from rest_framework.permissions import AllowAny
+from rest_framework.views import APIView
+
+from core.mcp.registry import Tool, tools
+from core.schema import EngramAutoSchema
+from core.serializers import InputSerializer
+
+JsonSchema = dict[str, Any]
+# Keys that only matter to OpenAPI tooling, and descriptions that only repeat what the schema
+# says (drf-spectacular describes each enum as a list of its choices).
+_DROPPED = {"x-spec-enum-id", "readOnly", "writeOnly"}
+_BOILERPLATE = {(InputSerializer.__doc__ or "").strip()}
+_ENUM_LISTING = re.compile(r"(\n\n)?\* `.*", re.DOTALL)
+
+
+class _ToolSchema(EngramAutoSchema):
+    """Components named after their tool, so two tools' serializers never share a name."""
+
+    def get_serializer_name(self, serializer: Any, direction: Any) -> str:
+        tool = getattr(self.view, "mcp_tool", "tool")
+        return f"{tool}__{super().get_serializer_name(serializer, direction)}"
+
+
+def _operation_view(tool: Tool) -> Any:
+    @extend_schema(request=tool.input, responses={200: tool.output}, operation_id=tool.name)
+    def post(self: APIView, request: Any) -> None:  # pragma: no cover - never served
+        raise NotImplementedError
+
+    attrs = {
+        "post": post,
+        "mcp_tool": tool.name,
+        "schema": _ToolSchema(),
+        "permission_classes": [AllowAny],
+        "authentication_classes": [],
+    }
+    view: Any = type(f"McpTool_{tool.name}", (APIView,), attrs)
+    return view.as_view()
+
+
+def generate(chosen: Iterable[Tool]) -> dict[str, tuple[JsonSchema, JsonSchema]]:
+    """Input and output schema of each tool, by name."""
+    chosen = list(chosen)
+    patterns = [path(f"mcp-tools/{tool.name}", _operation_view(tool)) for tool in chosen]
+    document = SchemaGenerator(patterns=patterns).get_schema(request=None, public=True)
+    components = document.get("components", {}).get("schemas", {})
+    found: dict[str, tuple[JsonSchema, JsonSchema]] = {}
+    for tool in chosen:
+        operation = document["paths"][f"/mcp-tools/{tool.name}"]["post"]
+        body = operation.get("requestBody", {}).get("content", {}).get("application/json", {})
+        answer = operation["responses"]["200"]["content"]["application/json"]["schema"]
+        input_schema = _object(_json_schema(body.get("schema", {}), components))
+        for name, hint in tool.hints.items():
+            input_schema["properties"][name]["description"] = hint
+        found[tool.name] = (input_schema, _object(_json_schema(answer, components)))
+    return found
+
+
+@functools.cache
+def tool_schemas() -> dict[str, tuple[JsonSchema, JsonSchema]]:
+    """Every registered tool's input and output schema, made once per process."""
+    return generate(tools().values())
+
+
+def _object(schema: JsonSchema) -> JsonSchema:
+    """MCP wants an object at the root, with ``properties`` (a tool without arguments too);
+    the required ones are listed first, where a model reads first."""
+    schema.setdefault("type", "object")
+    properties = schema.setdefault("properties", {})
+    required = set(schema.get("required", ()))
+    schema["properties"] = {
+        **{k: v for k, v in properties.items() if k in required},
+        **{k: v for k, v in properties.items() if k not in required},
+    }
+    schema.pop("description", None)  # the tool's description says it
+    return schema
+
+
+def _json_schema(schema: Any, components: dict[str, Any], depth: int = 0) -> Any:
+    """``schema`` without references (inlined) and in JSON Schema's terms."""
+    if depth > 50:
+        raise ValueError("the tool schema nests too deeply (a recursive serializer?)")
+    if isinstance(schema, list):
+        return [_json_schema(item, components, depth + 1) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    if "$ref" in schema:
+        target = components[schema["$ref"].rsplit("/", 1)[-1]]
+        merged = {**copy.deepcopy(target), **{k: v for k, v in schema.items() if k != "$ref"}}
+        return _json_schema(merged, components, depth + 1)
+    out: JsonSchema = {}
+    for key, value in schema.items():
+        if key in _DROPPED:
+            continue
+        if key == "description":
+            value = _ENUM_LISTING.sub("", value).strip()
+            if not value or value in _BOILERPLATE:
+                continue
+        if key in ("properties", "patternProperties"):
+            out[key] = {k: _json_schema(v, components, depth + 1) for k, v in value.items()}
+        else:
+            out[key] = _json_schema(value, components, depth + 1)
+    if out.get("default") == "" and out.get("minLength", 0) > 0:
+        del out["default"]  # a blank default of a field that refuses blanks: "absent"
+    return _nullable(_single(out))
+
+
+def _single(schema: JsonSchema) -> JsonSchema:
+    """``allOf`` of one schema (how OpenAPI 3.0 annotates a reference) is that schema."""
+    parts = schema.get("allOf")
+    if isinstance(parts, list) and len(parts) == 1 and isinstance(parts[0], dict):
+        rest = {k: v for k, v in schema.items() if k != "allOf"}
+        return {**parts[0], **rest}
+    return schema
+
+
+def _nullable(schema: JsonSchema) -> JsonSchema:
+    """OpenAPI 3.0's ``nullable: true`` in JSON Schema: ``null`` is one more allowed type."""
+    if not schema.pop("nullable", False):
+        return schema
+    kind = schema.get("type")
+    if isinstance(kind, str):
+        schema["type"] = [kind, "null"]
+        if "enum" in schema and None not in schema["enum"]:
+            schema["enum"] = [*schema["enum"], None]
+        return schema
+    if isinstance(kind, list):
+        if "null" not in kind:
+            schema["type"] = [*kind, "null"]
+        return schema
+    if "enum" in schema:
+        schema["enum"] = [*schema["enum"], None] if None not in schema["enum"] else schema["enum"]
+        return schema
+    if not schema or set(schema) <= {"description", "default", "title"}:
+        return schema  # any JSON value: null included
+    annotations: dict[str, Any] = {
+        k: schema.pop(k) for k in ("description", "default", "title") if k in schema
+    }
+    return {"anyOf": [schema, {"type": "null"}], **annotations}

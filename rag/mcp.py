@@ -1,0 +1,199 @@
+"""rag's MCP tools (docs/mcp.md): knowledge bases and documents (``query_knowledge_base``,
+``search_documents``, ``add_document``, ``process_document``) and the knowledge graph
+(``search_knowledge_graph``, ``get_graph_neighbors``), over the calls the API's views make."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rest_framework import serializers
+
+from core import serializers as strict
+from core.mcp import Call, Tool
+from rag import graph, selectors, services
+from rag.apis import (
+    DocumentInput,
+    DocumentOutput,
+    DocumentReprocessApi,
+    QueryApi,
+    SearchApi,
+    SearchInput,
+    document_upload,
+    query_run,
+    run_search,
+)
+from rag.graph_apis import NeighboursOutput, NodeListCreateApi, NodeNeighboursApi, NodeSearchOutput
+
+
+class AddDocumentInput(DocumentInput):
+    knowledge_base_id = strict.IdField(help_text="The knowledge base to add the document to.")
+
+
+class ProcessDocumentInput(DocumentReprocessApi.InputSerializer):
+    document_id = strict.IdField()
+
+
+class GraphSearchInput(strict.InputSerializer):
+    """``GET /graph/nodes``'s search parameters, ``query`` required."""
+
+    query = serializers.CharField(max_length=2000)
+    top_k = NodeListCreateApi.FilterSerializer._declared_fields["top_k"]
+    mode = NodeListCreateApi.FilterSerializer._declared_fields["mode"]
+    fusion = NodeListCreateApi.FilterSerializer._declared_fields["fusion"]
+    entity_type = NodeListCreateApi.FilterSerializer._declared_fields["entity_type"]
+
+
+class NeighboursInput(strict.InputSerializer):
+    node_id = strict.IdField()
+    hops = NodeNeighboursApi.FilterSerializer._declared_fields["hops"]
+    relation_type = NodeNeighboursApi.FilterSerializer._declared_fields["relation_type"]
+    limit = NodeNeighboursApi.FilterSerializer._declared_fields["limit"]
+    direction = NodeNeighboursApi.FilterSerializer._declared_fields["direction"]
+
+
+def _add(call: Call) -> dict[str, Any]:
+    kb = selectors.knowledge_base_get(actor=call.actor, kb_id=call.data["knowledge_base_id"])
+    document = services.document_create(actor=call.actor, kb=kb, **document_upload(call.data))
+    return dict(DocumentOutput(document).data)
+
+
+def _process(call: Call) -> dict[str, Any]:
+    document = selectors.document_get(actor=call.actor, document_id=call.data["document_id"])
+    document = services.document_reprocess(
+        actor=call.actor, document=document, force=call.data["force"]
+    )
+    return dict(DocumentOutput(document).data)
+
+
+def _graph_search(call: Call) -> dict[str, Any]:
+    data = call.data
+    hits = graph.node_search(
+        actor=call.actor,
+        query=data["query"],
+        top_k=data["top_k"],
+        mode=data["mode"],
+        fusion=data["fusion"],
+        entity_type=data.get("entity_type"),
+    )
+    return dict(NodeSearchOutput({"mode": data["mode"], "results": hits}).data)
+
+
+def _neighbours(call: Call) -> dict[str, Any]:
+    data = call.data
+    node = graph.node_get(actor=call.actor, node_id=data["node_id"])
+    limit = data["limit"]
+    found = graph.neighbours(
+        node=node,
+        hops=data["hops"],
+        relation_types=[data["relation_type"]] if data.get("relation_type") else [],
+        direction=data.get("direction") or "both",
+        limit=limit + 1,
+    )
+    return dict(NeighboursOutput({"results": found[:limit], "truncated": len(found) > limit}).data)
+
+
+def _hits(out: Any, noun: str) -> str:
+    return f"{len(out['results'])} {noun}."
+
+
+SEARCH_HINTS = {
+    "query": "What to look for, in words (at most 4,000 characters).",
+    "top_k": "How many hits, 1 to 100 (default 10).",
+    "mode": "hybrid (default: semantic and keyword, fused), vector or keyword.",
+}
+
+TOOLS = (
+    Tool(
+        name="query_knowledge_base",
+        title="Query the knowledge bases",
+        description=(
+            "Search the account's knowledge bases for `query` and answer a context block for a "
+            "prompt: the best passages, numbered, within `token_budget` tokens, with their "
+            "sources (document, chunk) and the ranked hits. Cite sources by their number. "
+            "`filters.knowledge_base_ids` limits the search to some knowledge bases."
+        ),
+        scope="read",
+        input=QueryApi.InputSerializer,
+        output=QueryApi.OutputSerializer,
+        run=lambda call: query_run(call.actor, call.data),
+        summary=lambda out: f"{len(out['sources'])} sources, {out['token_count']} tokens.",
+        hints=SEARCH_HINTS,
+    ),
+    Tool(
+        name="search_documents",
+        title="Search documents",
+        description=(
+            "Search the chunks of the account's documents for `query`: hybrid (semantic and "
+            "keyword, fused), vector or keyword. Each hit gives its document, its text and "
+            "why it ranked (its rank and score in each stage). Filter by knowledge base, "
+            "document type, tags, dates or lifecycle state."
+        ),
+        scope="read",
+        input=SearchInput,
+        output=SearchApi.OutputSerializer,
+        run=lambda call: dict(SearchApi.OutputSerializer(run_search(call.actor, call.data)).data),
+        summary=lambda out: _hits(out, "passages"),
+        hints=SEARCH_HINTS,
+    ),
+    Tool(
+        name="add_document",
+        title="Add a document",
+        description=(
+            "Add a document to a knowledge base: `text` (plain text or markdown), or "
+            "`content_base64` with a `filename` (PDF, HTML, markdown, code...). It is chunked, "
+            "embedded and indexed in the background: the answer's `status` says where it is "
+            "(pending, processing, indexed or failed with `error`); search finds it once "
+            "indexed."
+        ),
+        scope="write",
+        input=AddDocumentInput,
+        output=DocumentOutput,
+        run=_add,
+        summary=lambda out: f"Document {out['id']} added ({out['status']}).",
+    ),
+    Tool(
+        name="process_document",
+        title="Process a document again",
+        description=(
+            "Queue a document for processing again (chunking, embedding, indexing) in the "
+            "background; `force` re-embeds it even if its content did not change."
+        ),
+        scope="write",
+        input=ProcessDocumentInput,
+        output=DocumentOutput,
+        run=_process,
+        summary=lambda out: f"Document {out['id']} queued ({out['status']}).",
+        idempotent=True,
+    ),
+    Tool(
+        name="search_knowledge_graph",
+        title="Search the knowledge graph",
+        description=(
+            "Find nodes of the account's knowledge graph (entities, pages, skills, agents...) "
+            "by name, aliases and description; `entity_type` keeps one type (e.g. page). "
+            "Each hit explains its ranks. Follow up with get_graph_neighbors."
+        ),
+        scope="read",
+        input=GraphSearchInput,
+        output=NodeSearchOutput,
+        run=_graph_search,
+        summary=lambda out: _hits(out, "nodes"),
+        hints={**SEARCH_HINTS, "query": "Names or words to look for (at most 2,000 characters)."},
+    ),
+    Tool(
+        name="get_graph_neighbors",
+        title="Graph neighbours of a node",
+        description=(
+            "The nodes within `hops` (1 to 5) of a node, nearest first, each with its "
+            "distance and the relation that reached it; `relation_type` follows only edges of "
+            "one type (e.g. references: wikilinks between pages); `direction` out follows "
+            "edges from source to target, in the other way, both either way."
+        ),
+        scope="read",
+        input=NeighboursInput,
+        output=NeighboursOutput,
+        run=_neighbours,
+        summary=lambda out: _hits(out, "neighbours"),
+        hints={"node_id": "A node id (from search_knowledge_graph)."},
+    ),
+)

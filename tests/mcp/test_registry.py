@@ -1,0 +1,127 @@
+"""The registry of tools and the schemas made from their serializers."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from drf_spectacular.drainage import GENERATOR_STATS
+from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
+from rest_framework import serializers
+
+from core.mcp import Call, Tool
+from core.mcp.registry import route_of_request, tools
+from core.mcp.schemas import generate, tool_schemas
+from core.serializers import InputSerializer
+
+WRITE_TOOLS = {
+    "memory_write",
+    "memory_consolidate",
+    "create_memory_pool",
+    "write_shared_memory",
+    "delete_memory_pool",
+    "add_document",
+    "process_document",
+    "propose_skill",
+    "record_skill_usage",
+    "write_page",
+}
+
+
+def _walk(schema: Any) -> list[dict[str, Any]]:
+    found = []
+    if isinstance(schema, dict):
+        found.append(schema)
+        for value in schema.values():
+            found.extend(_walk(value))
+    elif isinstance(schema, list):
+        for value in schema:
+            found.extend(_walk(value))
+    return found
+
+
+def test_writes_need_the_write_scope_and_reads_the_read_scope() -> None:
+    assert {name for name, tool in tools().items() if tool.scope == "write"} == WRITE_TOOLS
+    assert all(tool.scope in ("read", "write") for tool in tools().values())
+
+
+def test_schemas_are_valid_self_contained_json_schema_without_generator_warnings() -> None:
+    GENERATOR_STATS.reset()
+    made = generate(tools().values())
+    assert not GENERATOR_STATS, "drf-spectacular warned while making the tools' schemas"
+    assert made == tool_schemas()
+    for name, (given, answered) in made.items():
+        for schema in (given, answered):
+            Draft202012Validator.check_schema(schema)
+            nodes = _walk(schema)
+            assert not [n for n in nodes if "$ref" in n or "nullable" in n], name
+            assert not [n for n in nodes if "x-spec-enum-id" in n], name
+            text = json.dumps(schema)
+            assert "A request body: known fields only" not in text and "* `" not in text
+        assert given["additionalProperties"] is False, name
+        # Nested inputs refuse unknown fields too (as the API's request bodies do).
+        for node in _walk(given):
+            if node.get("type") == "object" and "properties" in node:
+                assert node.get("additionalProperties") is False, (name, node)
+
+
+def test_nullable_fields_accept_null_and_any_json_stays_any() -> None:
+    schemas = tool_schemas()
+    hit = schemas["memory_search"][1]["properties"]["results"]["items"]["properties"]
+    Draft202012Validator(hit["context_id"]).validate(None)
+    Draft202012Validator(hit["context_id"]).validate(3)
+    Draft202012Validator(hit["content"]).validate(None)
+    Draft202012Validator(hit["content"]).validate({"any": ["json"]})
+    skill_context = schemas["get_skill_context"][1]["properties"]["version"]
+    Draft202012Validator(skill_context).validate(None)
+    assert Draft202012Validator(skill_context).is_valid({"id": 1}) is False
+
+
+def test_a_blank_default_of_a_field_that_refuses_blanks_is_left_out() -> None:
+    session = tool_schemas()["memory_read"][0]["properties"]["session_id"]
+    assert "default" not in session and session["minLength"] == 1
+
+
+def test_two_tools_may_use_serializers_of_the_same_name() -> None:
+    class Input(InputSerializer):
+        n = serializers.IntegerField(max_value=3)
+
+    class Other(InputSerializer):
+        text = serializers.CharField()
+
+    Other.__name__ = Other.__qualname__ = "Input"
+
+    def run(call: Call) -> dict[str, Any]:
+        return {}
+
+    first = Tool("first", "First", "d", "read", Input, Input, run)
+    second = Tool("second", "Second", "d", "read", Other, Other, run)
+    made = generate([first, second])
+    assert set(made["first"][0]["properties"]) == {"n"}
+    assert set(made["second"][0]["properties"]) == {"text"}
+
+
+def test_tool_names_follow_the_specification() -> None:
+    with pytest.raises(ValueError, match="invalid MCP tool name"):
+        Tool("has space", "x", "d", "read", InputSerializer, InputSerializer, lambda c: {})
+
+
+@pytest.mark.parametrize(
+    ("body", "headers", "method", "tool"),
+    [
+        (b'{"method": "tools/call", "params": {"name": "memory_write"}}', {}, "tools/call", "w"),
+        (b'{"method": "tools/call", "params": {"name": "memory_search"}}', {}, "tools/call", "r"),
+        (b'{"method": "tools/call", "params": {"name": "nope"}}', {}, "tools/call", None),
+        (b'{"method": "tools/list"}', {}, "tools/list", None),
+        (b"", {"mcp-method": "tools/call", "mcp-name": "write_page"}, "tools/call", "w"),
+        (b"[1, 2]", {}, None, None),
+        (b"{not json", {}, None, None),
+    ],
+)
+def test_a_request_counts_as_its_tools_scope(
+    body: bytes, headers: dict[str, str], method: str | None, tool: str | None
+) -> None:
+    found_method, found = route_of_request(body, headers)
+    assert found_method == method
+    assert (found.scope[0] if found else None) == tool

@@ -1,0 +1,177 @@
+"""Tenancy across every MCP tool: the intruder walk of tests/test_tenancy.py, through ``/mcp``.
+
+The same two accounts with data of every kind (tests/support/world.py). For every tool the
+caller (an admin key of the account that has data too) names the intruder's ids, then ids that
+do not exist, then its own: the first two must answer exactly alike (the whole result, ids
+aside) and change nothing of the intruder's; the third must succeed. No answer may show the
+intruder's data. A tool the registry lists without a case here fails.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from core import services
+from core.actors import actor_for_account
+from core.mcp.registry import tools
+from tests.support.mcp import rpc
+from tests.support.world import Side, build_side
+from tests.test_tenancy import INTRUDER, OWN, Case, Target, intruder_state, normalised
+
+pytestmark = pytest.mark.django_db
+
+Arguments = dict[str, Any]
+
+
+def _ids(build: Any) -> Case:
+    return Case(lambda t: ("", build(t), None))
+
+
+def _names(build: Any) -> Case:
+    return Case(lambda t: ("", build(t), None), names_ids=False, intruder_names=True)
+
+
+def _none(arguments: Arguments) -> Case:
+    return Case(lambda t: ("", arguments, None), names_ids=False)
+
+
+TOOL_CASES: dict[str, Case] = {
+    # Memory: sessions, keys and pool ids are the caller's own names; contexts are ids.
+    "memory_write": _ids(
+        lambda t: {"tier": "long_term", "content": "mine", "context": t.context_id}
+    ),
+    "memory_read": _ids(lambda t: {"key": t.memory_key, "session_id": t.session_id}),
+    "memory_search": _ids(
+        lambda t: {
+            "query": "note",
+            "tiers": ["working", "short_term"],
+            "filters": {"session_id": t.session_id},
+        }
+    ),
+    "memory_consolidate": _ids(lambda t: {"session_id": t.session_id, "dry_run": True}),
+    "memory_stats": _ids(lambda t: {"session_id": t.session_id}),
+    "create_memory_pool": _names(lambda t: {"pool_id": t.pool_id}),
+    "list_memory_pools": _none({}),
+    "read_shared_memory": _ids(lambda t: {"pool_id": t.pool_id, "key": "note"}),
+    "write_shared_memory": _ids(lambda t: {"pool_id": t.pool_id, "key": "note", "value": "x"}),
+    "read_pool_events": _ids(lambda t: {"pool_id": t.pool_id}),
+    "delete_memory_pool": _ids(lambda t: {"pool_id": t.pool_id}),
+    # Knowledge bases and documents.
+    "query_knowledge_base": _ids(
+        lambda t: {
+            "query": f"{INTRUDER}CHUNK tomatoes basil",
+            "filters": {"knowledge_base_ids": [t.kb_id]},
+        }
+    ),
+    "search_documents": _ids(
+        lambda t: {
+            "query": f"{INTRUDER}CHUNK tomatoes basil",
+            "filters": {"knowledge_base_ids": [t.kb_id]},
+        }
+    ),
+    "add_document": _ids(lambda t: {"knowledge_base_id": t.kb_id, "text": "injected"}),
+    "process_document": _ids(lambda t: {"document_id": t.document_id, "force": True}),
+    # The knowledge graph.
+    "search_knowledge_graph": _none({"query": f"{INTRUDER}NODE city river"}),
+    "get_graph_neighbors": _ids(lambda t: {"node_id": t.node_id, "hops": 2}),
+    # Skills and agents.
+    "discover_skills": _none({"description": f"{INTRUDER}SKILLDESC deploy service cluster"}),
+    "get_skill_context": _ids(lambda t: {"skill_id": t.skill_id}),
+    "list_skills": _none({}),
+    "propose_skill": _names(lambda t: {"name": t.proposal_name, "description": "deploy"}),
+    "record_skill_usage": _ids(
+        lambda t: {
+            "agent_id": t.agent_id,
+            "skill_id": t.skill_id,
+            "task_type": "x",
+            "success": True,
+        }
+    ),
+    "rank_agents": _none({"title": "deploy", "task_type": "deployment"}),
+    "get_learning_profile": _ids(lambda t: {"agent_id": t.agent_id}),
+    # Pages: titles are the caller's to take; ids and titles name only its own pages.
+    "read_page": _ids(lambda t: {"page_id": t.page_id}),
+    "write_page": _names(lambda t: {"title": t.page_title, "content": "[[Harbour Notes]]"}),
+    "page_backlinks": _ids(lambda t: {"page_id": t.page_id}),
+    "search_pages": _none({"query": f"{INTRUDER}PAGE harbour notes"}),
+}
+# Second ways of naming the same things.
+MORE_CASES: dict[str, tuple[str, Case]] = {
+    "read_page_by_title": ("read_page", _ids(lambda t: {"title": t.page_title})),
+    "page_backlinks_by_title": ("page_backlinks", _ids(lambda t: {"title": t.page_title})),
+    "memory_write_key": (
+        "memory_write",
+        _names(
+            lambda t: {
+                "tier": "short_term",
+                "key": t.memory_key,
+                "value": 1,
+                "session_id": t.session_id,
+            }
+        ),
+    ),
+    "memory_read_short_term": (
+        "memory_read",
+        _ids(lambda t: {"key": t.memory_key, "session_id": t.session_id, "tier": "short_term"}),
+    ),
+}
+
+
+def test_every_tool_has_a_tenancy_case() -> None:
+    assert sorted(set(tools()) ^ set(TOOL_CASES)) == [], "add a case for each new tool"
+
+
+@pytest.fixture
+def sides(django_capture_on_commit_callbacks: Any) -> tuple[Side, Side]:
+    return (
+        build_side(OWN, django_capture_on_commit_callbacks),
+        build_side(INTRUDER, django_capture_on_commit_callbacks),
+    )
+
+
+def _call(secret: str, tool: str, arguments: Arguments, capture: Any) -> tuple[Any, str]:
+    with capture(execute=True):
+        response = rpc(secret, "tools/call", {"name": tool, "arguments": arguments})
+    assert response.status_code == 200, response.content
+    text = response.content.decode()
+    return json.loads(text)["result"], text
+
+
+@pytest.mark.parametrize("case_name", sorted({*TOOL_CASES, *MORE_CASES}))
+def test_foreign_ids_answer_like_missing_ones_through_every_tool(
+    case_name: str, sides: tuple[Side, Side], django_capture_on_commit_callbacks: Any
+) -> None:
+    own, intruder = sides
+    tool, case = MORE_CASES.get(case_name, (case_name, TOOL_CASES.get(case_name)))
+    assert case is not None
+    _, secret = services.api_key_create(
+        actor=actor_for_account(own.account.pk), agent=own.agent, scopes=["admin"]
+    )
+    before = intruder_state(intruder)
+    seen: list[str] = []
+
+    def run(target: Target | None) -> Any:
+        _, arguments, _ = case.build(target)
+        assert isinstance(arguments, dict)
+        result, text = _call(secret, tool, arguments, django_capture_on_commit_callbacks)
+        seen.append(text)
+        return result
+
+    if case.intruder_names:
+        result = run(Target.of(intruder))
+    elif case.names_ids:
+        foreign_target, missing_target = Target.of(intruder), Target.missing()
+        foreign, missing = run(foreign_target), run(missing_target)
+        assert foreign["isError"] == missing["isError"], (tool, foreign, missing)
+        assert normalised(foreign, foreign_target) == normalised(missing, missing_target)
+        assert intruder_state(intruder) == before, f"{case_name} changed the intruder's data"
+        result = run(Target.of(own))
+    else:
+        result = run(None)
+    assert not result["isError"], (case_name, result)
+    assert intruder_state(intruder) == before, f"{case_name} changed the intruder's data"
+    for text in seen:
+        assert INTRUDER not in text and INTRUDER.lower() not in text, (case_name, text[:500])

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from django.db import migrations
+from django.db.models import QuerySet
 
 
 class DatabaseOnDelete(migrations.operations.base.Operation):
@@ -60,3 +62,14 @@ END $$;
 
     def describe(self) -> str:
         return f"ON DELETE {self.action} for {self.table}.{self.column}"
+
+
+def queryset_sql(queryset: QuerySet[Any], prefix: str) -> tuple[str, dict[str, Any]]:
+    """A queryset as SQL with named parameters (``%(<prefix>_<n>)s``), to embed as a subquery
+    in raw SQL that binds by name (the search engine's filters): access rules written once as
+    querysets stay the one definition. Django's compiled SQL escapes a literal ``%`` as ``%%``,
+    so every ``%s`` it holds is a placeholder."""
+    sql, params = queryset.query.get_compiler(using=queryset.db).as_sql()
+    names = iter(range(len(params)))
+    named = re.sub(r"(?<!%)%s", lambda _: f"%({prefix}_{next(names)})s", sql)
+    return named, {f"{prefix}_{n}": value for n, value in enumerate(params)}

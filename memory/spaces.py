@@ -37,3 +37,73 @@ MEMORY_ENTRIES = SearchSpace(
     vector_condition="u.is_current AND u.archived_at IS NULL",
     rebuild_rows=_entry_rebuild_rows,
 )
+
+
+def short_term_text(key: str, value: object) -> str:
+    """What a short-term entry is found by: its key's words, then its value (a string as it
+    is, anything else as compact JSON)."""
+    from memory.pool_index import leaf_text
+
+    return leaf_text(key, value)
+
+
+def _short_term_rebuild_rows(agent_id: int) -> Iterable[RebuildRow]:
+    from memory.models import ShortTermEntry
+
+    rows = ShortTermEntry.objects.filter(agent_id=agent_id).values_list("id", "key", "value")
+    for entry_id, key, value in rows.iterator(chunk_size=2000):
+        yield entry_id, (), short_term_text(key, value)
+
+
+SHORT_TERM_ENTRIES = SearchSpace(
+    name="short_term_entries",
+    unit_table="memory_shorttermentry",
+    scope_column="agent_id",
+    scope_table="memory_shorttermscope",
+    scope_key_column="agent_id",
+    scope_count_column="entry_count",
+    scope_terms_column="total_terms",
+    posting_table="memory_shorttermposting",
+    posting_unit_column="entry_id",
+    posting_length_column="entry_length",
+    term_table="memory_shorttermterm",
+    # Expired entries keep their postings until the clean-up deletes them: searches filter on
+    # the entry (u), before each term's cut.
+    posting_filter_join="JOIN memory_shorttermentry u ON u.id = p.entry_id",
+    rebuild_rows=_short_term_rebuild_rows,
+)
+
+
+def _pool_leaf_rebuild_rows(account_id: int) -> Iterable[RebuildRow]:
+    from memory.models import MemoryPool, PoolLeaf
+    from memory.pool_index import all_leaves
+
+    texts: dict[tuple[int, str], str] = {}
+    for pool_id, data in (
+        MemoryPool.objects.filter(account_id=account_id).values_list("pk", "data").iterator()
+    ):
+        for path, text in all_leaves(data).items():
+            texts[(pool_id, path)] = text
+    for leaf_id, pool_id, path in PoolLeaf.objects.filter(account_id=account_id).values_list(
+        "pk", "pool_id", "path"
+    ):
+        if (pool_id, path) in texts:
+            yield leaf_id, (pool_id,), texts[(pool_id, path)]
+
+
+POOL_LEAVES = SearchSpace(
+    name="pool_leaves",
+    unit_table="memory_poolleaf",
+    scope_column="account_id",
+    scope_table="memory_poolscope",
+    scope_key_column="account_id",
+    scope_count_column="leaf_count",
+    scope_terms_column="total_terms",
+    posting_table="memory_poolleafposting",
+    posting_unit_column="leaf_id",
+    posting_length_column="leaf_length",
+    term_table="memory_poolleafterm",
+    # The pool is on the posting: access rules filter postings without a join.
+    posting_extra_columns=("pool_id",),
+    rebuild_rows=_pool_leaf_rebuild_rows,
+)

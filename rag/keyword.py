@@ -12,7 +12,7 @@ import math
 import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
@@ -258,6 +258,69 @@ class KeywordHit:
     score: float
 
 
+@dataclass(frozen=True)
+class CorpusStats:
+    """What BM25 needs of a corpus for one query: its units, their total terms, and the
+    document frequency of each query term found in it. Statistics of several corpora (the
+    scopes of several spaces) add up, so that one idf serves them all and their scores compare
+    (``merged``)."""
+
+    units: int = 0
+    total_terms: int = 0
+    df: Mapping[str, int] = field(default_factory=dict)
+
+    @property
+    def avg_length(self) -> float:
+        return self.total_terms / self.units if self.units else 0.0
+
+    def idf(self, term: str) -> float | None:
+        df = self.df.get(term)
+        return idf(df, self.units) if df else None
+
+    def upper_bound(self, terms: Sequence[str]) -> float:
+        """The score no unit can reach for these terms: every term with its saturated term
+        frequency (``K1 + 1``). A score over it is the fraction of the query a unit matches,
+        weighted by the terms' rarity: 0 to 1, comparable between queries and corpora."""
+        return sum((self.idf(t) or 0.0) * (K1 + 1) for t in set(terms))
+
+    @staticmethod
+    def merged(*stats: CorpusStats) -> CorpusStats:
+        df: Counter[str] = Counter()
+        for one in stats:
+            df.update(one.df)
+        return CorpusStats(
+            units=sum(one.units for one in stats),
+            total_terms=sum(one.total_terms for one in stats),
+            df=dict(df),
+        )
+
+
+def corpus_stats(
+    *, space: SearchSpace, scope_ids: Sequence[int], terms: Sequence[str]
+) -> CorpusStats:
+    """The statistics of the given scopes of a space for the query ``terms`` (two indexed
+    reads: the scope rows, the term rows)."""
+    if not scope_ids:
+        return CorpusStats()
+    ids = list(scope_ids)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT coalesce(sum({space.scope_count_column}), 0), "  # noqa: S608 - names are code
+            f"coalesce(sum({space.scope_terms_column}), 0) "
+            f"FROM {space.scope_table} WHERE {space.scope_key_column} = ANY(%s)",
+            [ids],
+        )
+        n, total = cursor.fetchone()
+        if not n or not terms:
+            return CorpusStats(int(n), int(total), {})
+        cursor.execute(
+            f"SELECT term, sum(df) FROM {space.term_table} "  # noqa: S608 - names are code
+            f"WHERE {space.scope_column} = ANY(%s) AND term = ANY(%s) GROUP BY term",
+            [ids, sorted(set(terms))],
+        )
+        return CorpusStats(int(n), int(total), {t: int(df) for t, df in cursor.fetchall()})
+
+
 def keyword_search(
     *,
     space: SearchSpace,
@@ -267,41 +330,35 @@ def keyword_search(
     filter_sql: str = "",
     filter_params: Mapping[str, Any] | None = None,
     postings_per_term: int = POSTINGS_PER_TERM,
+    stats: CorpusStats | None = None,
+    idf_stats: CorpusStats | None = None,
 ) -> list[KeywordHit]:
     """BM25 top ``limit`` units of the given scopes of a space for ``query``.
 
     ``filter_sql`` is a condition over the space's ``posting_filter_join`` with named
     placeholders, built from validated filters; postings are filtered before the per-term cut.
+    ``stats`` are these scopes' statistics when the caller read them already; ``idf_stats``
+    the statistics idf comes from, when several corpora are ranked together (their merged
+    statistics: then scores of different spaces compare). Length normalisation always uses the
+    scopes' own average length.
     """
     terms = sorted(set(analyze(query)))
     if not terms or not scope_ids:
         return []
     ids = list(scope_ids)
     scope = space.scope_column
+    own = stats if stats is not None else corpus_stats(space=space, scope_ids=ids, terms=terms)
+    if not own.units:
+        return []
+    source = idf_stats if idf_stats is not None else own
+    q_terms = [t for t in terms if own.df.get(t)]
+    if not q_terms:
+        return []
+    q_idfs = [source.idf(t) or idf(own.df[t], own.units) for t in q_terms]
+    join = space.posting_filter_join if filter_sql else ""
+    where = f"AND {filter_sql}" if filter_sql else ""
+    unit, length = space.posting_unit_column, space.posting_length_column
     with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT coalesce(sum({space.scope_count_column}), 0), "  # noqa: S608 - names are code
-            f"coalesce(sum({space.scope_terms_column}), 0) "
-            f"FROM {space.scope_table} WHERE id = ANY(%s)",
-            [ids],
-        )
-        n, total = cursor.fetchone()
-        if not n:
-            return []
-        avg_length = total / n
-        cursor.execute(
-            f"SELECT term, sum(df) FROM {space.term_table} "  # noqa: S608 - names are code
-            f"WHERE {scope} = ANY(%s) AND term = ANY(%s) GROUP BY term",
-            [ids, terms],
-        )
-        idfs = {term: idf(int(df), int(n)) for term, df in cursor.fetchall()}
-        if not idfs:
-            return []
-        q_terms = sorted(idfs)
-        q_idfs = [idfs[t] for t in q_terms]
-        join = space.posting_filter_join if filter_sql else ""
-        where = f"AND {filter_sql}" if filter_sql else ""
-        unit, length = space.posting_unit_column, space.posting_length_column
         cursor.execute(
             f"""
             SELECT p.{unit},
@@ -326,7 +383,7 @@ def keyword_search(
                 "k1p1": K1 + 1,
                 "k1": K1,
                 "b": B,
-                "avgdl": avg_length,
+                "avgdl": own.avg_length,
                 "terms": q_terms,
                 "idfs": q_idfs,
                 "scopes": ids,
@@ -336,6 +393,42 @@ def keyword_search(
             },
         )
         return [KeywordHit(unit_id=row[0], score=float(row[1])) for row in cursor.fetchall()]
+
+
+def bm25_rank(
+    *, query: str, texts: Sequence[str], idf_stats: CorpusStats | None = None
+) -> list[KeywordHit]:
+    """BM25 over a few texts held in memory (one working-memory session), best first, the
+    position in ``texts`` as the unit id; the same formula as the index. ``idf_stats``: the
+    statistics idf comes from (the texts' own by default; merged with other corpora's when
+    ranked together with them)."""
+    terms = sorted(set(analyze(query)))
+    analysed = [chunk_terms(text) for text in texts]
+    own = texts_stats(analysed, terms)
+    if not terms or not own.units:
+        return []
+    source = idf_stats if idf_stats is not None else own
+    hits = []
+    for position, unit in enumerate(analysed):
+        score = sum(
+            (source.idf(term) or 0.0) * tf_factor(unit.counts[term], unit.length, own.avg_length)
+            for term in terms
+            if unit.counts.get(term)
+        )
+        if score > 0:
+            hits.append(KeywordHit(unit_id=position, score=score))
+    hits.sort(key=lambda hit: (-hit.score, hit.unit_id))
+    return hits
+
+
+def texts_stats(analysed: Sequence[ChunkTerms], terms: Sequence[str]) -> CorpusStats:
+    """The statistics of analysed texts held in memory, for the query ``terms``."""
+    df = {t: sum(1 for unit in analysed if unit.counts.get(t)) for t in set(terms)}
+    return CorpusStats(
+        units=len(analysed),
+        total_terms=sum(unit.length for unit in analysed),
+        df={t: n for t, n in df.items() if n},
+    )
 
 
 def index_rebuild(*, space: SearchSpace, scope_id: int) -> None:
@@ -348,7 +441,8 @@ def index_rebuild(*, space: SearchSpace, scope_id: int) -> None:
     with transaction.atomic():
         with connection.cursor() as cursor:
             cursor.execute(
-                f"SELECT 1 FROM {space.scope_table} WHERE id = %s FOR UPDATE",  # noqa: S608
+                f"SELECT 1 FROM {space.scope_table} "  # noqa: S608 - names are code
+                f"WHERE {space.scope_key_column} = %s FOR UPDATE",
                 [scope_id],
             )
             cursor.execute(
@@ -379,6 +473,6 @@ def index_rebuild(*, space: SearchSpace, scope_id: int) -> None:
         with connection.cursor() as cursor:
             cursor.execute(
                 f"UPDATE {space.scope_table} SET {space.scope_count_column} = %s, "  # noqa: S608
-                f"{space.scope_terms_column} = %s WHERE id = %s",
+                f"{space.scope_terms_column} = %s WHERE {space.scope_key_column} = %s",
                 [len(analysed), total, scope_id],
             )

@@ -75,7 +75,11 @@ def _graph_search(call: Call) -> dict[str, Any]:
         fusion=data["fusion"],
         entity_type=data.get("entity_type"),
     )
-    return dict(NodeSearchOutput({"mode": data["mode"], "results": hits}).data)
+    return dict(
+        NodeSearchOutput(
+            {"mode": data["mode"], "results": hits, "timings_ms": hits.timings_ms}
+        ).data
+    )
 
 
 def _neighbours(call: Call) -> dict[str, Any]:

@@ -83,6 +83,8 @@ class SearchSpace:
     vector_condition: str = ""
     # The units of one scope with their indexed text, for ``index_rebuild``.
     rebuild_rows: Callable[[int], Iterable[RebuildRow]] | None = None
+    # The scope table's key column (a scope keyed by its owner: an agent, an account).
+    scope_key_column: str = "id"
 
 
 def _chunk_rebuild_rows(knowledge_base_id: int) -> Iterable[RebuildRow]:

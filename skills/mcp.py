@@ -74,7 +74,11 @@ def _discover(call: Call) -> dict[str, Any]:
         category=data.get("category"),
         statuses=data["statuses"],
     )
-    return dict(SkillDiscoverApi.OutputSerializer({"mode": data["mode"], "results": hits}).data)
+    return dict(
+        SkillDiscoverApi.OutputSerializer(
+            {"mode": data["mode"], "results": hits, "timings_ms": hits.timings_ms}
+        ).data
+    )
 
 
 def _propose(call: Call) -> dict[str, Any]:

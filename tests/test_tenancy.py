@@ -11,6 +11,7 @@ show any of the intruder's data. An operation the schema lists without a case he
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -738,7 +739,10 @@ def path_tail(path: str) -> str:
 
 
 def normalised(body: Any, target: Target) -> str:
+    """The answer as text with the target's ids masked, and without ``timings_ms`` (how long
+    each stage took is not an answer; in a tool's text rendering it appears escaped)."""
     text = json.dumps(body, sort_keys=True)
+    text = re.sub(r'\\?"timings_ms\\?": ?\{[^{}]*\}', "", text)
     for value in target.values():
         text = text.replace(value, "<id>")
     return text

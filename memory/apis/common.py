@@ -22,12 +22,6 @@ class ValueInput(strict.InputSerializer):
     ttl = serializers.IntegerField(required=False, help_text=TTL_HELP)
 
 
-def validated(serializer_class: type[serializers.Serializer], request: Request) -> dict[str, Any]:
-    data = serializer_class(data=request.data)
-    data.is_valid(raise_exception=True)
-    return dict(data.validated_data)
-
-
 MEMORY_UNAVAILABLE = OpenApiResponse(
     response=ErrorResponse,
     description="memory_unavailable: working memory's Redis cannot be reached (the other "

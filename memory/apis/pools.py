@@ -17,9 +17,10 @@ from rest_framework.response import Response
 from core import serializers as strict
 from core.pagination import CreatedCursorPagination, paginated_response
 from core.permissions import request_actor
+from core.serializers import validated
 from core.views import ApiView
 from memory import names, selectors, services
-from memory.apis.common import MethodFiltersApiView, validated
+from memory.apis.common import MethodFiltersApiView
 from memory.models import MemoryPool, MemoryPoolEvent, MemoryPoolGrant
 from memory.pool_access import quota_of
 

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.request import Request
@@ -10,13 +12,15 @@ from rest_framework.response import Response
 
 from core import serializers as strict
 from core.permissions import request_actor
+from core.search import MAX_LIST_ITEMS
+from core.serializers import validated
 from core.views import ApiView
-from memory.apis.common import TTL_HELP, validated
-from memory.models import MemoryAccessLog, MemoryEntry, ShortTermEntry
+from memory.apis.common import TTL_HELP
+from memory.models import MemoryEntry, ShortTermEntry
 from memory.selectors import router as router_selectors
 from memory.services import consolidation
-from memory.services import long_term as long_term_services
 from memory.services import router as router_services
+from memory.services.search import memory_search_run
 
 TIER_STATUS = serializers.DictField(
     child=serializers.CharField(),
@@ -29,19 +33,27 @@ class MemoryFiltersInput(strict.InputSerializer):
     session_id = serializers.CharField(
         required=False, help_text="Working memory (searched only with it) and short-term memory."
     )
-    context_ids = serializers.ListField(child=serializers.IntegerField(), required=False)
+    context_ids = strict.IdListField(required=False)
     entry_types = serializers.ListField(
-        child=serializers.ChoiceField(choices=MemoryEntry.EntryType.choices), required=False
+        child=serializers.ChoiceField(choices=MemoryEntry.EntryType.choices),
+        required=False,
+        max_length=MAX_LIST_ITEMS,
     )
     memory_types = serializers.ListField(
         child=serializers.ChoiceField(
             choices=sorted({*MemoryEntry.MemoryType.values, *ShortTermEntry.MemoryType.values})
         ),
         required=False,
+        max_length=MAX_LIST_ITEMS,
     )
-    tags_any = serializers.ListField(child=serializers.CharField(), required=False)
+    tags_any = serializers.ListField(
+        child=serializers.CharField(max_length=100), required=False, max_length=MAX_LIST_ITEMS
+    )
     pool_ids = serializers.ListField(
-        child=serializers.CharField(), required=False, help_text="Shared pools only."
+        child=serializers.CharField(max_length=100),
+        required=False,
+        max_length=MAX_LIST_ITEMS,
+        help_text="Shared pools only.",
     )
     occurred_from = serializers.DateTimeField(
         required=False, help_text="Long-term entries that happened at or after this time."
@@ -51,70 +63,95 @@ class MemoryFiltersInput(strict.InputSerializer):
     )
 
 
-class MemoryHitOutput(serializers.Serializer):
-    id = serializers.CharField(help_text="The entry id (long- and short-term), key or pool id.")
+def router_filters(raw: dict[str, Any] | None) -> router_selectors.RouterFilters:
+    """The validated ``filters`` object of a search body as the selectors take it."""
+    raw = raw or {}
+    return router_selectors.RouterFilters(
+        session_id=raw.get("session_id", ""),
+        context_ids=tuple(raw.get("context_ids", ())),
+        entry_types=tuple(raw.get("entry_types", ())),
+        memory_types=tuple(raw.get("memory_types", ())),
+        tags_any=tuple(raw.get("tags_any", ())),
+        pool_ids=tuple(raw.get("pool_ids", ())),
+        occurred_from=raw.get("occurred_from"),
+        occurred_to=raw.get("occurred_to"),
+    )
+
+
+class MemoryHitExplanation(serializers.Serializer):
     tier = serializers.ChoiceField(choices=router_selectors.TIERS)
-    score = serializers.FloatField()
-    components = serializers.DictField(child=serializers.FloatField())
+    tier_rank = serializers.IntegerField(help_text="The hit's rank among its tier's hits.")
+    keyword_rank = serializers.IntegerField(
+        allow_null=True, help_text="Rank in the one keyword list of every tier's hits."
+    )
+    keyword_score = strict.FiniteFloatField(
+        allow_null=True, help_text="BM25 with idf from every corpus searched: comparable."
+    )
+    vector_rank = serializers.IntegerField(allow_null=True, help_text="Long-term memory only.")
+    vector_score = strict.FiniteFloatField(allow_null=True, help_text="Cosine similarity.")
+    relevance = strict.FiniteFloatField(help_text="0 to 1; what threshold filters on.")
+    fused_score = strict.FiniteFloatField(help_text="The reciprocal rank fusion: score.")
+    fusion = serializers.CharField()
+    rrf_k = serializers.IntegerField()
+
+
+class MemoryHitOutput(serializers.Serializer):
+    id = serializers.CharField(
+        help_text="The entry id (long- and short-term), the working-memory entry or the pool id."
+    )
+    tier = serializers.ChoiceField(choices=router_selectors.TIERS)
+    score = strict.FiniteFloatField(
+        help_text="Fused score: the rank of the hit, whatever its tier."
+    )
+    relevance = strict.FiniteFloatField(help_text="0 to 1 (docs/memory.md).")
+    components = serializers.DictField(child=strict.FiniteFloatField())
     content = serializers.JSONField(allow_null=True, help_text="Text or JSON.")
-    key = serializers.CharField()
+    key = serializers.CharField(help_text="The key; for a pool hit, the dot path.")
+    path = serializers.CharField(help_text="Pool hits: the dot path of the value found.")
     session_id = serializers.CharField()
     context_id = serializers.IntegerField(allow_null=True)
     pool_id = serializers.CharField()
     details = serializers.DictField(source="extra")
+    explanation = MemoryHitExplanation()
 
 
 class MemorySearchApi(ApiView):
-    """Search every tier the caller may read; hits best score first, each with its tier."""
+    """Search every tier the caller may read through their indexes; hits best first, ranked by
+    one fused score whatever their tier, each explaining its place (docs/memory.md)."""
 
     required_scope = "read"
 
     class InputSerializer(strict.InputSerializer):
-        query = serializers.CharField()
+        query = strict.SearchQueryField()
         tiers = serializers.ListField(
-            child=serializers.ChoiceField(choices=router_selectors.TIERS), required=False
+            child=serializers.ChoiceField(choices=router_selectors.TIERS),
+            required=False,
+            max_length=len(router_selectors.TIERS),
         )
-        top_k = serializers.IntegerField(default=10, min_value=1, max_value=100)
-        threshold = serializers.FloatField(required=False, min_value=0, max_value=1)
+        top_k = strict.TopKField()
+        threshold = strict.ThresholdField(
+            min_value=0, max_value=1, help_text="The lowest relevance returned (0 to 1)."
+        )
         filters = MemoryFiltersInput(required=False)
 
     class OutputSerializer(serializers.Serializer):
         results = MemoryHitOutput(many=True)
         tiers = TIER_STATUS
+        timings_ms = strict.TimingsField()
 
     @extend_schema(
         operation_id="memory_search", request=InputSerializer, responses=OutputSerializer
     )
     def post(self, request: Request) -> Response:
         data = validated(self.InputSerializer, request)
-        raw = data.get("filters") or {}
-        filters = router_selectors.RouterFilters(
-            session_id=raw.get("session_id", ""),
-            context_ids=tuple(raw.get("context_ids", ())),
-            entry_types=tuple(raw.get("entry_types", ())),
-            memory_types=tuple(raw.get("memory_types", ())),
-            tags_any=tuple(raw.get("tags_any", ())),
-            pool_ids=tuple(raw.get("pool_ids", ())),
-            occurred_from=raw.get("occurred_from"),
-            occurred_to=raw.get("occurred_to"),
-        )
-        result = router_selectors.memory_search(
+        result = memory_search_run(
             actor=request_actor(request),
             query=data["query"],
             tiers=data.get("tiers"),
             top_k=data["top_k"],
-            threshold=data.get("threshold"),
-            filters=filters,
+            threshold=data["threshold"],
+            filters=router_filters(data.get("filters")),
         )
-        # Long-term hits are reads of those memories: logged, and kept recent.
-        recalled = [int(hit.id) for hit in result.results if hit.tier == router_selectors.LONG_TERM]
-        if recalled:
-            long_term_services.entries_accessed(
-                actor=request_actor(request),
-                entries=list(MemoryEntry.objects.filter(pk__in=recalled)),
-                action=MemoryAccessLog.Action.SEARCH,
-                query=data["query"],
-            )
         return Response(self.OutputSerializer(result).data)
 
 

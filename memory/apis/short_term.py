@@ -11,9 +11,10 @@ from rest_framework.response import Response
 from core import serializers as strict
 from core.pagination import CreatedCursorPagination, paginated_response
 from core.permissions import request_actor
+from core.serializers import validated
 from core.views import ApiView
 from memory import selectors, services
-from memory.apis.common import TTL_HELP, validated
+from memory.apis.common import TTL_HELP
 from memory.models import ShortTermEntry
 from memory.services.short_term import BATCH_MAX
 

@@ -16,11 +16,11 @@ from rest_framework.response import Response
 
 from core import serializers as strict
 from core.permissions import request_actor
-from core.serializers import represent
+from core.serializers import represent, validated
 from core.views import ApiView
 from memory import selectors, services
 from memory import working_redis as wr
-from memory.apis.common import MEMORY_UNAVAILABLE, TTL_HELP, ValueInput, validated
+from memory.apis.common import MEMORY_UNAVAILABLE, TTL_HELP, ValueInput
 from memory.working_redis import WorkingEntry
 
 

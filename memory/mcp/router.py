@@ -24,13 +24,14 @@ from memory.apis.router import (
     MemoryStatsApi,
     MemoryWriteApi,
     RoutedOutput,
+    router_filters,
 )
-from memory.models import MemoryAccessLog, MemoryEntry
 from memory.selectors import router as router_selectors
 from memory.selectors.working import working_retrieve
 from memory.services import consolidation
 from memory.services import long_term as long_term_services
 from memory.services import router as router_services
+from memory.services.search import memory_search_run
 from memory.services.short_term import short_term_read
 
 WORKING, SHORT_TERM = router_selectors.WORKING, router_selectors.SHORT_TERM
@@ -112,34 +113,16 @@ def _read(actor: Actor, data: dict[str, Any]) -> dict[str, Any]:
 
 
 def _search(actor: Actor, data: dict[str, Any]) -> dict[str, Any]:
-    """The router's search, its long-term hits logged as reads (as the API's search logs
-    them: used memories stay recent)."""
-    raw = data.get("filters") or {}
-    result = router_selectors.memory_search(
+    """The search across tiers, as ``POST /memory/search`` runs it (its long-term hits are
+    recorded as reads)."""
+    result = memory_search_run(
         actor=actor,
         query=data["query"],
         tiers=data.get("tiers"),
         top_k=data["top_k"],
         threshold=data.get("threshold"),
-        filters=router_selectors.RouterFilters(
-            session_id=raw.get("session_id", ""),
-            context_ids=tuple(raw.get("context_ids", ())),
-            entry_types=tuple(raw.get("entry_types", ())),
-            memory_types=tuple(raw.get("memory_types", ())),
-            tags_any=tuple(raw.get("tags_any", ())),
-            pool_ids=tuple(raw.get("pool_ids", ())),
-            occurred_from=raw.get("occurred_from"),
-            occurred_to=raw.get("occurred_to"),
-        ),
+        filters=router_filters(data.get("filters")),
     )
-    recalled = [int(hit.id) for hit in result.results if hit.tier == LONG_TERM]
-    if recalled:
-        long_term_services.entries_accessed(
-            actor=actor,
-            entries=list(MemoryEntry.objects.filter(pk__in=recalled)),
-            action=MemoryAccessLog.Action.SEARCH,
-            query=data["query"],
-        )
     return dict(MemorySearchApi.OutputSerializer(result).data)
 
 

@@ -14,8 +14,17 @@ from memory.models.pools import (
     MemoryPool,
     MemoryPoolEvent,
     MemoryPoolGrant,
+    PoolLeaf,
+    PoolLeafPosting,
+    PoolLeafTerm,
+    PoolScope,
 )
-from memory.models.short_term import ShortTermEntry
+from memory.models.short_term import (
+    ShortTermEntry,
+    ShortTermPosting,
+    ShortTermScope,
+    ShortTermTerm,
+)
 from memory.models.working import WorkingMemorySnapshot
 
 __all__ = [
@@ -30,6 +39,13 @@ __all__ = [
     "MemoryPoolEvent",
     "MemoryPoolGrant",
     "MemorySnapshot",
+    "PoolLeaf",
+    "PoolLeafPosting",
+    "PoolLeafTerm",
+    "PoolScope",
     "ShortTermEntry",
+    "ShortTermPosting",
+    "ShortTermScope",
+    "ShortTermTerm",
     "WorkingMemorySnapshot",
 ]

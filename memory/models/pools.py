@@ -8,9 +8,11 @@ from typing import ClassVar
 
 from django.db import models
 from django.db.models import Q
+from django.db.models.functions import MD5
 
 from core.models import Account, Agent, TimeStampedModel
 from core.querysets import AccountScopedQuerySet
+from rag.spaces import AbstractKeywordPosting, AbstractKeywordTerm
 
 DEFAULT_POOL_ID = "default"
 
@@ -145,3 +147,76 @@ class MemoryPoolEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.action} {self.path} (v{self.version})"
+
+
+class PoolScope(models.Model):
+    """The corpus statistics of one account's pool leaves, the scope of their BM25 index
+    (``memory.spaces.POOL_LEAVES``); its row lock serialises the account's index changes."""
+
+    account = models.OneToOneField(
+        Account, on_delete=models.CASCADE, primary_key=True, related_name="+"
+    )
+    leaf_count = models.PositiveIntegerField(default=0)
+    total_terms = models.PositiveBigIntegerField(default=0)
+
+    class Meta:
+        verbose_name = "memory pool index"
+
+    def __str__(self) -> str:
+        return f"pool index of account {self.account_id}"
+
+
+class PoolLeaf(models.Model):
+    """One value of a pool's data at the dot path a client reads it by (``memory.pool_index``):
+    the unit pool search finds. Its value is read from the pool's data, never copied here."""
+
+    account = models.ForeignKey(Account, on_delete=models.DO_NOTHING, related_name="+")
+    pool = models.ForeignKey(MemoryPool, on_delete=models.DO_NOTHING, related_name="+")
+    path = models.CharField(max_length=3300)
+    keyword_length = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        verbose_name = "memory pool leaf"
+        constraints = [
+            # By the path's hash: a path may pass what a btree entry holds.
+            models.UniqueConstraint(models.F("pool"), MD5("path"), name="pool_leaf_unique_path")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.pool_id}:{self.path}"
+
+
+class PoolLeafPosting(AbstractKeywordPosting):
+    """One (term, leaf) pair of an account's pool BM25 index; the pool id is kept on the
+    posting so that access rules filter postings before the per-term cut."""
+
+    pk = models.CompositePrimaryKey("account_id", "term", "leaf_id")
+    account = models.ForeignKey(
+        PoolScope, on_delete=models.DO_NOTHING, related_name="+", db_index=False
+    )
+    leaf = models.ForeignKey(PoolLeaf, on_delete=models.DO_NOTHING, related_name="+")
+    pool = models.ForeignKey(
+        MemoryPool, on_delete=models.DO_NOTHING, related_name="+", db_index=False
+    )
+    leaf_length = models.PositiveIntegerField()
+
+    class Meta:
+        indexes = [
+            models.Index(
+                "account",
+                "term",
+                models.F("impact").desc(),
+                name="pool_posting_impact",
+                include=["leaf", "pool", "tf", "leaf_length"],
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.term} in pool leaf {self.leaf_id}"
+
+
+class PoolLeafTerm(AbstractKeywordTerm):
+    pk = models.CompositePrimaryKey("account_id", "term")
+    account = models.ForeignKey(
+        PoolScope, on_delete=models.DO_NOTHING, related_name="+", db_index=False
+    )

@@ -1,7 +1,9 @@
 """Short-term memory: an agent's entries per session in PostgreSQL, each with a time to live.
 
 An entry whose ``expires_at`` has passed is gone for every read at once (the selectors filter on
-it); the clean-up job (memory.prune_short_term) deletes such rows later.
+it); the clean-up job (memory.prune_short_term) deletes such rows later. Entries are a search
+space of the one engine (``memory.spaces.SHORT_TERM_ENTRIES``): a BM25 index per agent, kept
+by every write, so a search finds an entry whatever its age.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from django.db import models
 
 from core.models import Account, Agent, TimeStampedModel
 from core.querysets import AccountScopedQuerySet
+from rag.spaces import AbstractKeywordPosting, AbstractKeywordTerm
 
 
 class ShortTermEntry(TimeStampedModel):
@@ -34,6 +37,8 @@ class ShortTermEntry(TimeStampedModel):
     expires_at = models.DateTimeField(db_index=True)
     access_count = models.PositiveIntegerField(default=0, editable=False)
     last_accessed_at = models.DateTimeField(null=True, blank=True, editable=False)
+    # The entry's BM25 length in its agent's index (kept by the services).
+    keyword_length = models.PositiveIntegerField(default=0, editable=False)
 
     objects: ClassVar[AccountScopedQuerySet[ShortTermEntry]] = AccountScopedQuerySet.as_manager()  # type: ignore[assignment]
 
@@ -51,3 +56,52 @@ class ShortTermEntry(TimeStampedModel):
 
     def __str__(self) -> str:
         return f"{self.session_id}/{self.key}"
+
+
+class ShortTermScope(models.Model):
+    """The corpus statistics of one agent's short-term entries, the scope of their BM25 index
+    (``memory.spaces.SHORT_TERM_ENTRIES``); its row lock serialises the agent's index changes."""
+
+    agent = models.OneToOneField(
+        Agent, on_delete=models.CASCADE, primary_key=True, related_name="+"
+    )
+    entry_count = models.PositiveIntegerField(default=0)
+    total_terms = models.PositiveBigIntegerField(default=0)
+
+    class Meta:
+        verbose_name = "short-term memory index"
+
+    def __str__(self) -> str:
+        return f"short-term index of agent {self.agent_id}"
+
+
+class ShortTermPosting(AbstractKeywordPosting):
+    """One (term, entry) pair of an agent's short-term BM25 index (see ``rag.spaces``)."""
+
+    pk = models.CompositePrimaryKey("agent_id", "term", "entry_id")
+    agent = models.ForeignKey(
+        ShortTermScope, on_delete=models.DO_NOTHING, related_name="+", db_index=False
+    )
+    entry = models.ForeignKey(ShortTermEntry, on_delete=models.DO_NOTHING, related_name="+")
+    entry_length = models.PositiveIntegerField()
+
+    class Meta:
+        indexes = [
+            models.Index(
+                "agent",
+                "term",
+                models.F("impact").desc(),
+                name="stm_posting_impact",
+                include=["entry", "tf", "entry_length"],
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.term} in short-term entry {self.entry_id}"
+
+
+class ShortTermTerm(AbstractKeywordTerm):
+    pk = models.CompositePrimaryKey("agent_id", "term")
+    agent = models.ForeignKey(
+        ShortTermScope, on_delete=models.DO_NOTHING, related_name="+", db_index=False
+    )

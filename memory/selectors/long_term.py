@@ -193,7 +193,7 @@ def relevance_components(
     }
 
 
-def _scoring_rows(entry_ids: Sequence[int], now: datetime) -> dict[int, tuple[float, float, float]]:
+def scoring_rows(entry_ids: Sequence[int], now: datetime) -> dict[int, tuple[float, float, float]]:
     """(importance, confidence, days since written or last read) of each entry: one statement,
     no model instances (every search scores up to two hundred candidates)."""
     if not entry_ids:
@@ -272,7 +272,7 @@ def long_term_search(
     # results are loaded whole, without their vector. Loading every candidate whole (embedding
     # included) was most of a search's time at 100k entries (docs/benchmarks.md).
     now = timezone.now()
-    scoring = _scoring_rows([hit.unit_id for hit in ranked], now)
+    scoring = scoring_rows([hit.unit_id for hit in ranked], now)
     scored: list[tuple[float, int, dict[str, float], dict[str, Any]]] = []
     for hit in ranked:
         row = scoring.get(hit.unit_id)

@@ -21,7 +21,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
-from django.db.models import F
+from django.db.models import F, QuerySet
 from django.utils import timezone
 
 from core.actors import Actor
@@ -29,7 +29,7 @@ from core.audit import audit_record
 from core.errors import Conflict, NotFound, PayloadTooLarge, PermissionDenied, ValidationFailed
 from core.models import Agent
 from core.writes import changes_of, changes_validate, row_delete, row_update
-from memory import json_paths, names
+from memory import json_paths, names, pool_index
 from memory.models import DEFAULT_POOL_ID, MemoryPool, MemoryPoolEvent, MemoryPoolGrant
 from memory.pool_access import (
     BULLETIN,
@@ -40,6 +40,7 @@ from memory.pool_access import (
 )
 from memory.redis_store import UNAVAILABLE, memory_redis, redis_prefix
 from memory.roles import MANAGE_MEMORY
+from memory.services.tier_index import pool_leaves_index, pools_unindex
 
 logger = logging.getLogger("engram.memory")
 
@@ -228,17 +229,24 @@ def pool_create(
         with transaction.atomic():
             # An expired pool still holding the id until the clean-up job runs is gone: its id
             # is free again.
-            MemoryPool.objects.filter(
-                account_id=account_id, pool_id=pool_id, expires_at__lte=now
-            ).delete()
-            if workflow_run_id:
+            _delete_pools(
                 MemoryPool.objects.filter(
-                    account_id=account_id,
-                    workflow_run_id=workflow_run_id,
-                    workflow_kind=workflow_kind,
-                    expires_at__lte=now,
-                ).delete()
+                    account_id=account_id, pool_id=pool_id, expires_at__lte=now
+                )
+            )
+            if workflow_run_id:
+                _delete_pools(
+                    MemoryPool.objects.filter(
+                        account_id=account_id,
+                        workflow_run_id=workflow_run_id,
+                        workflow_kind=workflow_kind,
+                        expires_at__lte=now,
+                    )
+                )
             pool.save()
+            pool_leaves_index(
+                account_id=account_id, pool_id=pool.pk, added=pool_index.all_leaves(data)
+            )
             audit_record(
                 actor=actor,
                 action="memory.pool.create",
@@ -311,13 +319,34 @@ def pool_delete(*, actor: Actor, pool: MemoryPool) -> None:
     _may_manage(actor, pool)
     if pool.pool_id == DEFAULT_POOL_ID:
         raise _default_protected("cannot be deleted")
-    row_delete(
-        actor=actor,
-        instance=pool,
-        action="memory.pool.delete",
-        account_id=pool.account_id,
-        changes={"pool_id": pool.pool_id},
+    with transaction.atomic():
+        if not MemoryPool.objects.select_for_update().filter(pk=pool.pk).exists():
+            raise pool_not_found()
+        pools_unindex(account_id=pool.account_id, pool_ids=[pool.pk])
+        row_delete(
+            actor=actor,
+            instance=pool,
+            action="memory.pool.delete",
+            account_id=pool.account_id,
+            changes={"pool_id": pool.pool_id},
+        )
+
+
+def _delete_pools(pools: QuerySet[MemoryPool]) -> int:
+    """Delete pools (with grants, events and their leaves in the search index), each locked
+    before its account's index. Returns how many."""
+    rows = list(
+        pools.select_for_update().order_by("account_id", "pk").values_list("account_id", "pk")
     )
+    by_account: dict[int, list[int]] = {}
+    for account_id, pk in rows:
+        by_account.setdefault(account_id, []).append(pk)
+    for account_id, ids in by_account.items():
+        pools_unindex(account_id=account_id, pool_ids=ids)
+    if not rows:
+        return 0
+    MemoryPool.objects.filter(pk__in=[pk for _, pk in rows]).delete()
+    return len(rows)
 
 
 # --- grants ------------------------------------------------------------------------------------
@@ -435,6 +464,8 @@ def pool_data_write(
                 details={"expected_version": expected_version, "version": locked["version"]},
             )
         data: dict[str, Any] = locked["data"] if isinstance(locked["data"], dict) else {}
+        text = ".".join(segments)
+        region_before = pool_index.region(data, text)
         bulletin_before = json_paths.get(data, (BULLETIN,))
         changed, data, after = _apply(data, segments, value, mode)
         if not changed:
@@ -465,7 +496,10 @@ def pool_data_write(
         if row is None:
             raise _quota_exceeded(json_size(data), quota)
         version, size = int(row[0]), int(row[1])
-        text = ".".join(segments)
+        removed, added = pool_index.region_changes(region_before, pool_index.region(data, text))
+        pool_leaves_index(
+            account_id=locked["account_id"], pool_id=pool.pk, removed=removed, added=added
+        )
         audit_record(
             actor=actor,
             action=f"memory.pool.data.{mode}",
@@ -606,18 +640,19 @@ def pools_prune_expired(*, dry_run: bool = False, batch_size: int | None = None)
         return {"pools": expired.count(), "events": old_events.count(), "dry_run": 1}
     batch_size = batch_size or PRUNE_BATCH
     counts = {"pools": 0, "events": 0}
-    for queryset, name, model in (
-        (expired, "pools", MemoryPool),
-        (old_events, "events", MemoryPoolEvent),
-    ):
-        while True:
-            with transaction.atomic():
-                ids = list(queryset.order_by("pk").values_list("pk", flat=True)[:batch_size])
-                if not ids:
-                    break
+    while True:
+        with transaction.atomic():
+            ids = list(expired.order_by("pk").values_list("pk", flat=True)[:batch_size])
+            if ids:
                 # The condition again: a pool given a new expiry meanwhile is kept.
-                _, deleted = queryset.filter(pk__in=ids).delete()
-            counts[name] += deleted.get(model._meta.label, 0)
-            if len(ids) < batch_size:
-                break
+                counts["pools"] += _delete_pools(expired.filter(pk__in=ids))
+        if len(ids) < batch_size:
+            break
+    while True:
+        with transaction.atomic():
+            ids = list(old_events.order_by("pk").values_list("pk", flat=True)[:batch_size])
+            if ids:
+                counts["events"] += old_events.filter(pk__in=ids).delete()[0]
+        if len(ids) < batch_size:
+            break
     return counts

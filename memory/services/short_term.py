@@ -12,7 +12,8 @@ resurrected entry. The ORM cannot express those, so they are raw SQL with parame
 
 from __future__ import annotations
 
-from datetime import timedelta
+from collections.abc import Sequence
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
@@ -27,6 +28,8 @@ from memory import names
 from memory.agents import acting_agent
 from memory.models import ShortTermEntry
 from memory.roles import MANAGE_MEMORY
+from memory.services.tier_index import short_term_index
+from memory.spaces import short_term_text
 
 # What people may change on an entry in the admin.
 UPDATABLE_FIELDS = ("value", "memory_type")
@@ -150,9 +153,10 @@ def short_term_put_batch(
     }
     sql = f"""
         INSERT INTO {_TABLE} AS e (account_id, agent_id, session_id, "key", value, memory_type,
-            ttl_seconds, expires_at, access_count, last_accessed_at, created_at, updated_at)
+            ttl_seconds, expires_at, access_count, last_accessed_at, created_at, updated_at,
+            keyword_length)
         SELECT %(account)s, %(agent)s, %(session)s, b.key, b.value::jsonb, b.type, b.ttl,
-            %(now)s + make_interval(secs => b.ttl), 0, NULL, %(now)s, %(now)s
+            %(now)s + make_interval(secs => b.ttl), 0, NULL, %(now)s, %(now)s, 0
         FROM unnest(%(keys)s::text[], %(values)s::text[], %(types)s::text[], %(ttls)s::int[])
             AS b(key, value, type, ttl)
         ON CONFLICT ON CONSTRAINT stm_unique_key_per_session DO UPDATE SET
@@ -170,13 +174,19 @@ def short_term_put_batch(
         # concurrent first stores of one key may both be told "new"; the second replaced).
         with connection.cursor() as cursor:
             cursor.execute(
-                f'SELECT "key", expires_at > %(now)s FROM {_TABLE} '  # noqa: S608
+                f'SELECT id, "key", expires_at > %(now)s FROM {_TABLE} '  # noqa: S608
                 "WHERE agent_id = %(agent)s AND session_id = %(session)s "
-                'AND "key" = ANY(%(keys)s) FOR UPDATE',
+                'AND "key" = ANY(%(keys)s) ORDER BY id FOR UPDATE',
                 params,
             )
-            live = {key for key, alive in cursor.fetchall() if alive}
+            replaced = cursor.fetchall()
+        live = {key for _, key, alive in replaced if alive}
         stored = {entry.key: entry for entry in ShortTermEntry.objects.raw(sql, params)}
+        short_term_index(
+            agent_id=agent.pk,
+            leaving=[entry_id for entry_id, _, _ in replaced],
+            coming=[(e.pk, short_term_text(e.key, e.value)) for e in stored.values()],
+        )
         audit_record_many(
             actor=actor,
             action="memory.short_term.put",
@@ -263,10 +273,12 @@ def short_term_remove(*, actor: Actor, session_id: str, key: str) -> None:
     }
     with transaction.atomic():
         with connection.cursor() as cursor:
-            cursor.execute(f"DELETE FROM {_TABLE} WHERE {_LIVE} RETURNING id", params)  # noqa: S608
+            cursor.execute(f"SELECT id FROM {_TABLE} WHERE {_LIVE} FOR UPDATE", params)  # noqa: S608
             row = cursor.fetchone()
         if row is None:
             raise _not_found()
+        short_term_index(agent_id=agent.pk, leaving=[row[0]], coming=[])
+        ShortTermEntry.objects.filter(pk=row[0]).delete()
         audit_record(
             actor=actor,
             action="memory.short_term.delete",
@@ -291,10 +303,22 @@ def short_term_update(*, actor: Actor, entry: ShortTermEntry, **fields: Any) -> 
     if "memory_type" in changes:
         _memory_type(changes["memory_type"])
     changes_validate(entry, changes)
+    reindex = None
+    if "value" in changes:
+
+        def reindex() -> None:
+            ShortTermEntry.objects.select_for_update().filter(pk=entry.pk).first()
+            short_term_index(
+                agent_id=entry.agent_id,
+                leaving=[entry.pk],
+                coming=[(entry.pk, short_term_text(entry.key, changes["value"]))],
+            )
+
     return row_update(
         actor=actor,
         instance=entry,
         changes=changes,
+        then=reindex,
         action="memory.short_term.update",
         account_id=entry.account_id,
         audit_changes={k: v for k, v in changes.items() if k != "value"}
@@ -329,6 +353,13 @@ def short_term_entry_refresh(
 
 def short_term_delete(*, actor: Actor, entry: ShortTermEntry) -> None:
     actor.require(entry.account_id, MANAGE_MEMORY)
+    with transaction.atomic():
+        if ShortTermEntry.objects.select_for_update().filter(pk=entry.pk).exists():
+            short_term_index(agent_id=entry.agent_id, leaving=[entry.pk], coming=[])
+        _row_delete(actor, entry)
+
+
+def _row_delete(actor: Actor, entry: ShortTermEntry) -> None:
     row_delete(
         actor=actor,
         instance=entry,
@@ -361,8 +392,28 @@ def short_term_prune_expired(
             ids = list(expired.order_by("expires_at").values_list("pk", flat=True)[:batch_size])
             if not ids:
                 break
-            count, _ = ShortTermEntry.objects.filter(pk__in=ids, expires_at__lte=now).delete()
+            count = _delete_expired(ids, now)
         deleted += count
         if len(ids) < batch_size:
             break
     return {"entries": deleted}
+
+
+def _delete_expired(ids: Sequence[int], now: datetime) -> int:
+    """Delete those of ``ids`` still expired (one refreshed meanwhile is kept), out of their
+    agents' indexes first; agent by agent, each entry locked before its agent's index."""
+    by_agent: dict[int, list[int]] = {}
+    rows = (
+        ShortTermEntry.objects.select_for_update()
+        .filter(pk__in=list(ids), expires_at__lte=now)
+        .order_by("agent_id", "pk")
+        .values_list("agent_id", "pk")
+    )
+    for agent_id, entry_id in rows:
+        by_agent.setdefault(agent_id, []).append(entry_id)
+    deleted = 0
+    for agent_id, entry_ids in by_agent.items():
+        short_term_index(agent_id=agent_id, leaving=entry_ids, coming=[])
+        count, _ = ShortTermEntry.objects.filter(pk__in=entry_ids).delete()
+        deleted += count
+    return deleted

@@ -17,6 +17,7 @@ from content.models import Page
 from core.actors import Actor, actor_for_agent
 from core.errors import ValidationFailed
 from core.search import MAX_LIST_ITEMS, MAX_QUERY_CHARS, MAX_TOP_K
+from memory.services import long_term as ltm
 from rag import graph
 from rag import services as rag_services
 from rag.search import SearchFilters, chunk_search
@@ -69,7 +70,15 @@ def _graph_search(authed: AuthedAgent, fields: dict[str, Any]) -> Any:
     return authed.client.get("/api/v1/graph/nodes", {"query": "harbour tides", **fields})
 
 
+def _memory_search(authed: AuthedAgent, fields: dict[str, Any]) -> Any:
+    body = {"query": "harbour tides", **fields}
+    body.pop("mode", None)  # one ranking across tiers: no modes
+    return authed.client.post("/api/v1/memory/search", body, format="json")
+
+
 SEARCHES: dict[str, Send] = {
+    "memory_search": _memory_search,
+    "memory_long_term_search": _post("/api/v1/memory/long-term/search"),
     "rag_search": _post("/api/v1/rag/search"),
     "rag_query": _post("/api/v1/rag/query"),
     "graph_nodes_search": _graph_search,
@@ -109,6 +118,9 @@ def test_every_search_answers_timings_ms(
     rag_services.knowledge_base_create(actor=actor, name="Harbour")
     graph_services.node_create(actor=actor, name="Harbour tides", entity_type="topic")
     skill_services.skill_create(actor=actor, name="Read harbour tides", category="analysis")
+    ltm.entries_create(
+        actor=actor, context_id=None, items=[ltm.EntryInput(content="Harbour tides are high")]
+    )
     body = SEARCHES[name](agent_client, {"mode": "keyword"}).json()
     assert isinstance(body["timings_ms"], dict), body
     assert "keyword" in body["timings_ms"], body["timings_ms"]

@@ -393,7 +393,7 @@ def test_search_explains_components_and_logs_access(agent_client: AuthedAgent) -
         "keyword_rank",
         "keyword_score",
     }
-    assert {"vector", "keyword"} <= set(body["stage_ms"])
+    assert {"vector", "keyword"} <= set(body["timings_ms"])
 
     filtered = search(
         agent_client, "cats day deploy", filters={"entry_types": ["observation"]}

@@ -9,8 +9,6 @@ from typing import Any
 import pytest
 
 from memory.models import MemoryContext, MemoryEntry
-from memory.selectors.router import keyword_score
-from rag import keyword
 from tests.conftest import AuthedAgent
 from tests.memory.conftest import code
 
@@ -64,13 +62,6 @@ def seed_tiers(authed: AuthedAgent) -> None:
     )
 
 
-def test_keyword_score_is_the_fraction_of_query_terms_found() -> None:
-    terms = set(keyword.analyze("billing service deploy"))
-    assert keyword_score(terms, "deploying the billing") == pytest.approx(2 / 3, abs=1e-6)
-    assert keyword_score(terms, "nothing here") == 0
-    assert keyword_score(set(), "anything") == 0
-
-
 def test_search_covers_every_tier_best_first(agent_client: AuthedAgent) -> None:
     seed_tiers(agent_client)
     response = post(
@@ -91,7 +82,16 @@ def test_search_covers_every_tier_best_first(agent_client: AuthedAgent) -> None:
     scores = [hit["score"] for hit in body["results"]]
     assert scores == sorted(scores, reverse=True)
     by_tier = {hit["tier"]: hit for hit in body["results"]}
-    assert by_tier["short_term"]["components"] == {"keyword": 1.0}
+    short = by_tier["short_term"]
+    assert 0 < short["components"]["keyword"] == short["relevance"] <= 1
+    # Every hit explains its place: its tier, its ranks and scores in each list, the fusion.
+    for hit in body["results"]:
+        explained = hit["explanation"]
+        assert explained["tier"] == hit["tier"] and explained["fused_score"] == hit["score"]
+        assert explained["keyword_rank"] or explained["vector_rank"]
+    assert by_tier["long_term"]["explanation"]["vector_rank"] is not None
+    assert by_tier["shared"]["path"] == "deploy"
+    assert by_tier["shared"]["content"] == "billing service freeze"
     assert by_tier["short_term"]["content"] == "billing service deploy needs a migration"
     assert by_tier["working"]["key"] == "deploy-plan"
     assert set(by_tier["long_term"]["components"]) == {
@@ -107,7 +107,7 @@ def test_search_covers_every_tier_best_first(agent_client: AuthedAgent) -> None:
         len(post(agent_client, "search", {"query": "billing", "top_k": 1}).json()["results"]) == 1
     )
     high = post(agent_client, "search", {"query": "billing service deploy", "threshold": 0.99})
-    assert all(hit["score"] >= 0.99 for hit in high.json()["results"])
+    assert all(hit["relevance"] >= 0.99 for hit in high.json()["results"])
     # Without a session, working memory is skipped; tiers can be chosen.
     only = post(agent_client, "search", {"query": "billing", "tiers": ["short_term"]}).json()
     assert only["tiers"] == {"short_term": "ok"}

@@ -9,22 +9,20 @@ from rest_framework.response import Response
 
 from core import serializers as strict
 from core.permissions import request_actor
+from core.serializers import validated
 from core.views import ApiView
-from memory.apis.common import validated
 from memory.models import (
     MemoryEntry,
 )
 from memory.selectors import long_term as selectors
 from memory.services import long_term as services
-from rag.search import DEFAULT_FUSION, FUSIONS, MAX_TOP_K, MAX_WEIGHT, MODES
+from rag.search import DEFAULT_FUSION, FUSIONS, MODES
 
 # --- search ------------------------------------------------------------------------------------
 
 
 class LongTermFiltersInput(strict.InputSerializer):
-    context_ids = serializers.ListField(
-        child=strict.IdField(), required=False, default=list, max_length=100
-    )
+    context_ids = strict.IdListField(required=False, default=list)
     entry_types = serializers.ListField(
         child=serializers.ChoiceField(choices=MemoryEntry.EntryType.choices),
         required=False,
@@ -51,25 +49,15 @@ class LongTermFiltersInput(strict.InputSerializer):
     thread = serializers.CharField(max_length=200, required=False, default="", allow_blank=True)
 
 
-class LongTermWeightsInput(strict.InputSerializer):
-    vector = strict.FiniteFloatField(min_value=0, max_value=MAX_WEIGHT, required=False)
-    keyword = strict.FiniteFloatField(min_value=0, max_value=MAX_WEIGHT, required=False)
-
-
 class LongTermSearchInput(strict.InputSerializer):
-    query = serializers.CharField(max_length=4000)
-    top_k = serializers.IntegerField(min_value=1, max_value=MAX_TOP_K, default=10)
-    threshold = strict.FiniteFloatField(
-        min_value=0,
-        max_value=1,
-        required=False,
-        allow_null=True,
-        default=None,
-        help_text="The lowest effective_relevance_score returned.",
+    query = strict.SearchQueryField()
+    top_k = strict.TopKField()
+    threshold = strict.ThresholdField(
+        min_value=0, max_value=1, help_text="The lowest effective_relevance_score returned."
     )
     mode = serializers.ChoiceField(choices=MODES, default="hybrid")
     fusion = serializers.ChoiceField(choices=FUSIONS, default=DEFAULT_FUSION)
-    weights = LongTermWeightsInput(required=False)
+    weights = strict.WeightsInput(required=False)
     filters = LongTermFiltersInput(required=False)
 
 
@@ -111,14 +99,7 @@ class LongTermSearchApi(ApiView):
 
     class OutputSerializer(serializers.Serializer):
         results = LongTermHitOutput(many=True, source="hits")
-        timings_ms = serializers.DictField(
-            child=strict.FiniteFloatField(), help_text="Milliseconds each stage took."
-        )
-        stage_ms = serializers.DictField(
-            child=strict.FiniteFloatField(),
-            source="timings_ms",
-            help_text="Deprecated: the same as timings_ms, the key every search answers.",
-        )
+        timings_ms = strict.TimingsField()
 
     @extend_schema(
         operation_id="memory_long_term_search",

@@ -11,8 +11,8 @@ from rest_framework.response import Response
 from core import serializers as strict
 from core.pagination import CreatedCursorPagination, paginated_response
 from core.permissions import request_actor
+from core.serializers import validated
 from core.views import ApiView
-from memory.apis.common import validated
 from memory.models import (
     MemorySnapshot,
 )

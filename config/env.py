@@ -109,6 +109,10 @@ class EngramEnv(BaseSettings):
     MEMORY_DEDUP_SIMILARITY: float = Field(default=0.92, gt=0, le=1)
     MEMORY_ROT_STALENESS: float = Field(default=0.9, gt=0, le=1)
     MEMORY_IMPORTANCE_HALF_LIFE_DAYS: float = Field(default=90.0, gt=0, le=36_500)
+    # Memory tools (docs/memory.md, "Memory tools"): searches one agent run may make, and how
+    # long a run's counters live after its last use.
+    MEMORY_RUN_MAX_SEARCHES: int = Field(default=10, ge=1, le=10_000)
+    MEMORY_RUN_TTL_SECONDS: int = Field(default=86_400, ge=60, le=30 * 86_400)
 
     # --- admin sign-in -------------------------------------------------------------------------
     ADMIN_LOGIN_FAILURE_LIMIT: int = Field(default=5, ge=0, le=1000)

@@ -238,6 +238,8 @@ SPECTACULAR_SETTINGS = {
         "LongTermMemoryTypeEnum": "memory.models.MemoryEntry.MemoryType",
         "MemoryPoolScopeEnum": "memory.models.MemoryPool.Scope",
         "ShortTermMemoryTypeEnum": "memory.models.ShortTermEntry.MemoryType",
+        "MemoryRelatedKindEnum": "memory.services.tools.RELATED_KINDS",
+        "WorkingMemoryKindEnum": "memory.working_redis.KINDS",
         "GraphNodeStatusEnum": "rag.models.GraphNode.Status",
         "GraphNodeTypeEnum": "rag.models.GraphNode.NodeType",
         "ContentStatusEnum": "content.models.Status",
@@ -293,6 +295,8 @@ MEMORY_PROMOTION_MIN_ACCESSES = ENV.MEMORY_PROMOTION_MIN_ACCESSES
 MEMORY_DEDUP_SIMILARITY = ENV.MEMORY_DEDUP_SIMILARITY
 MEMORY_ROT_STALENESS = ENV.MEMORY_ROT_STALENESS
 MEMORY_IMPORTANCE_HALF_LIFE_DAYS = ENV.MEMORY_IMPORTANCE_HALF_LIFE_DAYS
+MEMORY_RUN_MAX_SEARCHES = ENV.MEMORY_RUN_MAX_SEARCHES
+MEMORY_RUN_TTL_SECONDS = ENV.MEMORY_RUN_TTL_SECONDS
 
 # --- logging -------------------------------------------------------------------------------------
 LOGGING: dict[str, Any] = {

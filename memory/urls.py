@@ -6,7 +6,7 @@ operations whose path segment starts with ``_`` can never be taken for a key or 
 
 from django.urls import path
 
-from memory.apis import long_term, pools, router, short_term, working
+from memory.apis import long_term, pools, router, short_term, tools, working
 from memory.converters import register
 
 register()
@@ -18,6 +18,16 @@ urlpatterns = [
     path("write", router.MemoryWriteApi.as_view(), name="memory-write"),
     path("stats", router.MemoryStatsApi.as_view(), name="memory-stats"),
     path("consolidate", router.MemoryConsolidateApi.as_view(), name="memory-consolidate"),
+    # --- memory tools for agent runs --------------------------------------------------------
+    path("tools/write", tools.ToolWriteApi.as_view(), name="memory-tools-write"),
+    path("tools/search", tools.ToolSearchApi.as_view(), name="memory-tools-search"),
+    path("tools/related", tools.ToolRelatedApi.as_view(), name="memory-tools-related"),
+    path(
+        "tools/summarised-search",
+        tools.ToolSummarisedSearchApi.as_view(),
+        name="memory-tools-summarised-search",
+    ),
+    path("runs/<memory_run:run_id>", tools.RunApi.as_view(), name="memory-run"),
     # --- working memory (Redis) ------------------------------------------------------------
     path("working/_inbox", working.WorkingInboxApi.as_view(), name="working-inbox"),
     path(

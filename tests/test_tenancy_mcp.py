@@ -53,6 +53,15 @@ TOOL_CASES: dict[str, Case] = {
     ),
     "memory_consolidate": _ids(lambda t: {"session_id": t.session_id, "dry_run": True}),
     "memory_stats": _ids(lambda t: {"session_id": t.session_id}),
+    "write_memory": _ids(
+        lambda t: {
+            "text": "The crane schedule changes every spring with the harbour tides",
+            "related": [{"kind": "entry", "id": t.entry_id}],
+        }
+    ),
+    "semantic_memory_search": _none({"query": f"{INTRUDER}TOOL release train Thursday"}),
+    "related_memory_search": _ids(lambda t: {"related": [{"kind": "entry", "id": t.entry_id}]}),
+    "summarised_memory_search": _none({"query": f"{INTRUDER}TOOL release train Thursday"}),
     "create_memory_pool": _names(lambda t: {"pool_id": t.pool_id}),
     "list_memory_pools": _none({}),
     "read_shared_memory": _ids(lambda t: {"pool_id": t.pool_id, "key": "note"}),

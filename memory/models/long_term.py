@@ -14,8 +14,10 @@ from typing import ClassVar
 
 from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
+from django.contrib.postgres.indexes import GinIndex, OpClass
 from django.db import models
 from django.db.models import Q
+from django.db.models.fields.json import KeyTransform
 from pgvector.django import HnswIndex, VectorField
 
 from core.models import Account, Agent, Team, TimeStampedModel
@@ -204,6 +206,12 @@ class MemoryEntry(models.Model):
                 condition=Q(is_current=True) & ~Q(thread=""),
             ),
             models.Index(fields=["context", "is_current"], name="ltm_entry_context_current"),
+            # The memory tools' related search: entries linked to given items.
+            GinIndex(
+                OpClass(KeyTransform("related", "metadata"), name="jsonb_path_ops"),
+                name="ltm_entry_related",
+                condition=Q(is_current=True),
+            ),
         ]
 
     def __str__(self) -> str:

@@ -51,6 +51,14 @@ CONTRACT = {
     "page_backlinks",
     "search_pages",
 }
+# Tools the issues after MCP's added to the same registry (issue 18: the memory tools of runs).
+LATER = {
+    "write_memory",
+    "semantic_memory_search",
+    "related_memory_search",
+    "summarised_memory_search",
+}
+ALL_TOOLS = CONTRACT | LATER
 
 
 def _key(agent: Any, scopes: tuple[str, ...] = ("read", "write")) -> str:
@@ -79,7 +87,7 @@ def test_the_tools_are_listed_with_input_schemas_that_state_their_bounds(url: st
     listed, version = with_client(url, secret, listing)
     assert version in MODERN_PROTOCOL_VERSIONS
     by_name = {tool.name: tool for tool in listed}
-    assert set(by_name) == CONTRACT == set(tools())
+    assert set(by_name) == ALL_TOOLS == set(tools())
     for tool in listed:
         schema = tool.input_schema
         assert schema["type"] == "object" and schema["additionalProperties"] is False, tool.name
@@ -212,8 +220,28 @@ def test_every_tool_answers_on_its_happy_path(url: str, side: Side) -> None:
         pages = await call("search_pages", {"query": "Harbour Notes"})
         assert target.pk in [hit["page"]["id"] for hit in pages["results"]]
 
+        memory = await call(
+            "write_memory",
+            {
+                "text": "The harbour crane schedule changes with the spring tides every year.",
+                "related": [{"kind": "page", "id": target.pk}],
+                "run_id": "live-run",
+            },
+        )
+        assert memory["written"], memory
+        close = await call(
+            "semantic_memory_search", {"query": "when does the crane schedule change?"}
+        )
+        assert close["results"][0]["id"] == memory["memory"]["id"]
+        about = await call(
+            "related_memory_search", {"related": [{"kind": "page", "id": target.pk}]}
+        )
+        assert [hit["id"] for hit in about["results"]] == [memory["memory"]["id"]]
+        summary = await call("summarised_memory_search", {"query": "crane schedule"})
+        assert "[1]" in summary["summary"]
+
     with_client(url, secret, walk)
-    assert set(called) == CONTRACT
+    assert set(called) == ALL_TOOLS
     assert MemoryEntry.objects.get(pk=entries[0]).tags == ["x"]
 
 
@@ -231,7 +259,7 @@ def test_handshake_era_clients_initialize_and_call_tools(url: str) -> None:
 
     version, count, written, found = with_client(url, secret, legacy, mode="legacy")
     assert version in HANDSHAKE_PROTOCOL_VERSIONS
-    assert count == len(CONTRACT)
+    assert count == len(ALL_TOOLS)
     assert not written.is_error and not found.is_error
     assert found.structured_content["results"][0]["content"] == "Handshakes still work."
 
@@ -240,7 +268,7 @@ def test_a_read_only_key_is_refused_on_every_write_tool(url: str) -> None:
     agent = AgentFactory.create()
     secret = _key(agent, scopes=("read",))
     writers = sorted(name for name, tool in tools().items() if tool.scope != "read")
-    assert len(writers) == 10
+    assert len(writers) == 11 and "write_memory" in writers
 
     async def refused(client: Client) -> dict[str, Any]:
         answers = {}
@@ -282,7 +310,7 @@ def test_the_x_api_key_header_works_too(url: str) -> None:
     async def listing(client: Client) -> int:
         return len((await client.list_tools()).tools)
 
-    assert with_client(url, secret, listing, header="X-API-Key") == len(CONTRACT)
+    assert with_client(url, secret, listing, header="X-API-Key") == len(ALL_TOOLS)
 
 
 def test_another_accounts_ids_answer_like_missing_ones(url: str, side: Side) -> None:

@@ -28,6 +28,7 @@ from memory.models import (
     ShortTermEntry,
 )
 from memory.services import long_term as ltm_services
+from memory.services import tools as memory_tools
 from rag import services as rag_services
 from rag.models import Chunk, Document, GraphEdge, GraphNode, KnowledgeBase, SearchQuery
 from rag.services import graph as graph_services
@@ -413,6 +414,15 @@ def _memory(
     ltm_services.context_grant(actor=actor, context=context, agent_id=agent.pk, level="write")
     snapshot = ltm_services.snapshot_create(actor=actor, context=context, name=f"{marker}SNAP")
     ltm_services.entries_accessed(actor=actor, entries=[current], action="read")
+    # A memory written through the memory tools in a run, linked to an entry, and a search.
+    written = memory_tools.memory_tool_write(
+        actor=actor,
+        text=f"{marker}TOOL the release train leaves every second Thursday afternoon",
+        related=[{"kind": "entry", "id": current.pk}],
+        run_id=run_id,
+    )
+    assert written.written, written
+    memory_tools.memory_tool_search(actor=actor, query="release train", run_id=run_id)
     return {
         "session_id": session_id,
         "memory_key": key,

@@ -32,6 +32,11 @@ from core.admin_base import (
 )
 from core.models import Account, Agent, ApiKey, AuditEvent, JobRun, Membership, Team
 
+# The admin is Engram's: its header, its pages' titles and its index say so.
+admin.site.site_header = "Engram"
+admin.site.site_title = "Engram admin"
+admin.site.index_title = "Engram administration"
+
 
 class MembershipForm(forms.ModelForm):
     # A username, not a list of every person of the installation: owners of one account must

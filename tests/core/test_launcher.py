@@ -219,7 +219,7 @@ def test_run_serve_stop_restart_and_recover_from_kill_9(embedded_data_dir: Path)
     with urllib.request.urlopen(f"{first.base}/api/docs/", timeout=10) as response:
         assert response.status == 200
     password = ADMIN_RE.search(first.output()).group(1)  # type: ignore[union-attr]
-    assert "Site administration" in admin_login(first.base, "admin", password)
+    assert "Engram administration" in admin_login(first.base, "admin", password)
     assert first.stop(signal.SIGINT) == 0  # the launcher's own exit status
     time.sleep(0.5)
     assert _engram_processes(data_dir, port) == []

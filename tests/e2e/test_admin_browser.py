@@ -52,7 +52,7 @@ def test_an_operator_uploads_a_document_and_sees_only_their_account(
     browser.find_element(By.ID, "id_username").send_keys("olive")
     browser.find_element(By.ID, "id_password").send_keys(PASSWORD)
     browser.find_element(By.CSS_SELECTOR, "input[type=submit]").click()
-    assert "Site administration" in browser.title, browser.page_source[:2000]
+    assert "Engram administration" in browser.title, browser.page_source[:2000]
 
     go(reverse("admin:rag_document_add"))
     choices = Select(browser.find_element(By.ID, "id_knowledge_base"))

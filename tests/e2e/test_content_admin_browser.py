@@ -73,7 +73,7 @@ def test_an_author_links_pages_and_sees_the_backlinks(browser: Any, live_server:
         browser.find_element(By.ID, "id_username").send_keys(username)
         browser.find_element(By.ID, "id_password").send_keys(PASSWORD)
         submit(browser.find_element(By.CSS_SELECTOR, "input[type=submit]"))
-        assert "Site administration" in browser.title, browser.page_source[:2000]
+        assert "Engram administration" in browser.title, browser.page_source[:2000]
 
     sign_in("ada")
 

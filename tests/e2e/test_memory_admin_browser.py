@@ -62,7 +62,7 @@ def test_an_operator_edits_memory_and_runs_consolidation_for_a_context(
     browser.find_element(By.ID, "id_username").send_keys("olive")
     browser.find_element(By.ID, "id_password").send_keys(PASSWORD)
     submit(browser.find_element(By.CSS_SELECTOR, "input[type=submit]"))
-    assert "Site administration" in browser.title, browser.page_source[:2000]
+    assert "Engram administration" in browser.title, browser.page_source[:2000]
 
     # Edit an entry: the content change is a new version, and the page shows the history.
     go(reverse("admin:memory_memoryentry_change", args=[fact.pk]))

@@ -54,7 +54,7 @@ def test_a_reviewer_approves_a_proposal_and_the_skill_appears(
         browser.find_element(By.ID, "id_username").send_keys(username)
         browser.find_element(By.ID, "id_password").send_keys(PASSWORD)
         submit(browser.find_element(By.CSS_SELECTOR, "input[type=submit]"))
-        assert "Site administration" in browser.title, browser.page_source[:2000]
+        assert "Engram administration" in browser.title, browser.page_source[:2000]
 
     # The other account's reviewer: an empty queue, and the proposal's page is not there.
     sign_in("quinn")

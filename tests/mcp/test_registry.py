@@ -26,6 +26,7 @@ WRITE_TOOLS = {
     "propose_skill",
     "record_skill_usage",
     "write_page",
+    "write_memory",
 }
 
 

@@ -24,8 +24,11 @@ KEYWORD_RADIUS = 2
 EMBEDDING_RADIUS = 1
 
 
-def entry_text(content: str, data: object) -> str:
-    """The entry's own text: content, then JSON content in compact form."""
+def entry_text(content: str, data: object, speaker: str = "") -> str:
+    """The entry's own text: content (after its speaker's name, for a conversation message),
+    then JSON content in compact form."""
+    if speaker:
+        content = f"{speaker}: {content}"
     if data is None:
         return content
     encoded = json.dumps(data, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
@@ -65,17 +68,17 @@ def _neighbours(
     rows = (
         MemoryEntry.objects.filter(condition, is_current=True, archived_at__isnull=True)
         .exclude(pk__in=list(exclude))
-        .values_list("context_id", "thread", "position", "content", "data")
+        .values_list("context_id", "thread", "position", "content", "data", "speaker")
     )
-    for context_id, thread, position, content, data in rows:
+    for context_id, thread, position, content, data, speaker in rows:
         if position is not None:
-            found[(context_id, thread)][position] = entry_text(content, data)
+            found[(context_id, thread)][position] = entry_text(content, data, speaker)
     # Entries not saved yet (or saved with other text in this transaction) speak for themselves.
     for entry in entries:
         if _threaded(entry):
             assert entry.position is not None
             found[(entry.context_id, entry.thread)][entry.position] = entry_text(
-                entry.content, entry.data
+                entry.content, entry.data, entry.speaker
             )
     return found
 
@@ -95,7 +98,7 @@ def indexed_texts(
     keyword: list[str] = []
     embedding: list[str] = []
     for entry in entries:
-        own = entry_text(entry.content, entry.data)
+        own = entry_text(entry.content, entry.data, entry.speaker)
         if _threaded(entry):
             assert entry.position is not None
             texts = threads[(entry.context_id, entry.thread)]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+import uuid
 from typing import Any
 
 from core.errors import ValidationFailed
@@ -94,13 +95,25 @@ def agent_memory_name(agent_id: int) -> str:
     return f"{AGENT_MEMORY_PREFIX}{agent_id}"
 
 
+# Contexts named ``conversation:<random>`` back conversations (``memory.models.conversations``).
+CONVERSATION_PREFIX = "conversation:"
+
+
+def conversation_context_name() -> str:
+    return f"{CONVERSATION_PREFIX}{uuid.uuid4().hex}"
+
+
 def check_context_name(value: str) -> str:
-    """A context name people and agents may choose: not in the reserved ``agent:`` namespace."""
-    if value.strip().lower().startswith(AGENT_MEMORY_PREFIX):
-        raise ValidationFailed(
-            f"Context names starting with {AGENT_MEMORY_PREFIX!r} are reserved for agents' own "
-            "memories.",
-            code="context_name_reserved",
-            details={"prefix": AGENT_MEMORY_PREFIX},
-        )
+    """A context name people and agents may choose: not in the reserved ``agent:`` and
+    ``conversation:`` namespaces."""
+    for prefix, what in (
+        (AGENT_MEMORY_PREFIX, "agents' own memories"),
+        (CONVERSATION_PREFIX, "conversations"),
+    ):
+        if value.strip().lower().startswith(prefix):
+            raise ValidationFailed(
+                f"Context names starting with {prefix!r} are reserved for {what}.",
+                code="context_name_reserved",
+                details={"prefix": prefix},
+            )
     return value

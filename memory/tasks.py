@@ -6,9 +6,11 @@ from __future__ import annotations
 
 from celery import shared_task
 
+from core.embeddings.base import EmbeddingError
 from core.jobs import PeriodicJob, job_run
+from core.llm import LLMError
 from memory import services
-from memory.services import consolidation
+from memory.services import consolidation, conversations
 
 PERIODIC_JOBS = [
     PeriodicJob(
@@ -94,4 +96,38 @@ def rot(self, dry_run: bool = False) -> dict[str, int]:  # type: ignore[no-untyp
 def importance_decay(self, dry_run: bool = False) -> dict[str, int]:  # type: ignore[no-untyped-def]
     with job_run("memory.importance_decay", task_id=self.request.id or "") as run:
         run.counts = consolidation.consolidation_decay(dry_run=dry_run)
+    return run.counts
+
+
+# --- conversations ---------------------------------------------------------------------------
+
+PERIODIC_JOBS += [
+    PeriodicJob(
+        name="memory.summarize_conversations",
+        task="memory.tasks.summarize_conversations",
+        description="Write the rolling summaries that are due (summary_every messages after "
+        "the last summary) and that an append could not queue (broker down).",
+        every_seconds=900,
+        expires_seconds=840,
+    ),
+]
+
+
+@shared_task(
+    time_limit=600,
+    soft_time_limit=540,
+    acks_late=True,
+    autoretry_for=(EmbeddingError, LLMError),
+    retry_backoff=True,
+    max_retries=5,
+)
+def conversation_follow_up(conversation_id: int) -> dict[str, int]:
+    """After a batch of messages commits: the rolling summary, when one is due."""
+    return conversations.conversation_follow_up_run(conversation_id=conversation_id)
+
+
+@shared_task(bind=True, time_limit=3600, soft_time_limit=3300, acks_late=True)
+def summarize_conversations(self, dry_run: bool = False) -> dict[str, int]:  # type: ignore[no-untyped-def]
+    with job_run("memory.summarize_conversations", task_id=self.request.id or "") as run:
+        run.counts = conversations.summaries_due_run(dry_run=dry_run)
     return run.counts

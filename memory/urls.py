@@ -6,7 +6,7 @@ operations whose path segment starts with ``_`` can never be taken for a key or 
 
 from django.urls import path
 
-from memory.apis import long_term, pools, router, short_term, tools, working
+from memory.apis import conversations, long_term, pools, router, short_term, tools, working
 from memory.converters import register
 
 register()
@@ -28,6 +28,32 @@ urlpatterns = [
         name="memory-tools-summarised-search",
     ),
     path("runs/<memory_run:run_id>", tools.RunApi.as_view(), name="memory-run"),
+    # --- conversations ----------------------------------------------------------------------
+    path(
+        "conversations",
+        conversations.ConversationListCreateApi.as_view(),
+        name="conversations",
+    ),
+    path(
+        "conversations/<id:conversation_id>",
+        conversations.ConversationDetailApi.as_view(),
+        name="conversation",
+    ),
+    path(
+        "conversations/<id:conversation_id>/messages",
+        conversations.ConversationMessagesApi.as_view(),
+        name="conversation-messages",
+    ),
+    path(
+        "conversations/<id:conversation_id>/turns",
+        conversations.ConversationTurnsApi.as_view(),
+        name="conversation-turns",
+    ),
+    path(
+        "conversations/<id:conversation_id>/summaries",
+        conversations.ConversationSummariesApi.as_view(),
+        name="conversation-summaries",
+    ),
     # --- working memory (Redis) ------------------------------------------------------------
     path("working/_inbox", working.WorkingInboxApi.as_view(), name="working-inbox"),
     path(

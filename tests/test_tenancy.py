@@ -26,6 +26,7 @@ from core.actors import actor_for_account
 from core.models import Agent, ApiKey, Team
 from memory import working_redis
 from memory.models import (
+    Conversation,
     MemoryAccessLog,
     MemoryContext,
     MemoryContextGrant,
@@ -103,6 +104,7 @@ class Target:
     proposal_id: int
     proposal_name: str
     task_id: int
+    conversation_id: int
 
     @classmethod
     def of(cls, side: Side) -> Target:
@@ -132,6 +134,7 @@ class Target:
             side.proposal.pk,  # type: ignore[union-attr]
             side.proposal_name,
             side.task.pk,  # type: ignore[union-attr]
+            side.conversation.pk,  # type: ignore[union-attr]
         )
 
     @classmethod
@@ -162,12 +165,14 @@ class Target:
             MISSING_ID + 21,
             f"proposal-{MISSING_ID + 22}",
             MISSING_ID + 23,
+            MISSING_ID + 24,
         )
 
     def values(self) -> list[str]:
         names = [self.session_id, self.memory_key, self.pool_id, self.run_id, self.context_name]
         ids = [str(self.kb_id), str(self.document_id), str(self.agent_id), self.key_prefix]
         ids += [str(self.context_id), str(self.entry_id), str(self.snapshot_id)]
+        ids += [str(self.conversation_id)]
         # Graph errors name no ids, so graph ids stay out: a short one would also be replaced
         # inside unrelated numbers of an answer (another table's ids).
         # Longest first: a name containing an id is replaced whole.
@@ -195,6 +200,7 @@ class Target:
             "version_id": self.version_id,
             "proposal_id": self.proposal_id,
             "task_id": self.task_id,
+            "conversation_id": self.conversation_id,
         }
 
 
@@ -408,6 +414,25 @@ CASES.update(
             names_ids=False,
         ),
         "memory_run_retrieve": Case(_named()),
+        # Conversations: ids answer like missing ones; user ids are the caller's own terms.
+        "memory_conversations_list": Case(
+            lambda t: ("", None, {"user_id": f"{INTRUDER}USER"}), names_ids=False
+        ),
+        "memory_conversation_create": Case(
+            lambda t: ("", {"title": "mine", "user_id": "someone"}, None), names_ids=False
+        ),
+        "memory_conversation_retrieve": Case(_named()),
+        "memory_conversation_update": Case(_named({"title": "changed", "summary_every": 3})),
+        "memory_conversation_delete": Case(_named()),
+        "memory_conversation_messages_list": Case(_named(query={"last": 5})),
+        "memory_conversation_messages_add": Case(
+            _named({"messages": [{"role": "user", "content": "injected"}]})
+        ),
+        "memory_conversation_turn_add": Case(
+            _named({"user_input": "injected", "agent_response": "injected"})
+        ),
+        "memory_conversation_summaries_list": Case(_named()),
+        "memory_conversation_summarize": Case(_named({"start_turn": 1, "end_turn": 2})),
         # Long-term memory: context names are unique per account, ids answer like missing.
         "memory_contexts_list": Case(lambda t: ("", None, None), names_ids=False),
         "memory_contexts_create": Case(_context_create, names_ids=False, intruder_names=True),
@@ -584,6 +609,11 @@ def intruder_state(side: Side) -> Any:
     """Everything of the intruder's that a request could change."""
     account = side.account.pk
     return (
+        list(
+            Conversation.objects.filter(account=account).values_list(
+                "id", "title", "user_id", "summary", "message_count", "summary_every"
+            )
+        ),
         list(
             KnowledgeBase.objects.filter(account=account).values_list(
                 "id", "name", "description", "status", "chunk_count", "total_terms"

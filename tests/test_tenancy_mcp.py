@@ -62,6 +62,14 @@ TOOL_CASES: dict[str, Case] = {
     "semantic_memory_search": _none({"query": f"{INTRUDER}TOOL release train Thursday"}),
     "related_memory_search": _ids(lambda t: {"related": [{"kind": "entry", "id": t.entry_id}]}),
     "summarised_memory_search": _none({"query": f"{INTRUDER}TOOL release train Thursday"}),
+    "conversation_add_messages": _ids(
+        lambda t: {
+            "conversation_id": t.conversation_id,
+            "messages": [{"role": "user", "content": "injected"}],
+        }
+    ),
+    "conversation_recent": _ids(lambda t: {"conversation_id": t.conversation_id, "last": 5}),
+    "conversation_summarize": _ids(lambda t: {"conversation_id": t.conversation_id}),
     "create_memory_pool": _names(lambda t: {"pool_id": t.pool_id}),
     "list_memory_pools": _none({}),
     "read_shared_memory": _ids(lambda t: {"pool_id": t.pool_id, "key": "note"}),

@@ -1,5 +1,6 @@
 """Memory tiers: one module per tier; each is imported here so Django finds its models."""
 
+from memory.models.conversations import Conversation
 from memory.models.long_term import (
     MemoryAccessLog,
     MemoryContext,
@@ -29,6 +30,7 @@ from memory.models.working import WorkingMemorySnapshot
 
 __all__ = [
     "DEFAULT_POOL_ID",
+    "Conversation",
     "MemoryAccessLog",
     "MemoryContext",
     "MemoryContextGrant",

@@ -32,6 +32,7 @@ class MemoryContext(TimeStampedModel):
         SHARED_CONTEXT = "shared_context", "Shared context"
         TOOL_CACHE = "tool_cache", "Tool cache"
         PROJECT_CONTEXT = "project_context", "Project context"
+        CONVERSATION = "conversation", "Conversation"
 
     class Scope(models.TextChoices):
         AGENT = "agent", "Agent (its owner and agents granted access)"
@@ -124,6 +125,12 @@ class MemoryEntry(models.Model):
         TOOL = "tool", "Tool"
         WORKFLOW = "workflow", "Workflow"
 
+    class Role(models.TextChoices):
+        USER = "user", "User"
+        ASSISTANT = "assistant", "Assistant"
+        SYSTEM = "system", "System"
+        TOOL = "tool", "Tool"
+
     class MemoryType(models.TextChoices):
         FACTUAL = "factual", "Factual"
         EXPERIENTIAL = "experiential", "Experiential"
@@ -159,6 +166,10 @@ class MemoryEntry(models.Model):
     # neighbours by position: a line of dialogue means little without the lines around it.
     thread = models.CharField(max_length=200, blank=True)
     position = models.IntegerField(null=True, blank=True)
+    # A conversation message's role and speaker (``memory.models.conversations``); blank for
+    # other entries.
+    role = models.CharField(max_length=9, choices=Role.choices, blank=True)
+    speaker = models.CharField(max_length=200, blank=True)
     importance = models.FloatField(default=0.5)
     confidence = models.FloatField(default=1.0)
     embedding = VectorField(dimensions=settings.EMBEDDING_DIMENSIONS, null=True, blank=True)

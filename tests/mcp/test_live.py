@@ -57,6 +57,10 @@ LATER = {
     "semantic_memory_search",
     "related_memory_search",
     "summarised_memory_search",
+    # issue 17: conversations
+    "conversation_add_messages",
+    "conversation_recent",
+    "conversation_summarize",
 }
 ALL_TOOLS = CONTRACT | LATER
 

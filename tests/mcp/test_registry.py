@@ -27,6 +27,8 @@ WRITE_TOOLS = {
     "record_skill_usage",
     "write_page",
     "write_memory",
+    "conversation_add_messages",
+    "conversation_summarize",
 }
 
 

@@ -19,6 +19,7 @@ from core.audit import audit_record
 from core.models import Account, Agent, ApiKey, AuditEvent, Membership, Team
 from memory import services as memory_services
 from memory.models import (
+    Conversation,
     MemoryAccessLog,
     MemoryContext,
     MemoryEntry,
@@ -27,6 +28,7 @@ from memory.models import (
     MemorySnapshot,
     ShortTermEntry,
 )
+from memory.services import conversations as conversation_services
 from memory.services import long_term as ltm_services
 from memory.services import tools as memory_tools
 from rag import services as rag_services
@@ -85,6 +87,9 @@ class Side:
     ltm_context: MemoryContext | None = None
     ltm_entry: MemoryEntry | None = None
     ltm_snapshot: MemorySnapshot | None = None
+    # A conversation (user id and title with the marker) with two messages (metadata with the
+    # marker) and a summary.
+    conversation: Conversation | None = None
     # Knowledge graph: a node named without the marker (requests name it; its description
     # carries the marker), a node named with it, and a bidirectional edge between them.
     node_name: str = ""
@@ -184,6 +189,7 @@ def build_side(marker: str, capture_on_commit: Callable[..., Any]) -> Side:
         "memory.memoryentry": side.ltm_entry,
         "memory.memorysnapshot": side.ltm_snapshot,
         "memory.memoryaccesslog": MemoryAccessLog.objects.get(account=account),
+        "memory.conversation": side.conversation,
         "rag.graphnode": side.graph_other_node,
         "rag.graphedge": side.graph_edge,
         "content.page": side.mentioning_page,
@@ -423,7 +429,22 @@ def _memory(
     )
     assert written.written, written
     memory_tools.memory_tool_search(actor=actor, query="release train", run_id=run_id)
+    conversation = conversation_services.conversation_create(
+        actor=actor, title=f"{marker}CONV", user_id=f"{marker}USER", summary_every=0
+    )
+    conversation_services.messages_append(
+        actor=actor,
+        conversation=conversation,
+        messages=[
+            conversation_services.MessageInput(
+                "user", f"{marker}MSG I moved to Porto in May.", "Ana", metadata={"m": marker}
+            ),
+            conversation_services.MessageInput("assistant", f"{marker}MSG Porto is lovely."),
+        ],
+    )
+    conversation_services.summary_create(actor=actor, conversation=conversation)
     return {
+        "conversation": Conversation.objects.get(pk=conversation.pk),
         "session_id": session_id,
         "memory_key": key,
         "pool_id": pool_id,
@@ -457,6 +478,7 @@ RIGHTS: dict[str, dict[str, str]] = {
     "memory.memoryentry": {"owner": "vcd", "reviewer": "", "author": "", "operator": "vcd"},
     "memory.memorysnapshot": {"owner": "v", "reviewer": "", "author": "", "operator": "v"},
     "memory.memoryaccesslog": {"owner": "v", "reviewer": "", "author": "", "operator": "v"},
+    "memory.conversation": {"owner": "vd", "reviewer": "", "author": "", "operator": "vd"},
     # The knowledge graph: authors and operators write, everyone reads.
     "rag.graphnode": {"owner": "vacd", "reviewer": "v", "author": "vacd", "operator": "vacd"},
     "rag.graphedge": {"owner": "vad", "reviewer": "v", "author": "vad", "operator": "vad"},
@@ -496,6 +518,7 @@ LIST_MARKER = {
     "memory.memoryentry": "LTM",
     "memory.memorysnapshot": "SNAP",
     "memory.memoryaccesslog": "LTM",
+    "memory.conversation": "CONV",
     "rag.graphnode": "NODE",
     "rag.graphedge": "NODE",
     "content.page": "PAGE",

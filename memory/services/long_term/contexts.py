@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from core.actors import Actor
 from core.audit import audit_record
-from core.errors import Conflict, NotFound, ValidationFailed
+from core.errors import Conflict, NotFound, PermissionDenied, ValidationFailed
 from core.models import Agent, Team
 from core.writes import changes_of, changes_validate, row_delete, row_update
 from memory import names
@@ -33,6 +33,15 @@ def _name_taken() -> Conflict:
 
 
 _CONFLICTS = {"ltm_context_unique_name": _name_taken}
+
+
+def _check_context_type(context_type: str) -> None:
+    """Conversation contexts are made with their conversation, never by hand."""
+    if context_type == MemoryContext.ContextType.CONVERSATION:
+        raise ValidationFailed(
+            "Contexts of type conversation are made by creating a conversation.",
+            code="context_type_reserved",
+        )
 
 
 def _owner_and_account(actor: Actor, account_id: int | None) -> tuple[Agent | None, int]:
@@ -72,6 +81,7 @@ def context_create(
     nobody, in ``account_id``, which a person with several accounts must name). Names starting
     with ``agent:`` are reserved (400 ``context_name_reserved``)."""
     names.check_context_name(name)
+    _check_context_type(context_type)
     return _context_insert(
         actor=actor,
         name=name,
@@ -156,6 +166,27 @@ def agent_memory_context(*, actor: Actor) -> MemoryContext:
         return MemoryContext.objects.get(owner=agent, is_agent_memory=True)
 
 
+def conversation_context_create(*, actor: Actor, title: str) -> MemoryContext:
+    """A conversation's own context (type ``conversation``, scope agent, owned by the calling
+    agent, named ``conversation:<random>``: the ``conversation:`` names are reserved like
+    ``agent:`` ones). Only ``memory.services.conversations`` makes them."""
+    if actor.agent is None:
+        raise PermissionDenied(
+            "Conversations belong to agents: call with an agent's API key.",
+            code="agent_required",
+        )
+    return _context_insert(
+        actor=actor,
+        name=names.conversation_context_name(),
+        context_type=MemoryContext.ContextType.CONVERSATION,
+        scope=MemoryContext.Scope.AGENT,
+        team_id=None,
+        description=f"Conversation: {title}"[:500] if title else "A conversation.",
+        metadata=None,
+        account_id=None,
+    )
+
+
 def context_update(
     *, actor: Actor, context: MemoryContext, fields: Mapping[str, Any]
 ) -> MemoryContext:
@@ -167,6 +198,13 @@ def context_update(
         if context.is_agent_memory:
             raise Conflict("An agent's own memory keeps its name.", code="agent_memory_protected")
         names.check_context_name(changes["name"])
+    if "context_type" in changes or context.context_type == MemoryContext.ContextType.CONVERSATION:
+        if context.context_type == MemoryContext.ContextType.CONVERSATION and changes:
+            raise Conflict(
+                "A conversation's context changes with its conversation.",
+                code="conversation_context_protected",
+            )
+        _check_context_type(changes.get("context_type", ""))
     changes_validate(context, changes)
     updated = row_update(
         actor=actor,

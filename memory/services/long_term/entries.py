@@ -8,7 +8,7 @@ its own transaction (``index``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -59,9 +59,17 @@ def unarchived_check(context: MemoryContext) -> None:
         raise Conflict("The context is archived: unarchive it to write.", code="context_archived")
 
 
-def _entry_from(
-    context: MemoryContext, item: EntryInput, author: Agent | None, index: int | None = None
+def entry_build(
+    context: MemoryContext,
+    item: EntryInput,
+    author: Agent | None,
+    index: int | None = None,
+    *,
+    role: str = "",
+    speaker: str = "",
 ) -> MemoryEntry:
+    """A new entry of ``context`` (unsaved), validated (``index``: its place in a batch, for
+    the error message); ``role`` and ``speaker`` for a conversation's message."""
     where = f"entries[{index}]: " if index is not None else ""
     if not item.content.strip() and item.data is None:
         raise ValidationFailed(f"{where}content or data is required.", code="empty_entry")
@@ -86,6 +94,8 @@ def _entry_from(
         occurred_at=item.occurred_at,
         thread=item.thread,
         position=item.position,
+        role=role,
+        speaker=speaker,
         importance=item.importance,
         confidence=item.confidence,
         author=author,
@@ -101,10 +111,15 @@ def _entry_from(
 
 
 def entries_write(
-    *, actor: Actor, context: MemoryContext, items: Sequence[EntryInput]
+    *,
+    actor: Actor,
+    context: MemoryContext,
+    items: Sequence[EntryInput],
+    then: Callable[[list[MemoryEntry]], None] | None = None,
 ) -> list[MemoryEntry]:
     """Write new entries (each its own lineage, version 1) and index them, in one transaction
-    (write access to ``context``)."""
+    (write access to ``context``); ``then`` runs inside it with the saved entries (its error
+    undoes the write)."""
     if not 1 <= len(items) <= MAX_BATCH:
         raise ValidationFailed(
             f"Write 1 to {MAX_BATCH} entries at a time.",
@@ -115,7 +130,7 @@ def entries_write(
     unarchived_check(context)
     batch = len(items) > 1
     new = [
-        _entry_from(context, item, actor.agent, index if batch else None)
+        entry_build(context, item, actor.agent, index if batch else None)
         for index, item in enumerate(items)
     ]
     plan = index_plan(new)
@@ -131,6 +146,8 @@ def entries_write(
             target=context,
             changes={"entries": [entry.pk for entry in new]},
         )
+        if then is not None:
+            then(new)
     return new
 
 

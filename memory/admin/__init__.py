@@ -630,3 +630,6 @@ class MemoryAccessLogAdmin(AccountScopedAdmin):
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[MemoryAccessLog]:
         return super().get_queryset(request).defer("entry__embedding")
+
+
+from memory.admin import conversations  # noqa: E402, F401  (registers the conversations' admin)

@@ -1,0 +1,121 @@
+"""Conversations in the admin: each with its messages (the last ``SHOWN_MESSAGES``, turn by
+turn) and its summaries; operators (and owners) see them, like the rest of long-term memory,
+and may summarise a conversation now or delete it (with its messages and context)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import admin
+from django.db.models import QuerySet
+from django.http import HttpRequest
+from django.utils.html import format_html, format_html_join
+
+from core.admin_base import AccountScopedAdmin
+from memory.models import Conversation
+from memory.roles import MANAGE_MEMORY
+from memory.selectors import conversations as selectors
+from memory.services import conversations as services
+
+SHOWN_MESSAGES = 200
+SHOWN_SUMMARIES = 50
+
+
+@admin.register(Conversation)
+class ConversationAdmin(AccountScopedAdmin):
+    view_roles = change_roles = delete_roles = MANAGE_MEMORY
+    list_display = [
+        "__str__",
+        "agent",
+        "user_id",
+        "message_count",
+        "summarized_through",
+        "last_message_at",
+        "created_at",
+    ]
+    list_filter = ["agent"]
+    list_select_related = ["agent"]
+    search_fields = ["title", "user_id"]
+    fields = readonly_fields = (
+        "account",
+        "agent",
+        "context",
+        "title",
+        "user_id",
+        "metadata",
+        "message_count",
+        "summary_every",
+        "summarized_through",
+        "summary",
+        "last_message_at",
+        "created_at",
+        "summaries",
+        "messages",
+    )
+    actions = ["summarize"]
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        # Nothing to edit by hand; the permission guards the summarise action.
+        return obj is None and super().has_change_permission(request, obj)
+
+    def delete_model(self, request: HttpRequest, obj: Conversation) -> None:
+        services.conversation_delete(actor=self.actor(request), conversation=obj)
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Conversation]) -> None:
+        for conversation in queryset.select_related("context"):
+            self.delete_model(request, conversation)
+
+    @admin.display(description=f"messages (the last {SHOWN_MESSAGES})")
+    def messages(self, obj: Conversation) -> str:
+        shown = selectors.messages_recent(obj, SHOWN_MESSAGES)
+        rows = format_html_join(
+            "",
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            (
+                (
+                    message.position,
+                    message.role,
+                    message.speaker,
+                    message.occurred_at.strftime("%Y-%m-%d %H:%M") if message.occurred_at else "",
+                    message.content[:500],
+                )
+                for message in shown
+            ),
+        )
+        return format_html(
+            "<table><tr><th>turn</th><th>role</th><th>name</th><th>when</th>"
+            "<th>content</th></tr>{}</table>",
+            rows,
+        )
+
+    @admin.display(description="summaries")
+    def summaries(self, obj: Conversation) -> str:
+        rows = format_html_join(
+            "",
+            "<tr><td>{}-{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            (
+                (
+                    summary.metadata.get("start_turn"),
+                    summary.metadata.get("end_turn"),
+                    summary.content,
+                    "; ".join(summary.metadata.get("key_points") or []),
+                    summary.metadata.get("method", ""),
+                )
+                for summary in selectors.summaries_of(obj)[:SHOWN_SUMMARIES]
+            ),
+        )
+        return format_html(
+            "<table><tr><th>turns</th><th>summary</th><th>key points</th><th>method</th></tr>"
+            "{}</table>",
+            rows,
+        )
+
+    @admin.action(description="Summarise the whole conversation now", permissions=["change"])
+    def summarize(self, request: HttpRequest, queryset: QuerySet[Conversation]) -> None:
+        actor = self.actor(request)
+        self.each(
+            request,
+            queryset.filter(message_count__gt=0),
+            lambda conversation: services.summary_create(actor=actor, conversation=conversation),
+            "Summarised",
+        )

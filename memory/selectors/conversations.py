@@ -1,0 +1,79 @@
+"""Conversation reads: the conversations an actor may see, their messages (the recent context,
+pages through the whole history, turn ranges) and their summaries.
+
+A conversation is visible to whoever may read its context (``memory.context_access``): its
+agent, agents granted its context, people of its account. Another account's conversation answers
+exactly like a missing one (404 ``conversation_not_found``)."""
+
+from __future__ import annotations
+
+from django.db.models import QuerySet
+
+from core.actors import Actor
+from core.errors import NotFound
+from memory.context_access import readable_contexts
+from memory.models import Conversation, MemoryEntry
+from memory.models.conversations import thread_of
+
+DEFAULT_RECENT = 5
+MAX_RECENT = 1000
+
+
+def conversation_not_found() -> NotFound:
+    return NotFound("No such conversation.", code="conversation_not_found")
+
+
+def conversation_list(actor: Actor, *, user_id: str | None = None) -> QuerySet[Conversation]:
+    conversations = Conversation.objects.filter(
+        context_id__in=readable_contexts(actor).values("pk")
+    )
+    if user_id is not None:
+        conversations = conversations.filter(user_id=user_id)
+    return conversations.order_by("-created_at", "-id")
+
+
+def conversation_get(actor: Actor, conversation_id: int) -> Conversation:
+    conversation = (
+        conversation_list(actor).select_related("context").filter(pk=conversation_id).first()
+    )
+    if conversation is None:
+        raise conversation_not_found()
+    return conversation
+
+
+def messages_of(conversation: Conversation) -> QuerySet[MemoryEntry]:
+    """The conversation's messages (current versions), in turn order."""
+    return (
+        MemoryEntry.objects.defer("embedding")
+        .filter(
+            context_id=conversation.context_id,
+            thread=thread_of(conversation.pk),
+            is_current=True,
+        )
+        .order_by("position", "id")
+    )
+
+
+def messages_recent(conversation: Conversation, last: int = DEFAULT_RECENT) -> list[MemoryEntry]:
+    """The last ``last`` messages, oldest first (seed 003's ``get_conversation_context``)."""
+    newest = messages_of(conversation).order_by("-position", "-id")[:last]
+    return list(reversed(newest))
+
+
+def messages_in_range(
+    conversation: Conversation, start_turn: int, end_turn: int
+) -> list[MemoryEntry]:
+    return list(messages_of(conversation).filter(position__gte=start_turn, position__lte=end_turn))
+
+
+def summaries_of(conversation: Conversation) -> QuerySet[MemoryEntry]:
+    """The conversation's summaries, newest first."""
+    return (
+        MemoryEntry.objects.defer("embedding")
+        .filter(
+            context_id=conversation.context_id,
+            entry_type=MemoryEntry.EntryType.CONVERSATION_SUMMARY,
+            is_current=True,
+        )
+        .order_by("-created_at", "-id")
+    )

@@ -88,12 +88,24 @@ class PageHit:
 
 
 def page_search(
-    *, actor: Actor, query: str, top_k: int = 10, mode: str = "hybrid"
+    *,
+    actor: Actor,
+    query: str,
+    top_k: int = 10,
+    mode: str = "hybrid",
+    query_vector: np.ndarray | None = None,
 ) -> list[PageHit]:
     """The actor's pages best matching ``query`` by title, aliases and the start of their text:
     the search over their graph nodes (``rag.graph.node_search``, entity type "page"), so a
     page is found once its link sync has made its node."""
-    hits = node_search(actor=actor, query=query, top_k=top_k, mode=mode, entity_type="page")
+    hits = node_search(
+        actor=actor,
+        query=query,
+        top_k=top_k,
+        mode=mode,
+        entity_type="page",
+        query_vector=query_vector,
+    )
     found = page_list(actor=actor).filter(node_id__in=[hit.node.pk for hit in hits])
     pages = {page.node_id: page for page in found}
     return [

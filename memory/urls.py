@@ -6,7 +6,7 @@ operations whose path segment starts with ``_`` can never be taken for a key or 
 
 from django.urls import path
 
-from memory.apis import conversations, long_term, pools, router, short_term, tools, working
+from memory.apis import context, conversations, long_term, pools, router, short_term, tools, working
 from memory.converters import register
 
 register()
@@ -28,6 +28,7 @@ urlpatterns = [
         name="memory-tools-summarised-search",
     ),
     path("runs/<memory_run:run_id>", tools.RunApi.as_view(), name="memory-run"),
+    path("context", context.ContextApi.as_view(), name="memory-context"),
     # --- conversations ----------------------------------------------------------------------
     path(
         "conversations",

@@ -411,8 +411,11 @@ def chunk_search(
     threshold: float | None = None,
     candidates: int | None = None,
     rerank: bool = False,
+    query_vector: np.ndarray | None = None,
 ) -> SearchOutcome:
     """Search the caller's knowledge bases. Scoping happens inside every query.
+    ``query_vector``: the query's embedding, when the caller has it (one serves several
+    searches).
 
     ``threshold`` is a minimum cosine similarity between query and chunk, applied in every mode.
     ``rerank`` re-scores the best candidates (twice ``top_k``) with the configured reranker; it is
@@ -445,6 +448,7 @@ def chunk_search(
         filter_sql=condition,
         filter_params=params,
         embed_query=threshold is not None,
+        query_vector=query_vector,
     )
     query_vector, stage_ms = ranking.query_vector, ranking.stage_ms
     hits = [

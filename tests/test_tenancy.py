@@ -433,6 +433,19 @@ CASES.update(
         ),
         "memory_conversation_summaries_list": Case(_named()),
         "memory_conversation_summarize": Case(_named({"start_turn": 1, "end_turn": 2})),
+        # Context assembly: a foreign conversation is a missing one; no store of the
+        # intruder's contributes to the context of a query naming its marker.
+        "memory_context": Case(
+            lambda t: (
+                "",
+                {
+                    "query": "moved to Porto; deploys on Fridays; tomatoes and basil",
+                    "conversation_id": t.conversation_id,  # type: ignore[union-attr]
+                    "token_budget": 32000,
+                },
+                None,
+            )
+        ),
         # Long-term memory: context names are unique per account, ids answer like missing.
         "memory_contexts_list": Case(lambda t: ("", None, None), names_ids=False),
         "memory_contexts_create": Case(_context_create, names_ids=False, intruder_names=True),

@@ -70,6 +70,13 @@ TOOL_CASES: dict[str, Case] = {
     ),
     "conversation_recent": _ids(lambda t: {"conversation_id": t.conversation_id, "last": 5}),
     "conversation_summarize": _ids(lambda t: {"conversation_id": t.conversation_id}),
+    "get_context": _ids(
+        lambda t: {
+            "query": "moved to Porto; deploys on Fridays; tomatoes and basil",
+            "conversation_id": t.conversation_id,
+            "token_budget": 32000,
+        }
+    ),
     "create_memory_pool": _names(lambda t: {"pool_id": t.pool_id}),
     "list_memory_pools": _none({}),
     "read_shared_memory": _ids(lambda t: {"pool_id": t.pool_id, "key": "note"}),

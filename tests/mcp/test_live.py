@@ -61,6 +61,8 @@ LATER = {
     "conversation_add_messages",
     "conversation_recent",
     "conversation_summarize",
+    # issue 18: context assembly
+    "get_context",
 }
 ALL_TOOLS = CONTRACT | LATER
 

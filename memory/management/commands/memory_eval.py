@@ -31,6 +31,15 @@ class Command(BaseCommand):
         parser.add_argument("--top-k", type=int, default=10)
         parser.add_argument("--mode", default="hybrid", choices=MODES)
         parser.add_argument("--weights", default="", help='e.g. "vector=0.4,keyword=0.6"')
+        parser.add_argument(
+            "--context",
+            action="store_true",
+            help="evaluate context assembly instead: write each conversation through the "
+            "conversations' services and score the evidence turns among each context's turns",
+        )
+        parser.add_argument(
+            "--budget", type=int, default=2000, help="the context's token budget (--context)"
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         ids = {i.strip() for i in options["conversations"].split(",") if i.strip()}
@@ -49,6 +58,9 @@ class Command(BaseCommand):
             if not quiet:
                 sys.stderr.write(message + "\n")
 
+        if options["context"]:
+            self._context(options, ids, progress)
+            return
         try:
             report = run_locomo(
                 options["dataset"],
@@ -85,4 +97,43 @@ class Command(BaseCommand):
             self.stdout.write(
                 f"search latency p50 {lat['p50']:.1f} ms, p95 {lat['p95']:.1f} ms "
                 f"(without the query embedding: p50 {search['p50']:.1f}, p95 {search['p95']:.1f})"
+            )
+
+    def _context(self, options: dict[str, Any], ids: set[str], progress: Any) -> None:
+        from memory.assembly import MAX_BUDGET, MIN_BUDGET
+        from memory.evaluation.context import run_locomo_context
+
+        if not MIN_BUDGET <= options["budget"] <= MAX_BUDGET:
+            raise CommandError(f"--budget must be from {MIN_BUDGET} to {MAX_BUDGET}")
+        try:
+            report = run_locomo_context(
+                options["dataset"],
+                budget=options["budget"],
+                sample_ids=ids or None,
+                on_progress=progress,
+            )
+        except LocomoFormatError as exc:
+            raise CommandError(str(exc)) from exc
+        if options["json"]:
+            self.stdout.write(json.dumps(report))
+            return
+        self.stdout.write(
+            f"{', '.join(report['conversations'])}: {report['questions_scored']} questions, "
+            f"budget {report['budget']} tokens"
+        )
+        self.stdout.write(f"{'category':22} {'n':>4} {'evidence recall':>16} {'tokens':>8}")
+        rows = [(f"{n} {b['name']}", b) for n, b in report["categories"].items()]
+        if report["overall_1_4"]:
+            rows.append(("overall 1-4", report["overall_1_4"]))
+        for label, block in rows:
+            self.stdout.write(
+                f"{label:22} {block['questions']:>4} {block['evidence_recall']:16.4f} "
+                f"{block['tokens_mean']:8.1f}"
+            )
+        if "latency_ms" in report:
+            lat, own = report["latency_ms"], report["assembly_ms_excluding_embedding"]
+            self.stdout.write(
+                f"tokens max {report['tokens_max']}; latency p50 {lat['p50']:.1f} ms, p95 "
+                f"{lat['p95']:.1f} ms (without the query embedding: p50 {own['p50']:.1f}, "
+                f"p95 {own['p95']:.1f})"
             )

@@ -1,0 +1,142 @@
+"""Context assembly on LoCoMo: evidence recall within a token budget, per conversation, for the
+assembler's settings and the alternatives tried (docs/benchmarks.md, "Context assembly").
+
+    uv run python bench/context_locomo.py [--data ../shared/data/locomo/locomo-dev.json]
+        [--budgets 1000,2000] [--variants default,...]
+
+Reads the LoCoMo development conversations from ../shared/data (the product never does). Each
+conversation is written once through the conversations' services (a batch per session, the
+rolling summary after each, as the worker does); every variant then answers every question with
+evidence through ``context_assemble``. A variant changes one setting; the figures per
+conversation show whether a choice holds on both (leave-one-conversation-out: a setting is kept
+only when it wins on each conversation, not on their mean).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import statistics
+import time
+import uuid
+from collections import defaultdict
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from _setup import django_session
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo" / "locomo-dev.json"
+
+
+def _variants() -> dict[str, Callable[[], contextlib.AbstractContextManager[None]]]:
+    from memory.assembly import assemble, sources
+
+    @contextlib.contextmanager
+    def patched(target: Any, name: str, value: Any) -> Iterator[None]:
+        old = getattr(target, name)
+        setattr(target, name, value)
+        try:
+            yield
+        finally:
+            setattr(target, name, old)
+
+    def shares(**changes: float) -> Callable[[], contextlib.AbstractContextManager[None]]:
+        conversation = {**assemble.SHARES["conversation"], **changes}
+        table = {**assemble.SHARES, "conversation": conversation}
+        return lambda: patched(assemble, "SHARES", table)
+
+    return {
+        "default": contextlib.nullcontext,
+        "no_neighbours": lambda: patched(sources, "NEIGHBOUR_TURNS", 0),
+        "neighbours_2": lambda: patched(sources, "NEIGHBOUR_TURNS", 2),
+        "summaries_share_0": shares(recent=0.0),
+        "summaries_share_0.2": shares(recent=0.2),
+        "immediate_share_0.05": shares(immediate=0.05),
+        "candidates_50": lambda: patched(sources, "HISTORY_CANDIDATES", 50),
+    }
+
+
+def _write(conversation: Any) -> tuple[Any, Any, Any]:
+    from core import services as core_services
+    from core.actors import actor_for_account, actor_for_agent
+    from memory.services import conversations as services
+
+    account = core_services.account_create(
+        name=f"bench {conversation.sample_id}", slug=f"bench-{uuid.uuid4().hex[:12]}"
+    )
+    tool = actor_for_account(account.pk)
+    agent = core_services.agent_create(actor=tool, account=account, name="locomo")
+    actor = actor_for_agent(agent)
+    chat = services.conversation_create(actor=actor, title=conversation.sample_id)
+    sessions: dict[int, list[Any]] = defaultdict(list)
+    for turn in conversation.turns:
+        sessions[turn.session].append(turn)
+    for number in sorted(sessions):
+        services.messages_append(
+            actor=actor,
+            conversation=chat,
+            messages=[
+                services.MessageInput(
+                    "user", t.text, t.speaker, t.occurred_at, {"dia_id": t.dia_id}
+                )
+                for t in sessions[number]
+            ],
+        )
+        services.conversation_follow_up_run(conversation_id=chat.pk)
+    return tool, actor, chat
+
+
+def main() -> None:
+    from core import services as core_services
+    from memory.assembly import ContextRequest, context_assemble
+    from memory.evaluation.context import evidence_recall
+    from memory.evaluation.locomo import load_locomo
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--data", type=Path, default=DATA)
+    parser.add_argument("--budgets", default="1000,2000")
+    parser.add_argument("--variants", default="")
+    args = parser.parse_args()
+    budgets = [int(b) for b in args.budgets.split(",")]
+    variants = _variants()
+    chosen = [v for v in args.variants.split(",") if v] or list(variants)
+    print(f"data: {args.data} (LoCoMo development conversations, ../shared/data)")
+    for conversation in load_locomo(args.data):
+        tool, actor, chat = _write(conversation)
+        questions = [q for q in conversation.questions if q.evidence and q.category <= 4]
+        try:
+            for name in chosen:
+                with variants[name]():
+                    for budget in budgets:
+                        recalls, own_ms, tokens = [], [], []
+                        for question in questions:
+                            answer = context_assemble(
+                                actor=actor,
+                                request=ContextRequest(
+                                    query=question.question,
+                                    conversation_id=chat.pk,
+                                    token_budget=budget,
+                                ),
+                            )
+                            recalls.append(evidence_recall(answer.sections, question.evidence))
+                            own_ms.append(answer.timings_ms["total"] - answer.timings_ms["embed"])
+                            tokens.append(answer.tokens)
+                        own_ms.sort()
+                        print(
+                            f"{conversation.sample_id} {name:22s} budget {budget:5d}: "
+                            f"evidence recall {statistics.fmean(recalls):.4f} "
+                            f"({len(questions)} questions 1-4), tokens max {max(tokens)}, "
+                            f"assembly p50 {own_ms[len(own_ms) // 2]:.1f} ms "
+                            f"p95 {own_ms[int(len(own_ms) * 0.95)]:.1f} ms",
+                            flush=True,
+                        )
+        finally:
+            core_services.account_delete(actor=tool, account=chat.account)
+
+
+if __name__ == "__main__":
+    started = time.perf_counter()
+    with django_session():
+        main()
+    print(f"total {time.perf_counter() - started:.0f} s")

@@ -1,0 +1,24 @@
+"""Context assembly: an agent's LLM context for a query, within a hard token budget, from
+every store, each item with its provenance (``assemble``; docs/memory.md)."""
+
+from memory.assembly.assemble import (
+    DEFAULT_BUDGET,
+    FORMATS,
+    MAX_BUDGET,
+    MIN_BUDGET,
+    SOURCES,
+    ContextRequest,
+    ContextResult,
+    context_assemble,
+)
+
+__all__ = [
+    "DEFAULT_BUDGET",
+    "FORMATS",
+    "MAX_BUDGET",
+    "MIN_BUDGET",
+    "SOURCES",
+    "ContextRequest",
+    "ContextResult",
+    "context_assemble",
+]

@@ -1,0 +1,447 @@
+"""One call that answers an agent's LLM context for a query, within a hard token budget, from
+every store, each item with its provenance (docs/memory.md, "Context assembly").
+
+1. The query is embedded once; the task type is given or classified (``memory.task_types``).
+2. Each section's sources answer candidates best first (``memory.assembly.sources``).
+3. The budget, less the query's own line, is shared among the sections that have candidates, by
+   the task type's shares (``SHARES``); a section packs its candidates best first while they
+   fit, shortening an item only at a sentence boundary (``budget.fit_sentences``), and what it
+   leaves unused flows to the next section. Whatever is still left after the last section goes
+   back, in section order, to candidates not taken yet (the final fill): an empty store never
+   wastes the budget.
+4. An item already taken (a turn both recent and retrieved, a memory and its summary entry, the
+   same text twice) is kept once, where it first appears.
+5. Sections are rendered in seed 003's order, items in reading order (turns by turn number),
+   and the whole text is counted once more: it never exceeds the budget.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from core.actors import Actor
+from core.embeddings import get_embedding_provider
+from core.errors import ValidationFailed
+from core.search import MAX_QUERY_CHARS
+from memory import task_types
+from memory.assembly import budget, sources
+from memory.assembly.sources import Candidate
+from memory.models import Conversation
+from memory.selectors import conversations as conversation_selectors
+
+MIN_BUDGET, MAX_BUDGET, DEFAULT_BUDGET = 100, 32_000, 2_000
+DEFAULT_RECENT_TURNS = 5
+# Below this many tokens left, a section stops looking for an item that fits.
+MIN_ROOM = 4
+MAX_SHORTENED = 3
+SOURCES = (
+    "recent_turns",
+    "summaries",
+    "history",
+    "memories",
+    "knowledge",
+    "documents",
+    "pages",
+    "skills",
+    "pools",
+    "working",
+)
+FORMATS = ("text", "markdown")
+# Seed 003's order; each section's sources.
+SECTIONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    ("immediate", "Recent conversation", ("recent_turns",)),
+    ("recent", "Summaries of the conversation", ("summaries",)),
+    ("history", "Relevant history", ("history", "memories")),
+    ("knowledge", "Knowledge", ("knowledge",)),
+    ("documents", "Documents", ("documents",)),
+    ("pages", "Pages", ("pages",)),
+    ("skills", "Skills", ("skills",)),
+    ("task", "Task context", ("working", "pools")),
+)
+QUERY_SECTION = ("query", "Current query")
+# Each section's share of the budget by task type (renormalised over the sections that have
+# candidates). Relevant history leads in conversation, knowledge and documents elsewhere.
+SHARES: dict[str, dict[str, float]] = {
+    task_types.CONVERSATION: {
+        "immediate": 0.15,
+        "recent": 0.10,
+        "history": 0.55,
+        "knowledge": 0.08,
+        "documents": 0.04,
+        "pages": 0.03,
+        "skills": 0.02,
+        "task": 0.03,
+    },
+    task_types.PROBLEM_SOLVING: {
+        "immediate": 0.10,
+        "recent": 0.05,
+        "history": 0.25,
+        "knowledge": 0.20,
+        "documents": 0.15,
+        "pages": 0.05,
+        "skills": 0.15,
+        "task": 0.05,
+    },
+    task_types.LEARNING: {
+        "immediate": 0.10,
+        "recent": 0.05,
+        "history": 0.25,
+        "knowledge": 0.25,
+        "documents": 0.20,
+        "pages": 0.10,
+        "skills": 0.02,
+        "task": 0.03,
+    },
+    task_types.ANALYSIS: {
+        "immediate": 0.10,
+        "recent": 0.10,
+        "history": 0.30,
+        "knowledge": 0.20,
+        "documents": 0.15,
+        "pages": 0.08,
+        "skills": 0.02,
+        "task": 0.05,
+    },
+}
+
+
+@dataclass(frozen=True)
+class ContextRequest:
+    query: str
+    conversation_id: int | None = None
+    session_id: str = ""
+    task_type: str | None = None
+    token_budget: int = DEFAULT_BUDGET
+    sources: Sequence[str] | None = None
+    knowledge_base_ids: Sequence[int] = ()
+    format: str = "text"
+
+
+@dataclass
+class Item:
+    candidate: Candidate
+    text: str  # as shown: the candidate's text, or its leading sentences
+    tokens: int  # of its whole line (prefix and text)
+
+    def as_json(self) -> dict[str, Any]:
+        c = self.candidate
+        return {
+            "kind": c.kind,
+            "id": c.id,
+            "score": round(float(c.score), 6),
+            "tokens": self.tokens,
+            "text": self.text,
+            "metadata": c.metadata,
+            "source": c.source,
+        }
+
+
+@dataclass
+class Section:
+    name: str
+    title: str
+    candidates: list[Candidate] = field(default_factory=list)
+    items: list[Item] = field(default_factory=list)
+    header_tokens: int = 0
+    whole: list[int] | None = None
+    chosen: set[int | str] = field(default_factory=set)
+
+    @property
+    def tokens(self) -> int:
+        return (self.header_tokens if self.items else 0) + sum(i.tokens for i in self.items)
+
+
+@dataclass
+class ContextResult:
+    context: str
+    task_type: str
+    task_type_source: str
+    tokens: int
+    token_budget: int
+    tokenizer: str
+    sections: list[dict[str, Any]]
+    dropped: dict[str, int]
+    timings_ms: dict[str, float]
+
+
+def _check(request: ContextRequest) -> None:
+    if not request.query.strip():
+        raise ValidationFailed("query is required.", code="empty_query")
+    if len(request.query) > MAX_QUERY_CHARS:
+        raise ValidationFailed(
+            f"query is limited to {MAX_QUERY_CHARS} characters.", code="query_too_long"
+        )
+    if not MIN_BUDGET <= request.token_budget <= MAX_BUDGET:
+        raise ValidationFailed(
+            f"token_budget must be from {MIN_BUDGET} to {MAX_BUDGET}.",
+            code="invalid_token_budget",
+            details={"min": MIN_BUDGET, "max": MAX_BUDGET},
+        )
+    unknown = sorted(set(request.sources or ()) - set(SOURCES))
+    if unknown:
+        raise ValidationFailed(
+            f"Unknown sources: {', '.join(unknown)}.",
+            code="invalid_source",
+            details={"choices": list(SOURCES)},
+        )
+    if request.task_type is not None and request.task_type not in task_types.TASK_TYPES:
+        raise ValidationFailed(
+            "task_type must be conversation, problem_solving, learning or analysis.",
+            code="invalid_task_type",
+        )
+    if request.format not in FORMATS:
+        raise ValidationFailed("format must be text or markdown.", code="invalid_format")
+
+
+def _header(title: str, markdown: bool) -> str:
+    return f"## {title}" if markdown else f"{title}:"
+
+
+def _line(prefix: str, text: str, markdown: bool) -> str:
+    return f"- {prefix}{text}" if markdown else f"{prefix}{text}"
+
+
+class _Packer:
+    """Packs candidates into sections within the budget, keeping each item once."""
+
+    def __init__(self, markdown: bool) -> None:
+        self.markdown = markdown
+        self.taken: set[tuple[str, Any]] = set()
+        self.texts: set[str] = set()
+
+    def duplicate(self, candidate: Candidate) -> bool:
+        key = " ".join(candidate.text.split()).lower()
+        return (candidate.same[0] != "" and candidate.same in self.taken) or key in self.texts
+
+    def _whole(self, section: Section) -> list[int]:
+        """Each candidate's whole line in tokens, counted once per section in one batch."""
+        if section.whole is None:
+            section.whole = budget.tokens_of([self.prefix(c) + c.text for c in section.candidates])
+        return section.whole
+
+    def prefix(self, candidate: Candidate) -> str:
+        return "- " + candidate.prefix if self.markdown else candidate.prefix
+
+    def take(self, section: Section, limit: int) -> int:
+        """Add the section's candidates, best first, within ``limit`` tokens (its header
+        included when it gets its first item); answers the tokens used. An item that does not
+        fit whole is shortened to its leading sentences (at most ``MAX_SHORTENED`` tries per
+        call: each costs a count per sentence)."""
+        used = 0
+        tries = 0
+        for candidate, whole in zip(section.candidates, self._whole(section), strict=True):
+            if candidate.id in section.chosen or self.duplicate(candidate):
+                continue
+            header = section.header_tokens if not section.items else 0
+            room = limit - used - header
+            if room < MIN_ROOM:
+                break
+            if whole <= room:
+                text, tokens = candidate.text, whole
+            else:
+                if tries >= MAX_SHORTENED:
+                    continue
+                tries += 1
+                fitted = budget.fit_sentences(self.prefix(candidate), candidate.text, room)
+                if fitted is None:
+                    continue
+                text, tokens = fitted
+            section.items.append(Item(candidate, text, tokens))
+            section.chosen.add(candidate.id)
+            self.taken.add(candidate.same)
+            self.texts.add(" ".join(candidate.text.split()).lower())
+            used += header + tokens
+        return used
+
+
+def _gather(
+    actor: Actor,
+    request: ContextRequest,
+    conversation: Conversation | None,
+    task_type: str,
+    vector: np.ndarray,
+    timings: dict[str, float],
+) -> dict[str, list[Candidate]]:
+    wanted = set(request.sources or SOURCES)
+    found: dict[str, list[Candidate]] = {name: [] for name in SOURCES}
+
+    def timed(name: str, read: Callable[[], list[Candidate]]) -> None:
+        if name not in wanted:
+            return
+        started = time.perf_counter()
+        found[name] = read()
+        timings[name] = round((time.perf_counter() - started) * 1000, 2)
+
+    if conversation is not None:
+        timed("recent_turns", lambda: sources.recent_turns(conversation, DEFAULT_RECENT_TURNS))
+        timed("summaries", lambda: sources.summaries(conversation))
+        timed("history", lambda: sources.history(actor, conversation, request.query, vector)[0])
+    timed("memories", lambda: sources.memories(actor, request.query, vector)[0])
+    timed(
+        "documents",
+        lambda: sources.documents(actor, request.query, vector, request.knowledge_base_ids),
+    )
+    timed("pages", lambda: sources.pages(actor, request.query, vector))
+    timed("skills", lambda: sources.skills(actor, request.query, vector))
+    tiers = [t for t, s in (("working", "working"), ("shared", "pools")) if s in wanted]
+    if tiers:
+        started = time.perf_counter()
+        task = sources.task_context(
+            actor, request.query, vector, session_id=request.session_id, tiers=tiers
+        )
+        found["working"] = [c for c in task if c.kind == "working"]
+        found["pools"] = [c for c in task if c.kind == "pool"]
+        timings["task"] = round((time.perf_counter() - started) * 1000, 2)
+    return found
+
+
+def _merge_history(found: dict[str, list[Candidate]]) -> list[Candidate]:
+    """The conversation's turns and the agent's memories, each list in its own ranking, merged
+    by score (one engine, one scale; a turn brought by a hit ranks with its hit)."""
+    turns, memories = found["history"], found["memories"]
+    merged: list[Candidate] = []
+    i = j = 0
+    while i < len(turns) or j < len(memories):
+        take_turn = j >= len(memories) or (
+            i < len(turns)
+            and turns[i].extra.get("merge_score", turns[i].score) >= memories[j].score
+        )
+        if take_turn:
+            merged.append(turns[i])
+            i += 1
+        else:
+            merged.append(memories[j])
+            j += 1
+    return merged
+
+
+def context_assemble(*, actor: Actor, request: ContextRequest) -> ContextResult:
+    _check(request)
+    timings: dict[str, float] = {}
+    started = time.perf_counter()
+    conversation = (
+        conversation_selectors.conversation_get(actor, request.conversation_id)
+        if request.conversation_id is not None
+        else None
+    )
+    embed_started = time.perf_counter()
+    vector = np.asarray(get_embedding_provider().embed_query(request.query), dtype=np.float32)
+    timings["embed"] = round((time.perf_counter() - embed_started) * 1000, 2)
+    if request.task_type is not None:
+        task_type, task_type_source = request.task_type, "given"
+    else:
+        classify_started = time.perf_counter()
+        task_type, method = task_types.classify(request.query, query_vector=vector)
+        task_type_source = "classified" if method == "offline" else f"classified:{method}"
+        timings["classify"] = round((time.perf_counter() - classify_started) * 1000, 2)
+    found = _gather(actor, request, conversation, task_type, vector, timings)
+    wanted = set(request.sources or SOURCES)
+    pack_started = time.perf_counter()
+    markdown = request.format == "markdown"
+    by_name = {
+        "immediate": found["recent_turns"],
+        "recent": found["summaries"],
+        "history": _merge_history(found),
+        "knowledge": found["knowledge"],
+        "documents": found["documents"],
+        "pages": found["pages"],
+        "skills": found["skills"],
+        "task": [*found["working"], *found["pools"]],
+    }
+    sections = [Section(name, title, by_name[name]) for name, title, _ in SECTIONS]
+    headers = budget.tokens_of([_header(s.title, markdown) for s in sections])
+    for section, header in zip(sections, headers, strict=True):
+        section.header_tokens = header
+
+    query_section = Section(*QUERY_SECTION)
+    query_section.header_tokens = budget.tokens_of([_header(QUERY_SECTION[1], markdown)])[0]
+    query_section.candidates = [
+        Candidate(kind="query", id="query", score=1.0, text=request.query, metadata={}, source={})
+    ]
+    packer = _Packer(markdown)
+    left = request.token_budget - packer.take(query_section, request.token_budget)
+
+    active = [s for s in sections if s.candidates]
+    shares = SHARES[task_type]
+    total_share = sum(shares[s.name] for s in active) or 1.0
+    available, carry = left, 0
+    for section in active:
+        limit = int(available * shares[section.name] / total_share) + carry
+        limit = min(limit, left)
+        used = packer.take(section, limit)
+        left -= used
+        carry = limit - used
+    for section in active:  # the final fill
+        if left <= 0:
+            break
+        left -= packer.take(section, left)
+    history = sections[2]
+    if conversation is not None and left >= MIN_ROOM and "history" in wanted:
+        # The budget outlasts the search's candidates: the rest of the conversation, newest
+        # first.
+        taken = {
+            int(i.candidate.id) for s in sections[:3] for i in s.items if i.candidate.kind == "turn"
+        }
+        history.candidates = sources.more_turns(conversation, taken, sources.MORE_TURNS)
+        history.whole = None
+        left -= packer.take(history, left)
+
+    ordered = [*sections, query_section]
+    text = _render(ordered, markdown)
+    tokens = budget.tokens_of([text])[0] if text else 0
+    while tokens > request.token_budget:  # never expected: the safety net of the hard limit
+        last = next(s for s in reversed(ordered) if s.items)
+        last.items.pop()
+        text = _render(ordered, markdown)
+        tokens = budget.tokens_of([text])[0] if text else 0
+    timings["pack"] = round((time.perf_counter() - pack_started) * 1000, 2)
+    timings["total"] = round((time.perf_counter() - started) * 1000, 2)
+    chosen = {id(i.candidate) for s in ordered for i in s.items}
+    left_out = [
+        c for s in sections for c in s.candidates if id(c) not in chosen and not packer.duplicate(c)
+    ]
+    return ContextResult(
+        context=text,
+        task_type=task_type,
+        task_type_source=task_type_source,
+        tokens=tokens,
+        token_budget=request.token_budget,
+        tokenizer=budget.TOKENIZER,
+        sections=[
+            {
+                "name": s.name,
+                "tokens": s.tokens,
+                # The query's own line is no item of any kind: it is the text asked about.
+                "items": [i.as_json() for i in _reading_order(s) if s is not query_section],
+            }
+            for s in ordered
+            if s.items
+        ],
+        dropped={
+            "candidates": len(left_out),
+            "tokens": sum(budget.tokens_of([c.prefix + c.text for c in left_out]))
+            if left_out
+            else 0,
+        },
+        timings_ms=timings,
+    )
+
+
+def _reading_order(section: Section) -> list[Item]:
+    return sorted(section.items, key=lambda i: (i.candidate.kind != "turn", i.candidate.order))
+
+
+def _render(sections: Sequence[Section], markdown: bool) -> str:
+    blocks = []
+    for section in sections:
+        if not section.items:
+            continue
+        lines = [_header(section.title, markdown)]
+        lines += [_line(i.candidate.prefix, i.text, markdown) for i in _reading_order(section)]
+        blocks.append("\n".join(lines))
+    return "\n\n".join(blocks)

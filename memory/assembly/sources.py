@@ -1,0 +1,346 @@
+"""Where a context's candidates come from: one function per source, each reading through the
+selectors of the app that owns the store (``rag``, ``content``, ``skills`` and memory's own),
+each answering its candidates best first with their provenance. Every search runs on the one
+engine, with the query's embedding computed once by the assembler."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from core.actors import Actor
+from memory.context_access import readable_contexts
+from memory.models import Conversation, MemoryContext, MemoryEntry
+from memory.selectors import conversations as conversation_selectors
+from memory.selectors.long_term import LongTermFilters, long_term_search
+from memory.selectors.router import SHARED, WORKING, RouterFilters
+from memory.selectors.search import memory_search
+
+# Candidates each engine-backed source asks for (the search bound is 100).
+HISTORY_CANDIDATES = 100
+MEMORY_CANDIDATES = 20
+KNOWLEDGE_CANDIDATES = 10
+DOCUMENT_CANDIDATES = 10
+PAGE_CANDIDATES = 5
+SKILL_CANDIDATES = 5
+TASK_CANDIDATES = 10
+MAX_SUMMARIES = 20
+# Turns read at most when the budget outlasts the search's candidates.
+MORE_TURNS = 2000
+# Turns next to the best history hits join them (bench/context_locomo.py measured the choice).
+NEIGHBOUR_TURNS = 1
+NEIGHBOUR_HITS = 10
+NEIGHBOUR_DECAY = 0.9
+PAGE_TEXT_CHARS = 2000
+VALUE_TEXT_CHARS = 2000
+
+
+@dataclass
+class Candidate:
+    """One item the context may hold. ``text`` is what the context shows of it (after a
+    rendering ``prefix``: the turn's date and number, a label); ``order`` sorts a section's
+    chosen items for reading; ``same`` names what it duplicates (an entry id, a text)."""
+
+    kind: str
+    id: int | str
+    score: float
+    text: str
+    metadata: dict[str, Any]
+    source: dict[str, Any]
+    prefix: str = ""
+    order: tuple[Any, ...] = ()
+    same: tuple[str, Any] = ("", None)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _when(entry: MemoryEntry) -> str:
+    return f"[{entry.occurred_at:%Y-%m-%d %H:%M}] " if entry.occurred_at else ""
+
+
+def turn_candidate(conversation: Conversation, entry: MemoryEntry, score: float) -> Candidate:
+    speaker = entry.speaker or entry.role or "unknown"
+    return Candidate(
+        kind="turn",
+        id=entry.pk,
+        score=score,
+        text=f"{speaker}: {entry.content}",
+        metadata=entry.metadata,
+        source={
+            "conversation_id": conversation.pk,
+            "message_id": entry.pk,
+            "turn_number": entry.position,
+        },
+        prefix=f"{_when(entry)}#{entry.position} ",
+        order=(entry.position or 0,),
+        same=("entry", entry.pk),
+    )
+
+
+def recent_turns(conversation: Conversation, count: int) -> list[Candidate]:
+    """The conversation's last ``count`` turns, the newest first (so a tight budget keeps the
+    latest), shown in turn order."""
+    recent = conversation_selectors.messages_recent(conversation, count)
+    return [turn_candidate(conversation, entry, 1.0) for entry in reversed(recent)]
+
+
+def summaries(conversation: Conversation) -> list[Candidate]:
+    """The conversation's summaries, the one reaching furthest first, shown in turn order."""
+    found = list(conversation_selectors.summaries_of(conversation)[:MAX_SUMMARIES])
+    found.sort(key=lambda e: (-int(e.metadata.get("end_turn") or 0), -e.pk))
+    out = []
+    for entry in found:
+        start, end = entry.metadata.get("start_turn"), entry.metadata.get("end_turn")
+        out.append(
+            Candidate(
+                kind="summary",
+                id=entry.pk,
+                score=1.0,
+                text=entry.content,
+                metadata=entry.metadata,
+                source={
+                    "conversation_id": conversation.pk,
+                    "entry_id": entry.pk,
+                    "start_turn": start,
+                    "end_turn": end,
+                },
+                prefix=f"(turns {start}-{end}) ",
+                order=(int(start or 0), entry.pk),
+                same=("entry", entry.pk),
+            )
+        )
+    return out
+
+
+def history(
+    actor: Actor, conversation: Conversation, query: str, vector: np.ndarray
+) -> tuple[list[Candidate], dict[str, float]]:
+    """This conversation's turns most relevant to the query (the engine's hybrid search with
+    neighbour windows, ``long_term_search``), best first, shown in turn order. Each of the
+    ``NEIGHBOUR_HITS`` best hits brings the turns within ``NEIGHBOUR_TURNS`` of it right after
+    it (a question and its answer are often on adjacent lines), scored a little below it."""
+    found = long_term_search(
+        actor=actor,
+        query=query,
+        top_k=HISTORY_CANDIDATES,
+        filters=LongTermFilters(context_ids=(conversation.context_id,), thread=conversation.thread),
+        query_vector=vector,
+    )
+    # (entry, score, the score of the hit that brought it): the list's order is the ranking,
+    # a neighbour right after its hit; merged with the memories by the hit's score.
+    hits = [(hit.entry, hit.score, hit.score) for hit in found.hits]
+    if NEIGHBOUR_TURNS > 0 and hits:
+        wanted: set[int] = set()
+        for entry, _, _ in hits[:NEIGHBOUR_HITS]:
+            position = entry.position or 0
+            wanted.update(range(position - NEIGHBOUR_TURNS, position + NEIGHBOUR_TURNS + 1))
+        near = {
+            e.position: e
+            for e in conversation_selectors.messages_of(conversation).filter(
+                position__in=sorted(wanted)
+            )
+        }
+        seen = {entry.pk for entry, _, _ in hits}
+        expanded: list[tuple[MemoryEntry, float, float]] = []
+        for rank, (entry, score, _) in enumerate(hits):
+            expanded.append((entry, score, score))
+            if rank >= NEIGHBOUR_HITS:
+                continue
+            position = entry.position or 0
+            for offset in range(1, NEIGHBOUR_TURNS + 1):
+                for p in (position + offset, position - offset):
+                    neighbour = near.get(p)
+                    if neighbour is not None and neighbour.pk not in seen:
+                        seen.add(neighbour.pk)
+                        expanded.append((neighbour, score * NEIGHBOUR_DECAY, score))
+        hits = expanded
+    out = []
+    for entry, score, anchor in hits:
+        candidate = turn_candidate(conversation, entry, score)
+        candidate.extra["merge_score"] = anchor
+        out.append(candidate)
+    return out, dict(found.timings_ms)
+
+
+def more_turns(conversation: Conversation, exclude: set[int], limit: int) -> list[Candidate]:
+    """When the budget outlasts what the search found: the conversation's other turns, the
+    newest first (up to ``limit``), scored 0."""
+    rows = (
+        conversation_selectors.messages_of(conversation)
+        .exclude(pk__in=exclude)
+        .order_by("-position", "-id")[:limit]
+    )
+    return [turn_candidate(conversation, entry, 0.0) for entry in rows]
+
+
+def memories(
+    actor: Actor, query: str, vector: np.ndarray
+) -> tuple[list[Candidate], dict[str, float]]:
+    """The memories the actor may read outside conversations (each conversation is its own
+    history), most relevant first."""
+    context_ids = list(
+        readable_contexts(actor)
+        .exclude(context_type=MemoryContext.ContextType.CONVERSATION)
+        .values_list("pk", flat=True)
+        .distinct()
+    )
+    if not context_ids:
+        return [], {}
+    found = long_term_search(
+        actor=actor,
+        query=query,
+        top_k=MEMORY_CANDIDATES,
+        filters=LongTermFilters(context_ids=tuple(context_ids)),
+        query_vector=vector,
+    )
+    out = []
+    for rank, hit in enumerate(found.hits):
+        entry = hit.entry
+        text = entry.content or json.dumps(entry.data, ensure_ascii=False)
+        out.append(
+            Candidate(
+                kind="memory",
+                id=entry.pk,
+                score=hit.score,
+                text=text,
+                metadata=entry.metadata,
+                source={"context_id": entry.context_id, "entry_id": entry.pk},
+                prefix=_when(entry),
+                order=(1, rank),
+                same=("entry", entry.pk),
+            )
+        )
+    return out, dict(found.timings_ms)
+
+
+def documents(
+    actor: Actor, query: str, vector: np.ndarray, knowledge_base_ids: Sequence[int]
+) -> list[Candidate]:
+    from rag.search import SearchFilters, chunk_search
+
+    outcome = chunk_search(
+        actor=actor,
+        query=query,
+        top_k=DOCUMENT_CANDIDATES,
+        filters=SearchFilters(knowledge_base_ids=tuple(knowledge_base_ids)),
+        query_vector=vector,
+    )
+    return [
+        Candidate(
+            kind="chunk",
+            id=hit.chunk_id,
+            score=hit.score,
+            text=hit.text,
+            metadata={"document_title": hit.document_title, "heading_path": hit.heading_path},
+            source={
+                "knowledge_base_id": hit.knowledge_base_id,
+                "document_id": hit.document_id,
+                "chunk_id": hit.chunk_id,
+            },
+            prefix=f"[{hit.document_title}] " if hit.document_title else "",
+            order=(rank,),
+            same=("text", hit.text),
+        )
+        for rank, hit in enumerate(outcome.hits)
+    ]
+
+
+def pages(actor: Actor, query: str, vector: np.ndarray) -> list[Candidate]:
+    from content.selectors import page_search
+
+    return [
+        Candidate(
+            kind="page",
+            id=hit.page.pk,
+            score=float(hit.score or 0.0),
+            text=hit.page.content[:PAGE_TEXT_CHARS] or hit.page.title,
+            metadata={"title": hit.page.title},
+            source={"page_id": hit.page.pk},
+            prefix=f"[{hit.page.title}] ",
+            order=(rank,),
+            same=("page", hit.page.pk),
+        )
+        for rank, hit in enumerate(
+            page_search(actor=actor, query=query, top_k=PAGE_CANDIDATES, query_vector=vector)
+        )
+    ]
+
+
+def skills(actor: Actor, query: str, vector: np.ndarray) -> list[Candidate]:
+    from skills.selectors.catalog import skill_discover
+
+    hits = skill_discover(
+        actor=actor, description=query, top_k=SKILL_CANDIDATES, query_vector=vector
+    )
+    return [
+        Candidate(
+            kind="skill",
+            id=hit.skill.pk,
+            score=hit.score,
+            text=" ".join(p for p in (hit.skill.description, hit.skill.procedure) if p)
+            or hit.skill.name,
+            metadata={"name": hit.skill.name, "category": hit.skill.category},
+            source={"skill_id": hit.skill.pk},
+            prefix=f"[{hit.skill.name}] ",
+            order=(rank,),
+            same=("skill", hit.skill.pk),
+        )
+        for rank, hit in enumerate(hits)
+    ]
+
+
+def _value_text(value: Any) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    return text[:VALUE_TEXT_CHARS]
+
+
+def task_context(
+    actor: Actor, query: str, vector: np.ndarray, *, session_id: str, tiers: Sequence[str]
+) -> list[Candidate]:
+    """Working memory of the session (``working``) and pool data (``pools``) relevant to the
+    query, through the router's one search across tiers."""
+    if actor.agent is None:
+        return []  # working memory and pools are agents' (people read pools in the admin)
+    wanted = [t for t in tiers if t == SHARED or (t == WORKING and session_id)]
+    if not wanted:
+        return []
+    found = memory_search(
+        actor=actor,
+        query=query,
+        tiers=wanted,
+        top_k=TASK_CANDIDATES,
+        filters=RouterFilters(session_id=session_id if WORKING in wanted else ""),
+        query_vector=vector,
+    )
+    out = []
+    for rank, hit in enumerate(found.results):
+        if hit.tier == WORKING:
+            out.append(
+                Candidate(
+                    kind="working",
+                    id=str(hit.unit_id),
+                    score=hit.score,
+                    text=f"{hit.key}: {_value_text(hit.content)}",
+                    metadata=dict(hit.extra),
+                    source={"session_id": hit.session_id, "key": hit.key},
+                    order=(0, rank),
+                    same=("working", hit.unit_id),
+                )
+            )
+        elif hit.tier == SHARED:
+            out.append(
+                Candidate(
+                    kind="pool",
+                    id=f"{hit.pool_id}:{hit.path}",
+                    score=hit.score,
+                    text=f"{hit.pool_id}.{hit.path}: {_value_text(hit.content)}",
+                    metadata=dict(hit.extra),
+                    source={"pool_id": hit.pool_id, "path": hit.path},
+                    order=(1, rank),
+                    same=("pool", (hit.pool_id, hit.path)),
+                )
+            )
+    return out

@@ -1,0 +1,304 @@
+"""Context assembly (issue 18): the budget is a hard limit at any budget with items of any size,
+sections come in seed 003's order, an item is kept once, every kind of item says where it came
+from, another account never contributes, and bad input is a 4xx with a code."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+from rest_framework.test import APIClient
+
+from core import services as core_services
+from core.actors import actor_for_account, actor_for_agent
+from memory import task_types
+from memory.assembly import ContextRequest, context_assemble
+from memory.assembly.budget import fit_sentences, sentences
+from memory.models import Conversation
+from memory.services import conversations as conversations_services
+from rag.tokens import count_tokens_one
+from tests.conftest import AuthedAgent
+from tests.memory.conftest import code
+from tests.support.world import build_side
+
+pytestmark = pytest.mark.django_db
+URL = "/api/v1/memory/context"
+ORDER = ["immediate", "recent", "history", "knowledge", "documents", "pages", "skills", "task"]
+SENTENCE_END = re.compile(r"[.!?][\"')\]]*$")
+
+
+def _conversation(authed: AuthedAgent, lines: list[tuple[str, str]]) -> Conversation:
+    actor = actor_for_agent(authed.agent)
+    conversation = conversations_services.conversation_create(
+        actor=actor, title="chat", summary_every=0
+    )
+    conversations_services.messages_append(
+        actor=actor,
+        conversation=conversation,
+        messages=[
+            conversations_services.MessageInput(
+                "user", text, name, metadata={"dia_id": f"D1:{n}", "n": n}
+            )
+            for n, (name, text) in enumerate(lines, start=1)
+        ],
+    )
+    return conversation
+
+
+def _ask(authed: AuthedAgent, **body: Any) -> dict[str, Any]:
+    answer = authed.client.post(URL, body, format="json")
+    assert answer.status_code == 200, answer.content
+    return dict(answer.json())
+
+
+def _items(answer: dict[str, Any]) -> list[dict[str, Any]]:
+    return [item for section in answer["sections"] for item in section["items"]]
+
+
+def _check_answer(answer: dict[str, Any], budget: int) -> None:
+    assert answer["token_budget"] == budget
+    assert answer["tokens"] == count_tokens_one(answer["context"]) <= budget
+    assert sum(s["tokens"] for s in answer["sections"]) <= budget
+    for item in _items(answer):
+        assert item["text"] in answer["context"], item
+
+
+LONG = " ".join(
+    f"Sentence {n} of the very long report mentions the lighthouse keeper and the harbour."
+    for n in range(400)
+)
+RUN_ON = "word " * 3000  # one sentence with no end: never cut, so never shown
+
+
+@pytest.mark.parametrize("budget", [100, 101, 150, 333, 1000, 2000, 7777, 32000])
+def test_the_budget_is_never_exceeded_with_items_of_any_size(
+    agent_client: AuthedAgent, budget: int
+) -> None:
+    lines = [("Ana", f"The harbour lighthouse was painted blue in year {n}.") for n in range(60)]
+    lines += [("Ana", LONG), ("Ben", RUN_ON.strip()), ("Ana", "Short one. " * 200)]
+    conversation = _conversation(agent_client, lines)
+    answer = _ask(
+        agent_client,
+        query="When was the harbour lighthouse painted, and what did the keeper report?",
+        conversation_id=conversation.pk,
+        token_budget=budget,
+    )
+    _check_answer(answer, budget)
+    assert answer["tokenizer"].startswith("sentence-transformers/all-MiniLM-L6-v2")
+    for item in _items(answer):
+        full = next(
+            (
+                f"{name}: {text}"
+                for name, text in lines
+                if f"{name}: {text}".startswith(item["text"])
+            ),
+            None,
+        )
+        if full is not None and full != item["text"]:
+            # Shortened: whole leading sentences only.
+            assert SENTENCE_END.search(item["text"]), item["text"][-80:]
+    if budget < 3000:  # the run-on line has no sentence end to cut at: whole, or not at all
+        assert RUN_ON.strip()[:50] not in answer["context"]
+
+
+def test_sections_in_seed_order_and_each_item_once(agent_client: AuthedAgent) -> None:
+    lines = [("Ana", f"I planted {n} tomato seedlings in the garden today.") for n in range(1, 31)]
+    conversation = _conversation(agent_client, lines)
+    conversations_services.summary_create(
+        actor=actor_for_agent(agent_client.agent), conversation=conversation, end_turn=25
+    )
+    answer = _ask(
+        agent_client,
+        query="How many tomato seedlings did Ana plant?",
+        conversation_id=conversation.pk,
+        token_budget=4000,
+    )
+    _check_answer(answer, 4000)
+    names = [s["name"] for s in answer["sections"]]
+    assert names[:3] == ["immediate", "recent", "history"] and names[-1] == "query"
+    assert [n for n in names if n in ORDER] == sorted(
+        [n for n in names if n in ORDER], key=ORDER.index
+    )
+    immediate = answer["sections"][0]["items"]
+    assert [i["source"]["turn_number"] for i in immediate] == [26, 27, 28, 29, 30]
+    ids = [(i["kind"], i["id"]) for i in _items(answer)]
+    assert len(ids) == len(set(ids)), "an item appears twice"
+    (summary,) = answer["sections"][1]["items"]
+    assert summary["kind"] == "summary"
+    assert summary["source"] == {
+        "conversation_id": conversation.pk,
+        "entry_id": summary["id"],
+        "start_turn": 1,
+        "end_turn": 25,
+    }
+    history_turns = {i["id"] for i in answer["sections"][2]["items"]}
+    assert not history_turns & {i["id"] for i in immediate}
+    # Turns carry their message's metadata exactly as stored.
+    assert immediate[0]["metadata"] == {"dia_id": "D1:26", "n": 26}
+    # The context reads top down: the query last.
+    assert answer["context"].rstrip().endswith("How many tomato seedlings did Ana plant?")
+
+
+def test_every_kind_of_item_says_where_it_came_from(
+    django_capture_on_commit_callbacks: Any,
+) -> None:
+    side = build_side("PROVQX", django_capture_on_commit_callbacks)
+    actor = actor_for_agent(side.agent)
+    assert side.conversation is not None
+    answer = context_assemble(
+        actor=actor,
+        request=ContextRequest(
+            query="PROVQX deploy Fridays release train harbour notes tomatoes basil node city "
+            "skill note",
+            conversation_id=side.conversation.pk,
+            session_id=side.session_id,
+            token_budget=32000,
+            task_type=task_types.PROBLEM_SOLVING,
+        ),
+    )
+    items = [item for section in answer.sections for item in section["items"]]
+    kinds = {item["kind"]: item for item in items}
+    expected_sources = {
+        "turn": {"conversation_id", "message_id", "turn_number"},
+        "memory": {"context_id", "entry_id"},
+        "chunk": {"knowledge_base_id", "document_id", "chunk_id"},
+        "page": {"page_id"},
+        "skill": {"skill_id"},
+        "pool": {"pool_id", "path"},
+        "working": {"session_id", "key"},
+    }
+    assert set(expected_sources) <= set(kinds), sorted(kinds)
+    for kind, keys in expected_sources.items():
+        assert set(kinds[kind]["source"]) == keys, (kind, kinds[kind]["source"])
+        assert kinds[kind]["text"] in answer.context
+    assert kinds["turn"]["source"]["conversation_id"] == side.conversation.pk
+    assert kinds["pool"]["source"]["pool_id"] == side.pool_id
+    assert kinds["working"]["source"]["session_id"] == side.session_id
+    assert answer.tokens == count_tokens_one(answer.context)
+
+
+def test_another_accounts_conversation_and_stores_never_contribute(
+    django_capture_on_commit_callbacks: Any,
+) -> None:
+    own = build_side("OWNCQX", django_capture_on_commit_callbacks)
+    intruder = build_side("INTRUDERCQX", django_capture_on_commit_callbacks)
+    actor = actor_for_agent(own.agent)
+    assert intruder.conversation is not None and own.conversation is not None
+    with pytest.raises(Exception) as raised:
+        context_assemble(
+            actor=actor,
+            request=ContextRequest(query="Porto", conversation_id=intruder.conversation.pk),
+        )
+    assert getattr(raised.value, "code", "") == "conversation_not_found"
+    answer = context_assemble(
+        actor=actor,
+        request=ContextRequest(
+            query="INTRUDERCQX moved to Porto deploy Fridays tomatoes harbour",
+            conversation_id=own.conversation.pk,
+            session_id=own.session_id,
+            token_budget=32000,
+        ),
+    )
+    shown = answer.context.replace("INTRUDERCQX moved to Porto deploy Fridays tomatoes", "")
+    assert "INTRUDERCQX" not in shown and "intrudercqx" not in shown.lower()
+    assert answer.sections and "OWNCQX" in answer.context
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "error"),
+    [
+        ({"query": "x", "token_budget": 99}, 400, "validation_error"),
+        ({"query": "x", "token_budget": 32001}, 400, "validation_error"),
+        ({"query": "x", "sources": ["history", "rumours"]}, 400, "validation_error"),
+        ({"query": "x", "task_type": "gossip"}, 400, "validation_error"),
+        ({"query": "x", "conversation_id": 987654321}, 404, "conversation_not_found"),
+        ({"query": "x" * 4001}, 400, "query_too_long"),
+        ({}, 400, "validation_error"),
+    ],
+)
+def test_bad_input_is_a_4xx_with_a_code(
+    agent_client: AuthedAgent, body: dict[str, Any], status: int, error: str
+) -> None:
+    answer = agent_client.client.post(URL, body, format="json")
+    assert answer.status_code == status and code(answer) == error, answer.content
+
+
+def test_the_task_type_is_given_or_classified_and_sources_narrow(
+    agent_client: AuthedAgent,
+) -> None:
+    conversation = _conversation(agent_client, [("Ana", "We fixed the build by pinning gcc.")])
+    given = _ask(agent_client, query="hello there", task_type="analysis")
+    assert (given["task_type"], given["task_type_source"]) == ("analysis", "given")
+    classified = _ask(
+        agent_client,
+        query="The deployment fails with a segmentation fault; how do I fix it step by step?",
+    )
+    assert classified["task_type_source"] == "classified"
+    assert classified["task_type"] == "problem_solving"
+    only = _ask(
+        agent_client,
+        query="build gcc",
+        conversation_id=conversation.pk,
+        sources=["history"],
+        format="markdown",
+    )
+    assert {s["name"] for s in only["sections"]} == {"history", "query"}
+    assert "## Relevant history\n- [" in only["context"] and "] #1 Ana: We fixed" in only["context"]
+
+
+def test_a_person_reads_contexts_of_the_accounts_conversations(
+    agent_client: AuthedAgent,
+) -> None:
+    conversation = _conversation(agent_client, [("Ana", "The boat leaves at noon.")])
+    tool = actor_for_account(agent_client.agent.account_id)
+    answer = context_assemble(
+        actor=tool, request=ContextRequest(query="boat", conversation_id=conversation.pk)
+    )
+    assert "Ana: The boat leaves at noon." in answer.context
+    other = core_services.account_create(name="other", slug="other-ctx")
+    with pytest.raises(Exception) as raised:
+        context_assemble(
+            actor=actor_for_account(other.pk),
+            request=ContextRequest(query="boat", conversation_id=conversation.pk),
+        )
+    assert getattr(raised.value, "code", "") == "conversation_not_found"
+
+
+def test_fitting_keeps_whole_sentences() -> None:
+    text = "First sentence here. Second one is longer than the first! Third? Fourth."
+    assert sentences(text) == [
+        "First sentence here.",
+        "Second one is longer than the first!",
+        "Third?",
+        "Fourth.",
+    ]
+    fitted = fit_sentences("#1 ", text, 12)
+    assert fitted is not None
+    shown, tokens = fitted
+    assert shown in (
+        "First sentence here.",
+        "First sentence here. Second one is longer than the first!",
+    )
+    assert tokens == count_tokens_one("#1 " + shown) <= 12
+    assert fit_sentences("#1 ", "one two three four five six seven eight", 4) is None
+
+
+def test_unused_share_flows_on_and_the_final_fill_uses_the_rest(
+    agent_client: AuthedAgent,
+) -> None:
+    lines = [("Ana", f"Note {n}: the ferry schedule changed on day {n}.") for n in range(200)]
+    conversation = _conversation(agent_client, lines)
+    answer = _ask(
+        agent_client,
+        query="When did the ferry schedule change?",
+        conversation_id=conversation.pk,
+        token_budget=3000,
+    )
+    # Only turns exist: history takes what the other sections leave, near the whole budget.
+    assert answer["tokens"] >= 3000 - 40
+    assert answer["dropped"]["candidates"] > 0 and answer["dropped"]["tokens"] > 0
+
+
+def test_api_client_for_unauthenticated_is_401() -> None:
+    assert APIClient().post(URL, {"query": "x"}, format="json").status_code == 401

@@ -1,5 +1,12 @@
 """Memory tiers: one module per tier; each is imported here so Django finds its models."""
 
+from memory.models.knowledge import (
+    KnowledgeItem,
+    KnowledgeItemPosting,
+    KnowledgeItemTerm,
+    KnowledgeSource,
+    KnowledgeStore,
+)
 from memory.models.long_term import (
     MemoryAccessLog,
     MemoryContext,
@@ -28,6 +35,11 @@ from memory.models.short_term import (
 from memory.models.working import WorkingMemorySnapshot
 
 __all__ = [
+    "KnowledgeItem",
+    "KnowledgeItemPosting",
+    "KnowledgeItemTerm",
+    "KnowledgeSource",
+    "KnowledgeStore",
     "DEFAULT_POOL_ID",
     "MemoryAccessLog",
     "MemoryContext",

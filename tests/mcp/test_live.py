@@ -57,6 +57,11 @@ LATER = {
     "semantic_memory_search",
     "related_memory_search",
     "summarised_memory_search",
+    # Issue 17: knowledge items.
+    "knowledge_put",
+    "knowledge_get",
+    "knowledge_query",
+    "knowledge_relate",
 }
 ALL_TOOLS = CONTRACT | LATER
 

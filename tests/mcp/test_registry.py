@@ -27,6 +27,8 @@ WRITE_TOOLS = {
     "record_skill_usage",
     "write_page",
     "write_memory",
+    "knowledge_put",
+    "knowledge_relate",
 }
 
 

@@ -111,15 +111,20 @@ class Relationship:
 def item_relationships(actor: Actor, base: str, key: str) -> list[Relationship]:
     """The item's relationships to other knowledge items, each way, strongest first (edges of
     its graph node to nodes of other items; edges to other kinds of node are the graph's)."""
-    item = item_get(actor, base, key)
+    return node_relationships(item_get(actor, base, key))
+
+
+def node_relationships(item: KnowledgeItem) -> list[Relationship]:
+    """The relationships of an item already read (``item_relationships``, the admin)."""
     if item.graph_node_id is None:
         return []
     edges = graph_nodes.node_edges(node=item.graph_node)  # type: ignore[arg-type]
     other_ids = {e.target_id for e in edges.outgoing} | {e.source_id for e in edges.incoming}
     others = {
         found.graph_node_id: found
-        for found in KnowledgeItem.objects.for_actor(actor)
-        .filter(graph_node_id__in=other_ids, is_current=True)
+        for found in KnowledgeItem.objects.filter(
+            account_id=item.account_id, graph_node_id__in=other_ids, is_current=True
+        )
         .select_related("store")
         .defer("embedding")
     }

@@ -23,6 +23,7 @@ from core.actors import Actor
 from core.audit import audit_record
 from core.embeddings import get_embedding_provider
 from core.errors import Conflict, PayloadTooLarge, ValidationFailed
+from core.writes import changes_of, changes_validate, row_update
 from memory import names
 from memory.models import KnowledgeItem, KnowledgeSource, KnowledgeStore
 from memory.models.knowledge import MAX_BASE_NAME_LENGTH, MAX_KEY_LENGTH
@@ -128,16 +129,59 @@ def store_create(
     return store
 
 
-def _store_for_put(actor: Actor, name: str) -> KnowledgeStore:
-    """The actor's base ``name``, created (factual) on first use."""
+def store_delete(*, actor: Actor, store: KnowledgeStore) -> None:
+    """Delete a base with every version of its items and their sources; the items' graph
+    nodes go too (with their relationships), through rag's services."""
+    _writer(actor, store.account_id)
+    node_ids = set(
+        KnowledgeItem.objects.filter(store=store, graph_node__isnull=False).values_list(
+            "graph_node_id", flat=True
+        )
+    )
+    with transaction.atomic():
+        for node in GraphNode.objects.defer("embedding").filter(pk__in=node_ids):
+            graph_services.node_delete(actor=actor, node=node, roles=WRITE_KNOWLEDGE)
+        audit_record(
+            actor=actor,
+            action="memory.knowledge.base.delete",
+            account_id=store.account_id,
+            target=store,
+            changes={"name": store.name},
+        )
+        KnowledgeItem.objects.filter(store=store).update(previous=None)
+        KnowledgeStore.objects.filter(pk=store.pk).delete()
+
+
+def store_update(
+    *, actor: Actor, store: KnowledgeStore, fields: Mapping[str, Any]
+) -> KnowledgeStore:
+    """Change a base's description (its name and type are fixed: items' URLs and graph nodes
+    carry the name)."""
+    _writer(actor, store.account_id)
+    changes = changes_of(store, fields, ("description",))
+    if not changes:
+        return store
+    changes_validate(store, changes)
+    return row_update(
+        actor=actor,
+        instance=store,
+        changes=changes,
+        action="memory.knowledge.base.update",
+        account_id=store.account_id,
+    )
+
+
+def _store_for_put(actor: Actor, name: str, account_id: int) -> KnowledgeStore:
+    """The account's base ``name``, created (factual) on first use."""
     base_name_check(name)
-    found = selectors.stores_visible(actor).filter(name=name).first()
+    visible = selectors.stores_visible(actor).filter(account_id=account_id)
+    found = visible.filter(name=name).first()
     if found is not None:
         return found
     try:
-        return store_create(actor=actor, name=name)
+        return store_create(actor=actor, name=name, account_id=account_id)
     except Conflict:  # made meanwhile by a concurrent first write
-        return selectors.store_get(actor, name)
+        return visible.get(name=name)
 
 
 # --- items -----------------------------------------------------------------------------------
@@ -203,12 +247,14 @@ def knowledge_item_put(
     metadata: Mapping[str, Any] | None = None,
     confidence: float = 1.0,
     sources: Sequence[SourceInput] | None = None,
+    account_id: int | None = None,
 ) -> PutOutcome:
     """Write the item ``key`` of the base ``base`` (created, factual, on first use): version 1
     for a new key; otherwise a new version when anything differs from the current one (or it
     was invalidated), the previous version kept readable. The same content, type, metadata,
     confidence and sources (or none given) as the current valid version write nothing.
-    ``sources`` omitted carries the current version's sources over."""
+    ``sources`` omitted carries the current version's sources over. ``account_id``: the
+    account, for an actor in several (a person in the admin)."""
     key_check(key)
     if not content.strip():
         raise ValidationFailed("The content is empty.", code="empty_content")
@@ -225,8 +271,9 @@ def knowledge_item_put(
     names.json_text(metadata)
     if sources is not None:
         _sources_check(sources)
-    _writer(actor, actor.account_id)
-    store = _store_for_put(actor, base)
+    account_id = account_id if account_id is not None else actor.account_id
+    _writer(actor, account_id)
+    store = _store_for_put(actor, base, account_id)
     current = selectors.item_current(store, key)
     if current is not None:
         unchanged = (
@@ -286,9 +333,7 @@ def knowledge_item_put(
             target=item,
             changes={"base": base, "key": key, "version": item.version},
         )
-    return PutOutcome(
-        selectors.item_get(actor, base, key), created=previous is None, changed=True
-    )
+    return PutOutcome(_stored(item.pk), created=previous is None, changed=True)
 
 
 def _node_for(actor: Actor, item: KnowledgeItem, base: str, vector: np.ndarray) -> GraphNode:
@@ -355,11 +400,16 @@ def knowledge_item_invalidate(
                 target=item,
                 changes={"valid_to": when.isoformat(), "reason": reason[:500]},
             )
+    return _stored(item.pk)
+
+
+def _stored(item_id: int) -> KnowledgeItem:
+    """An item as stored, with its base and sources, without its vector."""
     return (
         KnowledgeItem.objects.defer("embedding")
         .select_related("store")
         .prefetch_related("sources")
-        .get(pk=item.pk)
+        .get(pk=item_id)
     )
 
 

@@ -410,3 +410,61 @@ def test_the_mcp_tools_are_registered_with_their_scopes() -> None:
         "knowledge_query": "read",
         "knowledge_relate": "write",
     }
+
+
+# --- admin ---------------------------------------------------------------------------------
+
+
+def test_admin_shows_versions_sources_relationships_and_writes_through_services(
+    agent_client: AuthedAgent,
+) -> None:
+    from django.test import Client
+    from django.urls import reverse
+
+    from core import services as core_services
+    from tests.factories import UserFactory
+
+    put(agent_client, "facts", "a", "Alpha v1.", sources=[{"source_type": "page", "source_id": "p9"}])
+    put(agent_client, "facts", "a", "Alpha v2.")
+    put(agent_client, "facts", "b", "Beta.")
+    agent_client.client.post(
+        f"{BASE}/relationships",
+        {
+            "source": {"base": "facts", "key": "a"},
+            "target": {"base": "facts", "key": "b"},
+            "relationship_type": "explains",
+        },
+        format="json",
+    )
+    clients = {}
+    for role in ("operator", "reviewer"):
+        user = UserFactory.create(is_staff=True)
+        core_services.membership_grant(account=agent_client.agent.account, user=user, role=role)
+        clients[role] = Client()
+        clients[role].force_login(user)
+    item = KnowledgeItem.objects.get(key="a", is_current=True)
+    change = reverse("admin:memory_knowledgeitem_change", args=[item.pk])
+    page = clients["reviewer"].get(change).content.decode()
+    # Every version with its sources, and the relationship to facts/b.
+    assert "Alpha v1." in page and "page:p9" in page and "explains" in page and "facts/b" in page
+    assert 'name="_save"' not in page  # reviewers read
+
+    form = {"content": "Alpha v3.", "content_type": "text/plain", "metadata": "{}", "confidence": "1"}
+    assert clients["operator"].post(change, form).status_code == 302
+    current = KnowledgeItem.objects.get(key="a", is_current=True)
+    assert (current.version, current.content) == (3, "Alpha v3.")
+    assert [s.source_id for s in current.sources.all()] == ["p9"]  # carried over
+
+    changelist = reverse("admin:memory_knowledgeitem_changelist")
+    clients["operator"].post(
+        changelist, {"action": "invalidate", "_selected_action": [current.pk]}
+    )
+    current.refresh_from_db()
+    assert current.valid_to is not None and current.is_current
+
+    store = KnowledgeStore.objects.get(name="facts")
+    nodes = set(KnowledgeItem.objects.values_list("graph_node_id", flat=True))
+    delete = reverse("admin:memory_knowledgestore_delete", args=[store.pk])
+    assert clients["operator"].post(delete, {"post": "yes"}).status_code == 302
+    assert not KnowledgeItem.objects.exists() and not KnowledgeItemPosting.objects.exists()
+    assert not GraphNode.objects.filter(pk__in=nodes).exists()

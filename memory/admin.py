@@ -631,5 +631,6 @@ class MemoryAccessLogAdmin(AccountScopedAdmin):
     def get_queryset(self, request: HttpRequest) -> QuerySet[MemoryAccessLog]:
         return super().get_queryset(request).defer("entry__embedding")
 
+
 # Knowledge items have their own module (this one is long already).
 from memory import admin_knowledge  # noqa: E402, F401

@@ -106,7 +106,11 @@ class KnowledgeItemAdmin(AccountScopedAdmin):
     ]
 
     def get_fields(self, request: HttpRequest, obj: Any = None) -> Any:
-        return [*self.readonly_fields[:4], *KnowledgeItemForm.Meta.fields, *self.readonly_fields[4:]]
+        return [
+            *self.readonly_fields[:4],
+            *KnowledgeItemForm.Meta.fields,
+            *self.readonly_fields[4:],
+        ]
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[KnowledgeItem]:
         queryset = super().get_queryset(request)
@@ -183,7 +187,9 @@ class KnowledgeItemAdmin(AccountScopedAdmin):
                 account_id=original.account_id,
             )
 
-    @admin.action(description="Invalidate (valid_to now; kept, out of searches)", permissions=["change"])
+    @admin.action(
+        description="Invalidate (valid_to now; kept, out of searches)", permissions=["change"]
+    )
     def invalidate(self, request: HttpRequest, queryset: QuerySet[KnowledgeItem]) -> None:
         actor = self.actor(request)
         self.each(

@@ -757,7 +757,13 @@ def _knowledge_items(account: int) -> Any:
             KnowledgeItem.objects.filter(account=account)
             .order_by("pk")
             .values_list(
-                "id", "key", "version", "is_current", "content", "metadata", "valid_to",
+                "id",
+                "key",
+                "version",
+                "is_current",
+                "content",
+                "metadata",
+                "valid_to",
                 "graph_node",
             )
         ),

@@ -169,9 +169,7 @@ class KnowledgeItemVersionsApi(ApiView):
 
     pagination_class = CreatedCursorPagination
 
-    @extend_schema(
-        operation_id="knowledge_item_versions", responses=KnowledgeItemOutput(many=True)
-    )
+    @extend_schema(operation_id="knowledge_item_versions", responses=KnowledgeItemOutput(many=True))
     def get(self, request: Request, base: str, key: str) -> Response:
         items = selectors.item_versions(request_actor(request), base, key)
         return paginated_response(self, request, items, KnowledgeItemOutput)

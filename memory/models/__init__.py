@@ -35,12 +35,12 @@ from memory.models.short_term import (
 from memory.models.working import WorkingMemorySnapshot
 
 __all__ = [
+    "DEFAULT_POOL_ID",
     "KnowledgeItem",
     "KnowledgeItemPosting",
     "KnowledgeItemTerm",
     "KnowledgeSource",
     "KnowledgeStore",
-    "DEFAULT_POOL_ID",
     "MemoryAccessLog",
     "MemoryContext",
     "MemoryContextGrant",

@@ -55,15 +55,15 @@ def _with_sources(items: QuerySet[KnowledgeItem]) -> QuerySet[KnowledgeItem]:
     return (
         items.defer("embedding")
         .select_related("store")
-        .prefetch_related(
-            Prefetch("sources", queryset=KnowledgeSource.objects.order_by("id"))
-        )
+        .prefetch_related(Prefetch("sources", queryset=KnowledgeSource.objects.order_by("id")))
     )
 
 
 def item_current(store: KnowledgeStore, key: str) -> KnowledgeItem | None:
     """The current version of ``key`` in ``store`` (a store the caller has already been given)."""
-    return _with_sources(KnowledgeItem.objects.filter(store=store, key=key, is_current=True)).first()
+    return _with_sources(
+        KnowledgeItem.objects.filter(store=store, key=key, is_current=True)
+    ).first()
 
 
 def item_get(actor: Actor, base: str, key: str) -> KnowledgeItem:

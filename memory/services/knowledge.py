@@ -68,7 +68,9 @@ def key_check(key: str) -> str:
 
 
 def base_name_check(name: str) -> str:
-    return _name_check(name, what="knowledge base name", limit=MAX_BASE_NAME_LENGTH, prefix="base_name")
+    return _name_check(
+        name, what="knowledge base name", limit=MAX_BASE_NAME_LENGTH, prefix="base_name"
+    )
 
 
 def _unit(value: float, what: str, code: str) -> float:

@@ -102,12 +102,23 @@ def test_put_creates_then_versions_and_keeps_history(agent_client: AuthedAgent) 
     assert item["sources"][0]["source_type"] == "conversation_message"
     assert item["sources"][0]["source_id"] == "m-1" and item["valid_to"] is None
 
-    same = put(agent_client, "people", "user.alice:city", "Alice lives in Lisbon.",
-               metadata=metadata, confidence=0.8)
+    same = put(
+        agent_client,
+        "people",
+        "user.alice:city",
+        "Alice lives in Lisbon.",
+        metadata=metadata,
+        confidence=0.8,
+    )
     assert same.status_code == 200 and same.json()["version"] == 1
 
-    second = put(agent_client, "people", "user.alice:city", "Alice moved to Porto.",
-                 sources=[{"source_type": "user", "source_id": "u1"}])
+    second = put(
+        agent_client,
+        "people",
+        "user.alice:city",
+        "Alice moved to Porto.",
+        sources=[{"source_type": "user", "source_id": "u1"}],
+    )
     assert second.status_code == 200
     assert second.json()["version"] == 2 and second.json()["previous_id"] == item["id"]
     assert [s["source_type"] for s in second.json()["sources"]] == ["user"]
@@ -145,7 +156,7 @@ def test_concurrent_puts_of_one_key_make_one_lineage(make_agent_client: Any) -> 
     def write(n: int) -> None:
         try:
             services.knowledge_item_put(actor=actor, base="facts", key="race", content=f"v{n}")
-        except BaseException as exc:  # noqa: BLE001 - reported below
+        except BaseException as exc:
             errors.append(exc)
         finally:
             connection.close()
@@ -249,6 +260,7 @@ def test_relationships_are_edges_of_the_knowledge_graph(agent_client: AuthedAgen
         "depends_on",
         0.7,
     )
+    assert a.graph_node_id is not None
     node = GraphNode.objects.get(pk=a.graph_node_id)
     assert (node.name, node.entity_type) == ("facts/a", "knowledge_item")
     # Visible through rag's graph API.
@@ -263,7 +275,9 @@ def test_relationships_are_edges_of_the_knowledge_graph(agent_client: AuthedAgen
     # A new version keeps the item's node, so its relationships stay.
     put(agent_client, "facts", "a", "Alpha depends on beta, version two.")
     assert KnowledgeItem.objects.get(key="a", is_current=True).graph_node_id == node.pk
-    assert len(agent_client.client.get(f"{BASE}/facts/items/a/relationships").json()["results"]) == 1
+    assert (
+        len(agent_client.client.get(f"{BASE}/facts/items/a/relationships").json()["results"]) == 1
+    )
     again = agent_client.client.post(f"{BASE}/relationships", body, format="json")
     assert (again.status_code, code(again)) == (409, "edge_exists")
 
@@ -286,8 +300,9 @@ def test_bad_input_is_a_4xx_with_a_code_and_changes_nothing(agent_client: Authed
             "validation_error",
         ),
         (
-            put(agent_client, "facts", "k", "x",
-                sources=[{"source_type": "user", "reliability": 2}]),
+            put(
+                agent_client, "facts", "k", "x", sources=[{"source_type": "user", "reliability": 2}]
+            ),
             400,
             "validation_error",
         ),
@@ -321,7 +336,8 @@ def test_bad_input_is_a_4xx_with_a_code_and_changes_nothing(agent_client: Authed
         ),
         (
             agent_client.client.post(
-                f"{BASE}/relationships", {**rel, "target": {"base": "facts", "key": "a"}},
+                f"{BASE}/relationships",
+                {**rel, "target": {"base": "facts", "key": "a"}},
                 format="json",
             ),
             400,
@@ -342,8 +358,11 @@ def test_bad_input_is_a_4xx_with_a_code_and_changes_nothing(agent_client: Authed
         assert getattr(caught.value, "code", None) == expected
     with pytest.raises(Exception) as caught:
         services.knowledge_relate(
-            actor=actor, source=("facts", "a"), target=("facts", "a"),
-            relationship_type="x", strength=3,
+            actor=actor,
+            source=("facts", "a"),
+            target=("facts", "a"),
+            relationship_type="x",
+            strength=3,
         )
     assert getattr(caught.value, "code", None) == "invalid_strength"
     assert state() == before
@@ -402,9 +421,10 @@ def test_another_accounts_bases_and_items_answer_like_missing_ones(
 
 def test_the_mcp_tools_are_registered_with_their_scopes() -> None:
     tools = registry.tools()
-    assert {name: tools[name].scope for name in (
-        "knowledge_put", "knowledge_get", "knowledge_query", "knowledge_relate"
-    )} == {
+    assert {
+        name: tools[name].scope
+        for name in ("knowledge_put", "knowledge_get", "knowledge_query", "knowledge_relate")
+    } == {
         "knowledge_put": "write",
         "knowledge_get": "read",
         "knowledge_query": "read",
@@ -424,7 +444,13 @@ def test_admin_shows_versions_sources_relationships_and_writes_through_services(
     from core import services as core_services
     from tests.factories import UserFactory
 
-    put(agent_client, "facts", "a", "Alpha v1.", sources=[{"source_type": "page", "source_id": "p9"}])
+    put(
+        agent_client,
+        "facts",
+        "a",
+        "Alpha v1.",
+        sources=[{"source_type": "page", "source_id": "p9"}],
+    )
     put(agent_client, "facts", "a", "Alpha v2.")
     put(agent_client, "facts", "b", "Beta.")
     agent_client.client.post(
@@ -449,16 +475,19 @@ def test_admin_shows_versions_sources_relationships_and_writes_through_services(
     assert "Alpha v1." in page and "page:p9" in page and "explains" in page and "facts/b" in page
     assert 'name="_save"' not in page  # reviewers read
 
-    form = {"content": "Alpha v3.", "content_type": "text/plain", "metadata": "{}", "confidence": "1"}
+    form = {
+        "content": "Alpha v3.",
+        "content_type": "text/plain",
+        "metadata": "{}",
+        "confidence": "1",
+    }
     assert clients["operator"].post(change, form).status_code == 302
     current = KnowledgeItem.objects.get(key="a", is_current=True)
     assert (current.version, current.content) == (3, "Alpha v3.")
     assert [s.source_id for s in current.sources.all()] == ["p9"]  # carried over
 
     changelist = reverse("admin:memory_knowledgeitem_changelist")
-    clients["operator"].post(
-        changelist, {"action": "invalidate", "_selected_action": [current.pk]}
-    )
+    clients["operator"].post(changelist, {"action": "invalidate", "_selected_action": [current.pk]})
     current.refresh_from_db()
     assert current.valid_to is not None and current.is_current
 
@@ -468,3 +497,24 @@ def test_admin_shows_versions_sources_relationships_and_writes_through_services(
     assert clients["operator"].post(delete, {"post": "yes"}).status_code == 302
     assert not KnowledgeItem.objects.exists() and not KnowledgeItemPosting.objects.exists()
     assert not GraphNode.objects.filter(pk__in=nodes).exists()
+
+
+def test_the_index_is_rebuilt_from_the_items(agent_client: AuthedAgent) -> None:
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    put(agent_client, "facts", "a", "Harbour cranes lift containers.")
+    put(agent_client, "facts", "b", "Tides turn at noon.")
+    put(agent_client, "facts", "b", "Tides turn at one.")
+    store = KnowledgeStore.objects.get(name="facts")
+    expected = (store.item_count, store.total_terms, KnowledgeItemPosting.objects.count())
+    KnowledgeItemPosting.objects.all().delete()
+    KnowledgeStore.objects.filter(pk=store.pk).update(item_count=0, total_terms=0)
+    KnowledgeItem.objects.update(embedding_model="")
+    call_command("knowledge_rebuild_index", stdout=StringIO())
+    store.refresh_from_db()
+    assert (store.item_count, store.total_terms, KnowledgeItemPosting.objects.count()) == expected
+    assert expected[0] == 2
+    found = query(agent_client, "harbour cranes").json()["results"]
+    assert found[0]["item"]["key"] == "a" and found[0]["explanation"]["vector_rank"] == 1

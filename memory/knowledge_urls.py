@@ -24,7 +24,7 @@ class SegmentConverter:
 register_converter(SegmentConverter, "knowledge_name")
 
 urlpatterns = [
-    path("bases", knowledge.KnowledgeBaseListCreateApi.as_view(), name="knowledge-bases"),
+    path("bases", knowledge.KnowledgeStoreListCreateApi.as_view(), name="knowledge-bases"),
     path("query", knowledge.KnowledgeQueryApi.as_view(), name="knowledge-query"),
     path(
         "relationships",

@@ -28,20 +28,20 @@ NAME_HELP = (
 )
 
 
-class KnowledgeBaseOutput(serializers.ModelSerializer[KnowledgeStore]):
+class KnowledgeStoreOutput(serializers.ModelSerializer[KnowledgeStore]):
     class Meta:
         model = KnowledgeStore
         fields = ["id", "name", "description", "knowledge_type", "item_count", "created_at"]
 
 
-class SourceSerializer(strict.InputSerializer):
+class KnowledgeSourceInput(strict.InputSerializer):
     source_type = serializers.ChoiceField(choices=KnowledgeSource.SourceType.choices)
     source_id = serializers.CharField(max_length=200, required=False, default="", allow_blank=True)
     reliability = strict.FiniteFloatField(min_value=0, max_value=1, required=False, default=1.0)
     extracted_at = serializers.DateTimeField(required=False, allow_null=True, default=None)
 
 
-class SourceOutput(serializers.ModelSerializer[KnowledgeSource]):
+class KnowledgeSourceOutput(serializers.ModelSerializer[KnowledgeSource]):
     reliability = strict.FiniteFloatField()
 
     class Meta:
@@ -55,7 +55,7 @@ class KnowledgeItemOutput(serializers.ModelSerializer[KnowledgeItem]):
     graph_node_id = serializers.IntegerField(allow_null=True)
     author_agent_id = serializers.IntegerField(source="author_id", allow_null=True)
     confidence = strict.FiniteFloatField()
-    sources = SourceOutput(many=True)
+    sources = KnowledgeSourceOutput(many=True)
 
     class Meta:
         model = KnowledgeItem
@@ -81,7 +81,7 @@ class KnowledgeItemOutput(serializers.ModelSerializer[KnowledgeItem]):
         ]
 
 
-class KnowledgeBaseListCreateApi(ApiView):
+class KnowledgeStoreListCreateApi(ApiView):
     """The account's knowledge bases, newest first; POST creates one (a PUT of an item to a
     base that does not exist creates it too, as factual)."""
 
@@ -97,20 +97,20 @@ class KnowledgeBaseListCreateApi(ApiView):
             required=False, default="", allow_blank=True, max_length=10_000
         )
 
-    @extend_schema(operation_id="knowledge_bases_list", responses=KnowledgeBaseOutput(many=True))
+    @extend_schema(operation_id="knowledge_bases_list", responses=KnowledgeStoreOutput(many=True))
     def get(self, request: Request) -> Response:
         bases = selectors.store_list(request_actor(request))
-        return paginated_response(self, request, bases, KnowledgeBaseOutput)
+        return paginated_response(self, request, bases, KnowledgeStoreOutput)
 
     @extend_schema(
         operation_id="knowledge_base_create",
         request=InputSerializer,
-        responses={201: KnowledgeBaseOutput},
+        responses={201: KnowledgeStoreOutput},
     )
     def post(self, request: Request) -> Response:
         data = validated(self.InputSerializer, request)
         store = services.store_create(actor=request_actor(request), **data)
-        return Response(KnowledgeBaseOutput(store).data, status=status.HTTP_201_CREATED)
+        return Response(KnowledgeStoreOutput(store).data, status=status.HTTP_201_CREATED)
 
 
 class KnowledgeItemInput(strict.InputSerializer):
@@ -119,7 +119,7 @@ class KnowledgeItemInput(strict.InputSerializer):
     metadata = serializers.DictField(required=False, default=dict)
     confidence = strict.FiniteFloatField(min_value=0, max_value=1, required=False, default=1.0)
     sources = serializers.ListField(
-        child=SourceSerializer(),
+        child=KnowledgeSourceInput(),
         required=False,
         allow_null=True,
         default=None,
@@ -175,27 +175,27 @@ class KnowledgeItemVersionsApi(ApiView):
         return paginated_response(self, request, items, KnowledgeItemOutput)
 
 
-class ItemRef(strict.InputSerializer):
+class KnowledgeItemRef(strict.InputSerializer):
     """An item by its base's name and its key."""
 
     base = serializers.CharField(max_length=MAX_BASE_NAME_LENGTH)
     key = serializers.CharField(max_length=MAX_KEY_LENGTH)
 
 
-class ItemRefOutput(serializers.Serializer):
+class KnowledgeItemRefOutput(serializers.Serializer):
     base = serializers.CharField()
     key = serializers.CharField()
 
 
-class RelationshipOutput(serializers.Serializer):
+class KnowledgeRelationshipOutput(serializers.Serializer):
     id = serializers.IntegerField()
     relationship_type = serializers.CharField()
     strength = strict.FiniteFloatField()
     direction = serializers.ChoiceField(
         choices=["outgoing", "incoming"], help_text="Seen from the item asked about."
     )
-    source = ItemRefOutput()  # type: ignore[assignment]  # a field named "source"
-    target = ItemRefOutput()
+    source = KnowledgeItemRefOutput()  # type: ignore[assignment]  # a field named "source"
+    target = KnowledgeItemRefOutput()
     graph_edge_id = serializers.IntegerField()
     created_at = serializers.DateTimeField()
 
@@ -217,7 +217,7 @@ class KnowledgeItemRelationshipsApi(ApiView):
     """The item's relationships with other knowledge items, each way, strongest first."""
 
     class OutputSerializer(serializers.Serializer):
-        results = RelationshipOutput(many=True)
+        results = KnowledgeRelationshipOutput(many=True)
 
     @extend_schema(operation_id="knowledge_item_relationships", responses=OutputSerializer)
     def get(self, request: Request, base: str, key: str) -> Response:
@@ -230,15 +230,15 @@ class KnowledgeRelationshipCreateApi(ApiView):
     to 1 as its weight). 404 for a missing item, 409 edge_exists for the same type again."""
 
     class InputSerializer(strict.InputSerializer):
-        source = ItemRef()  # type: ignore[assignment]  # a field named "source"
-        target = ItemRef()
+        source = KnowledgeItemRef()  # type: ignore[assignment]  # a field named "source"
+        target = KnowledgeItemRef()
         relationship_type = serializers.CharField(max_length=100)
         strength = strict.FiniteFloatField(min_value=0, max_value=1, required=False, default=1.0)
 
     @extend_schema(
         operation_id="knowledge_relationship_create",
         request=InputSerializer,
-        responses={201: RelationshipOutput},
+        responses={201: KnowledgeRelationshipOutput},
     )
     def post(self, request: Request) -> Response:
         data = validated(self.InputSerializer, request)
@@ -260,7 +260,7 @@ class KnowledgeRelationshipCreateApi(ApiView):
             "graph_edge_id": edge.pk,
             "created_at": edge.created_at,
         }
-        return Response(RelationshipOutput(body).data, status=status.HTTP_201_CREATED)
+        return Response(KnowledgeRelationshipOutput(body).data, status=status.HTTP_201_CREATED)
 
 
 class KnowledgeHitOutput(serializers.Serializer):

@@ -16,7 +16,7 @@ from memory.apis.knowledge import (
     KnowledgeItemOutput,
     KnowledgeQueryApi,
     KnowledgeRelationshipCreateApi,
-    RelationshipOutput,
+    KnowledgeRelationshipOutput,
 )
 from memory.models.knowledge import MAX_BASE_NAME_LENGTH
 from memory.selectors import knowledge as selectors
@@ -95,7 +95,7 @@ def _relate(call: Call) -> dict[str, Any]:
         "graph_edge_id": edge.pk,
         "created_at": edge.created_at,
     }
-    return dict(RelationshipOutput(body).data)
+    return dict(KnowledgeRelationshipOutput(body).data)
 
 
 TOOLS = (
@@ -163,7 +163,7 @@ TOOLS = (
         ),
         scope="write",
         input=KnowledgeRelationshipCreateApi.InputSerializer,
-        output=RelationshipOutput,
+        output=KnowledgeRelationshipOutput,
         run=_relate,
         summary=lambda out: (
             f"{out['source']['base']}/{out['source']['key']} {out['relationship_type']} "

@@ -518,3 +518,57 @@ def test_the_index_is_rebuilt_from_the_items(agent_client: AuthedAgent) -> None:
     assert expected[0] == 2
     found = query(agent_client, "harbour cranes").json()["results"]
     assert found[0]["item"]["key"] == "a" and found[0]["explanation"]["vector_rank"] == 1
+
+
+def test_the_vector_stage_uses_the_partial_hnsw_index(agent_client: AuthedAgent) -> None:
+    import numpy as np
+
+    from rag.search import vector_literal
+
+    put(agent_client, "facts", "seed", "A first item makes the base.")
+    store = KnowledgeStore.objects.get(name="facts")
+    rng = np.random.default_rng(7)
+    vectors = rng.normal(size=(3000, 384)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    KnowledgeItem.objects.bulk_create(
+        KnowledgeItem(
+            account_id=store.account_id,
+            store=store,
+            key=f"k{i}",
+            content=f"synthetic {i}",
+            embedding=v,
+            embedding_model="test",
+        )
+        for i, v in enumerate(vectors)
+    )
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE memory_knowledgeitem")
+        cursor.execute(
+            "EXPLAIN SELECT u.id, u.embedding <=> %(q)s::vector AS distance "
+            "FROM memory_knowledgeitem u WHERE u.store_id = ANY(%(s)s) "
+            "AND u.embedding_model = %(m)s AND u.is_current AND u.valid_to IS NULL "
+            "ORDER BY distance LIMIT 50",
+            {"q": vector_literal(vectors[7]), "s": [store.pk], "m": "test"},
+        )
+        plan = "\n".join(row[0] for row in cursor.fetchall())
+    assert "Index Scan using knowledge_item_embedding_hnsw" in plan, plan
+
+
+def test_memories_link_to_knowledge_items_the_caller_may_read(
+    agent_client: AuthedAgent, other_agent_client: AuthedAgent
+) -> None:
+    item = put(agent_client, "facts", "crane", "The harbour crane lifts forty tonnes.").json()
+    text = "The crane schedule changes every spring with the harbour tides and the weather"
+    related = [{"kind": "knowledge_item", "id": item["id"]}]
+    written = agent_client.client.post(
+        "/api/v1/memory/tools/write", {"text": text, "related": related}, format="json"
+    )
+    assert written.status_code == 200 and written.json()["written"], written.json()
+    found = agent_client.client.post(
+        "/api/v1/memory/tools/related", {"related": related}, format="json"
+    ).json()["results"]
+    assert len(found) == 1
+    foreign = other_agent_client.client.post(
+        "/api/v1/memory/tools/write", {"text": text, "related": related}, format="json"
+    )
+    assert (foreign.status_code, code(foreign)) == (404, "related_not_found")

@@ -245,6 +245,33 @@ def test_every_tool_answers_on_its_happy_path(url: str, side: Side) -> None:
         summary = await call("summarised_memory_search", {"query": "crane schedule"})
         assert "[1]" in summary["summary"]
 
+        put = await call(
+            "knowledge_put",
+            {
+                "base": "harbour",
+                "key": "crane.capacity",
+                "content": "The harbour crane lifts forty tonnes.",
+                "metadata": {"unit": "t"},
+                "sources": [{"source_type": "page", "source_id": str(target.pk)}],
+            },
+        )
+        assert put["created"] and put["item"]["version"] == 1
+        await call("knowledge_put", {"base": "harbour", "key": "crane", "content": "A crane."})
+        got = await call("knowledge_get", {"base": "harbour", "key": "crane.capacity"})
+        assert got["item"]["metadata"] == {"unit": "t"}
+        known = await call("knowledge_query", {"query": "how much does the crane lift"})
+        assert known["results"][0]["item"]["key"] == "crane.capacity"
+        related = await call(
+            "knowledge_relate",
+            {
+                "source": {"base": "harbour", "key": "crane.capacity"},
+                "target": {"base": "harbour", "key": "crane"},
+                "relationship_type": "describes",
+                "strength": 0.5,
+            },
+        )
+        assert related["strength"] == 0.5
+
     with_client(url, secret, walk)
     assert set(called) == ALL_TOOLS
     assert MemoryEntry.objects.get(pk=entries[0]).tags == ["x"]
@@ -273,7 +300,7 @@ def test_a_read_only_key_is_refused_on_every_write_tool(url: str) -> None:
     agent = AgentFactory.create()
     secret = _key(agent, scopes=("read",))
     writers = sorted(name for name, tool in tools().items() if tool.scope != "read")
-    assert len(writers) == 11 and "write_memory" in writers
+    assert len(writers) == 13 and "knowledge_put" in writers
 
     async def refused(client: Client) -> dict[str, Any]:
         answers = {}

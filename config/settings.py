@@ -238,6 +238,8 @@ SPECTACULAR_SETTINGS = {
         "LongTermMemoryTypeEnum": "memory.models.MemoryEntry.MemoryType",
         "MemoryPoolScopeEnum": "memory.models.MemoryPool.Scope",
         "ShortTermMemoryTypeEnum": "memory.models.ShortTermEntry.MemoryType",
+        "KnowledgeTypeEnum": "memory.models.KnowledgeStore.KnowledgeType",
+        "KnowledgeSourceTypeEnum": "memory.models.KnowledgeSource.SourceType",
         "MemoryRelatedKindEnum": "memory.services.tools.RELATED_KINDS",
         "WorkingMemoryKindEnum": "memory.working_redis.KINDS",
         "GraphNodeStatusEnum": "rag.models.GraphNode.Status",

@@ -15,6 +15,7 @@ api_v1 = [
     path("", include(("core.urls", "core"), namespace="core")),
     path("rag/", include(("rag.urls", "rag"), namespace="rag")),
     path("memory/", include(("memory.urls", "memory"), namespace="memory")),
+    path("knowledge/", include(("memory.knowledge_urls", "knowledge"), namespace="knowledge")),
     path("graph/", include(("rag.graph_urls", "graph"), namespace="graph")),
     path("content/", include(("content.urls", "content"), namespace="content")),
     path("", include(("skills.urls", "skills"), namespace="skills")),

@@ -107,3 +107,38 @@ POOL_LEAVES = SearchSpace(
     posting_extra_columns=("pool_id",),
     rebuild_rows=_pool_leaf_rebuild_rows,
 )
+
+
+def knowledge_item_text(key: str, content: str) -> str:
+    """What a knowledge item is found by: its key's words, then its content."""
+    from memory.pool_index import leaf_text
+
+    return leaf_text(key, content)
+
+
+def _knowledge_item_rebuild_rows(store_id: int) -> Iterable[RebuildRow]:
+    from memory.models import KnowledgeItem
+
+    rows = KnowledgeItem.objects.filter(
+        store_id=store_id, is_current=True, valid_to__isnull=True
+    ).values_list("id", "key", "content")
+    for item_id, key, content in rows.iterator(chunk_size=2000):
+        yield item_id, (), knowledge_item_text(key, content)
+
+
+KNOWLEDGE_ITEMS = SearchSpace(
+    name="knowledge_items",
+    unit_table="memory_knowledgeitem",
+    scope_column="store_id",
+    scope_table="memory_knowledgestore",
+    scope_count_column="item_count",
+    scope_terms_column="total_terms",
+    posting_table="memory_knowledgeitemposting",
+    posting_unit_column="item_id",
+    posting_length_column="item_length",
+    term_table="memory_knowledgeitemterm",
+    # Postings exist only for searchable items; filters are conditions on the item (u).
+    posting_filter_join="JOIN memory_knowledgeitem u ON u.id = p.item_id",
+    vector_condition="u.is_current AND u.valid_to IS NULL",
+    rebuild_rows=_knowledge_item_rebuild_rows,
+)

@@ -44,7 +44,8 @@ _STOP_TEXT = """a about above after again against all also am an and any are as 
     some such than that that's the their theirs them themselves then there these they this those
     through to too under until up very was we we're were what when where which while who whom
     why will with would yeah yes you you're your yours yourself yourselves thanks thank hey hi
-    wow great good sure got get go going one lot much many well think thought"""
+    wow great good sure got get go going one lot much many well think thought i'll i'd
+you'll it'll we'll they'll don't didn't can't won't isn't wasn't let's"""
 STOP_WORDS = frozenset(_STOP_TEXT.split())
 
 
@@ -150,7 +151,7 @@ def offline_summary(lines: Sequence[Line]) -> Summary:
     sentences = _sentences(lines)
     if not sentences:
         return Summary("", [], "offline")
-    k = min(MAX_SENTENCES, max(1, math.ceil(len(sentences) / 6)))
+    k = min(MAX_SENTENCES, max(2, math.ceil(len(sentences) / 4)))
     if k >= len(sentences):
         chosen = list(range(len(sentences)))
     else:

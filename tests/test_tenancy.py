@@ -27,6 +27,9 @@ from core.models import Agent, ApiKey, Team
 from memory import working_redis
 from memory.models import (
     Conversation,
+    KnowledgeItem,
+    KnowledgeSource,
+    KnowledgeStore,
     MemoryAccessLog,
     MemoryContext,
     MemoryContextGrant,
@@ -105,6 +108,9 @@ class Target:
     proposal_name: str
     task_id: int
     conversation_id: int
+    # Knowledge items: a base's name (unique per account, chosen by agents); its item's key is
+    # ``memory_key``.
+    knowledge_base: str
 
     @classmethod
     def of(cls, side: Side) -> Target:
@@ -135,6 +141,7 @@ class Target:
             side.proposal_name,
             side.task.pk,  # type: ignore[union-attr]
             side.conversation.pk,  # type: ignore[union-attr]
+            side.knowledge_base_name,
         )
 
     @classmethod
@@ -166,10 +173,12 @@ class Target:
             f"proposal-{MISSING_ID + 22}",
             MISSING_ID + 23,
             MISSING_ID + 24,
+            f"kb-{MISSING_ID + 25}",
         )
 
     def values(self) -> list[str]:
         names = [self.session_id, self.memory_key, self.pool_id, self.run_id, self.context_name]
+        names.append(self.knowledge_base)
         ids = [str(self.kb_id), str(self.document_id), str(self.agent_id), self.key_prefix]
         ids += [str(self.context_id), str(self.entry_id), str(self.snapshot_id)]
         ids += [str(self.conversation_id)]
@@ -201,6 +210,7 @@ class Target:
             "proposal_id": self.proposal_id,
             "task_id": self.task_id,
             "conversation_id": self.conversation_id,
+            "base": self.knowledge_base,
         }
 
 
@@ -504,6 +514,43 @@ CASES.update(
 )
 
 
+def _knowledge_query(filters: bool) -> Callable[[Target | None], Request]:
+    def build(target: Target | None) -> Request:
+        body: dict[str, Any] = {"query": f"{INTRUDER}KNOW tide turns noon"}
+        if target is not None:
+            body["bases"] = [target.knowledge_base]
+        return "", body, None
+
+    return build
+
+
+def _knowledge_relate(target: Target | None) -> Request:
+    assert target is not None
+    ends = [{"base": target.knowledge_base, "key": k} for k in (target.memory_key, "harbour")]
+    return "", {"source": ends[0], "target": ends[1], "relationship_type": "close_to"}, None
+
+
+CASES.update(
+    {
+        # Knowledge items: base names are unique per account; the intruder's answer like
+        # missing ones, and writing under them writes the caller's own base.
+        "knowledge_bases_list": Case(lambda t: ("", None, None), names_ids=False),
+        "knowledge_base_create": Case(
+            lambda t: ("", {"name": t.knowledge_base}, None),  # type: ignore[union-attr]
+            names_ids=False,
+            intruder_names=True,
+        ),
+        "knowledge_item_put": _names({"content": "injected", "metadata": {"a": 1}}),
+        "knowledge_item_retrieve": Case(_named()),
+        "knowledge_items_list": Case(_named()),
+        "knowledge_item_versions": Case(_named()),
+        "knowledge_item_relationships": Case(_named()),
+        "knowledge_query": Case(_knowledge_query(filters=True)),
+        "knowledge_relationship_create": Case(_knowledge_relate),
+    }
+)
+
+
 def _page_create(target: Target | None) -> Request:
     assert target is not None
     return "", {"title": target.page_title, "content": "[[Harbour Notes]] and harbour notes"}, None
@@ -589,6 +636,7 @@ UNFILTERED_SEARCHES = {
     "memory_long_term_search": _long_term_search(filters=False),
     "graph_nodes_list": lambda t: ("", None, {"query": f"{INTRUDER}NODE city river"}),
     "skills_discover": _skills_discover,
+    "knowledge_query": _knowledge_query(filters=False),
 }
 
 
@@ -666,6 +714,7 @@ def intruder_state(side: Side) -> Any:
         _working_memory(side),
         _long_term_memory(account),
         _knowledge_graph(account),
+        _knowledge_items(account),
         _pages(account),
         _skills(account),
     )
@@ -737,6 +786,35 @@ def _knowledge_graph(account: int) -> Any:
             .values_list("id", "source", "target", "relation_type", "metadata")
         ),
         list(GraphScope.objects.filter(account=account).values_list("node_count", "total_terms")),
+    )
+
+
+def _knowledge_items(account: int) -> Any:
+    return (
+        list(
+            KnowledgeStore.objects.filter(account=account)
+            .order_by("pk")
+            .values_list("id", "name", "description", "knowledge_type", "item_count", "total_terms")
+        ),
+        list(
+            KnowledgeItem.objects.filter(account=account)
+            .order_by("pk")
+            .values_list(
+                "id",
+                "key",
+                "version",
+                "is_current",
+                "content",
+                "metadata",
+                "valid_to",
+                "graph_node",
+            )
+        ),
+        list(
+            KnowledgeSource.objects.filter(account=account)
+            .order_by("pk")
+            .values_list("item", "source_type", "source_id", "reliability")
+        ),
     )
 
 
@@ -856,6 +934,12 @@ def test_foreign_ids_answer_like_missing_ones_and_nothing_leaks(
                 MemoryContext.objects.filter(account=own.account).values_list("pk", flat=True)
             )
             assert own.ltm_context.pk in found and found <= mine  # type: ignore[union-attr]
+        elif operation_id == "knowledge_query":
+            found = {hit["item"]["id"] for hit in body["results"]}
+            assert own.knowledge_item.pk in found  # type: ignore[union-attr]
+            assert not found & set(
+                KnowledgeItem.objects.filter(account=intruder.account).values_list("pk", flat=True)
+            )
         elif operation_id == "skills_discover":
             found = {hit["skill"]["id"] for hit in body["results"]}
             assert own.skill.pk in found  # type: ignore[union-attr]

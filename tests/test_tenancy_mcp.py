@@ -83,6 +83,21 @@ TOOL_CASES: dict[str, Case] = {
     "write_shared_memory": _ids(lambda t: {"pool_id": t.pool_id, "key": "note", "value": "x"}),
     "read_pool_events": _ids(lambda t: {"pool_id": t.pool_id}),
     "delete_memory_pool": _ids(lambda t: {"pool_id": t.pool_id}),
+    # Knowledge items: base names are the caller's to take; the intruder's answer like missing.
+    "knowledge_put": _names(
+        lambda t: {"base": t.knowledge_base, "key": t.memory_key, "content": "mine"}
+    ),
+    "knowledge_get": _ids(lambda t: {"base": t.knowledge_base, "key": t.memory_key}),
+    "knowledge_query": _ids(
+        lambda t: {"query": f"{INTRUDER}KNOW tide turns noon", "bases": [t.knowledge_base]}
+    ),
+    "knowledge_relate": _ids(
+        lambda t: {
+            "source": {"base": t.knowledge_base, "key": t.memory_key},
+            "target": {"base": t.knowledge_base, "key": "harbour"},
+            "relationship_type": "close_to",
+        }
+    ),
     # Knowledge bases and documents.
     "query_knowledge_base": _ids(
         lambda t: {

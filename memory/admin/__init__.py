@@ -632,4 +632,5 @@ class MemoryAccessLogAdmin(AccountScopedAdmin):
         return super().get_queryset(request).defer("entry__embedding")
 
 
-from memory.admin import conversations  # noqa: E402, F401  (registers the conversations' admin)
+# Conversations and knowledge items have their own modules (registered on import).
+from memory.admin import conversations, knowledge  # noqa: E402, F401

@@ -67,45 +67,47 @@ QUERY_SECTION = ("query", "Current query")
 # Each section's share of the budget by task type (renormalised over the sections that have
 # candidates). Relevant history leads in conversation, knowledge and documents elsewhere.
 SHARES: dict[str, dict[str, float]] = {
+    # The last turns come first and may take up to a third: they are what the agent answers;
+    # when they are short, what they leave flows on to the next sections.
     task_types.CONVERSATION: {
-        "immediate": 0.15,
-        "recent": 0.10,
-        "history": 0.55,
-        "knowledge": 0.08,
+        "immediate": 0.30,
+        "recent": 0.08,
+        "history": 0.45,
+        "knowledge": 0.06,
         "documents": 0.04,
         "pages": 0.03,
         "skills": 0.02,
-        "task": 0.03,
+        "task": 0.02,
     },
     task_types.PROBLEM_SOLVING: {
-        "immediate": 0.10,
-        "recent": 0.05,
-        "history": 0.25,
-        "knowledge": 0.20,
-        "documents": 0.15,
-        "pages": 0.05,
-        "skills": 0.15,
-        "task": 0.05,
+        "immediate": 0.30,
+        "recent": 0.04,
+        "history": 0.18,
+        "knowledge": 0.14,
+        "documents": 0.12,
+        "pages": 0.04,
+        "skills": 0.12,
+        "task": 0.06,
     },
     task_types.LEARNING: {
-        "immediate": 0.10,
-        "recent": 0.05,
-        "history": 0.25,
-        "knowledge": 0.25,
-        "documents": 0.20,
-        "pages": 0.10,
-        "skills": 0.02,
-        "task": 0.03,
-    },
-    task_types.ANALYSIS: {
-        "immediate": 0.10,
-        "recent": 0.10,
-        "history": 0.30,
+        "immediate": 0.30,
+        "recent": 0.04,
+        "history": 0.18,
         "knowledge": 0.20,
-        "documents": 0.15,
+        "documents": 0.16,
         "pages": 0.08,
         "skills": 0.02,
-        "task": 0.05,
+        "task": 0.02,
+    },
+    task_types.ANALYSIS: {
+        "immediate": 0.30,
+        "recent": 0.07,
+        "history": 0.21,
+        "knowledge": 0.16,
+        "documents": 0.12,
+        "pages": 0.08,
+        "skills": 0.02,
+        "task": 0.04,
     },
 }
 
@@ -282,9 +284,17 @@ def _gather(
         timed("summaries", lambda: sources.summaries(conversation))
         timed("history", lambda: sources.history(actor, conversation, request.query, vector)[0])
     timed("memories", lambda: sources.memories(actor, request.query, vector)[0])
+    store_ids: list[int] | None = None
+    document_base_ids: list[int] | None = None
+    if request.knowledge_base_ids:
+        store_ids, document_base_ids = sources.base_ids_split(actor, request.knowledge_base_ids)
+    timed(
+        "knowledge",
+        lambda: sources.knowledge(actor, request.query, vector, task_type, store_ids),
+    )
     timed(
         "documents",
-        lambda: sources.documents(actor, request.query, vector, request.knowledge_base_ids),
+        lambda: sources.documents(actor, request.query, vector, document_base_ids),
     )
     timed("pages", lambda: sources.pages(actor, request.query, vector))
     timed("skills", lambda: sources.skills(actor, request.query, vector))

@@ -58,7 +58,10 @@ class Candidate:
 
 
 def _when(entry: MemoryEntry) -> str:
-    return f"[{entry.occurred_at:%Y-%m-%d %H:%M}] " if entry.occurred_at else ""
+    """The day it happened, in few tokens ("[8 May 2023] "): a turn's number and time of day
+    would cost more tokens than most questions need (the source keeps both)."""
+    when = entry.occurred_at
+    return f"[{when.day} {when:%b %Y}] " if when else ""
 
 
 def turn_candidate(conversation: Conversation, entry: MemoryEntry, score: float) -> Candidate:
@@ -74,7 +77,7 @@ def turn_candidate(conversation: Conversation, entry: MemoryEntry, score: float)
             "message_id": entry.pk,
             "turn_number": entry.position,
         },
-        prefix=f"{_when(entry)}#{entry.position} ",
+        prefix=_when(entry),
         order=(entry.position or 0,),
         same=("entry", entry.pk),
     )
@@ -216,16 +219,93 @@ def memories(
     return out, dict(found.timings_ms)
 
 
-def documents(
-    actor: Actor, query: str, vector: np.ndarray, knowledge_base_ids: Sequence[int]
+# Knowledge types read for each task type (seed 003): factual always, procedural for problem
+# solving, conceptual for learning and analysis.
+KNOWLEDGE_TYPES = {
+    "conversation": ("factual",),
+    "problem_solving": ("factual", "procedural"),
+    "learning": ("factual", "conceptual"),
+    "analysis": ("factual", "conceptual"),
+}
+
+
+def base_ids_split(actor: Actor, ids: Sequence[int]) -> tuple[list[int], list[int]]:
+    """``knowledge_base_ids`` of a context request, as (knowledge item bases, document
+    knowledge bases) of the actor's: one list names either kind. An id of neither: 404
+    ``knowledge_base_not_found``, like a foreign one."""
+    from core.errors import NotFound
+    from memory.selectors.knowledge import stores_visible
+    from rag.models import KnowledgeBase
+
+    wanted = set(ids)
+    stores = set(stores_visible(actor).filter(pk__in=wanted).values_list("pk", flat=True))
+    bases = set(
+        KnowledgeBase.objects.for_actor(actor).filter(pk__in=wanted).values_list("pk", flat=True)
+    )
+    missing = sorted(wanted - stores - bases)
+    if missing:
+        raise NotFound(
+            "Unknown knowledge base.", code="knowledge_base_not_found", details={"ids": missing}
+        )
+    return sorted(stores), sorted(bases)
+
+
+def knowledge(
+    actor: Actor,
+    query: str,
+    vector: np.ndarray,
+    task_type: str,
+    base_ids: Sequence[int] | None,
 ) -> list[Candidate]:
+    """Current, valid knowledge items of the types the task reads, most relevant first
+    (``base_ids``: only those bases; None: every base of the account)."""
+    from memory.selectors.knowledge import knowledge_search
+
+    if base_ids is not None and not base_ids:
+        return []
+    found = knowledge_search(
+        actor=actor,
+        query=query,
+        base_ids=base_ids,
+        knowledge_types=KNOWLEDGE_TYPES[task_type],
+        top_k=KNOWLEDGE_CANDIDATES,
+        query_vector=vector,
+    )
+    return [
+        Candidate(
+            kind="knowledge",
+            id=hit.item.pk,
+            score=hit.score,
+            text=hit.item.content,
+            metadata=hit.item.metadata,
+            source={
+                "base": hit.item.store.name,
+                "key": hit.item.key,
+                "version": hit.item.version,
+            },
+            prefix=f"[{hit.item.store.name}/{hit.item.key}] ",
+            order=(rank,),
+            same=("knowledge", hit.item.pk),
+        )
+        for rank, hit in enumerate(found.hits)
+    ]
+
+
+def documents(
+    actor: Actor, query: str, vector: np.ndarray, knowledge_base_ids: Sequence[int] | None
+) -> list[Candidate]:
+    """Document chunks most relevant to the query (``knowledge_base_ids``: only those; None:
+    every knowledge base of the account)."""
     from rag.search import SearchFilters, chunk_search
+
+    if knowledge_base_ids is not None and not knowledge_base_ids:
+        return []
 
     outcome = chunk_search(
         actor=actor,
         query=query,
         top_k=DOCUMENT_CANDIDATES,
-        filters=SearchFilters(knowledge_base_ids=tuple(knowledge_base_ids)),
+        filters=SearchFilters(knowledge_base_ids=tuple(knowledge_base_ids or ())),
         query_vector=vector,
     )
     return [

@@ -1,6 +1,13 @@
 """Memory tiers: one module per tier; each is imported here so Django finds its models."""
 
 from memory.models.conversations import Conversation
+from memory.models.knowledge import (
+    KnowledgeItem,
+    KnowledgeItemPosting,
+    KnowledgeItemTerm,
+    KnowledgeSource,
+    KnowledgeStore,
+)
 from memory.models.long_term import (
     MemoryAccessLog,
     MemoryContext,
@@ -31,6 +38,11 @@ from memory.models.working import WorkingMemorySnapshot
 __all__ = [
     "DEFAULT_POOL_ID",
     "Conversation",
+    "KnowledgeItem",
+    "KnowledgeItemPosting",
+    "KnowledgeItemTerm",
+    "KnowledgeSource",
+    "KnowledgeStore",
     "MemoryAccessLog",
     "MemoryContext",
     "MemoryContextGrant",

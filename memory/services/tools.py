@@ -101,7 +101,7 @@ def _visible(actor: Actor, ref: Reference) -> bool:
 def _knowledge_item(actor: Actor, item_id: int) -> bool:
     """Knowledge items (docs/memory.md, "Knowledge") when this installation has them."""
     try:
-        from memory.selectors.knowledge import knowledge_item_visible  # type: ignore[import-not-found]
+        from memory.selectors.knowledge import knowledge_item_visible
     except ImportError:
         return False
     return bool(knowledge_item_visible(actor=actor, item_id=item_id))

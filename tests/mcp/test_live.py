@@ -63,6 +63,11 @@ LATER = {
     "conversation_summarize",
     # issue 18: context assembly
     "get_context",
+    # Issue 17: knowledge items.
+    "knowledge_put",
+    "knowledge_get",
+    "knowledge_query",
+    "knowledge_relate",
 }
 ALL_TOOLS = CONTRACT | LATER
 
@@ -246,6 +251,56 @@ def test_every_tool_answers_on_its_happy_path(url: str, side: Side) -> None:
         summary = await call("summarised_memory_search", {"query": "crane schedule"})
         assert "[1]" in summary["summary"]
 
+        put = await call(
+            "knowledge_put",
+            {
+                "base": "harbour",
+                "key": "crane.capacity",
+                "content": "The harbour crane lifts forty tonnes.",
+                "metadata": {"unit": "t"},
+                "sources": [{"source_type": "page", "source_id": str(target.pk)}],
+            },
+        )
+        assert put["created"] and put["item"]["version"] == 1
+        await call("knowledge_put", {"base": "harbour", "key": "crane", "content": "A crane."})
+        got = await call("knowledge_get", {"base": "harbour", "key": "crane.capacity"})
+        assert got["item"]["metadata"] == {"unit": "t"}
+        known = await call("knowledge_query", {"query": "how much does the crane lift"})
+        assert known["results"][0]["item"]["key"] == "crane.capacity"
+        related = await call(
+            "knowledge_relate",
+            {
+                "source": {"base": "harbour", "key": "crane.capacity"},
+                "target": {"base": "harbour", "key": "crane"},
+                "relationship_type": "describes",
+                "strength": 0.5,
+            },
+        )
+        assert related["strength"] == 0.5
+
+        assert side.conversation is not None
+        chat = side.conversation.pk
+        added = await call(
+            "conversation_add_messages",
+            {
+                "conversation_id": chat,
+                "messages": [
+                    {"role": "user", "name": "Ana", "content": "The ferry leaves at nine."},
+                    {"role": "assistant", "content": "Noted.", "metadata": {"dia_id": "D9:1"}},
+                ],
+            },
+        )
+        assert [m["turn_number"] for m in added["results"]] == [3, 4]
+        recent = await call("conversation_recent", {"conversation_id": chat, "last": 2})
+        assert recent["results"][1]["metadata"] == {"dia_id": "D9:1"}
+        summary = await call("conversation_summarize", {"conversation_id": chat})
+        assert (summary["start_turn"], summary["end_turn"]) == (1, 4)
+        context = await call(
+            "get_context",
+            {"query": "When does the ferry leave?", "conversation_id": chat, "token_budget": 300},
+        )
+        assert context["tokens"] <= 300 and "The ferry leaves at nine." in context["context"]
+
     with_client(url, secret, walk)
     assert set(called) == ALL_TOOLS
     assert MemoryEntry.objects.get(pk=entries[0]).tags == ["x"]
@@ -274,7 +329,7 @@ def test_a_read_only_key_is_refused_on_every_write_tool(url: str) -> None:
     agent = AgentFactory.create()
     secret = _key(agent, scopes=("read",))
     writers = sorted(name for name, tool in tools().items() if tool.scope != "read")
-    assert len(writers) == 11 and "write_memory" in writers
+    assert len(writers) == 15 and {"knowledge_put", "conversation_add_messages"} <= set(writers)
 
     async def refused(client: Client) -> dict[str, Any]:
         answers = {}

@@ -29,6 +29,8 @@ WRITE_TOOLS = {
     "write_memory",
     "conversation_add_messages",
     "conversation_summarize",
+    "knowledge_put",
+    "knowledge_relate",
 }
 
 

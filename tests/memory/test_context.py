@@ -162,6 +162,7 @@ def test_every_kind_of_item_says_where_it_came_from(
     expected_sources = {
         "turn": {"conversation_id", "message_id", "turn_number"},
         "memory": {"context_id", "entry_id"},
+        "knowledge": {"base", "key", "version"},
         "chunk": {"knowledge_base_id", "document_id", "chunk_id"},
         "page": {"page_id"},
         "skill": {"skill_id"},
@@ -214,6 +215,7 @@ def test_another_accounts_conversation_and_stores_never_contribute(
         ({"query": "x", "task_type": "gossip"}, 400, "validation_error"),
         ({"query": "x", "conversation_id": 987654321}, 404, "conversation_not_found"),
         ({"query": "x" * 4001}, 400, "query_too_long"),
+        ({"query": "x", "knowledge_base_ids": [987654321]}, 404, "knowledge_base_not_found"),
         ({}, 400, "validation_error"),
     ],
 )
@@ -244,7 +246,7 @@ def test_the_task_type_is_given_or_classified_and_sources_narrow(
         format="markdown",
     )
     assert {s["name"] for s in only["sections"]} == {"history", "query"}
-    assert "## Relevant history\n- [" in only["context"] and "] #1 Ana: We fixed" in only["context"]
+    assert "## Relevant history\n- [" in only["context"] and "] Ana: We fixed" in only["context"]
 
 
 def test_a_person_reads_contexts_of_the_accounts_conversations(

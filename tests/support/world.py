@@ -20,6 +20,8 @@ from core.models import Account, Agent, ApiKey, AuditEvent, Membership, Team
 from memory import services as memory_services
 from memory.models import (
     Conversation,
+    KnowledgeItem,
+    KnowledgeStore,
     MemoryAccessLog,
     MemoryContext,
     MemoryEntry,
@@ -29,6 +31,7 @@ from memory.models import (
     ShortTermEntry,
 )
 from memory.services import conversations as conversation_services
+from memory.services import knowledge as knowledge_services
 from memory.services import long_term as ltm_services
 from memory.services import tools as memory_tools
 from rag import services as rag_services
@@ -90,6 +93,11 @@ class Side:
     # A conversation (user id and title with the marker) with two messages (metadata with the
     # marker) and a summary.
     conversation: Conversation | None = None
+    # Knowledge items: a base named without the marker holding the item ``memory_key`` (two
+    # versions with sources; its content carries the marker), related to a second item.
+    knowledge_base_name: str = ""
+    knowledge_base: KnowledgeStore | None = None
+    knowledge_item: KnowledgeItem | None = None
     # Knowledge graph: a node named without the marker (requests name it; its description
     # carries the marker), a node named with it, and a bidirectional edge between them.
     node_name: str = ""
@@ -152,6 +160,7 @@ def build_side(marker: str, capture_on_commit: Callable[..., Any]) -> Side:
     )
     memory = _memory(marker, account, agent, capture_on_commit)
     knowledge_graph = _graph(marker, account, agent)
+    knowledge = _knowledge(marker, agent, memory["memory_key"])
     pages = _content(marker, account, agent, capture_on_commit)
     skills = _skills(marker, account, agent, users)
     side = Side(
@@ -169,6 +178,7 @@ def build_side(marker: str, capture_on_commit: Callable[..., Any]) -> Side:
         membership=Membership.objects.get(user=users["reviewer"], account=account),
         **memory,
         **knowledge_graph,
+        **knowledge,
         **pages,
         **skills,
     )
@@ -190,6 +200,8 @@ def build_side(marker: str, capture_on_commit: Callable[..., Any]) -> Side:
         "memory.memorysnapshot": side.ltm_snapshot,
         "memory.memoryaccesslog": MemoryAccessLog.objects.get(account=account),
         "memory.conversation": side.conversation,
+        "memory.knowledgestore": side.knowledge_base,
+        "memory.knowledgeitem": side.knowledge_item,
         "rag.graphnode": side.graph_other_node,
         "rag.graphedge": side.graph_edge,
         "content.page": side.mentioning_page,
@@ -459,6 +471,30 @@ def _memory(
     }
 
 
+def _knowledge(marker: str, agent: Agent, key: str) -> dict[str, Any]:
+    actor = actor_for_agent(agent)
+    name = f"kb-{agent.account_id}"
+    store = knowledge_services.store_create(
+        actor=actor, name=name, knowledge_type="procedural", description=f"{marker}KNOWBASE"
+    )
+    source = knowledge_services.SourceInput("agent", f"{marker}SOURCE", 0.5)
+    for content in (f"{marker}KNOW the tide turns at noon", f"{marker}KNOW tides turn at one"):
+        item = knowledge_services.knowledge_item_put(
+            actor=actor, base=name, key=key, content=content, sources=[source]
+        ).item
+    knowledge_services.knowledge_item_put(
+        actor=actor, base=name, key="harbour", content=f"{marker}KNOW the harbour closes"
+    )
+    knowledge_services.knowledge_relate(
+        actor=actor, source=(name, key), target=(name, "harbour"), relationship_type="near"
+    )
+    return {
+        "knowledge_base_name": name,
+        "knowledge_base": KnowledgeStore.objects.get(pk=store.pk),
+        "knowledge_item": KnowledgeItem.objects.defer("embedding").get(pk=item.pk),
+    }
+
+
 # What each role may do with each model in its own account: v(iew) a(dd) c(hange) d(elete).
 RIGHTS: dict[str, dict[str, str]] = {
     "core.account": {"owner": "vc", "reviewer": "v", "author": "v", "operator": "v"},
@@ -479,6 +515,9 @@ RIGHTS: dict[str, dict[str, str]] = {
     "memory.memorysnapshot": {"owner": "v", "reviewer": "", "author": "", "operator": "v"},
     "memory.memoryaccesslog": {"owner": "v", "reviewer": "", "author": "", "operator": "v"},
     "memory.conversation": {"owner": "vd", "reviewer": "", "author": "", "operator": "vd"},
+    # Knowledge items: everyone in the account reads; operators (and owners) write.
+    "memory.knowledgestore": {"owner": "vacd", "reviewer": "v", "author": "v", "operator": "vacd"},
+    "memory.knowledgeitem": {"owner": "vc", "reviewer": "v", "author": "v", "operator": "vc"},
     # The knowledge graph: authors and operators write, everyone reads.
     "rag.graphnode": {"owner": "vacd", "reviewer": "v", "author": "vacd", "operator": "vacd"},
     "rag.graphedge": {"owner": "vad", "reviewer": "v", "author": "vad", "operator": "vad"},
@@ -519,6 +558,8 @@ LIST_MARKER = {
     "memory.memorysnapshot": "SNAP",
     "memory.memoryaccesslog": "LTM",
     "memory.conversation": "CONV",
+    "memory.knowledgestore": "KNOWBASE",
+    "memory.knowledgeitem": "KNOW",
     "rag.graphnode": "NODE",
     "rag.graphedge": "NODE",
     "content.page": "PAGE",

@@ -1,0 +1,27 @@
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandParser
+
+from memory.models import KnowledgeStore
+from memory.services.knowledge_index import index_rebuild
+
+
+class Command(BaseCommand):
+    help = (
+        "Rebuild the knowledge items' search index from the items: BM25 postings, term and "
+        "corpus statistics per base, and embeddings of searchable items the current model has "
+        "not embedded (docs/memory.md, 'Knowledge items')."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--base-id", type=int, action="append", default=[])
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        stores = KnowledgeStore.objects.order_by("pk")
+        if options["base_id"]:
+            stores = stores.filter(pk__in=options["base_id"])
+        for store_id in stores.values_list("pk", flat=True):
+            index_rebuild(store_id)
+        self.stdout.write("done")

@@ -1,0 +1,252 @@
+"""Reads of knowledge items (docs/memory.md, "Knowledge items"), scoped by the actor inside
+every query. Knowledge bases are account-wide: every agent of the account reads every base.
+A base or item of another account answers exactly like a missing one.
+
+``knowledge_search`` is the entry point for other code (context assembly): the best current,
+valid items of the chosen bases (or knowledge types) for a query, through the one engine.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from django.db.models import Prefetch, QuerySet
+
+from core.actors import Actor
+from core.errors import NotFound, ValidationFailed
+from core.search import list_length_check, search_query_check, top_k_check
+from memory.models import KnowledgeItem, KnowledgeSource, KnowledgeStore
+from memory.spaces import KNOWLEDGE_ITEMS
+from rag.graph import nodes as graph_nodes
+from rag.models import GraphEdge
+from rag.search import DEFAULT_FUSION, DEFAULT_WEIGHTS, MIN_CANDIDATES, RankedHit, space_rank
+
+
+def base_not_found(names: Sequence[str] = ()) -> NotFound:
+    details = {"names": sorted(set(names))} if names else None
+    return NotFound("No such knowledge base.", code="knowledge_base_not_found", details=details)
+
+
+def item_not_found() -> NotFound:
+    return NotFound("No such knowledge item.", code="knowledge_item_not_found")
+
+
+def stores_visible(actor: Actor) -> QuerySet[KnowledgeStore]:
+    return KnowledgeStore.objects.for_actor(actor)
+
+
+def store_list(actor: Actor) -> QuerySet[KnowledgeStore]:
+    return stores_visible(actor).order_by("-created_at", "-id")
+
+
+def store_get(actor: Actor, name: str) -> KnowledgeStore:
+    """The actor's base named ``name`` (404 ``knowledge_base_not_found``)."""
+    found = stores_visible(actor).filter(name=name).first()
+    if found is None:
+        raise base_not_found()
+    return found
+
+
+def _with_sources(items: QuerySet[KnowledgeItem]) -> QuerySet[KnowledgeItem]:
+    return (
+        items.defer("embedding")
+        .select_related("store")
+        .prefetch_related(Prefetch("sources", queryset=KnowledgeSource.objects.order_by("id")))
+    )
+
+
+def item_current(store: KnowledgeStore, key: str) -> KnowledgeItem | None:
+    """The current version of ``key`` in ``store`` (a store the caller has already been given)."""
+    return _with_sources(
+        KnowledgeItem.objects.filter(store=store, key=key, is_current=True)
+    ).first()
+
+
+def item_get(actor: Actor, base: str, key: str) -> KnowledgeItem:
+    """The current version of the item ``key`` of the base ``base`` (404
+    ``knowledge_base_not_found`` / ``knowledge_item_not_found``)."""
+    item = item_current(store_get(actor, base), key)
+    if item is None:
+        raise item_not_found()
+    return item
+
+
+def item_list(actor: Actor, base: str) -> QuerySet[KnowledgeItem]:
+    """The current versions of the base's items (invalidated ones included: they say so)."""
+    store = store_get(actor, base)
+    return _with_sources(KnowledgeItem.objects.filter(store=store, is_current=True))
+
+
+def item_versions(actor: Actor, base: str, key: str) -> QuerySet[KnowledgeItem]:
+    """Every version of the item, newest first."""
+    item = item_get(actor, base, key)
+    return _with_sources(KnowledgeItem.objects.filter(lineage=item.lineage))
+
+
+def knowledge_item_visible(*, actor: Actor, item_id: int) -> bool:
+    """Is ``item_id`` a version of a knowledge item the actor may read? (the memory tools'
+    related search links memories to items by id)."""
+    return KnowledgeItem.objects.for_actor(actor).filter(pk=item_id).exists()
+
+
+# --- relationships (edges of rag's knowledge graph) ------------------------------------------
+
+
+@dataclass(frozen=True)
+class Relationship:
+    edge: GraphEdge
+    direction: str  # "outgoing" or "incoming", seen from the item asked about
+    source: KnowledgeItem
+    target: KnowledgeItem
+
+    @property
+    def strength(self) -> float:
+        return float(self.edge.weight)
+
+
+def item_relationships(actor: Actor, base: str, key: str) -> list[Relationship]:
+    """The item's relationships to other knowledge items, each way, strongest first (edges of
+    its graph node to nodes of other items; edges to other kinds of node are the graph's)."""
+    return node_relationships(item_get(actor, base, key))
+
+
+def node_relationships(item: KnowledgeItem) -> list[Relationship]:
+    """The relationships of an item already read (``item_relationships``, the admin)."""
+    if item.graph_node_id is None:
+        return []
+    edges = graph_nodes.node_edges(node=item.graph_node)  # type: ignore[arg-type]
+    other_ids = {e.target_id for e in edges.outgoing} | {e.source_id for e in edges.incoming}
+    others = {
+        found.graph_node_id: found
+        for found in KnowledgeItem.objects.filter(
+            account_id=item.account_id, graph_node_id__in=other_ids, is_current=True
+        )
+        .select_related("store")
+        .defer("embedding")
+    }
+    found: list[Relationship] = []
+    for edge in edges.outgoing:
+        if edge.target_id in others:
+            found.append(Relationship(edge, "outgoing", item, others[edge.target_id]))
+    for edge in edges.incoming:
+        if edge.source_id in others:
+            found.append(Relationship(edge, "incoming", others[edge.source_id], item))
+    found.sort(key=lambda r: (-r.strength, r.edge.pk))
+    return found
+
+
+# --- search ----------------------------------------------------------------------------------
+
+
+@dataclass
+class KnowledgeHit:
+    item: KnowledgeItem
+    score: float
+    ranked: RankedHit
+
+    @property
+    def explanation(self) -> dict[str, Any]:
+        return {
+            **self.ranked.stages(),
+            "fused_score": self.score,
+            "fusion": DEFAULT_FUSION,
+            "weights": DEFAULT_WEIGHTS,
+        }
+
+
+@dataclass
+class KnowledgeSearch:
+    hits: list[KnowledgeHit]
+    bases: list[str]
+    timings_ms: dict[str, float] = field(default_factory=dict)
+
+
+def _search_scope(
+    actor: Actor,
+    bases: Sequence[str] | None,
+    base_ids: Sequence[int] | None,
+    knowledge_types: Sequence[str],
+) -> list[KnowledgeStore]:
+    stores = stores_visible(actor)
+    if bases:
+        found = list(stores.filter(name__in=list(bases)))
+        missing = set(bases) - {s.name for s in found}
+        if missing:
+            raise base_not_found(sorted(missing))
+        stores = stores.filter(pk__in=[s.pk for s in found])
+    if base_ids:
+        found_ids = set(stores.filter(pk__in=list(base_ids)).values_list("pk", flat=True))
+        if set(base_ids) - found_ids:
+            raise base_not_found()
+        stores = stores.filter(pk__in=found_ids)
+    if knowledge_types:
+        unknown = set(knowledge_types) - set(KnowledgeStore.KnowledgeType.values)
+        if unknown:
+            raise ValidationFailed(
+                "Unknown knowledge type.",
+                code="invalid_knowledge_type",
+                details={"allowed": list(KnowledgeStore.KnowledgeType.values)},
+            )
+        stores = stores.filter(knowledge_type__in=list(knowledge_types))
+    return list(stores.order_by("name"))
+
+
+def knowledge_search(
+    *,
+    actor: Actor,
+    query: str,
+    bases: Sequence[str] | None = None,
+    base_ids: Sequence[int] | None = None,
+    knowledge_types: Sequence[str] = (),
+    top_k: int = 10,
+    query_vector: np.ndarray | None = None,
+) -> KnowledgeSearch:
+    """The ``top_k`` best current, valid knowledge items for ``query`` (hybrid: vector and
+    BM25, weighted fusion), each with its score and an explanation of its stages.
+
+    Where: the bases named in ``bases`` and/or with ids in ``base_ids`` (a base that is not the
+    actor's: 404 ``knowledge_base_not_found``), narrowed to ``knowledge_types`` when given;
+    every base of the account when neither names nor ids are given. ``query_vector``: the
+    query's embedding when the caller has it already (one embedding serves several searches).
+    Bounds: ``query`` 1..4,000 characters, ``top_k`` 1..100, lists of at most 100.
+    """
+    search_query_check(query)
+    if not query.strip():
+        raise ValidationFailed("The query is empty.", code="empty_query")
+    top_k_check(top_k)
+    list_length_check("bases", list(bases or ()))
+    list_length_check("base_ids", list(base_ids or ()))
+    list_length_check("knowledge_types", list(knowledge_types))
+    started = time.perf_counter()
+    stores = _search_scope(actor, bases, base_ids, knowledge_types)
+    timings = {"scope": round((time.perf_counter() - started) * 1000, 3)}
+    if not stores:
+        return KnowledgeSearch(hits=[], bases=[], timings_ms=timings)
+    ranking = space_rank(
+        space=KNOWLEDGE_ITEMS,
+        scope_ids=[s.pk for s in stores],
+        query=query,
+        mode="hybrid",
+        depth=max(MIN_CANDIDATES, top_k * 5),
+        weights=DEFAULT_WEIGHTS,
+        query_vector=query_vector,
+    )
+    timings.update(ranking.stage_ms)
+    started = time.perf_counter()
+    ranked = ranking.hits[:top_k]
+    items = _with_sources(
+        KnowledgeItem.objects.filter(
+            pk__in=[h.unit_id for h in ranked], is_current=True, valid_to__isnull=True
+        )
+    ).in_bulk()
+    hits = [
+        KnowledgeHit(item=items[h.unit_id], score=round(h.score, 6), ranked=h)
+        for h in ranked
+        if h.unit_id in items
+    ]
+    timings["hydrate"] = round((time.perf_counter() - started) * 1000, 3)
+    return KnowledgeSearch(hits=hits, bases=[s.name for s in stores], timings_ms=timings)

@@ -48,12 +48,21 @@ def _variants() -> dict[str, Callable[[], contextlib.AbstractContextManager[None
 
     return {
         "default": contextlib.nullcontext,
-        "no_neighbours": lambda: patched(sources, "NEIGHBOUR_TURNS", 0),
+        "neighbours_1": lambda: patched(sources, "NEIGHBOUR_TURNS", 1),
         "neighbours_2": lambda: patched(sources, "NEIGHBOUR_TURNS", 2),
         "summaries_share_0": shares(recent=0.0),
         "summaries_share_0.2": shares(recent=0.2),
-        "immediate_share_0.05": shares(immediate=0.05),
-        "candidates_50": lambda: patched(sources, "HISTORY_CANDIDATES", 50),
+        "candidates_100": lambda: patched(sources, "HISTORY_CANDIDATES", 100),
+        "no_summaries": lambda: patched(sources, "MAX_SUMMARIES", 0),
+        "summaries_2": lambda: patched(sources, "MAX_SUMMARIES", 2),
+        "speaker_boost_0.1": lambda: patched(sources, "SPEAKER_BOOST", 0.1),
+        "speaker_boost_0.25": lambda: patched(sources, "SPEAKER_BOOST", 0.25),
+        "weights_v5_k5": lambda: patched(
+            sources, "HISTORY_WEIGHTS", {"vector": 0.5, "keyword": 0.5}
+        ),
+        "weights_v3_k7": lambda: patched(
+            sources, "HISTORY_WEIGHTS", {"vector": 0.3, "keyword": 0.7}
+        ),
     }
 
 
@@ -110,6 +119,7 @@ def main() -> None:
                 with variants[name]():
                     for budget in budgets:
                         recalls, own_ms, tokens = [], [], []
+                        types: dict[str, int] = defaultdict(int)
                         for question in questions:
                             answer = context_assemble(
                                 actor=actor,
@@ -122,13 +132,15 @@ def main() -> None:
                             recalls.append(evidence_recall(answer.sections, question.evidence))
                             own_ms.append(answer.timings_ms["total"] - answer.timings_ms["embed"])
                             tokens.append(answer.tokens)
+                            types[answer.task_type] += 1
                         own_ms.sort()
                         print(
                             f"{conversation.sample_id} {name:22s} budget {budget:5d}: "
                             f"evidence recall {statistics.fmean(recalls):.4f} "
                             f"({len(questions)} questions 1-4), tokens max {max(tokens)}, "
                             f"assembly p50 {own_ms[len(own_ms) // 2]:.1f} ms "
-                            f"p95 {own_ms[int(len(own_ms) * 0.95)]:.1f} ms",
+                            f"p95 {own_ms[int(len(own_ms) * 0.95)]:.1f} ms; "
+                            f"task types {dict(types)}",
                             flush=True,
                         )
         finally:

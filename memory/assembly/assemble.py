@@ -36,6 +36,8 @@ from memory.selectors import conversations as conversation_selectors
 
 MIN_BUDGET, MAX_BUDGET, DEFAULT_BUDGET = 100, 32_000, 2_000
 DEFAULT_RECENT_TURNS = 5
+# The last turns' cap, as a share of the budget.
+IMMEDIATE_MAX = 0.3
 # Below this many tokens left, a section stops looking for an item that fits.
 MIN_ROOM = 4
 MAX_SHORTENED = 3
@@ -64,50 +66,45 @@ SECTIONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("task", "Task context", ("working", "pools")),
 )
 QUERY_SECTION = ("query", "Current query")
-# Each section's share of the budget by task type (renormalised over the sections that have
-# candidates). Relevant history leads in conversation, knowledge and documents elsewhere.
+# Each section's share of what the last turns leave, by task type (renormalised over the
+# sections that have candidates). Relevant history leads in conversation, knowledge and
+# documents elsewhere.
 SHARES: dict[str, dict[str, float]] = {
-    # The last turns come first and may take up to a third: they are what the agent answers;
-    # when they are short, what they leave flows on to the next sections.
     task_types.CONVERSATION: {
-        "immediate": 0.30,
         "recent": 0.08,
-        "history": 0.45,
-        "knowledge": 0.06,
-        "documents": 0.04,
+        "history": 0.70,
+        "knowledge": 0.08,
+        "documents": 0.05,
         "pages": 0.03,
-        "skills": 0.02,
-        "task": 0.02,
+        "skills": 0.03,
+        "task": 0.03,
     },
     task_types.PROBLEM_SOLVING: {
-        "immediate": 0.30,
-        "recent": 0.04,
-        "history": 0.18,
-        "knowledge": 0.14,
-        "documents": 0.12,
-        "pages": 0.04,
-        "skills": 0.12,
-        "task": 0.06,
+        "recent": 0.05,
+        "history": 0.25,
+        "knowledge": 0.20,
+        "documents": 0.18,
+        "pages": 0.06,
+        "skills": 0.18,
+        "task": 0.08,
     },
     task_types.LEARNING: {
-        "immediate": 0.30,
-        "recent": 0.04,
-        "history": 0.18,
-        "knowledge": 0.20,
-        "documents": 0.16,
-        "pages": 0.08,
-        "skills": 0.02,
-        "task": 0.02,
+        "recent": 0.05,
+        "history": 0.25,
+        "knowledge": 0.28,
+        "documents": 0.24,
+        "pages": 0.12,
+        "skills": 0.03,
+        "task": 0.03,
     },
     task_types.ANALYSIS: {
-        "immediate": 0.30,
-        "recent": 0.07,
-        "history": 0.21,
-        "knowledge": 0.16,
-        "documents": 0.12,
-        "pages": 0.08,
-        "skills": 0.02,
-        "task": 0.04,
+        "recent": 0.10,
+        "history": 0.30,
+        "knowledge": 0.23,
+        "documents": 0.18,
+        "pages": 0.11,
+        "skills": 0.03,
+        "task": 0.05,
     },
 }
 
@@ -153,9 +150,14 @@ class Section:
     whole: list[int] | None = None
     chosen: set[int | str] = field(default_factory=set)
 
+    # The group lines shown (a day above its turns), with their tokens.
+    groups: dict[str, int] = field(default_factory=dict)
+
     @property
     def tokens(self) -> int:
-        return (self.header_tokens if self.items else 0) + sum(i.tokens for i in self.items)
+        if not self.items:
+            return 0
+        return self.header_tokens + sum(self.groups.values()) + sum(i.tokens for i in self.items)
 
 
 @dataclass
@@ -208,6 +210,10 @@ def _line(prefix: str, text: str, markdown: bool) -> str:
     return f"- {prefix}{text}" if markdown else f"{prefix}{text}"
 
 
+def _group_line(group: str, markdown: bool) -> str:
+    return f"**{group}**" if markdown else f"[{group}]"
+
+
 class _Packer:
     """Packs candidates into sections within the budget, keeping each item once."""
 
@@ -215,6 +221,12 @@ class _Packer:
         self.markdown = markdown
         self.taken: set[tuple[str, Any]] = set()
         self.texts: set[str] = set()
+        self.group_tokens: dict[str, int] = {}
+
+    def _group(self, group: str) -> int:
+        if group not in self.group_tokens:
+            self.group_tokens[group] = budget.tokens_of([_group_line(group, self.markdown)])[0]
+        return self.group_tokens[group]
 
     def duplicate(self, candidate: Candidate) -> bool:
         key = " ".join(candidate.text.split()).lower()
@@ -240,6 +252,8 @@ class _Packer:
             if candidate.id in section.chosen or self.duplicate(candidate):
                 continue
             header = section.header_tokens if not section.items else 0
+            if candidate.group and candidate.group not in section.groups:
+                header += self._group(candidate.group)
             room = limit - used - header
             if room < MIN_ROOM:
                 break
@@ -254,6 +268,8 @@ class _Packer:
                     continue
                 text, tokens = fitted
             section.items.append(Item(candidate, text, tokens))
+            if candidate.group:
+                section.groups[candidate.group] = self._group(candidate.group)
             section.chosen.add(candidate.id)
             self.taken.add(candidate.same)
             self.texts.add(" ".join(candidate.text.split()).lower())
@@ -376,7 +392,11 @@ def context_assemble(*, actor: Actor, request: ContextRequest) -> ContextResult:
     packer = _Packer(markdown)
     left = request.token_budget - packer.take(query_section, request.token_budget)
 
-    active = [s for s in sections if s.candidates]
+    # The last turns take what they need, up to IMMEDIATE_MAX of the budget: they are what the
+    # agent answers. The other sections share the rest.
+    immediate = sections[0]
+    left -= packer.take(immediate, int(left * IMMEDIATE_MAX))
+    active = [s for s in sections[1:] if s.candidates]
     shares = SHARES[task_type]
     total_share = sum(shares[s.name] for s in active) or 1.0
     available, carry = left, 0
@@ -386,7 +406,7 @@ def context_assemble(*, actor: Actor, request: ContextRequest) -> ContextResult:
         used = packer.take(section, limit)
         left -= used
         carry = limit - used
-    for section in active:  # the final fill
+    for section in [immediate, *active]:  # the final fill
         if left <= 0:
             break
         left -= packer.take(section, left)
@@ -452,6 +472,13 @@ def _render(sections: Sequence[Section], markdown: bool) -> str:
         if not section.items:
             continue
         lines = [_header(section.title, markdown)]
-        lines += [_line(i.candidate.prefix, i.text, markdown) for i in _reading_order(section)]
+        # Each group once, in the order of its first item; its items under it.
+        grouped: dict[str, list[Item]] = {}
+        for item in _reading_order(section):
+            grouped.setdefault(item.candidate.group, []).append(item)
+        for group, items in grouped.items():
+            if group:
+                lines.append(_group_line(group, markdown))
+            lines += [_line(i.candidate.prefix, i.text, markdown) for i in items]
         blocks.append("\n".join(lines))
     return "\n\n".join(blocks)

@@ -6,6 +6,7 @@ engine, with the query's embedding computed once by the assembler."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -16,23 +17,30 @@ from core.actors import Actor
 from memory.context_access import readable_contexts
 from memory.models import Conversation, MemoryContext, MemoryEntry
 from memory.selectors import conversations as conversation_selectors
-from memory.selectors.long_term import LongTermFilters, long_term_search
+from memory.selectors.long_term import LongTermFilters, long_term_ranked, long_term_search
 from memory.selectors.router import SHARED, WORKING, RouterFilters
 from memory.selectors.search import memory_search
 
-# Candidates each engine-backed source asks for (the search bound is 100).
-HISTORY_CANDIDATES = 100
+# Candidates each engine-backed source asks for. History packs most of a budget with turns
+# (about 20 tokens each): 300 candidates fill 6,000 tokens; beyond, the rest of the
+# conversation follows, newest first (``more_turns``).
+HISTORY_CANDIDATES = 300
 MEMORY_CANDIDATES = 20
 KNOWLEDGE_CANDIDATES = 10
 DOCUMENT_CANDIDATES = 10
 PAGE_CANDIDATES = 5
 SKILL_CANDIDATES = 5
 TASK_CANDIDATES = 10
-MAX_SUMMARIES = 20
+# The newest summary (the conversation's older turns are the history's).
+MAX_SUMMARIES = 1
+# History's fusion weights (None: long-term memory's own) and the boost of turns by a speaker
+# the query names (bench/context_locomo.py measured both).
+HISTORY_WEIGHTS: dict[str, float] | None = None
+SPEAKER_BOOST = 0.0
 # Turns read at most when the budget outlasts the search's candidates.
 MORE_TURNS = 2000
 # Turns next to the best history hits join them (bench/context_locomo.py measured the choice).
-NEIGHBOUR_TURNS = 1
+NEIGHBOUR_TURNS = 0
 NEIGHBOUR_HITS = 10
 NEIGHBOUR_DECAY = 0.9
 PAGE_TEXT_CHARS = 2000
@@ -52,16 +60,24 @@ class Candidate:
     metadata: dict[str, Any]
     source: dict[str, Any]
     prefix: str = ""
+    # Items of one group (a turn's day) are shown under one heading line, said once.
+    group: str = ""
     order: tuple[Any, ...] = ()
     same: tuple[str, Any] = ("", None)
     extra: dict[str, Any] = field(default_factory=dict)
 
 
 def _when(entry: MemoryEntry) -> str:
-    """The day it happened, in few tokens ("[8 May 2023] "): a turn's number and time of day
-    would cost more tokens than most questions need (the source keeps both)."""
+    """The day it happened ("[8 May 2023] ")."""
     when = entry.occurred_at
     return f"[{when.day} {when:%b %Y}] " if when else ""
+
+
+def _day(entry: MemoryEntry) -> str:
+    """A turn's group: its day, said once above the turns of that day (a turn's number and
+    time of day would cost more tokens than most questions need; the source keeps both)."""
+    when = entry.occurred_at
+    return f"{when.day} {when:%B %Y}" if when else ""
 
 
 def turn_candidate(conversation: Conversation, entry: MemoryEntry, score: float) -> Candidate:
@@ -77,7 +93,7 @@ def turn_candidate(conversation: Conversation, entry: MemoryEntry, score: float)
             "message_id": entry.pk,
             "turn_number": entry.position,
         },
-        prefix=_when(entry),
+        group=_day(entry),
         order=(entry.position or 0,),
         same=("entry", entry.pk),
     )
@@ -125,10 +141,10 @@ def history(
     neighbour windows, ``long_term_search``), best first, shown in turn order. Each of the
     ``NEIGHBOUR_HITS`` best hits brings the turns within ``NEIGHBOUR_TURNS`` of it right after
     it (a question and its answer are often on adjacent lines), scored a little below it."""
-    found = long_term_search(
+    found = long_term_ranked(
         actor=actor,
         query=query,
-        top_k=HISTORY_CANDIDATES,
+        limit=HISTORY_CANDIDATES,
         filters=LongTermFilters(context_ids=(conversation.context_id,), thread=conversation.thread),
         query_vector=vector,
     )
@@ -166,6 +182,18 @@ def history(
         candidate.extra["merge_score"] = anchor
         out.append(candidate)
     return out, dict(found.timings_ms)
+
+
+def _named_speakers(conversation: Conversation, query: str) -> set[str]:
+    """The conversation's speakers the query names (lower case, whole words)."""
+    words = set(re.findall(r"[\w'-]+", query.lower()))
+    speakers = (
+        conversation_selectors.messages_of(conversation)
+        .exclude(speaker="")
+        .values_list("speaker", flat=True)
+        .distinct()
+    )
+    return {name.lower() for name in speakers if set(name.lower().split()) <= words}
 
 
 def more_turns(conversation: Conversation, exclude: set[int], limit: int) -> list[Candidate]:

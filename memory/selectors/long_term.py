@@ -44,6 +44,8 @@ FUSION_WEIGHTS = {"vector": 0.4, "keyword": 0.6}
 # 200 -> 0.755, 400 -> 0.762. 100 takes most of the gain within the latency budget at 100k entries.
 MIN_CANDIDATES = 100
 CANDIDATE_FACTOR = 10
+MAX_RANKED = 500
+MAX_DEPTH = 1000
 
 
 def contexts_for(actor: Actor) -> QuerySet[MemoryContext]:
@@ -242,6 +244,35 @@ def long_term_search(
     read, best ``effective_relevance_score`` first, each with its components and its ranks in
     the retrieval stages. ``threshold``: a minimum effective score."""
     search_options_validate(query=query, mode=mode, fusion=fusion, top_k=top_k)
+    return long_term_ranked(
+        actor=actor,
+        query=query,
+        limit=top_k,
+        filters=filters,
+        mode=mode,
+        fusion=fusion,
+        weights=weights,
+        threshold=threshold,
+        query_vector=query_vector,
+    )
+
+
+def long_term_ranked(
+    *,
+    actor: Actor,
+    query: str,
+    limit: int,
+    filters: LongTermFilters | None = None,
+    mode: str = "hybrid",
+    fusion: str = DEFAULT_FUSION,
+    weights: dict[str, float] | None = None,
+    threshold: float | None = None,
+    query_vector: Any = None,
+) -> LongTermSearch:
+    """``long_term_search`` for callers inside Engram that need more than a page of hits (up to
+    ``MAX_RANKED``; context assembly packs a budget with them): the same ranking, the options
+    already validated."""
+    top_k = max(1, min(limit, MAX_RANKED))
     if threshold is not None and not 0 <= threshold <= 1:
         raise ValidationFailed("threshold must be from 0 to 1.", code="invalid_threshold")
     filters = filters or LongTermFilters()
@@ -254,7 +285,7 @@ def long_term_search(
         scope_ids=scope_ids,
         query=query,
         mode=mode,
-        depth=max(MIN_CANDIDATES, top_k * CANDIDATE_FACTOR),
+        depth=max(MIN_CANDIDATES, min(top_k * CANDIDATE_FACTOR, MAX_DEPTH)),
         fusion=fusion,
         weights=fusion_weights({**FUSION_WEIGHTS, **(weights or {})}),
         filter_sql=condition,

@@ -246,7 +246,9 @@ def test_the_task_type_is_given_or_classified_and_sources_narrow(
         format="markdown",
     )
     assert {s["name"] for s in only["sections"]} == {"history", "query"}
-    assert "## Relevant history\n- [" in only["context"] and "] Ana: We fixed" in only["context"]
+    assert re.search(
+        r"## Relevant history\n\*\*\d+ \w+ \d{4}\*\*\n- Ana: We fixed", only["context"]
+    )
 
 
 def test_a_person_reads_contexts_of_the_accounts_conversations(
@@ -289,7 +291,7 @@ def test_fitting_keeps_whole_sentences() -> None:
 def test_unused_share_flows_on_and_the_final_fill_uses_the_rest(
     agent_client: AuthedAgent,
 ) -> None:
-    lines = [("Ana", f"Note {n}: the ferry schedule changed on day {n}.") for n in range(200)]
+    lines = [("Ana", f"Note {n}: the ferry schedule changed on day {n}.") for n in range(400)]
     conversation = _conversation(agent_client, lines)
     answer = _ask(
         agent_client,

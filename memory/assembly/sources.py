@@ -146,8 +146,21 @@ def history(
         query=query,
         limit=HISTORY_CANDIDATES,
         filters=LongTermFilters(context_ids=(conversation.context_id,), thread=conversation.thread),
+        weights=HISTORY_WEIGHTS,
         query_vector=vector,
     )
+    if SPEAKER_BOOST and found.hits:
+        named = _named_speakers(conversation, query)
+        if named:
+            boost = 1 + SPEAKER_BOOST
+            rescored = [
+                (hit, hit.score * boost if hit.entry.speaker.lower() in named else hit.score)
+                for hit in found.hits
+            ]
+            rescored.sort(key=lambda pair: -pair[1])
+            for hit, score in rescored:
+                hit.score = score
+            found.hits[:] = [hit for hit, _ in rescored]
     # (entry, score, the score of the hit that brought it): the list's order is the ranking,
     # a neighbour right after its hit; merged with the memories by the hit's score.
     hits = [(hit.entry, hit.score, hit.score) for hit in found.hits]
@@ -196,6 +209,10 @@ def _named_speakers(conversation: Conversation, query: str) -> set[str]:
     return {name.lower() for name in speakers if set(name.lower().split()) <= words}
 
 
+# The heading of the caller's memories among the conversation's turns.
+MEMORIES_GROUP = "Memories"
+
+
 def more_turns(conversation: Conversation, exclude: set[int], limit: int) -> list[Candidate]:
     """When the budget outlasts what the search found: the conversation's other turns, the
     newest first (up to ``limit``), scored 0."""
@@ -240,6 +257,7 @@ def memories(
                 metadata=entry.metadata,
                 source={"context_id": entry.context_id, "entry_id": entry.pk},
                 prefix=_when(entry),
+                group=MEMORIES_GROUP,
                 order=(1, rank),
                 same=("entry", entry.pk),
             )

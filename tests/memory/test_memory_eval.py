@@ -100,3 +100,33 @@ def test_score_question_ranks() -> None:
     # Two evidence turns, one found.
     assert score_question(["x", "D2:1"], ["D2:1", "D3:1"])["recall@10"] == 0.5
     assert score_question([], ["D1:1"])["recall@10"] == 0.0
+
+
+def test_memory_eval_context_scores_evidence_among_the_contexts_turns(tmp_path: Path) -> None:
+    path = tmp_path / "locomo.json"
+    path.write_text(json.dumps(SAMPLE))
+    accounts_before = Account.objects.count()
+    out = StringIO()
+    call_command(
+        "memory_eval", "--dataset", str(path), "--context", "--budget", "300", "--json", stdout=out
+    )
+    report = json.loads(out.getvalue())
+    assert report["budget"] == 300 and report["questions_scored"] == 2
+    # The greyhound's turn is among the context's turns; "D9:9" names no turn at all.
+    assert report["categories"]["4"]["evidence_recall"] == 1.0
+    assert report["categories"]["2"]["evidence_recall"] == 0.0
+    assert report["overall_1_4"]["evidence_recall"] == 0.5
+    assert 0 < report["tokens_max"] <= 300
+    assert Account.objects.count() == accounts_before
+    text = StringIO()
+    call_command("memory_eval", "--dataset", str(path), "--context", "--budget", "300", stdout=text)
+    assert "evidence recall" in text.getvalue() and "overall 1-4" in text.getvalue()
+
+
+def test_memory_eval_context_refuses_a_budget_out_of_range(tmp_path: Path) -> None:
+    from django.core.management.base import CommandError
+
+    path = tmp_path / "locomo.json"
+    path.write_text(json.dumps(SAMPLE))
+    with pytest.raises(CommandError, match="--budget"):
+        call_command("memory_eval", "--dataset", str(path), "--context", "--budget", "50")

@@ -55,8 +55,9 @@ def _variants() -> dict[str, Callable[[], contextlib.AbstractContextManager[None
         "candidates_100": lambda: patched(sources, "HISTORY_CANDIDATES", 100),
         "no_summaries": lambda: patched(sources, "MAX_SUMMARIES", 0),
         "summaries_2": lambda: patched(sources, "MAX_SUMMARIES", 2),
+        "no_speaker_boost": lambda: patched(sources, "SPEAKER_BOOST", 0.0),
         "speaker_boost_0.1": lambda: patched(sources, "SPEAKER_BOOST", 0.1),
-        "speaker_boost_0.25": lambda: patched(sources, "SPEAKER_BOOST", 0.25),
+        "speaker_boost_0.5": lambda: patched(sources, "SPEAKER_BOOST", 0.5),
         "weights_v5_k5": lambda: patched(
             sources, "HISTORY_WEIGHTS", {"vector": 0.5, "keyword": 0.5}
         ),

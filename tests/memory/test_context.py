@@ -306,3 +306,31 @@ def test_unused_share_flows_on_and_the_final_fill_uses_the_rest(
 
 def test_api_client_for_unauthenticated_is_401() -> None:
     assert APIClient().post(URL, {"query": "x"}, format="json").status_code == 401
+
+
+def test_turns_of_a_speaker_the_query_names_rank_higher(
+    agent_client: AuthedAgent, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import numpy as np
+
+    from core.embeddings import get_embedding_provider
+    from memory.assembly import sources
+
+    lines = [("Ben", "I take the ferry to the island every Monday.")] + [
+        ("Ana", f"Filler line number {n} about the weather.") for n in range(10)
+    ]
+    lines += [("Ana", "I take the ferry to the island on Fridays.")]
+    conversation = _conversation(agent_client, lines)
+    query = "When does Ana take the ferry to the island?"
+    vector = np.asarray(get_embedding_provider().embed_query(query), dtype=np.float32)
+    actor = actor_for_agent(agent_client.agent)
+    assert sources._named_speakers(conversation, query) == {"ana"}
+    assert sources._named_speakers(conversation, "When does the ferry leave?") == set()
+    boosted = {c.text: c.score for c in sources.history(actor, conversation, query, vector)[0]}
+    monkeypatch.setattr(sources, "SPEAKER_BOOST", 0.0)
+    plain = {c.text: c.score for c in sources.history(actor, conversation, query, vector)[0]}
+    for text, score in plain.items():
+        factor = 1 + 0.25 if text.startswith("Ana: ") else 1.0
+        assert boosted[text] == pytest.approx(score * factor)
+    best = max(boosted, key=boosted.__getitem__)
+    assert best == "Ana: I take the ferry to the island on Fridays."

@@ -12,7 +12,7 @@ from django.db.models import QuerySet
 from core.actors import Actor
 from core.errors import NotFound
 from memory.context_access import readable_contexts
-from memory.models import Conversation, MemoryEntry
+from memory.models import Conversation, Extraction, MemoryEntry
 from memory.models.conversations import thread_of
 
 DEFAULT_RECENT = 5
@@ -77,3 +77,8 @@ def summaries_of(conversation: Conversation) -> QuerySet[MemoryEntry]:
         )
         .order_by("-created_at", "-id")
     )
+
+
+def extractions_of(conversation: Conversation) -> QuerySet[Extraction]:
+    """The conversation's extractions, newest first."""
+    return Extraction.objects.filter(conversation=conversation).order_by("-created_at", "-id")

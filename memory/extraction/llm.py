@@ -266,13 +266,11 @@ def decide(
         index, decision = row.get("fact"), row.get("decision")
         if not isinstance(index, int) or not 0 <= index < len(facts) or decision not in DECISIONS:
             raise InvalidJSONError("each decision needs a fact number and a known decision")
-        chosen = None
-        if decision in ("update", "invalidate"):
-            number = row.get("candidate")
-            offered = candidates[index]
-            if not isinstance(number, int) or not 0 <= number < len(offered):
-                raise InvalidJSONError(f"fact {index}: {decision} needs an offered candidate")
-            chosen = offered[number]
+        number, offered = row.get("candidate"), candidates[index]
+        valid = isinstance(number, int) and not isinstance(number, bool)
+        chosen = offered[number] if valid and 0 <= number < len(offered) else None
+        if chosen is None and (decision in ("update", "invalidate") or number is not None):
+            raise InvalidJSONError(f"fact {index}: not a candidate offered ({number!r})")
         text = row.get("text") or facts[index].text
         decided.setdefault(
             index, Decision(decision, chosen, _str(text, MAX_TEXT, "a decision's text"))

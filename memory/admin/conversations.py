@@ -154,9 +154,10 @@ class ConversationAdmin(AccountScopedAdmin):
 @admin.register(Extraction)
 class ExtractionAdmin(AccountScopedAdmin):
     """Read-only: extractions are made by the extraction services (after each append, or on
-    request through the API)."""
+    request through the API). Deleting one (or, with it, its conversation or agent) removes the
+    record only, never the knowledge it produced."""
 
-    view_roles = MANAGE_MEMORY
+    view_roles = delete_roles = MANAGE_MEMORY
     list_display = [
         "conversation",
         "kind",

@@ -88,7 +88,8 @@ _OBJECT_STOP_LOOSE = re.compile(
     r"last|next|every|ago|yesterday|today|tomorrow|now)\b.*$|[,;:!?.()\"].*$",
     re.IGNORECASE,
 )
-_LEAD = r"(?:^|[,;]\s*|\b(?:and|but|so|actually|recently|now|also)\s+)"
+# "I" or "my" as a word of its own (after whatever precedes it: "and", "so", a name).
+_LEAD = r"(?:^|(?<=[\s,;(]))"
 _ADVERB = r"(?:(?:really|also|just|absolutely|totally|still|recently|finally|actually)\s+)?"
 _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("moved_to", re.compile(_LEAD + rf"I\s+{_ADVERB}(?:moved|relocated)\s+to\s+(?P<obj>.+)", re.I)),
@@ -117,7 +118,7 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     (
         "my",
         re.compile(
-            r"(?:^|[,;]\s*|\b(?:and|but|so)\s+)my\s+(?P<attr>[a-z][a-z' ]{1,40}?)"
+            _LEAD + r"my\s+(?P<attr>[a-z][a-z' ]{1,40}?)"
             r"\s+(?:is|are)\s+(?P<obj>.+)",
             re.I,
         ),

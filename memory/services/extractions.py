@@ -68,10 +68,11 @@ class ExtractionRun:
 
     @property
     def counts(self) -> dict[str, int]:
-        counts = {f"{d}": 0 for d in Decision.values} | {f"{k}s": 0 for k in Kind.values}
+        plural = {Kind.FACT: "facts", Kind.ENTITY: "entities", Kind.RELATION: "relations"}
+        counts = {f"{d}": 0 for d in Decision.values} | {name: 0 for name in plural.values()}
         for row in self.extractions:
             counts[row.decision] += 1
-            counts[f"{row.kind}s"] += 1
+            counts[plural[Kind(row.kind)]] += 1
         counts["failed"] = sum(1 for row in self.extractions if row.error)
         return counts
 

@@ -521,7 +521,7 @@ RIGHTS: dict[str, dict[str, str]] = {
     "memory.memorysnapshot": {"owner": "v", "reviewer": "", "author": "", "operator": "v"},
     "memory.memoryaccesslog": {"owner": "v", "reviewer": "", "author": "", "operator": "v"},
     "memory.conversation": {"owner": "vd", "reviewer": "", "author": "", "operator": "vd"},
-    "memory.extraction": {"owner": "v", "reviewer": "", "author": "", "operator": "v"},
+    "memory.extraction": {"owner": "vd", "reviewer": "", "author": "", "operator": "vd"},
     # Knowledge items: everyone in the account reads; operators (and owners) write.
     "memory.knowledgestore": {"owner": "vacd", "reviewer": "v", "author": "v", "operator": "vacd"},
     "memory.knowledgeitem": {"owner": "vc", "reviewer": "v", "author": "v", "operator": "vc"},

@@ -361,3 +361,17 @@ def test_llm_answers_that_do_not_hold_fall_back_offline(
         assert made.status_code == 201, made.content
         assert made.json()["method"] == "offline"
         assert {r["method"] for r in made.json()["results"]} == {"offline"}
+
+
+@pytest.mark.parametrize(
+    "body",
+    [[], "x", None, {"from_turn": None}, {"from_turn": 1.5}, {"to_turn": True}, {"to_turn": -1}],
+)
+def test_odd_extract_bodies_answer_4xx_never_500(agent_client: AuthedAgent, body: Any) -> None:
+    conversation = start(agent_client)
+    add(agent_client, conversation, ("Caroline", "I moved to Lisbon."))
+    answer = agent_client.client.post(
+        f"{BASE}/{conversation}/extract", json.dumps(body), content_type="application/json"
+    )
+    assert 400 <= answer.status_code < 500, (body, answer.content)
+    assert not Extraction.objects.filter(conversation_id=conversation).exists()

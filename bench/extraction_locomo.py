@@ -104,12 +104,12 @@ def main() -> None:
                         for t in sessions[number]
                     ],
                 )
-                session_of_turn.update({m.position: number for m in written})
+                session_of_turn.update({m.position or 0: number for m in written})
             ms: list[float] = []
-            for turn in sorted(session_of_turn):
+            for number in sorted(session_of_turn):
                 started = time.perf_counter()
                 extractions.extraction_run(
-                    actor=actor, conversation=chat, from_turn=turn, to_turn=turn
+                    actor=actor, conversation=chat, from_turn=number, to_turn=number
                 )
                 ms.append((time.perf_counter() - started) * 1000)
             rows = list(Extraction.objects.filter(conversation=chat))

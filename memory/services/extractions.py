@@ -375,22 +375,45 @@ def _llm(writer: _Writer, provider: LLMProvider, messages: Sequence[MemoryEntry]
         )
 
 
+def _stretches(messages: Sequence[MemoryEntry]) -> list[list[MemoryEntry]]:
+    """The batch in stretches whose transcript fits one model call (``llm.LLM_INPUT_CHARS``)."""
+    stretches: list[list[MemoryEntry]] = [[]]
+    size = 0
+    for message in messages:
+        length = len(message.content) + len(message.speaker) + 16
+        if stretches[-1] and size + length > llm.LLM_INPUT_CHARS:
+            stretches.append([])
+            size = 0
+        stretches[-1].append(message)
+        size += length
+    return [s for s in stretches if s]
+
+
 def _extract(
     actor: Actor, conversation: Conversation, messages: Sequence[MemoryEntry], run: ExtractionRun
 ) -> None:
+    """The model's extraction, stretch by stretch, each falling back to the offline extractor
+    when the model fails before writing anything of it; offline when no model is configured."""
     provider = get_llm_provider()
-    if messages and not provider.model_id.startswith("offline:"):
+    if provider.model_id.startswith("offline:"):
+        run.method = OFFLINE_METHOD
+        _offline(_Writer(actor, conversation, OFFLINE_METHOD, run), messages)
+        return
+    methods = set()
+    for stretch in _stretches(messages):
         writer = _Writer(actor, conversation, f"llm:{provider.model_id}", run)
+        written = len(run.extractions)
         try:
-            _llm(writer, provider, messages)
-            run.method = writer.method
-            return
+            _llm(writer, provider, stretch)
+            methods.add(writer.method)
+            continue
         except LLMError as exc:
-            if run.extractions:
-                raise  # something was written: not a clean fallback
+            if len(run.extractions) > written:
+                raise  # something of this stretch was written: not a clean fallback
             logger.warning("extraction: the model failed (%s); extracting offline", exc)
-    run.method = OFFLINE_METHOD
-    _offline(_Writer(actor, conversation, OFFLINE_METHOD, run), messages)
+        _offline(_Writer(actor, conversation, OFFLINE_METHOD, run), stretch)
+        methods.add(OFFLINE_METHOD)
+    run.method = " + ".join(sorted(methods)) or OFFLINE_METHOD
 
 
 # --- the entry points ------------------------------------------------------------------------

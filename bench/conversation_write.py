@@ -20,6 +20,7 @@ import statistics
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 from _setup import django_session
 
@@ -38,11 +39,21 @@ def _p95(values: list[float]) -> float:
     return ordered[min(len(ordered) - 1, int(len(ordered) * 0.95))]
 
 
+def _plan(queryset: Any) -> str:
+    from django.db import connection
+
+    sql, params = queryset.query.sql_with_params()
+    with connection.cursor() as cursor:
+        cursor.execute("EXPLAIN " + sql, params)
+        return " / ".join(row[0].strip() for row in cursor.fetchall()[:3])
+
+
 def main() -> None:
     from rest_framework.test import APIClient
 
     from core import services as core_services
     from core.actors import actor_for_account, actor_for_agent
+    from memory.selectors import conversations as selectors
     from memory.services import conversations as services
 
     parser = argparse.ArgumentParser()
@@ -90,6 +101,10 @@ def main() -> None:
         for _ in range(args.history // 1000):
             services.messages_append(actor=actor, conversation=long, messages=batch(1000))
         print(f"history: {args.history} messages written in {time.perf_counter() - started:.0f} s")
+        from django.db import connection
+
+        with connection.cursor() as cursor:  # fresh rows: the statistics a live table has
+            cursor.execute("ANALYZE memory_memoryentry")
         _, secret = core_services.api_key_create(actor=tool, agent=agent, scopes=["read"])
         client = APIClient(SERVER_NAME="localhost")
         client.credentials(HTTP_AUTHORIZATION=f"Bearer {secret}")
@@ -107,6 +122,16 @@ def main() -> None:
         print(
             f"GET messages?last=5 in a {args.history}-message conversation, 200 requests: "
             f"p50 {statistics.median(recent):.2f} ms, p95 {_p95(recent):.2f} ms"
+        )
+        selector: list[float] = []
+        for _ in range(200):
+            started = time.perf_counter()
+            list(selectors.messages_recent(long, 5))
+            selector.append((time.perf_counter() - started) * 1000)
+        print(
+            f"of which the read (messages_recent, 200 calls): p50 {statistics.median(selector):.2f}"
+            f" ms, p95 {_p95(selector):.2f} ms; plan: "
+            f"{_plan(selectors.messages_recent_query(long, 5))}"
         )
     finally:
         core_services.account_delete(actor=tool, account=account)

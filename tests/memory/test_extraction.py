@@ -231,8 +231,6 @@ def test_extractions_are_invisible_to_another_account(
             f"{BASE}/{conversation}/{path}", {}, format="json"
         )
         assert answer.status_code == 404 and code(answer) == "conversation_not_found"
-    readonly = agent_client.client  # a read-only key may list but not extract
-    del readonly
 
 
 def test_a_read_only_key_lists_but_cannot_extract(

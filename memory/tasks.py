@@ -10,7 +10,7 @@ from core.embeddings.base import EmbeddingError
 from core.jobs import PeriodicJob, job_run
 from core.llm import LLMError
 from memory import services
-from memory.services import consolidation, conversations
+from memory.services import consolidation, conversations, extractions
 
 PERIODIC_JOBS = [
     PeriodicJob(
@@ -110,6 +110,14 @@ PERIODIC_JOBS += [
         every_seconds=900,
         expires_seconds=840,
     ),
+    PeriodicJob(
+        name="memory.extract_conversations",
+        task="memory.tasks.extract_conversations",
+        description="Extract knowledge from the conversation messages not extracted yet "
+        "(after Conversation.extracted_through) that an append could not queue (broker down).",
+        every_seconds=900,
+        expires_seconds=840,
+    ),
 ]
 
 
@@ -122,7 +130,9 @@ PERIODIC_JOBS += [
     max_retries=5,
 )
 def conversation_follow_up(conversation_id: int) -> dict[str, int]:
-    """After a batch of messages commits: the rolling summary, when one is due."""
+    """After a batch of messages commits: the rolling summary, when one is due, and the
+    extraction of the new messages (claimed by compare-and-set: a repeated run extracts
+    nothing)."""
     return conversations.conversation_follow_up_run(conversation_id=conversation_id)
 
 
@@ -130,4 +140,11 @@ def conversation_follow_up(conversation_id: int) -> dict[str, int]:
 def summarize_conversations(self, dry_run: bool = False) -> dict[str, int]:  # type: ignore[no-untyped-def]
     with job_run("memory.summarize_conversations", task_id=self.request.id or "") as run:
         run.counts = conversations.summaries_due_run(dry_run=dry_run)
+    return run.counts
+
+
+@shared_task(bind=True, time_limit=3600, soft_time_limit=3300, acks_late=True)
+def extract_conversations(self, dry_run: bool = False) -> dict[str, int]:  # type: ignore[no-untyped-def]
+    with job_run("memory.extract_conversations", task_id=self.request.id or "") as run:
+        run.counts = extractions.extractions_due_run(dry_run=dry_run)
     return run.counts

@@ -6,7 +6,17 @@ operations whose path segment starts with ``_`` can never be taken for a key or 
 
 from django.urls import path
 
-from memory.apis import context, conversations, long_term, pools, router, short_term, tools, working
+from memory.apis import (
+    context,
+    conversations,
+    extractions,
+    long_term,
+    pools,
+    router,
+    short_term,
+    tools,
+    working,
+)
 from memory.converters import register
 
 register()
@@ -54,6 +64,16 @@ urlpatterns = [
         "conversations/<id:conversation_id>/summaries",
         conversations.ConversationSummariesApi.as_view(),
         name="conversation-summaries",
+    ),
+    path(
+        "conversations/<id:conversation_id>/extract",
+        extractions.ConversationExtractApi.as_view(),
+        name="conversation-extract",
+    ),
+    path(
+        "conversations/<id:conversation_id>/extractions",
+        extractions.ConversationExtractionsApi.as_view(),
+        name="conversation-extractions",
     ),
     # --- working memory (Redis) ------------------------------------------------------------
     path("working/_inbox", working.WorkingInboxApi.as_view(), name="working-inbox"),

@@ -27,6 +27,7 @@ from core.models import Agent, ApiKey, Team
 from memory import working_redis
 from memory.models import (
     Conversation,
+    Extraction,
     KnowledgeItem,
     KnowledgeSource,
     KnowledgeStore,
@@ -443,6 +444,8 @@ CASES.update(
         ),
         "memory_conversation_summaries_list": Case(_named()),
         "memory_conversation_summarize": Case(_named({"start_turn": 1, "end_turn": 2})),
+        "memory_conversation_extract": Case(_named({"from_turn": 1, "to_turn": 2})),
+        "memory_conversation_extractions_list": Case(_named()),
         # Context assembly: a foreign conversation is a missing one; no store of the
         # intruder's contributes to the context of a query naming its marker.
         "memory_context": Case(
@@ -674,6 +677,11 @@ def intruder_state(side: Side) -> Any:
             Conversation.objects.filter(account=account).values_list(
                 "id", "title", "user_id", "summary", "message_count", "summary_every"
             )
+        ),
+        list(
+            Extraction.objects.filter(account=account)
+            .order_by("pk")
+            .values_list("id", "decision", "fact", "knowledge_item", "graph_node")
         ),
         list(
             KnowledgeBase.objects.filter(account=account).values_list(

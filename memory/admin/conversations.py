@@ -1,6 +1,7 @@
 """Conversations in the admin: each with its messages (the last ``SHOWN_MESSAGES``, turn by
-turn) and its summaries; operators (and owners) see them, like the rest of long-term memory,
-and may summarise a conversation now or delete it (with its messages and context)."""
+turn), its summaries and its extractions; operators (and owners) see them, like the rest of
+long-term memory, and may summarise a conversation now or delete it (with its messages and
+context). Extractions also have a read-only list of their own."""
 
 from __future__ import annotations
 
@@ -12,13 +13,14 @@ from django.http import HttpRequest
 from django.utils.html import format_html, format_html_join
 
 from core.admin_base import AccountScopedAdmin
-from memory.models import Conversation
+from memory.models import Conversation, Extraction
 from memory.roles import MANAGE_MEMORY
 from memory.selectors import conversations as selectors
 from memory.services import conversations as services
 
 SHOWN_MESSAGES = 200
 SHOWN_SUMMARIES = 50
+SHOWN_EXTRACTIONS = 200
 
 
 @admin.register(Conversation)
@@ -49,7 +51,9 @@ class ConversationAdmin(AccountScopedAdmin):
         "summary",
         "last_message_at",
         "created_at",
+        "extracted_through",
         "summaries",
+        "extractions",
         "messages",
     )
     actions = ["summarize"]
@@ -110,6 +114,32 @@ class ConversationAdmin(AccountScopedAdmin):
             rows,
         )
 
+    @admin.display(description=f"extractions (the last {SHOWN_EXTRACTIONS})")
+    def extractions(self, obj: Conversation) -> str:
+        rows = format_html_join(
+            "",
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>"
+            "<td>{}</td><td>{}</td></tr>",
+            (
+                (
+                    ", ".join(str(turn) for turn in row.turns),
+                    row.kind,
+                    row.decision,
+                    row.fact[:500],
+                    row.key,
+                    f"{row.confidence:.2f}",
+                    row.method,
+                    row.error[:300],
+                )
+                for row in selectors.extractions_of(obj)[:SHOWN_EXTRACTIONS]
+            ),
+        )
+        return format_html(
+            "<table><tr><th>turns</th><th>kind</th><th>decision</th><th>fact</th><th>key</th>"
+            "<th>confidence</th><th>method</th><th>error</th></tr>{}</table>",
+            rows,
+        )
+
     @admin.action(description="Summarise the whole conversation now", permissions=["change"])
     def summarize(self, request: HttpRequest, queryset: QuerySet[Conversation]) -> None:
         actor = self.actor(request)
@@ -119,3 +149,42 @@ class ConversationAdmin(AccountScopedAdmin):
             lambda conversation: services.summary_create(actor=actor, conversation=conversation),
             "Summarised",
         )
+
+
+@admin.register(Extraction)
+class ExtractionAdmin(AccountScopedAdmin):
+    """Read-only: extractions are made by the extraction services (after each append, or on
+    request through the API). Deleting one (or, with it, its conversation or agent) removes the
+    record only, never the knowledge it produced."""
+
+    view_roles = delete_roles = MANAGE_MEMORY
+    list_display = [
+        "conversation",
+        "kind",
+        "decision",
+        "fact",
+        "key",
+        "confidence",
+        "method",
+        "created_at",
+    ]
+    list_filter = ["kind", "decision", "method"]
+    list_select_related = ["conversation"]
+    search_fields = ["fact", "key"]
+    fields = readonly_fields = (
+        "account",
+        "conversation",
+        "kind",
+        "decision",
+        "fact",
+        "key",
+        "confidence",
+        "method",
+        "turns",
+        "message_ids",
+        "knowledge_item",
+        "graph_node",
+        "graph_edge",
+        "error",
+        "created_at",
+    )

@@ -45,6 +45,7 @@ class ConversationOutput(serializers.ModelSerializer[Conversation]):
             "message_count",
             "summary_every",
             "summarized_through",
+            "extracted_through",
             "last_message_at",
             "created_at",
             "updated_at",

@@ -224,7 +224,7 @@ class WorkingToolStateApi(ApiView):
         return Response(_entry(entry))
 
 
-class ConversationOutput(serializers.Serializer):
+class WorkingConversationOutput(serializers.Serializer):
     session_id = serializers.CharField()
     messages = serializers.ListField(child=serializers.JSONField(allow_null=True))
     length = serializers.IntegerField()
@@ -254,7 +254,7 @@ class WorkingConversationApi(ApiView):
         )
         ttl = serializers.IntegerField(required=False, help_text=TTL_HELP)
 
-    @_schema("memory_working_conversation_store", ConversationOutput, InputSerializer)
+    @_schema("memory_working_conversation_store", WorkingConversationOutput, InputSerializer)
     def put(self, request: Request, session_id: str) -> Response:
         data = validated(self.InputSerializer, request)
         entry = services.working_conversation_store(
@@ -263,14 +263,14 @@ class WorkingConversationApi(ApiView):
             messages=data["messages"],
             ttl=data.get("ttl"),
         )
-        return Response(represent(ConversationOutput, _conversation(entry)))
+        return Response(represent(WorkingConversationOutput, _conversation(entry)))
 
-    @_schema("memory_working_conversation_retrieve", ConversationOutput)
+    @_schema("memory_working_conversation_retrieve", WorkingConversationOutput)
     def get(self, request: Request, session_id: str) -> Response:
         entry = selectors.working_conversation_get(
             actor=request_actor(request), session_id=session_id
         )
-        return Response(represent(ConversationOutput, _conversation(entry)))
+        return Response(represent(WorkingConversationOutput, _conversation(entry)))
 
 
 class WorkingConversationAppendApi(ApiView):

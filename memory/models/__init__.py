@@ -1,6 +1,7 @@
 """Memory tiers: one module per tier; each is imported here so Django finds its models."""
 
 from memory.models.conversations import Conversation
+from memory.models.extractions import Extraction
 from memory.models.knowledge import (
     KnowledgeItem,
     KnowledgeItemPosting,
@@ -38,6 +39,7 @@ from memory.models.working import WorkingMemorySnapshot
 __all__ = [
     "DEFAULT_POOL_ID",
     "Conversation",
+    "Extraction",
     "KnowledgeItem",
     "KnowledgeItemPosting",
     "KnowledgeItemTerm",

@@ -12,7 +12,7 @@ from django.db.models import QuerySet
 from core.actors import Actor
 from core.errors import NotFound
 from memory.context_access import readable_contexts
-from memory.models import Conversation, MemoryEntry
+from memory.models import Conversation, Extraction, MemoryEntry
 from memory.models.conversations import thread_of
 
 DEFAULT_RECENT = 5
@@ -56,8 +56,14 @@ def messages_of(conversation: Conversation) -> QuerySet[MemoryEntry]:
 
 def messages_recent(conversation: Conversation, last: int = DEFAULT_RECENT) -> list[MemoryEntry]:
     """The last ``last`` messages, oldest first (seed 003's ``get_conversation_context``)."""
-    newest = messages_of(conversation).order_by("-position", "-id")[:last]
-    return list(reversed(newest))
+    return list(reversed(messages_recent_query(conversation, last)))
+
+
+def messages_recent_query(conversation: Conversation, last: int) -> QuerySet[MemoryEntry]:
+    """The last ``last`` messages, newest first (what ``messages_recent`` reads). Turn numbers
+    are unique among current messages, so ``position`` alone orders them, and the read walks the
+    thread index backwards and stops after ``last`` rows (no sort of the whole history)."""
+    return messages_of(conversation).order_by("-position")[:last]
 
 
 def messages_in_range(
@@ -77,3 +83,8 @@ def summaries_of(conversation: Conversation) -> QuerySet[MemoryEntry]:
         )
         .order_by("-created_at", "-id")
     )
+
+
+def extractions_of(conversation: Conversation) -> QuerySet[Extraction]:
+    """The conversation's extractions, newest first."""
+    return Extraction.objects.filter(conversation=conversation).order_by("-created_at", "-id")

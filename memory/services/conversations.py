@@ -372,13 +372,20 @@ def summary_roll(*, actor: Actor, conversation_id: int) -> MemoryEntry | None:
 
 
 def conversation_follow_up_run(*, conversation_id: int) -> dict[str, int]:
-    """What follows an append, run by a worker: the rolling summary when one is due."""
+    """What follows an append, run by a worker: the rolling summary when one is due, and the
+    extraction of the messages not extracted yet (``memory.services.extractions``)."""
+    from memory.services.extractions import extraction_follow_up
+
     conversation = Conversation.objects.filter(pk=conversation_id).first()
     if conversation is None:
-        return {"summaries": 0}
+        return {"summaries": 0, "extractions": 0}
     actor = actor_for_account(conversation.account_id)
     made = summary_roll(actor=actor, conversation_id=conversation_id)
-    return {"summaries": int(made is not None)}
+    run = extraction_follow_up(conversation_id=conversation_id)
+    return {
+        "summaries": int(made is not None),
+        "extractions": len(run.extractions) if run is not None else 0,
+    }
 
 
 def summaries_due_run(*, dry_run: bool = False, limit: int = 500) -> dict[str, int]:

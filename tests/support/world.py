@@ -20,6 +20,7 @@ from core.models import Account, Agent, ApiKey, AuditEvent, Membership, Team
 from memory import services as memory_services
 from memory.models import (
     Conversation,
+    Extraction,
     KnowledgeItem,
     KnowledgeStore,
     MemoryAccessLog,
@@ -31,6 +32,7 @@ from memory.models import (
     ShortTermEntry,
 )
 from memory.services import conversations as conversation_services
+from memory.services import extractions as extraction_services
 from memory.services import knowledge as knowledge_services
 from memory.services import long_term as ltm_services
 from memory.services import tools as memory_tools
@@ -200,6 +202,7 @@ def build_side(marker: str, capture_on_commit: Callable[..., Any]) -> Side:
         "memory.memorysnapshot": side.ltm_snapshot,
         "memory.memoryaccesslog": MemoryAccessLog.objects.get(account=account),
         "memory.conversation": side.conversation,
+        "memory.extraction": Extraction.objects.filter(account=account).first(),
         "memory.knowledgestore": side.knowledge_base,
         "memory.knowledgeitem": side.knowledge_item,
         "rag.graphnode": side.graph_other_node,
@@ -455,6 +458,9 @@ def _memory(
         ],
     )
     conversation_services.summary_create(actor=actor, conversation=conversation)
+    # Extraction: a fact (``ana.moved_to``), entities (Ana, Porto, May) and a relation.
+    made = extraction_services.extraction_run(actor=actor, conversation=conversation)
+    assert made.counts["facts"] >= 1, made.counts
     return {
         "conversation": Conversation.objects.get(pk=conversation.pk),
         "session_id": session_id,
@@ -515,6 +521,7 @@ RIGHTS: dict[str, dict[str, str]] = {
     "memory.memorysnapshot": {"owner": "v", "reviewer": "", "author": "", "operator": "v"},
     "memory.memoryaccesslog": {"owner": "v", "reviewer": "", "author": "", "operator": "v"},
     "memory.conversation": {"owner": "vd", "reviewer": "", "author": "", "operator": "vd"},
+    "memory.extraction": {"owner": "vd", "reviewer": "", "author": "", "operator": "vd"},
     # Knowledge items: everyone in the account reads; operators (and owners) write.
     "memory.knowledgestore": {"owner": "vacd", "reviewer": "v", "author": "v", "operator": "vacd"},
     "memory.knowledgeitem": {"owner": "vc", "reviewer": "v", "author": "v", "operator": "vc"},
@@ -558,6 +565,7 @@ LIST_MARKER = {
     "memory.memorysnapshot": "SNAP",
     "memory.memoryaccesslog": "LTM",
     "memory.conversation": "CONV",
+    "memory.extraction": "CONV",
     "memory.knowledgestore": "KNOWBASE",
     "memory.knowledgeitem": "KNOW",
     "rag.graphnode": "NODE",

@@ -64,7 +64,7 @@ COPY . /app
 # The app user may write to MEDIA_ROOT only. /app/data itself stays root-owned on purpose: with
 # ENGRAM_ENV=production an entry point without DATABASE_URL / REDIS_URL already stops at start-up
 # (config/env.py); were ENGRAM_ENV overridden, embedded servers still could not start inside the
-# container (config/embedded.py).
+# container (config/embedded/).
 RUN SECRET_KEY=build-only \
     DATABASE_URL=postgres://build@localhost/build \
     REDIS_URL=redis://localhost:6379/0 \

@@ -168,7 +168,7 @@ class EngramEnv(BaseSettings):
         """The configured key, or (outside production) one generated once per data directory."""
         if self.SECRET_KEY:
             return self.SECRET_KEY
-        from config.embedded import read_or_create_secret
+        from config.embedded.files import read_or_create_secret
 
         # Processes start together (xdist workers, the launcher's children): one value wins.
         return read_or_create_secret(self.ENGRAM_DATA_DIR / "secret_key", nbytes=50)

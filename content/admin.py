@@ -7,7 +7,7 @@ other page a wikilink), related pages, broken links, and the page rendered (sani
 wikilinks as links to their pages. Renaming can rewrite the links that name the old title.
 
 Articles are global (every account reads the published ones): superusers and the installation
-operators group write them, through the article services.
+operators group write them, through the article services. The forms are ``content.admin_forms``.
 """
 
 from __future__ import annotations
@@ -16,10 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlencode
 
-from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.utils import unquote
-from django.contrib.postgres.forms import SimpleArrayField
 from django.contrib.postgres.search import SearchQuery
 from django.core.exceptions import PermissionDenied
 from django.db.models import Q, QuerySet
@@ -29,6 +27,7 @@ from django.urls import path, reverse
 from django.utils.safestring import SafeString, mark_safe
 
 from content import rendering, selectors, services
+from content.admin_forms import ArticleForm, PageForm, RenameForm
 from content.models import Article, Page, Status
 from core.actors import READ, WRITE_CONTENT, Actor
 from core.admin_base import (
@@ -42,61 +41,6 @@ from core.errors import EngramError
 
 MAX_BACKLINKS_SHOWN = 50
 RELATED_SHOWN = selectors.DEFAULT_RELATED
-
-MARKDOWN_EDITOR = forms.Textarea(
-    attrs={"rows": 24, "cols": 100, "class": "vLargeTextField", "style": "font-family: monospace"}
-)
-
-
-class MarkdownField(forms.CharField):
-    """Markdown text as written, with the browser's CRLF line ends made LF (a form posted back
-    unchanged is unchanged)."""
-
-    def to_python(self, value: Any) -> str:
-        text = super().to_python(value) or ""
-        return text.replace("\r\n", "\n").replace("\r", "\n")
-
-
-def _aliases_field() -> SimpleArrayField:
-    return SimpleArrayField(
-        forms.CharField(max_length=300),
-        required=False,
-        help_text="Other names that [[links]] and unlinked mentions match, separated by commas.",
-    )
-
-
-class PageForm(forms.ModelForm):
-    content = MarkdownField(
-        widget=MARKDOWN_EDITOR,
-        required=False,
-        strip=False,
-        help_text="Markdown. Link pages with [[Title]] or [[Title|text]].",
-    )
-    aliases = _aliases_field()
-
-    class Meta:
-        model = Page
-        fields = ["account", "title", "aliases", "status", "content"]
-
-
-class ArticleForm(forms.ModelForm):
-    content = MarkdownField(widget=MARKDOWN_EDITOR, required=False, strip=False)
-    aliases = _aliases_field()
-
-    class Meta:
-        model = Article
-        fields = ["title", "aliases", "status", "content"]
-
-
-class RenameForm(forms.Form):
-    title = forms.CharField(max_length=300, label="New title")
-    rewrite_links = forms.BooleanField(
-        required=False,
-        initial=True,
-        label="Rewrite the links naming the old title",
-        help_text="[[Old title]] and [[Old title|text]] in this account's pages become "
-        "[[New title]] and [[New title|text]], in the same change.",
-    )
 
 
 class WrittenByFilter(admin.SimpleListFilter):

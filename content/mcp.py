@@ -15,8 +15,8 @@ from content.apis import TITLE_MAX, BacklinkOutput, PageInput, PageOutput, PageS
 from content.models import Status
 from core import serializers as strict
 from core.mcp import Call, CursorInput, Tool, page, paged
-from rag.apis import StageExplanation
 from rag.search import MAX_TOP_K, MODES
+from rag.search_apis import StageExplanation
 
 
 class PageRefInput(strict.InputSerializer):

@@ -1,4 +1,5 @@
-"""RAG HTTP API: one view per operation, thin over services and selectors."""
+"""RAG HTTP API for knowledge bases and documents: one view per operation, thin over services
+and selectors. Search, query and analytics are ``rag.search_apis``."""
 
 from __future__ import annotations
 
@@ -6,23 +7,20 @@ import base64
 import binascii
 from typing import Any
 
-from drf_spectacular.utils import PolymorphicProxySerializer, extend_schema, extend_schema_field
+from drf_spectacular.utils import PolymorphicProxySerializer, extend_schema
 from rest_framework import serializers, status
 from rest_framework.parsers import MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from core import serializers as strict
-from core.actors import Actor
 from core.errors import ValidationFailed
 from core.pagination import CreatedCursorPagination, paginated_response
 from core.parsers import StrictJSONParser
 from core.permissions import request_actor
 from core.views import ApiView
 from rag import selectors, services
-from rag.context import context_block_build
 from rag.models import Document, KnowledgeBase
-from rag.search import DEFAULT_FUSION, FUSIONS, MODES, SearchFilters, SearchHit
 
 # --- knowledge bases -----------------------------------------------------------------------------
 
@@ -392,209 +390,3 @@ class DocumentReprocessApi(ApiView):
             actor=actor, document=document, force=data.validated_data["force"]
         )
         return Response(DocumentOutput(document).data, status=status.HTTP_202_ACCEPTED)
-
-
-# --- search --------------------------------------------------------------------------------------
-
-
-class FiltersInput(strict.InputSerializer):
-    knowledge_base_ids = strict.IdListField(required=False, default=list)
-    doc_types = serializers.ListField(
-        child=serializers.CharField(max_length=100), required=False, default=list, max_length=100
-    )
-    tags_any = serializers.ListField(
-        child=serializers.CharField(max_length=100), required=False, default=list, max_length=100
-    )
-    tags_all = serializers.ListField(
-        child=serializers.CharField(max_length=100), required=False, default=list, max_length=100
-    )
-    date_from = serializers.DateField(required=False, allow_null=True, default=None)
-    date_to = serializers.DateField(required=False, allow_null=True, default=None)
-    lifecycle_states = serializers.ListField(
-        child=serializers.CharField(max_length=50), required=False, default=list, max_length=100
-    )
-
-    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-        if attrs["date_from"] and attrs["date_to"] and attrs["date_from"] > attrs["date_to"]:
-            raise serializers.ValidationError("date_from is after date_to.")
-        return attrs
-
-
-class SearchInput(strict.InputSerializer):
-    query = strict.SearchQueryField()
-    mode = serializers.ChoiceField(choices=MODES, default="hybrid")
-    top_k = strict.TopKField()
-    fusion = serializers.ChoiceField(choices=FUSIONS, default=DEFAULT_FUSION)
-    weights = strict.WeightsInput(required=False)
-    threshold = strict.ThresholdField(help_text="The lowest cosine similarity kept, -1 to 1.")
-    filters = FiltersInput(required=False)
-    rerank = serializers.BooleanField(default=False, help_text="Needs RERANK_PROVIDER.")
-
-
-class StageExplanation(serializers.Serializer):
-    rank = serializers.IntegerField(allow_null=True)
-    score = strict.FiniteFloatField(allow_null=True)
-
-
-class HitExplanation(serializers.Serializer):
-    vector = StageExplanation()
-    keyword = StageExplanation()
-    fused_score = strict.FiniteFloatField(allow_null=True)
-    rerank_score = strict.FiniteFloatField(allow_null=True)
-
-
-class HitOutput(serializers.Serializer):
-    chunk_id = serializers.IntegerField()
-    document_id = serializers.IntegerField()
-    knowledge_base_id = serializers.IntegerField()
-    document_title = serializers.CharField()
-    text = serializers.CharField()
-    heading_path = serializers.ListField(child=serializers.CharField())
-    position = serializers.IntegerField()
-    score = strict.FiniteFloatField(allow_null=True)
-    explanation = serializers.SerializerMethodField()
-
-    @extend_schema_field(HitExplanation)
-    def get_explanation(self, hit: SearchHit) -> dict[str, Any]:
-        return HitExplanation(
-            {
-                "vector": {"rank": hit.vector_rank, "score": hit.vector_score},
-                "keyword": {"rank": hit.keyword_rank, "score": hit.keyword_score},
-                "fused_score": hit.score,
-                "rerank_score": hit.rerank_score,
-            }
-        ).data
-
-
-def run_search(actor: Actor, data: dict[str, Any]) -> Any:
-    """The search ``data`` (a validated ``SearchInput``) asks for: the API's and the MCP
-    tools' one way to run it."""
-    filters = data.get("filters") or FiltersInput().run_validation({})
-    return services.search_run(
-        actor=actor,
-        query=data["query"],
-        mode=data["mode"],
-        top_k=data["top_k"],
-        fusion=data["fusion"],
-        weights=data.get("weights"),
-        threshold=data["threshold"],
-        rerank=data["rerank"],
-        filters=SearchFilters(
-            knowledge_base_ids=tuple(filters["knowledge_base_ids"]),
-            doc_types=tuple(filters["doc_types"]),
-            tags_any=tuple(filters["tags_any"]),
-            tags_all=tuple(filters["tags_all"]),
-            date_from=filters["date_from"],
-            date_to=filters["date_to"],
-            lifecycle_states=tuple(filters["lifecycle_states"]),
-        ),
-    )
-
-
-class SearchApi(ApiView):
-    """Search chunks: ``vector``, ``keyword`` (BM25) or ``hybrid`` (fused); every hit explains
-    its ranks and scores. A search is a read: it needs only the ``read`` scope."""
-
-    required_scope = "read"
-
-    class OutputSerializer(serializers.Serializer):
-        mode = serializers.CharField()
-        fusion = serializers.CharField()
-        results = HitOutput(many=True, source="hits")
-        timings_ms = strict.TimingsField(source="stage_ms")
-
-    @extend_schema(request=SearchInput, responses=OutputSerializer, operation_id="rag_search")
-    def post(self, request: Request) -> Response:
-        data = SearchInput(data=request.data)
-        data.is_valid(raise_exception=True)
-        outcome = run_search(request_actor(request), data.validated_data)
-        return Response(self.OutputSerializer(outcome).data)
-
-
-class QuerySourceOutput(serializers.Serializer):
-    ref = serializers.IntegerField()
-    document_id = serializers.IntegerField()
-    chunk_id = serializers.IntegerField()
-    title = serializers.CharField()
-    heading_path = serializers.ListField(child=serializers.CharField())
-    score = strict.FiniteFloatField(allow_null=True)
-
-
-class QueryApi(ApiView):
-    """Search, then a token-budgeted context block with numbered sources, for an LLM prompt."""
-
-    required_scope = "read"
-
-    class InputSerializer(SearchInput):
-        token_budget = serializers.IntegerField(min_value=50, max_value=100_000, default=2000)
-
-    class OutputSerializer(serializers.Serializer):
-        context = serializers.CharField()  # type: ignore[assignment]  # a field named "context"
-        sources = QuerySourceOutput(many=True)
-        token_count = serializers.IntegerField()
-        truncated = serializers.BooleanField()
-        results = HitOutput(many=True)
-        timings_ms = strict.TimingsField()
-
-    @extend_schema(request=InputSerializer, responses=OutputSerializer, operation_id="rag_query")
-    def post(self, request: Request) -> Response:
-        data = self.InputSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        return Response(query_run(request_actor(request), data.validated_data))
-
-
-def query_run(actor: Actor, data: dict[str, Any]) -> dict[str, Any]:
-    """A search, then the context block of its hits (``QueryApi``'s answer)."""
-    outcome = run_search(actor, data)
-    block = context_block_build(outcome.hits, token_budget=data["token_budget"])
-    return {
-        "context": block.text,
-        "sources": QuerySourceOutput(block.sources, many=True).data,
-        "token_count": block.token_count,
-        "truncated": block.truncated,
-        "results": HitOutput(outcome.hits, many=True).data,
-        "timings_ms": outcome.stage_ms,
-    }
-
-
-class AnalyticsModeOutput(serializers.Serializer):
-    mode = serializers.CharField()
-    queries = serializers.IntegerField()
-    avg_latency_ms = strict.FiniteFloatField(allow_null=True)
-    avg_score = strict.FiniteFloatField(allow_null=True)
-    avg_quality = strict.FiniteFloatField(allow_null=True)
-    empty = serializers.IntegerField()
-    errors = serializers.IntegerField()  # type: ignore[assignment]  # a field named "errors"
-
-
-class AnalyticsApi(ApiView):
-    class OutputSerializer(serializers.Serializer):
-        modes = AnalyticsModeOutput(many=True)
-
-    @extend_schema(responses=OutputSerializer, operation_id="rag_analytics")
-    def get(self, request: Request) -> Response:
-        analytics = selectors.search_analytics(actor=request_actor(request))
-        return Response(self.OutputSerializer(analytics).data)
-
-
-class QueryLogApi(ApiView):
-    pagination_class = CreatedCursorPagination
-
-    class OutputSerializer(serializers.Serializer):
-        id = serializers.IntegerField()
-        created_at = serializers.DateTimeField()
-        query_text = serializers.CharField()
-        mode = serializers.CharField()
-        fusion = serializers.CharField()
-        top_k = serializers.IntegerField()
-        result_count = serializers.IntegerField()
-        avg_score = strict.FiniteFloatField(allow_null=True)
-        quality_score = strict.FiniteFloatField(allow_null=True)
-        latency_ms = strict.FiniteFloatField(allow_null=True)
-        timings_ms = strict.TimingsField(source="stage_ms")
-        status = serializers.CharField()
-
-    @extend_schema(responses=OutputSerializer(many=True), operation_id="rag_queries_list")
-    def get(self, request: Request) -> Response:
-        queries = selectors.search_query_list(actor=request_actor(request))
-        return paginated_response(self, request, queries, self.OutputSerializer)

@@ -21,9 +21,9 @@ from core.pagination import CreatedCursorPagination, paginated_response
 from core.permissions import request_actor
 from core.views import ApiView
 from rag import graph
-from rag.apis import StageExplanation
 from rag.models import GraphEdge, GraphNode
 from rag.search import DEFAULT_FUSION, FUSIONS, MODES
+from rag.search_apis import StageExplanation
 from rag.services import graph as graph_services
 
 

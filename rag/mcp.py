@@ -11,18 +11,9 @@ from rest_framework import serializers
 from core import serializers as strict
 from core.mcp import Call, Tool
 from rag import graph, selectors, services
-from rag.apis import (
-    DocumentInput,
-    DocumentOutput,
-    DocumentReprocessApi,
-    QueryApi,
-    SearchApi,
-    SearchInput,
-    document_upload,
-    query_run,
-    run_search,
-)
+from rag.apis import DocumentInput, DocumentOutput, DocumentReprocessApi, document_upload
 from rag.graph_apis import NeighboursOutput, NodeListCreateApi, NodeNeighboursApi, NodeSearchOutput
+from rag.search_apis import QueryApi, SearchApi, SearchInput, query_run, run_search
 
 
 class AddDocumentInput(DocumentInput):

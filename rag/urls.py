@@ -1,6 +1,6 @@
 from django.urls import path
 
-from rag import apis
+from rag import apis, search_apis
 
 urlpatterns = [
     path("knowledge-bases", apis.KnowledgeBaseListCreateApi.as_view(), name="kb-list"),
@@ -21,8 +21,8 @@ urlpatterns = [
         apis.DocumentReprocessApi.as_view(),
         name="document-reprocess",
     ),
-    path("search", apis.SearchApi.as_view(), name="search"),
-    path("query", apis.QueryApi.as_view(), name="query"),
-    path("analytics", apis.AnalyticsApi.as_view(), name="analytics"),
-    path("queries", apis.QueryLogApi.as_view(), name="query-log"),
+    path("search", search_apis.SearchApi.as_view(), name="search"),
+    path("query", search_apis.QueryApi.as_view(), name="query"),
+    path("analytics", search_apis.AnalyticsApi.as_view(), name="analytics"),
+    path("queries", search_apis.QueryLogApi.as_view(), name="query-log"),
 ]

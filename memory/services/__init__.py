@@ -1,14 +1,16 @@
 """Every write of the memory tiers (one module per tier)."""
 
-from memory.services.pools import UPDATABLE_FIELDS as POOL_UPDATABLE_FIELDS
-from memory.services.pools import (
+from memory.services.pool_data import (
     PoolWrite,
-    pool_create,
     pool_data_write,
-    pool_default_ensure,
-    pool_delete,
     pool_event_publish,
     pool_events_channel,
+)
+from memory.services.pools import UPDATABLE_FIELDS as POOL_UPDATABLE_FIELDS
+from memory.services.pools import (
+    pool_create,
+    pool_default_ensure,
+    pool_delete,
     pool_grant_revoke,
     pool_grant_set,
     pool_update,

@@ -14,8 +14,8 @@ from core import serializers as strict
 from core.pagination import CreatedCursorPagination, paginated_response
 from core.permissions import request_actor
 from core.views import ApiView
-from rag.apis import StageExplanation
 from rag.search import DEFAULT_FUSION, FUSIONS, MODES
+from rag.search_apis import StageExplanation
 from skills.categories import Category
 from skills.models import Skill, SkillVersion
 from skills.selectors import catalog as selectors

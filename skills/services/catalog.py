@@ -1,5 +1,5 @@
-"""Skill writes: create, change, status transitions, dependencies, the search index and the
-skill's node in the knowledge graph.
+"""Skill writes: create, change, status transitions, dependencies, agent assignments. The search
+index, the skill's node in the knowledge graph and its edges are ``skills.services.indexing``.
 
 Every write keeps, in one transaction under the account's ``SkillScope`` row lock: the skill's
 BM25 postings and the scope's statistics (the ``skills`` search space), its embedding, its graph
@@ -14,29 +14,38 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 from django.db import IntegrityError, transaction
 from django.db.models.functions import Lower
 from django.utils.text import slugify
 
 from core.actors import Actor
 from core.audit import audit_record
-from core.embeddings import get_embedding_provider
 from core.errors import Conflict, NotFound, ValidationFailed
 from core.models import Agent
 from core.writes import row_delete
-from rag import graph, keyword
+from rag import graph
 from rag.graph import DEPENDS_ON
 from rag.models import GraphNode
 from rag.services import graph as graph_services
-from rag.spaces import graph_node_text
 from skills.categories import CATEGORIES
-from skills.models import AgentSkill, Skill, SkillScope, SkillVersion
+from skills.models import AgentSkill, Skill, SkillVersion
 from skills.roles import MANAGE_SKILLS, require_reviewer
 from skills.semver import requirement_parse, version_parse
-from skills.spaces import SKILLS, skill_text, text_checksum
+from skills.services.indexing import (
+    Embedded,
+    _cycle,
+    _Dependency,
+    _name_taken,
+    _node_follow,
+    dependencies_set,
+    embed_skill,
+    index_skill,
+    node_for,
+    placeholder_node,
+    reaches,
+    scope_locked,
+)
 
-SKILL_ENTITY_TYPE = "skill"
 UPDATABLE_FIELDS = ("name", "description", "category", "status", "execution_context", "tags")
 # Fields a skill is found by: changing one re-indexes and re-embeds it.
 INDEXED_FIELDS = ("name", "description", "category", "tags", "procedure")
@@ -65,10 +74,6 @@ def skill_not_found(ids: Sequence[int] = ()) -> NotFound:
     return NotFound(
         "No such skill.", code="skill_not_found", details={"ids": list(ids)} if ids else {}
     )
-
-
-def _name_taken() -> Conflict:
-    return Conflict("A skill with this name exists in the account.", code="skill_name_taken")
 
 
 _CONFLICTS = {"skill_unique_name": _name_taken, "skill_unique_slug": _name_taken}
@@ -133,12 +138,6 @@ def name_in_use(account_id: int, name: str, *, exclude_id: int | None = None) ->
     return taken.filter(lname=name.strip().lower()).exists() or taken.filter(slug=slug).exists()
 
 
-@dataclass(frozen=True)
-class _Dependency:
-    skill: Skill
-    requirement: str
-
-
 def _dependencies(
     account_id: int, dependencies: Sequence[DependencyInput], *, own_id: int | None = None
 ) -> list[_Dependency]:
@@ -159,214 +158,6 @@ def _dependencies(
     if set(ids) - set(found):
         raise skill_not_found()
     return [_Dependency(found[d.skill_id], d.version.strip()) for d in dependencies]
-
-
-# --- the search index ------------------------------------------------------------------------
-
-
-def scope_locked(account_id: int) -> SkillScope:
-    """The account's skill scope, created on first use, locked (inside a transaction)."""
-    SkillScope.objects.get_or_create(account_id=account_id)
-    return SkillScope.objects.select_for_update().get(account_id=account_id)
-
-
-def _text_of(skill: Skill) -> str:
-    return skill_text(
-        name=skill.name,
-        category=skill.category,
-        description=skill.description,
-        tags=skill.tags,
-        procedure=skill.procedure,
-    )
-
-
-@dataclass(frozen=True)
-class Embedded:
-    """A skill's text and vector, and its graph node's vector, computed outside transactions."""
-
-    text: str
-    vector: np.ndarray
-    node_vector: np.ndarray
-    model: str
-
-
-def embed_skill(skill: Skill) -> Embedded:
-    """Embed the skill's text and its node's text in one provider call (never in a
-    transaction)."""
-    text = _text_of(skill)
-    provider = get_embedding_provider()
-    vectors = provider.embed_documents(
-        [text, graph_node_text(name=skill.name, aliases=[], description=skill.description)]
-    )
-    return Embedded(
-        text=text,
-        vector=np.asarray(vectors[0]),
-        node_vector=np.asarray(vectors[1]),
-        model=provider.model_id,
-    )
-
-
-def index_skill(scope: SkillScope, skill: Skill, embedded: Embedded | None, *, new: bool) -> None:
-    """Under the scope's lock: (re-)index ``skill`` as it is in ``skill`` (saved already)."""
-    removed_units, removed_terms = (0, 0)
-    if not new:
-        removed_units, removed_terms = keyword.postings_forget(
-            space=SKILLS, scope_id=scope.pk, unit_ids=[skill.pk], delete=True
-        )
-    text = embedded.text if embedded is not None else _text_of(skill)
-    terms = keyword.chunk_terms(text)
-    count = scope.skill_count - removed_units + 1
-    total = scope.total_terms - removed_terms + terms.length
-    keyword.postings_add(
-        space=SKILLS,
-        scope_id=scope.pk,
-        units=[keyword.IndexedUnit(unit_id=skill.pk, terms=terms)],
-        avg_length=total / count,
-    )
-    written: dict[str, Any] = {"keyword_length": terms.length}
-    if embedded is not None:
-        written.update(
-            embedding=embedded.vector,
-            embedding_model=embedded.model,
-            embedding_checksum=text_checksum(text),
-        )
-    Skill.objects.filter(pk=skill.pk).update(**written)
-    SkillScope.objects.filter(pk=scope.pk).update(skill_count=count, total_terms=total)
-    scope.skill_count, scope.total_terms = count, total
-
-
-# --- the knowledge graph ---------------------------------------------------------------------
-
-
-def _skill_node(account_id: int, name: str) -> GraphNode | None:
-    """The account's skill node of that name (case-insensitive), if any."""
-    return (
-        GraphNode.objects.filter(account_id=account_id, entity_type=SKILL_ENTITY_TYPE)
-        .annotate(lname=Lower("name"))
-        .filter(lname=name.strip().lower())
-        .first()
-    )
-
-
-def node_for(actor: Actor, skill: Skill, embedded: Embedded) -> GraphNode:
-    """Create the skill's graph node, or take over a node of that name no skill holds (a
-    placeholder a missing dependency left), and link the skill to it."""
-    found = _skill_node(skill.account_id, skill.name)
-    if found is not None and Skill.objects.filter(graph_node=found).exclude(pk=skill.pk).exists():
-        raise _name_taken()
-    metadata = {"skill_id": skill.pk, "category": skill.category}
-    node: GraphNode
-    if found is None:
-        node = graph_services.node_create(
-            actor=actor,
-            account_id=skill.account_id,
-            name=skill.name,
-            description=skill.description,
-            entity_type=SKILL_ENTITY_TYPE,
-            node_type=GraphNode.NodeType.SKILL,
-            metadata=metadata,
-            roles=MANAGE_SKILLS,
-            embedding=embedded.node_vector,
-        )
-    else:
-        node = graph_services.node_update(
-            actor=actor,
-            node=found,
-            fields={
-                "name": skill.name,
-                "description": skill.description,
-                "node_type": GraphNode.NodeType.SKILL,
-                "status": GraphNode.Status.ACTIVE,
-                "metadata": metadata,
-            },
-            roles=MANAGE_SKILLS,
-            embedding=embedded.node_vector,
-        )
-    Skill.objects.filter(pk=skill.pk).update(graph_node=node)
-    skill.graph_node = node
-    return node
-
-
-def placeholder_node(actor: Actor, account_id: int, name: str) -> GraphNode:
-    """The graph node a dependency on a skill that does not exist yet points to (found by
-    conflict detection as a missing dependency; the skill takes it over when created)."""
-    node = _skill_node(account_id, name)
-    if node is not None:
-        return node
-    return graph_services.node_create(
-        actor=actor,
-        account_id=account_id,
-        name=name,
-        entity_type=SKILL_ENTITY_TYPE,
-        node_type=GraphNode.NodeType.SKILL,
-        description="A skill other skills depend on that does not exist yet.",
-        metadata={"placeholder": True},
-        roles=MANAGE_SKILLS,
-    )
-
-
-def reaches(account_id: int, sources: Sequence[int], target: int) -> bool:
-    """Does a ``depends_on`` walk from any of ``sources`` reach ``target`` (node ids)?"""
-    return graph.reaches(
-        account_id=account_id,
-        sources=sources,
-        target=target,
-        relation_types=[DEPENDS_ON],
-        direction=graph.OUT,
-    )
-
-
-def _cycle() -> ValidationFailed:
-    return ValidationFailed(
-        "This dependency would make the skill depend on itself (a cycle).",
-        code="dependency_cycle",
-    )
-
-
-def dependencies_set(actor: Actor, skill: Skill, dependencies: Sequence[_Dependency]) -> None:
-    """Make the skill's ``depends_on`` edges exactly ``dependencies`` (inside a transaction)."""
-    node = GraphNode.objects.filter(pk=skill.graph_node_id).first() if skill.graph_node_id else None
-    if node is None:
-        raise Conflict(
-            f"The skill {skill.name!r} has no graph node; the weekly upkeep restores it.",
-            code="skill_not_in_graph",
-        )
-    targets: dict[int, _Dependency] = {}
-    for dependency in dependencies:
-        target = dependency.skill.graph_node_id
-        if target is None:
-            raise Conflict(
-                f"The skill {dependency.skill.name!r} has no graph node; the weekly upkeep "
-                "restores it.",
-                code="skill_not_in_graph",
-            )
-        targets[target] = dependency
-    if reaches(skill.account_id, list(targets), node.pk):
-        raise _cycle()
-    existing = {
-        edge.target_id: edge
-        for edge in graph.relation_edges(relation_type=DEPENDS_ON, source_ids=[node.pk])
-    }
-    for target, edge in existing.items():
-        wanted = targets.get(target)
-        if wanted is None or edge.metadata.get("version", "") != wanted.requirement:
-            graph_services.edge_delete(actor=actor, edge=edge, roles=MANAGE_SKILLS)
-    for target, dependency in targets.items():
-        kept = existing.get(target)
-        if kept is not None and kept.metadata.get("version", "") == dependency.requirement:
-            continue
-        graph_services.edge_create(
-            actor=actor,
-            account_id=skill.account_id,
-            source_id=node.pk,
-            target_id=target,
-            relation_type=DEPENDS_ON,
-            metadata={"version": dependency.requirement} if dependency.requirement else {},
-            roles=MANAGE_SKILLS,
-        )
-
-
-# --- skills ----------------------------------------------------------------------------------
 
 
 def skill_create(
@@ -580,36 +371,6 @@ def skill_update(
         raise
     skill.refresh_from_db()
     return skill
-
-
-def _node_follow(
-    actor: Actor, skill: Skill, changes: Mapping[str, Any], embedded: Embedded | None
-) -> None:
-    """The skill's graph node follows its name, description and status (archived skills'
-    nodes are archived); a skill whose node was deleted gets a new one when re-embedded."""
-    node = GraphNode.objects.filter(pk=skill.graph_node_id).first() if skill.graph_node_id else None
-    if node is None:
-        if embedded is not None:
-            node_for(actor, skill, embedded)
-        return
-    fields: dict[str, Any] = {}
-    if "name" in changes:
-        fields["name"] = skill.name
-    if "description" in changes:
-        fields["description"] = skill.description
-    if "status" in changes:
-        archived = skill.status == Skill.Status.ARCHIVED
-        fields["status"] = GraphNode.Status.ARCHIVED if archived else GraphNode.Status.ACTIVE
-    if "category" in changes:
-        fields["metadata"] = {**node.metadata, "category": skill.category}
-    if fields:
-        graph_services.node_update(
-            actor=actor,
-            node=node,
-            fields=fields,
-            roles=MANAGE_SKILLS,
-            embedding=embedded.node_vector if embedded is not None else None,
-        )
 
 
 def skill_reindex(*, actor: Actor, skill: Skill, embedded: Embedded | None = None) -> Skill:

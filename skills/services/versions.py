@@ -31,7 +31,7 @@ from core.errors import Conflict, NotFound, PermissionDenied, ValidationFailed
 from skills.models import Skill, SkillVersion
 from skills.roles import MANAGE_SKILLS, require_reviewer
 from skills.semver import version_parse
-from skills.services.catalog import Embedded, embed_skill, index_skill, scope_locked
+from skills.services.indexing import Embedded, embed_skill, index_skill, scope_locked
 
 SHARE_TOLERANCE = 1e-6
 MAX_VARIANTS = 10

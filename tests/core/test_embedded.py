@@ -19,13 +19,9 @@ import psycopg
 import pytest
 import redis
 
-from config.embedded import (
-    PG_HBA,
-    EmbeddedServices,
-    _pid_alive,
-    read_or_create_secret,
-    shared_buffers_mb,
-)
+from config.embedded import EmbeddedServices
+from config.embedded.files import _pid_alive, read_or_create_secret
+from config.embedded.postgres import PG_HBA, shared_buffers_mb
 
 pytestmark = pytest.mark.embedded
 

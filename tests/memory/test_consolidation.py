@@ -14,7 +14,7 @@ from core.jobs import periodic_jobs
 from core.models import JobRun
 from memory import tasks
 from memory.models import MemoryContext, MemoryEntry, ShortTermEntry
-from memory.services import consolidation
+from memory.services import consolidation, upkeep
 from memory.services import long_term as ltm
 from tests.conftest import AuthedAgent
 from tests.memory.conftest import code
@@ -109,10 +109,10 @@ def test_dedup_keeps_the_survivor_and_archives_the_duplicate(
     account = agent_client.agent.account_id
 
     before = snapshot()
-    dry = consolidation.consolidation_dedup(account_id=account, dry_run=True)
+    dry = upkeep.consolidation_dedup(account_id=account, dry_run=True)
     assert dry["merged"] == 2 and snapshot() == before
 
-    assert consolidation.consolidation_dedup(account_id=account)["merged"] == 2
+    assert upkeep.consolidation_dedup(account_id=account)["merged"] == 2
     state = {e.pk: e for e in MemoryEntry.objects.filter(is_current=True)}
     assert state[older.pk].archived_at is None  # equal importance: the older survives
     assert state[duplicate.pk].archived_at is not None
@@ -124,7 +124,7 @@ def test_dedup_keeps_the_survivor_and_archives_the_duplicate(
     assert state[twin.pk].metadata["merged_into"] == important.pk
     assert state[other.pk].archived_at is None
     assert state[elsewhere.pk].archived_at is None  # another context is not compared
-    assert consolidation.consolidation_dedup(account_id=account)["merged"] == 0
+    assert upkeep.consolidation_dedup(account_id=account)["merged"] == 0
 
 
 def test_importance_decay_halves_per_half_life(agent_client: AuthedAgent, settings: Any) -> None:
@@ -139,16 +139,16 @@ def test_importance_decay_halves_per_half_life(agent_client: AuthedAgent, settin
     account = agent_client.agent.account_id
 
     before = snapshot()
-    assert consolidation.consolidation_decay(account_id=account, dry_run=True)["decayed"] == 2
+    assert upkeep.consolidation_decay(account_id=account, dry_run=True)["decayed"] == 2
     assert snapshot() == before
 
-    assert consolidation.consolidation_decay(account_id=account) == {"decayed": 2}
+    assert upkeep.consolidation_decay(account_id=account) == {"decayed": 2}
     values = dict(MemoryEntry.objects.values_list("pk", "importance"))
     assert values[old.pk] == pytest.approx(0.2, rel=1e-3)  # two half-lives unused
     assert values[used.pk] == pytest.approx(0.4, rel=1e-3)  # one, since its last read
     assert values[fresh.pk] == 0.8
     # Runs right after change nothing: decay counts from the last decay, not compounding.
-    assert consolidation.consolidation_decay(account_id=account) == {"decayed": 0}
+    assert upkeep.consolidation_decay(account_id=account) == {"decayed": 0}
     assert dict(MemoryEntry.objects.values_list("pk", "importance"))[old.pk] == pytest.approx(
         0.2, rel=1e-3
     )
@@ -169,15 +169,15 @@ def test_rot_archives_entries_at_the_staleness_threshold(
         created_at=now - timedelta(days=300)
     )
     entries = {e.pk: e for e in MemoryEntry.objects.all()}
-    assert consolidation.staleness(entries[stale.pk], now) == pytest.approx(1 - 0.5 * 2**-10)
-    assert consolidation.staleness(entries[borderline.pk], now) < 0.9
-    assert consolidation.staleness(entries[fresh.pk], now) == pytest.approx(0.5, abs=1e-3)
+    assert upkeep.staleness(entries[stale.pk], now) == pytest.approx(1 - 0.5 * 2**-10)
+    assert upkeep.staleness(entries[borderline.pk], now) < 0.9
+    assert upkeep.staleness(entries[fresh.pk], now) == pytest.approx(0.5, abs=1e-3)
     account = agent_client.agent.account_id
 
     before = snapshot()
-    assert consolidation.consolidation_rot(account_id=account, dry_run=True) == {"archived": 1}
+    assert upkeep.consolidation_rot(account_id=account, dry_run=True) == {"archived": 1}
     assert snapshot() == before
-    assert consolidation.consolidation_rot(account_id=account) == {"archived": 1}
+    assert upkeep.consolidation_rot(account_id=account) == {"archived": 1}
     archived = set(
         MemoryEntry.objects.filter(archived_at__isnull=False).values_list("pk", flat=True)
     )

@@ -26,6 +26,7 @@ from memory.models import (
 )
 from memory.selectors.router import RouterFilters
 from memory.selectors.search import memory_search
+from memory.services import pool_data
 from memory.services import pools as pool_services
 from memory.services import short_term as st
 from memory.services.tier_index import rebuild_pool_index, rebuild_short_term_index
@@ -73,7 +74,7 @@ def test_a_key_deep_in_a_large_pool_is_found_as_its_value(me: Actor) -> None:
     assert hit.content == "the launch window opens at dawn"
     # Written later, by path, and found by its path's words too.
     pool = MemoryPool.objects.get(pool_id="big")
-    pool_services.pool_data_write(actor=me, pool=pool, path="k17.escalation_contact", value="Rui")
+    pool_data.pool_data_write(actor=me, pool=pool, path="k17.escalation_contact", value="Rui")
     (found,) = search(me, "escalation contact", tiers=["shared"], top_k=1)
     assert (found.path, found.content) == ("k17.escalation_contact", "Rui")
 
@@ -185,7 +186,7 @@ def test_the_pool_index_equals_a_rebuild_after_every_kind_of_write(me: Actor) ->
         ("fresh.start", None, "delete"),
         ("weird", {"has space": 1}, "write"),
     ):
-        pool_services.pool_data_write(actor=me, pool=pool, path=path, value=value, mode=mode)
+        pool_data.pool_data_write(actor=me, pool=pool, path=path, value=value, mode=mode)
     other = pool_services.pool_create(actor=me, pool_id="p2", data={"x": "to be deleted"})
     pool_services.pool_delete(actor=me, pool=other)
     kept = _pool_state(me.agent.account_id)

@@ -17,7 +17,7 @@ from core.errors import Conflict
 from rag import keyword, services
 from rag.indexing import indexed_text
 from rag.models import Chunk, Document, KeywordPosting, KeywordTerm, KnowledgeBase
-from rag.services import pipeline
+from rag.services import pipeline, swap
 from rag.spaces import CHUNKS
 
 pytestmark = pytest.mark.django_db
@@ -554,14 +554,14 @@ def test_an_exception_in_one_document_of_a_batch_fails_only_that_one(
 
         monkeypatch.setattr(provider, "embed_documents", embed)
     else:
-        real_write = pipeline._swap_in_knowledge_base
+        real_write = swap._swap_in_knowledge_base
 
         def write(kb, items, model_id):
             if any(poisoned(bytes(item.document.original).decode()) for item, _ in items):
                 raise RuntimeError("constraint bug")
             return real_write(kb, items, model_id)
 
-        monkeypatch.setattr(pipeline, "_swap_in_knowledge_base", write)
+        monkeypatch.setattr(swap, "_swap_in_knowledge_base", write)
     # Two groups, so a failure in one cannot hide behind the other.
     monkeypatch.setattr(pipeline, "CLAIM_DOCUMENTS", 3)
     monkeypatch.setattr(pipeline, "GROUP_CHUNKS", 2)

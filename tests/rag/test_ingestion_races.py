@@ -22,6 +22,7 @@ from core.actors import actor_for_agent
 from rag import keyword, services
 from rag.models import Document, KeywordTerm, KnowledgeBase
 from rag.services import pipeline
+from rag.services import swap as swap_module
 from rag.spaces import CHUNKS
 from tests.rag.test_ingestion import GUIDE, assert_index_consistent
 
@@ -102,7 +103,7 @@ def upload_batch(agent_client, kb: KnowledgeBase, texts: list[str]) -> list[Docu
 def on_first_swap(monkeypatch, action: Callable[[], None]) -> None:
     """Run ``action`` inside the first swap transaction, once it holds the knowledge base lock
     and before it writes the statistics it read under that lock."""
-    real = pipeline._swap_in_knowledge_base
+    real = swap_module._swap_in_knowledge_base
     done: list[bool] = []
 
     def swap(kb, items, model_id):
@@ -111,7 +112,7 @@ def on_first_swap(monkeypatch, action: Callable[[], None]) -> None:
             action()
         return real(kb, items, model_id)
 
-    monkeypatch.setattr(pipeline, "_swap_in_knowledge_base", swap)
+    monkeypatch.setattr(swap_module, "_swap_in_knowledge_base", swap)
 
 
 TEXTS = [

@@ -17,6 +17,7 @@ from skills import tasks
 from skills.models import Skill, SkillConflict, SkillProposal
 from skills.selectors import traversal
 from skills.services import catalog
+from skills.services import conflict_detection as detection
 from skills.services import conflicts as services
 from skills.services import proposals as proposal_services
 from tests.conftest import AuthedAgent
@@ -25,7 +26,7 @@ from tests.skills.conftest import code
 pytestmark = pytest.mark.django_db
 
 
-def kinds(found: list[services.Detected]) -> set[tuple[str, str]]:
+def kinds(found: list[detection.Detected]) -> set[tuple[str, str]]:
     return {(d.conflict_type, d.severity) for d in found}
 
 
@@ -43,14 +44,14 @@ def test_overlap_and_contradiction(make_skill: Callable[..., Skill]) -> None:
         procedure="Never force push to a branch others use.",
     )
     make_skill("Bake bread", category="general", description="Flour, water, salt and yeast.")
-    found = services.detect_overlap_and_contradiction(a.account_id)
+    found = detection.detect_overlap_and_contradiction(a.account_id)
     pairs = {(d.conflict_type, d.skill_id, d.other_skill_id) for d in found}
     assert ("contradiction", a.pk, b.pk) in pairs
     assert ("overlap", a.pk, b.pk) in pairs
     [contradiction] = [d for d in found if d.conflict_type == "contradiction"]
     assert contradiction.details["terms"] == ["forc"] and contradiction.severity == "high"
     assert all("Bake bread" not in d.description for d in found)
-    assert services.directives("Do not deploy on Fridays; always run tests.") == (
+    assert detection.directives("Do not deploy on Fridays; always run tests.") == (
         {"run"},
         {"deploy"},
     )
@@ -70,7 +71,7 @@ def test_dependencies_missing_archived_mismatched_and_cyclic(
         graph_placeholders=["Sign artifacts"],
     )
     catalog.skill_update(actor=reviewer, skill=old, fields={"status": "archived"})
-    found = services.detect_dependencies(top.account_id)
+    found = detection.detect_dependencies(top.account_id)
     by_kind = {(d.conflict_type, d.details.get("kind")): d for d in found}
     missing = by_kind[("dependency", "missing")]
     assert (missing.skill_id, missing.details["dependency"]) == (top.pk, "Sign artifacts")
@@ -89,7 +90,7 @@ def test_dependencies_missing_archived_mismatched_and_cyclic(
     [cycle_nodes] = traversal.dependency_cycles(top.account_id)
     assert set(cycle_nodes) == {base.graph_node_id, top.graph_node_id}
     cycle = [
-        d for d in services.detect_dependencies(top.account_id) if d.details.get("kind") == "cycle"
+        d for d in detection.detect_dependencies(top.account_id) if d.details.get("kind") == "cycle"
     ]
     assert len(cycle) == 1 and cycle[0].severity == "critical"
     assert set(cycle[0].details["skill_ids"]) == {base.pk, top.pk}
@@ -105,7 +106,7 @@ def test_near_duplicate_names(make_skill: Callable[..., Skill], actor: Actor) ->
     b = catalog.skill_create(actor=actor, name="Deploying services", category="deployment")
     c = catalog.skill_create(actor=actor, name="Deploy servce", category="deployment")
     catalog.skill_create(actor=actor, name="Write report", category="documentation")
-    found = {(d.skill_id, d.other_skill_id): d for d in services.detect_naming(a.account_id)}
+    found = {(d.skill_id, d.other_skill_id): d for d in detection.detect_naming(a.account_id)}
     assert found[(a.pk, b.pk)].severity == "medium"  # the same analysed terms
     assert found[(a.pk, c.pk)].severity == "low"  # a typo: ratio >= 0.85
     assert len(found) == 2  # "Deploying services" and "Deploy servce" are further apart (0.77)

@@ -41,6 +41,12 @@ IMMEDIATE_MAX = 0.3
 # Below this many tokens left, a section stops looking for an item that fits.
 MIN_ROOM = 4
 MAX_SHORTENED = 3
+# Candidates counted at a time; the rest of a conversation is read only when at least
+# MORE_ROOM tokens are left once every candidate found was taken, and no more turns than
+# MIN_TURN_TOKENS each could fill.
+COUNT_BATCH = 24
+MORE_ROOM = 64
+MIN_TURN_TOKENS = 6
 SOURCES = (
     "recent_turns",
     "summaries",
@@ -147,7 +153,7 @@ class Section:
     candidates: list[Candidate] = field(default_factory=list)
     items: list[Item] = field(default_factory=list)
     header_tokens: int = 0
-    whole: list[int] | None = None
+    counts: dict[int, int] = field(default_factory=dict)
     chosen: set[int | str] = field(default_factory=set)
 
     # The group lines shown (a day above its turns), with their tokens.
@@ -232,11 +238,21 @@ class _Packer:
         key = " ".join(candidate.text.split()).lower()
         return (candidate.same[0] != "" and candidate.same in self.taken) or key in self.texts
 
-    def _whole(self, section: Section) -> list[int]:
-        """Each candidate's whole line in tokens, counted once per section in one batch."""
-        if section.whole is None:
-            section.whole = budget.tokens_of([self.prefix(c) + c.text for c in section.candidates])
-        return section.whole
+    def whole(self, section: Section, index: int) -> int:
+        """The tokens of candidate ``index``'s whole line, counted in batches of the next
+        ``COUNT_BATCH`` uncounted candidates: a section rarely shows more than a few dozen of its
+        candidates, so most are never counted."""
+        if index not in section.counts:
+            batch = [
+                i
+                for i in range(index, min(index + COUNT_BATCH, len(section.candidates)))
+                if i not in section.counts
+            ]
+            counts = budget.tokens_of(
+                [self.prefix(section.candidates[i]) + section.candidates[i].text for i in batch]
+            )
+            section.counts.update(zip(batch, counts, strict=True))
+        return section.counts[index]
 
     def prefix(self, candidate: Candidate) -> str:
         return "- " + candidate.prefix if self.markdown else candidate.prefix
@@ -248,7 +264,7 @@ class _Packer:
         call: each costs a count per sentence)."""
         used = 0
         tries = 0
-        for candidate, whole in zip(section.candidates, self._whole(section), strict=True):
+        for index, candidate in enumerate(section.candidates):
             if candidate.id in section.chosen or self.duplicate(candidate):
                 continue
             header = section.header_tokens if not section.items else 0
@@ -257,6 +273,7 @@ class _Packer:
             room = limit - used - header
             if room < MIN_ROOM:
                 break
+            whole = self.whole(section, index)
             if whole <= room:
                 text, tokens = candidate.text, whole
             else:
@@ -298,7 +315,16 @@ def _gather(
     if conversation is not None:
         timed("recent_turns", lambda: sources.recent_turns(conversation, DEFAULT_RECENT_TURNS))
         timed("summaries", lambda: sources.summaries(conversation))
-        timed("history", lambda: sources.history(actor, conversation, request.query, vector)[0])
+        timed(
+            "history",
+            lambda: sources.history(
+                actor,
+                conversation,
+                request.query,
+                vector,
+                limit=sources.history_candidates(request.token_budget),
+            )[0],
+        )
     timed("memories", lambda: sources.memories(actor, request.query, vector)[0])
     store_ids: list[int] | None = None
     document_base_ids: list[int] | None = None
@@ -411,14 +437,15 @@ def context_assemble(*, actor: Actor, request: ContextRequest) -> ContextResult:
             break
         left -= packer.take(section, left)
     history = sections[2]
-    if conversation is not None and left >= MIN_ROOM and "history" in wanted:
-        # The budget outlasts the search's candidates: the rest of the conversation, newest
-        # first.
+    exhausted = all(c.id in history.chosen or packer.duplicate(c) for c in history.candidates)
+    if conversation is not None and exhausted and left >= MORE_ROOM and "history" in wanted:
+        # The budget outlasts everything the search found: the rest of the conversation,
+        # newest first (no more turns than could fit).
         taken = {
             int(i.candidate.id) for s in sections[:3] for i in s.items if i.candidate.kind == "turn"
         }
-        history.candidates = sources.more_turns(conversation, taken, sources.MORE_TURNS)
-        history.whole = None
+        found["more_turns"] = sources.more_turns(conversation, taken, left // MIN_TURN_TOKENS + 1)
+        history.candidates = [*history.candidates, *found["more_turns"]]
         left -= packer.take(history, left)
 
     ordered = [*sections, query_section]
@@ -429,12 +456,26 @@ def context_assemble(*, actor: Actor, request: ContextRequest) -> ContextResult:
         last.items.pop()
         text = _render(ordered, markdown)
         tokens = budget.tokens_of([text])[0] if text else 0
-    timings["pack"] = round((time.perf_counter() - pack_started) * 1000, 2)
-    timings["total"] = round((time.perf_counter() - started) * 1000, 2)
     chosen = {id(i.candidate) for s in ordered for i in s.items}
     left_out = [
-        c for s in sections for c in s.candidates if id(c) not in chosen and not packer.duplicate(c)
+        (s, i)
+        for s in sections
+        for i, c in enumerate(s.candidates)
+        if id(c) not in chosen and not packer.duplicate(c)
     ]
+    uncounted = [(s, i) for s, i in left_out if i not in s.counts]
+    for (s, i), count in zip(
+        uncounted,
+        budget.tokens_of(
+            [packer.prefix(s.candidates[i]) + s.candidates[i].text for s, i in uncounted]
+        )
+        if uncounted
+        else [],
+        strict=True,
+    ):
+        s.counts[i] = count
+    timings["pack"] = round((time.perf_counter() - pack_started) * 1000, 2)
+    timings["total"] = round((time.perf_counter() - started) * 1000, 2)
     return ContextResult(
         context=text,
         task_type=task_type,
@@ -454,9 +495,7 @@ def context_assemble(*, actor: Actor, request: ContextRequest) -> ContextResult:
         ],
         dropped={
             "candidates": len(left_out),
-            "tokens": sum(budget.tokens_of([c.prefix + c.text for c in left_out]))
-            if left_out
-            else 0,
+            "tokens": sum(s.counts[i] for s, i in left_out),
         },
         timings_ms=timings,
     )

@@ -22,9 +22,11 @@ from memory.selectors.router import SHARED, WORKING, RouterFilters
 from memory.selectors.search import memory_search
 
 # Candidates each engine-backed source asks for. History packs most of a budget with turns
-# (about 20 tokens each): 300 candidates fill 6,000 tokens; beyond, the rest of the
-# conversation follows, newest first (``more_turns``).
-HISTORY_CANDIDATES = 300
+# (about 20 tokens each): one candidate per HISTORY_TOKENS_PER_CANDIDATE tokens of budget,
+# from 50 to 300; past them, the rest of the conversation follows, newest first
+# (``more_turns``).
+HISTORY_MIN_CANDIDATES, HISTORY_CANDIDATES = 50, 300
+HISTORY_TOKENS_PER_CANDIDATE = 12
 MEMORY_CANDIDATES = 20
 KNOWLEDGE_CANDIDATES = 10
 DOCUMENT_CANDIDATES = 10
@@ -39,8 +41,6 @@ MAX_SUMMARIES = 1
 # recall at 1,000 tokens on both development conversations.
 HISTORY_WEIGHTS: dict[str, float] | None = None
 SPEAKER_BOOST = 0.25
-# Turns read at most when the budget outlasts the search's candidates.
-MORE_TURNS = 2000
 # Turns next to the best history hits join them (bench/context_locomo.py measured the choice).
 NEIGHBOUR_TURNS = 0
 NEIGHBOUR_HITS = 10
@@ -136,8 +136,20 @@ def summaries(conversation: Conversation) -> list[Candidate]:
     return out
 
 
+def history_candidates(token_budget: int) -> int:
+    return max(
+        HISTORY_MIN_CANDIDATES,
+        min(HISTORY_CANDIDATES, token_budget // HISTORY_TOKENS_PER_CANDIDATE),
+    )
+
+
 def history(
-    actor: Actor, conversation: Conversation, query: str, vector: np.ndarray
+    actor: Actor,
+    conversation: Conversation,
+    query: str,
+    vector: np.ndarray,
+    *,
+    limit: int | None = None,
 ) -> tuple[list[Candidate], dict[str, float]]:
     """This conversation's turns most relevant to the query (the engine's hybrid search with
     neighbour windows, ``long_term_search``), best first, shown in turn order. Each of the
@@ -146,7 +158,7 @@ def history(
     found = long_term_ranked(
         actor=actor,
         query=query,
-        limit=HISTORY_CANDIDATES,
+        limit=limit or HISTORY_CANDIDATES,
         filters=LongTermFilters(context_ids=(conversation.context_id,), thread=conversation.thread),
         weights=HISTORY_WEIGHTS,
         query_vector=vector,

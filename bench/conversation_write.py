@@ -96,6 +96,30 @@ def main() -> None:
             f"= {100 / (_p95(ms) / 1000):.0f} messages/s at the p95",
             flush=True,
         )
+        # The same writes with the embeddings standing in (bench/memory_long_term.py's word-hash
+        # vectors, same model id and dimensions): what the database path alone costs.
+        from unittest import mock
+
+        from memory_long_term import WordHashEmbeddings
+
+        from memory.services.long_term import index as ltm_index
+
+        real = ltm_index.get_embedding_provider()
+        stand_in = WordHashEmbeddings(real.model_id, real.dimensions)
+        plain = services.conversation_create(actor=actor, title="plain", summary_every=0)
+        bare: list[float] = []
+        with mock.patch.object(ltm_index, "get_embedding_provider", return_value=stand_in):
+            for _ in range(args.batches):
+                messages = batch(100)
+                started = time.perf_counter()
+                services.messages_append(actor=actor, conversation=plain, messages=messages)
+                bare.append((time.perf_counter() - started) * 1000)
+        print(
+            f"100-message batch write (without embeddings: stand-in vectors), {args.batches} "
+            f"batches: p50 {statistics.median(bare):.0f} ms, p95 {_p95(bare):.0f} ms "
+            f"= {100 / (_p95(bare) / 1000):.0f} messages/s at the p95",
+            flush=True,
+        )
         long = services.conversation_create(actor=actor, title="history", summary_every=0)
         started = time.perf_counter()
         for _ in range(args.history // 1000):

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -30,6 +30,13 @@ from core.errors import ValidationFailed
 from core.search import MAX_QUERY_CHARS
 from memory import task_types
 from memory.assembly import budget, sources
+from memory.assembly.packing import (
+    Packer,
+    Section,
+    header_line,
+    reading_order,
+    render,
+)
 from memory.assembly.sources import Candidate
 from memory.models import Conversation
 from memory.selectors import conversations as conversation_selectors
@@ -38,13 +45,8 @@ MIN_BUDGET, MAX_BUDGET, DEFAULT_BUDGET = 100, 32_000, 2_000
 DEFAULT_RECENT_TURNS = 5
 # The last turns' cap, as a share of the budget.
 IMMEDIATE_MAX = 0.3
-# Below this many tokens left, a section stops looking for an item that fits.
-MIN_ROOM = 4
-MAX_SHORTENED = 3
-# Candidates counted at a time; the rest of a conversation is read only when at least
-# MORE_ROOM tokens are left once every candidate found was taken, and no more turns than
-# MIN_TURN_TOKENS each could fill.
-COUNT_BATCH = 24
+# The rest of a conversation is read only when at least MORE_ROOM tokens are left once every
+# candidate found was taken, and no more turns than MIN_TURN_TOKENS each could fill.
 MORE_ROOM = 64
 MIN_TURN_TOKENS = 6
 SOURCES = (
@@ -128,45 +130,6 @@ class ContextRequest:
 
 
 @dataclass
-class Item:
-    candidate: Candidate
-    text: str  # as shown: the candidate's text, or its leading sentences
-    tokens: int  # of its whole line (prefix and text)
-
-    def as_json(self) -> dict[str, Any]:
-        c = self.candidate
-        return {
-            "kind": c.kind,
-            "id": c.id,
-            "score": round(float(c.score), 6),
-            "tokens": self.tokens,
-            "text": self.text,
-            "metadata": c.metadata,
-            "source": c.source,
-        }
-
-
-@dataclass
-class Section:
-    name: str
-    title: str
-    candidates: list[Candidate] = field(default_factory=list)
-    items: list[Item] = field(default_factory=list)
-    header_tokens: int = 0
-    counts: dict[int, int] = field(default_factory=dict)
-    chosen: set[int | str] = field(default_factory=set)
-
-    # The group lines shown (a day above its turns), with their tokens.
-    groups: dict[str, int] = field(default_factory=dict)
-
-    @property
-    def tokens(self) -> int:
-        if not self.items:
-            return 0
-        return self.header_tokens + sum(self.groups.values()) + sum(i.tokens for i in self.items)
-
-
-@dataclass
 class ContextResult:
     context: str
     task_type: str
@@ -206,92 +169,6 @@ def _check(request: ContextRequest) -> None:
         )
     if request.format not in FORMATS:
         raise ValidationFailed("format must be text or markdown.", code="invalid_format")
-
-
-def _header(title: str, markdown: bool) -> str:
-    return f"## {title}" if markdown else f"{title}:"
-
-
-def _line(prefix: str, text: str, markdown: bool) -> str:
-    return f"- {prefix}{text}" if markdown else f"{prefix}{text}"
-
-
-def _group_line(group: str, markdown: bool) -> str:
-    return f"**{group}**" if markdown else f"[{group}]"
-
-
-class _Packer:
-    """Packs candidates into sections within the budget, keeping each item once."""
-
-    def __init__(self, markdown: bool) -> None:
-        self.markdown = markdown
-        self.taken: set[tuple[str, Any]] = set()
-        self.texts: set[str] = set()
-        self.group_tokens: dict[str, int] = {}
-
-    def _group(self, group: str) -> int:
-        if group not in self.group_tokens:
-            self.group_tokens[group] = budget.tokens_of([_group_line(group, self.markdown)])[0]
-        return self.group_tokens[group]
-
-    def duplicate(self, candidate: Candidate) -> bool:
-        key = " ".join(candidate.text.split()).lower()
-        return (candidate.same[0] != "" and candidate.same in self.taken) or key in self.texts
-
-    def whole(self, section: Section, index: int) -> int:
-        """The tokens of candidate ``index``'s whole line, counted in batches of the next
-        ``COUNT_BATCH`` uncounted candidates: a section rarely shows more than a few dozen of its
-        candidates, so most are never counted."""
-        if index not in section.counts:
-            batch = [
-                i
-                for i in range(index, min(index + COUNT_BATCH, len(section.candidates)))
-                if i not in section.counts
-            ]
-            counts = budget.tokens_of(
-                [self.prefix(section.candidates[i]) + section.candidates[i].text for i in batch]
-            )
-            section.counts.update(zip(batch, counts, strict=True))
-        return section.counts[index]
-
-    def prefix(self, candidate: Candidate) -> str:
-        return "- " + candidate.prefix if self.markdown else candidate.prefix
-
-    def take(self, section: Section, limit: int) -> int:
-        """Add the section's candidates, best first, within ``limit`` tokens (its header
-        included when it gets its first item); answers the tokens used. An item that does not
-        fit whole is shortened to its leading sentences (at most ``MAX_SHORTENED`` tries per
-        call: each costs a count per sentence)."""
-        used = 0
-        tries = 0
-        for index, candidate in enumerate(section.candidates):
-            if candidate.id in section.chosen or self.duplicate(candidate):
-                continue
-            header = section.header_tokens if not section.items else 0
-            if candidate.group and candidate.group not in section.groups:
-                header += self._group(candidate.group)
-            room = limit - used - header
-            if room < MIN_ROOM:
-                break
-            whole = self.whole(section, index)
-            if whole <= room:
-                text, tokens = candidate.text, whole
-            else:
-                if tries >= MAX_SHORTENED:
-                    continue
-                tries += 1
-                fitted = budget.fit_sentences(self.prefix(candidate), candidate.text, room)
-                if fitted is None:
-                    continue
-                text, tokens = fitted
-            section.items.append(Item(candidate, text, tokens))
-            if candidate.group:
-                section.groups[candidate.group] = self._group(candidate.group)
-            section.chosen.add(candidate.id)
-            self.taken.add(candidate.same)
-            self.texts.add(" ".join(candidate.text.split()).lower())
-            used += header + tokens
-        return used
 
 
 def _gather(
@@ -406,16 +283,16 @@ def context_assemble(*, actor: Actor, request: ContextRequest) -> ContextResult:
         "task": [*found["working"], *found["pools"]],
     }
     sections = [Section(name, title, by_name[name]) for name, title, _ in SECTIONS]
-    headers = budget.tokens_of([_header(s.title, markdown) for s in sections])
+    headers = budget.tokens_of([header_line(s.title, markdown) for s in sections])
     for section, header in zip(sections, headers, strict=True):
         section.header_tokens = header
 
     query_section = Section(*QUERY_SECTION)
-    query_section.header_tokens = budget.tokens_of([_header(QUERY_SECTION[1], markdown)])[0]
+    query_section.header_tokens = budget.tokens_of([header_line(QUERY_SECTION[1], markdown)])[0]
     query_section.candidates = [
         Candidate(kind="query", id="query", score=1.0, text=request.query, metadata={}, source={})
     ]
-    packer = _Packer(markdown)
+    packer = Packer(markdown)
     left = request.token_budget - packer.take(query_section, request.token_budget)
 
     # The last turns take what they need, up to IMMEDIATE_MAX of the budget: they are what the
@@ -449,12 +326,12 @@ def context_assemble(*, actor: Actor, request: ContextRequest) -> ContextResult:
         left -= packer.take(history, left)
 
     ordered = [*sections, query_section]
-    text = _render(ordered, markdown)
+    text = render(ordered, markdown)
     tokens = budget.tokens_of([text])[0] if text else 0
     while tokens > request.token_budget:  # never expected: the safety net of the hard limit
         last = next(s for s in reversed(ordered) if s.items)
         last.items.pop()
-        text = _render(ordered, markdown)
+        text = render(ordered, markdown)
         tokens = budget.tokens_of([text])[0] if text else 0
     chosen = {id(i.candidate) for s in ordered for i in s.items}
     left_out = [
@@ -488,7 +365,7 @@ def context_assemble(*, actor: Actor, request: ContextRequest) -> ContextResult:
                 "name": s.name,
                 "tokens": s.tokens,
                 # The query's own line is no item of any kind: it is the text asked about.
-                "items": [i.as_json() for i in _reading_order(s) if s is not query_section],
+                "items": [i.as_json() for i in reading_order(s) if s is not query_section],
             }
             for s in ordered
             if s.items
@@ -499,25 +376,3 @@ def context_assemble(*, actor: Actor, request: ContextRequest) -> ContextResult:
         },
         timings_ms=timings,
     )
-
-
-def _reading_order(section: Section) -> list[Item]:
-    return sorted(section.items, key=lambda i: (i.candidate.kind != "turn", i.candidate.order))
-
-
-def _render(sections: Sequence[Section], markdown: bool) -> str:
-    blocks = []
-    for section in sections:
-        if not section.items:
-            continue
-        lines = [_header(section.title, markdown)]
-        # Each group once, in the order of its first item; its items under it.
-        grouped: dict[str, list[Item]] = {}
-        for item in _reading_order(section):
-            grouped.setdefault(item.candidate.group, []).append(item)
-        for group, items in grouped.items():
-            if group:
-                lines.append(_group_line(group, markdown))
-            lines += [_line(i.candidate.prefix, i.text, markdown) for i in items]
-        blocks.append("\n".join(lines))
-    return "\n\n".join(blocks)

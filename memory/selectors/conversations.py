@@ -33,10 +33,20 @@ def conversation_list(actor: Actor, *, user_id: str | None = None) -> QuerySet[C
 
 
 def conversation_get(actor: Actor, conversation_id: int) -> Conversation:
-    conversation = (
-        conversation_list(actor).select_related("context").filter(pk=conversation_id).first()
-    )
+    """A conversation the actor may read (404 ``conversation_not_found`` otherwise, another
+    account's and a missing one alike). Its own agent always reads it (the owner of its
+    context): one query on the hot path; anyone else goes through the context's access rules."""
+    conversation = Conversation.objects.select_related("context").filter(pk=conversation_id).first()
     if conversation is None:
+        raise conversation_not_found()
+    agent = actor.agent
+    own = (
+        agent is not None
+        and conversation.agent_id == agent.pk
+        and conversation.account_id == agent.account_id
+        and conversation.context.owner_id == agent.pk
+    )
+    if not own and not readable_contexts(actor).filter(pk=conversation.context_id).exists():
         raise conversation_not_found()
     return conversation
 

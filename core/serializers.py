@@ -82,12 +82,20 @@ def _child_type_errors(field: serializers.Field, value: Any) -> Any:
     if child is None or isinstance(field, serializers.ListSerializer):
         return None
     if isinstance(field, serializers.ListField) and isinstance(value, list):
-        errors = {i: _type_error(child, item) for i, item in enumerate(value)}
+        items: dict[Any, Any] = dict(enumerate(value))
     elif isinstance(field, serializers.DictField) and isinstance(value, dict):
-        errors = {k: _type_error(child, item) for k, item in value.items()}
+        items = dict(value)
     else:
         return None
-    found = {k: [ErrorDetail(v, code="invalid_type")] for k, v in errors.items() if v}
+    found: dict[Any, list[ErrorDetail]] = {}
+    limit = getattr(child, "max_length", None) if isinstance(child, serializers.CharField) else None
+    for key, item in items.items():
+        problem = _type_error(child, item)
+        if problem:
+            found[key] = [ErrorDetail(problem, code="invalid_type")]
+        elif limit and isinstance(item, str) and len(item) > limit:
+            # As sent, like a field's own string (DRF would trim whitespace first).
+            found[key] = [ErrorDetail(f"At most {limit} characters.", code="max_length")]
     return found or None
 
 

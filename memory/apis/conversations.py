@@ -302,6 +302,10 @@ class ConversationMessagesApi(ApiView):
         conversation = selectors.conversation_get(request_actor(request), conversation_id)
         last = self.filters.get("last")
         if last is not None:
+            # The page parameters answer nothing here, but are checked like everywhere else.
+            paginator = self.pagination_class()
+            paginator.get_page_size(request)
+            paginator.decode_cursor(request)
             recent = selectors.messages_recent(conversation, last)
             return Response(
                 {"next": None, "previous": None, "results": MessageOutput(recent, many=True).data}

@@ -23,10 +23,13 @@ from memory.selectors.search import memory_search
 
 # Candidates each engine-backed source asks for. History packs most of a budget with turns
 # (about 20 tokens each): one candidate per HISTORY_TOKENS_PER_CANDIDATE tokens of budget,
-# from 50 to 300; past them, the rest of the conversation follows, newest first
+# from 60 to 300; past them, the rest of the conversation follows, newest first
 # (``more_turns``).
-HISTORY_MIN_CANDIDATES, HISTORY_CANDIDATES = 50, 300
-HISTORY_TOKENS_PER_CANDIDATE = 12
+HISTORY_MIN_CANDIDATES, HISTORY_CANDIDATES = 60, 300
+HISTORY_TOKENS_PER_CANDIDATE = 20
+# Candidates per retrieval stage for each history candidate asked for (at least 100): the
+# conversation is small next to a whole memory, a few per hit suffice for its fusion.
+HISTORY_DEPTH_FACTOR = 3
 MEMORY_CANDIDATES = 20
 KNOWLEDGE_CANDIDATES = 10
 DOCUMENT_CANDIDATES = 10
@@ -162,6 +165,7 @@ def history(
         filters=LongTermFilters(context_ids=(conversation.context_id,), thread=conversation.thread),
         weights=HISTORY_WEIGHTS,
         query_vector=vector,
+        depth=max(100, (limit or HISTORY_CANDIDATES) * HISTORY_DEPTH_FACTOR),
     )
     if SPEAKER_BOOST and found.hits:
         named = _named_speakers(conversation, query)

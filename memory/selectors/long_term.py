@@ -268,11 +268,15 @@ def long_term_ranked(
     weights: dict[str, float] | None = None,
     threshold: float | None = None,
     query_vector: Any = None,
+    depth: int | None = None,
 ) -> LongTermSearch:
     """``long_term_search`` for callers inside Engram that need more than a page of hits (up to
     ``MAX_RANKED``; context assembly packs a budget with them): the same ranking, the options
-    already validated."""
+    already validated. ``depth``: candidates per stage (default: ten per hit, 100 to
+    ``MAX_DEPTH``)."""
     top_k = max(1, min(limit, MAX_RANKED))
+    if depth is None:
+        depth = max(MIN_CANDIDATES, min(top_k * CANDIDATE_FACTOR, MAX_DEPTH))
     if threshold is not None and not 0 <= threshold <= 1:
         raise ValidationFailed("threshold must be from 0 to 1.", code="invalid_threshold")
     filters = filters or LongTermFilters()
@@ -285,7 +289,7 @@ def long_term_ranked(
         scope_ids=scope_ids,
         query=query,
         mode=mode,
-        depth=max(MIN_CANDIDATES, min(top_k * CANDIDATE_FACTOR, MAX_DEPTH)),
+        depth=max(top_k, min(depth, MAX_DEPTH)),
         fusion=fusion,
         weights=fusion_weights({**FUSION_WEIGHTS, **(weights or {})}),
         filter_sql=condition,

@@ -361,3 +361,18 @@ def test_searches_spend_the_read_budget(make_agent_client, settings) -> None:
     for _ in range(3):
         response = reader.client.post("/api/v1/rag/search", {"query": "x"}, format="json")
         assert response.status_code == 200, response.json()
+
+
+def test_a_listed_string_is_as_long_as_sent_not_as_trimmed(agent_client) -> None:
+    """A tag of 100 characters after a leading no-break space is 101 characters as sent: over
+    the schema's maxLength, so refused, not trimmed to fit (schemathesis found it)."""
+    tag = "\u00a0" + "x" * 100
+    answer = agent_client.client.post(
+        "/api/v1/skills/proposals", {"name": "Roll back", "tags": ["ok", tag]}, format="json"
+    )
+    assert answer.status_code == 400 and code(answer) == "validation_error", answer.content
+    assert answer.json()["error"]["details"]["tags"] == {"1": ["At most 100 characters."]}
+    fine = agent_client.client.post(
+        "/api/v1/skills/proposals", {"name": "Roll back", "tags": ["x" * 100]}, format="json"
+    )
+    assert fine.status_code == 201, fine.content

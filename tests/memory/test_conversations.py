@@ -359,3 +359,12 @@ def test_with_an_llm_the_model_writes_the_summary(
         f"{BASE}/{conversation['id']}/summaries", {}, format="json"
     ).json()
     assert fallback["method"] == "offline" and fallback["summary"]
+
+
+def test_the_recent_context_still_checks_the_page_parameters(agent_client: AuthedAgent) -> None:
+    conversation = start(agent_client)
+    url = f"{BASE}/{conversation['id']}/messages?last=5"
+    too_big = agent_client.client.get(f"{url}&page_size=1329076")
+    assert too_big.status_code == 400 and code(too_big) == "invalid_page_size"
+    garbage = agent_client.client.get(f"{url}&cursor=D%2B%C2%9D")
+    assert garbage.status_code == 400 and code(garbage) == "invalid_cursor"

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from rest_framework import serializers
 from rest_framework.exceptions import ErrorDetail
 
+from core.errors import ValidationFailed
 from core.search import (
     DEFAULT_TOP_K,
     MAX_ID,
@@ -144,6 +145,25 @@ class InputSerializer(serializers.Serializer):
 
     def extra_allowed_fields(self) -> set[str]:
         return set()
+
+
+class BatchInput(InputSerializer):
+    """A body holding one list written all or none (``batch_field``, 1 to ``batch_max`` items):
+    a count outside that is 400 ``invalid_batch_size``, checked before the items one by one."""
+
+    batch_field = ""
+    batch_max = 0
+    batch_noun = "items"
+
+    def to_internal_value(self, data: Any) -> Any:
+        items = data.get(self.batch_field) if isinstance(data, Mapping) else None
+        if isinstance(items, list) and not 1 <= len(items) <= self.batch_max:
+            raise ValidationFailed(
+                f"Write 1 to {self.batch_max} {self.batch_noun} at a time.",
+                code="invalid_batch_size",
+                details={"max": self.batch_max},
+            )
+        return super().to_internal_value(data)
 
 
 class FilterSerializer(InputSerializer):

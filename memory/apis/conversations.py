@@ -6,15 +6,12 @@ position in the conversation, counted from 1."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from core import serializers as strict
-from core.errors import ValidationFailed
 from core.pagination import CreatedCursorPagination, paginated_response
 from core.permissions import request_actor
 from core.serializers import validated
@@ -161,8 +158,10 @@ class MessageInput(strict.InputSerializer):
     )
 
 
-class MessageBatchInput(strict.InputSerializer):
+class MessageBatchInput(strict.BatchInput):
     """``{"messages": [...]}``: 1 to 1,000 messages, written all or none."""
+
+    batch_field, batch_max, batch_noun = "messages", services.MAX_MESSAGES, "messages"
 
     messages = serializers.ListField(
         child=MessageInput(),
@@ -170,16 +169,6 @@ class MessageBatchInput(strict.InputSerializer):
         max_length=services.MAX_MESSAGES,
         help_text=f"1 to {services.MAX_MESSAGES} messages (else 400 invalid_batch_size).",
     )
-
-    def to_internal_value(self, data: Any) -> Any:
-        messages = data.get("messages") if isinstance(data, dict) else None
-        if isinstance(messages, list) and not 1 <= len(messages) <= services.MAX_MESSAGES:
-            raise ValidationFailed(
-                f"Write 1 to {services.MAX_MESSAGES} messages at a time.",
-                code="invalid_batch_size",
-                details={"max": services.MAX_MESSAGES},
-            )
-        return super().to_internal_value(data)
 
 
 class TurnInput(strict.InputSerializer):

@@ -11,7 +11,6 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from core import serializers as strict
-from core.errors import ValidationFailed
 from core.pagination import CreatedCursorPagination, paginated_response
 from core.permissions import request_actor
 from core.serializers import validated
@@ -108,8 +107,10 @@ def _entry_input(data: dict[str, Any]) -> services.EntryInput:
     return services.EntryInput(**data)
 
 
-class MemoryEntryBatchInput(strict.InputSerializer):
+class MemoryEntryBatchInput(strict.BatchInput):
     """``{"entries": [...]}``: 1 to 500 entries, written all or none."""
+
+    batch_field, batch_max, batch_noun = "entries", services.MAX_BATCH, "entries"
 
     entries = serializers.ListField(
         child=MemoryEntryInput(),
@@ -117,17 +118,6 @@ class MemoryEntryBatchInput(strict.InputSerializer):
         max_length=services.MAX_BATCH,
         help_text=f"1 to {services.MAX_BATCH} entries (else 400 invalid_batch_size).",
     )
-
-    def to_internal_value(self, data: Any) -> Any:
-        entries = data.get("entries") if isinstance(data, dict) else None
-        # Counted before the entries are validated one by one.
-        if isinstance(entries, list) and not 1 <= len(entries) <= services.MAX_BATCH:
-            raise ValidationFailed(
-                f"Write 1 to {services.MAX_BATCH} entries at a time.",
-                code="invalid_batch_size",
-                details={"max": services.MAX_BATCH},
-            )
-        return super().to_internal_value(data)
 
 
 class MemoryEntryBatchOutput(serializers.Serializer):

@@ -72,6 +72,7 @@ def _variants() -> dict[str, Callable[[], contextlib.AbstractContextManager[None
 def _write(conversation: Any) -> tuple[Any, Any, Any]:
     from core import services as core_services
     from core.actors import actor_for_account, actor_for_agent
+    from memory.evaluation.context import conversation_write
     from memory.services import conversations as services
 
     account = core_services.account_create(
@@ -81,21 +82,7 @@ def _write(conversation: Any) -> tuple[Any, Any, Any]:
     agent = core_services.agent_create(actor=tool, account=account, name="locomo")
     actor = actor_for_agent(agent)
     chat = services.conversation_create(actor=actor, title=conversation.sample_id)
-    sessions: dict[int, list[Any]] = defaultdict(list)
-    for turn in conversation.turns:
-        sessions[turn.session].append(turn)
-    for number in sorted(sessions):
-        services.messages_append(
-            actor=actor,
-            conversation=chat,
-            messages=[
-                services.MessageInput(
-                    "user", t.text, t.speaker, t.occurred_at, {"dia_id": t.dia_id}
-                )
-                for t in sessions[number]
-            ],
-        )
-        services.conversation_follow_up_run(conversation_id=chat.pk)
+    conversation_write(actor, chat, conversation)
     return tool, actor, chat
 
 

@@ -321,8 +321,8 @@ def context_assemble(*, actor: Actor, request: ContextRequest) -> ContextResult:
         taken = {
             int(i.candidate.id) for s in sections[:3] for i in s.items if i.candidate.kind == "turn"
         }
-        found["more_turns"] = sources.more_turns(conversation, taken, left // MIN_TURN_TOKENS + 1)
-        history.candidates = [*history.candidates, *found["more_turns"]]
+        rest = sources.more_turns(conversation, taken, left // MIN_TURN_TOKENS + 1)
+        history.candidates = [*history.candidates, *rest]
         left -= packer.take(history, left)
 
     ordered = [*sections, query_section]

@@ -45,6 +45,33 @@ def evidence_recall(sections: list[dict[str, Any]], evidence: tuple[str, ...]) -
     return sum(1 for dia_id in evidence if dia_id in present) / len(evidence)
 
 
+def conversation_write(actor: Any, chat: Any, conversation: Conversation) -> None:
+    """Write a LoCoMo conversation into ``chat`` as a client of the API would: one message per
+    turn (``name`` the speaker, ``occurred_at`` the session's date, ``metadata.dia_id``), a
+    batch per session, each followed by what the worker does after it (the rolling summary)."""
+    from memory.services import conversations as services
+
+    sessions: dict[int, list[Any]] = defaultdict(list)
+    for turn in conversation.turns:
+        sessions[turn.session].append(turn)
+    for number in sorted(sessions):
+        services.messages_append(
+            actor=actor,
+            conversation=chat,
+            messages=[
+                services.MessageInput(
+                    role="user",
+                    content=turn.text,
+                    name=turn.speaker,
+                    occurred_at=turn.occurred_at,
+                    metadata={"dia_id": turn.dia_id},
+                )
+                for turn in sessions[number]
+            ],
+        )
+        services.conversation_follow_up_run(conversation_id=chat.pk)
+
+
 def evaluate_conversation(
     conversation: Conversation,
     *,
@@ -67,26 +94,7 @@ def evaluate_conversation(
         chat = conversations_services.conversation_create(
             actor=actor, title=conversation.sample_id, user_id=conversation.speakers[0]
         )
-        sessions: dict[int, list[Any]] = defaultdict(list)
-        for turn in conversation.turns:
-            sessions[turn.session].append(turn)
-        for number in sorted(sessions):
-            conversations_services.messages_append(
-                actor=actor,
-                conversation=chat,
-                messages=[
-                    conversations_services.MessageInput(
-                        role="user",
-                        content=turn.text,
-                        name=turn.speaker,
-                        occurred_at=turn.occurred_at,
-                        metadata={"dia_id": turn.dia_id},
-                    )
-                    for turn in sessions[number]
-                ],
-            )
-            # What the worker does after each batch.
-            conversations_services.conversation_follow_up_run(conversation_id=chat.pk)
+        conversation_write(actor, chat, conversation)
         if on_progress:
             on_progress(f"{conversation.sample_id}: {len(conversation.turns)} messages written")
         results: list[ContextResult] = []

@@ -48,8 +48,6 @@ def _variants() -> dict[str, Callable[[], contextlib.AbstractContextManager[None
 
     return {
         "default": contextlib.nullcontext,
-        "neighbours_1": lambda: patched(sources, "NEIGHBOUR_TURNS", 1),
-        "neighbours_2": lambda: patched(sources, "NEIGHBOUR_TURNS", 2),
         "summaries_share_0": shares(recent=0.0),
         "summaries_share_0.2": shares(recent=0.2),
         "candidates_100": lambda: patched(sources, "HISTORY_CANDIDATES", 100),

@@ -231,15 +231,12 @@ def _gather(
 
 def _merge_history(found: dict[str, list[Candidate]]) -> list[Candidate]:
     """The conversation's turns and the agent's memories, each list in its own ranking, merged
-    by score (one engine, one scale; a turn brought by a hit ranks with its hit)."""
+    by score (one engine, one scale)."""
     turns, memories = found["history"], found["memories"]
     merged: list[Candidate] = []
     i = j = 0
     while i < len(turns) or j < len(memories):
-        take_turn = j >= len(memories) or (
-            i < len(turns)
-            and turns[i].extra.get("merge_score", turns[i].score) >= memories[j].score
-        )
+        take_turn = j >= len(memories) or (i < len(turns) and turns[i].score >= memories[j].score)
         if take_turn:
             merged.append(turns[i])
             i += 1

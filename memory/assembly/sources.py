@@ -44,10 +44,6 @@ MAX_SUMMARIES = 1
 # recall at 1,000 tokens on both development conversations.
 HISTORY_WEIGHTS: dict[str, float] | None = None
 SPEAKER_BOOST = 0.25
-# Turns next to the best history hits join them (bench/context_locomo.py measured the choice).
-NEIGHBOUR_TURNS = 0
-NEIGHBOUR_HITS = 10
-NEIGHBOUR_DECAY = 0.9
 PAGE_TEXT_CHARS = 2000
 VALUE_TEXT_CHARS = 2000
 
@@ -155,9 +151,8 @@ def history(
     limit: int | None = None,
 ) -> tuple[list[Candidate], dict[str, float]]:
     """This conversation's turns most relevant to the query (the engine's hybrid search with
-    neighbour windows, ``long_term_search``), best first, shown in turn order. Each of the
-    ``NEIGHBOUR_HITS`` best hits brings the turns within ``NEIGHBOUR_TURNS`` of it right after
-    it (a question and its answer are often on adjacent lines), scored a little below it."""
+    neighbour windows, ``long_term_search``), best first, shown in turn order. (Adding the
+    turns next to the best hits was measured and added nothing: docs/benchmarks.md.)"""
     found = long_term_ranked(
         actor=actor,
         query=query,
@@ -167,52 +162,20 @@ def history(
         query_vector=vector,
         depth=max(100, (limit or HISTORY_CANDIDATES) * HISTORY_DEPTH_FACTOR),
     )
-    if SPEAKER_BOOST and found.hits:
-        named = _named_speakers(conversation, query)
-        if named:
-            boost = 1 + SPEAKER_BOOST
-            rescored = [
-                (hit, hit.score * boost if hit.entry.speaker.lower() in named else hit.score)
-                for hit in found.hits
-            ]
-            rescored.sort(key=lambda pair: -pair[1])
-            for hit, score in rescored:
-                hit.score = score
-            found.hits[:] = [hit for hit, _ in rescored]
-    # (entry, score, the score of the hit that brought it): the list's order is the ranking,
-    # a neighbour right after its hit; merged with the memories by the hit's score.
-    hits = [(hit.entry, hit.score, hit.score) for hit in found.hits]
-    if NEIGHBOUR_TURNS > 0 and hits:
-        wanted: set[int] = set()
-        for entry, _, _ in hits[:NEIGHBOUR_HITS]:
-            position = entry.position or 0
-            wanted.update(range(position - NEIGHBOUR_TURNS, position + NEIGHBOUR_TURNS + 1))
-        near = {
-            e.position: e
-            for e in conversation_selectors.messages_of(conversation).filter(
-                position__in=sorted(wanted)
-            )
-        }
-        seen = {entry.pk for entry, _, _ in hits}
-        expanded: list[tuple[MemoryEntry, float, float]] = []
-        for rank, (entry, score, _) in enumerate(hits):
-            expanded.append((entry, score, score))
-            if rank >= NEIGHBOUR_HITS:
-                continue
-            position = entry.position or 0
-            for offset in range(1, NEIGHBOUR_TURNS + 1):
-                for p in (position + offset, position - offset):
-                    neighbour = near.get(p)
-                    if neighbour is not None and neighbour.pk not in seen:
-                        seen.add(neighbour.pk)
-                        expanded.append((neighbour, score * NEIGHBOUR_DECAY, score))
-        hits = expanded
-    out = []
-    for entry, score, anchor in hits:
-        candidate = turn_candidate(conversation, entry, score)
-        candidate.extra["merge_score"] = anchor
-        out.append(candidate)
-    return out, dict(found.timings_ms)
+    hits = [(hit.entry, hit.score) for hit in found.hits]
+    named = _named_speakers(conversation, query) if SPEAKER_BOOST and hits else set()
+    if named:
+        boost = 1 + SPEAKER_BOOST
+        hits = sorted(
+            (
+                (entry, score * boost if entry.speaker.lower() in named else score)
+                for entry, score in hits
+            ),
+            key=lambda pair: -pair[1],
+        )
+    return [turn_candidate(conversation, entry, score) for entry, score in hits], dict(
+        found.timings_ms
+    )
 
 
 def _named_speakers(conversation: Conversation, query: str) -> set[str]:

@@ -90,55 +90,50 @@ def main() -> None:
     print(json.dumps(report, indent=2))
 
 
-def run(args: argparse.Namespace) -> dict[str, Any]:
-    from pathlib import Path
-    from unittest import mock
-
-    from django.db import connection
-    from tqdm import tqdm
-
+def bench_actor(name: str = "bench-memory") -> Any:
+    """The benchmark agent ``name`` of the ``engram-bench`` account (created once), as an actor."""
     from core import services as core_services
     from core.actors import actor_for_account, actor_for_agent
-    from core.embeddings import get_embedding_provider
     from core.models import Account, Agent
-    from memory.models import MemoryContext
-    from memory.selectors.long_term import LongTermFilters, long_term_search
-    from memory.services import long_term as ltm
-    from rag.evaluation import load_beir, percentiles
 
-    dataset = load_beir(Path(args.dataset), "train")
     account = Account.objects.filter(slug="engram-bench").first() or core_services.account_create(
         name="Engram benchmarks", slug="engram-bench"
     )
-    agent = Agent.objects.filter(
-        account=account, name="bench-memory"
-    ).first() or core_services.agent_create(
-        actor=actor_for_account(account.pk), account=account, name="bench-memory"
+    agent = Agent.objects.filter(account=account, name=name).first() or core_services.agent_create(
+        actor=actor_for_account(account.pk), account=account, name=name
     )
-    actor = actor_for_agent(agent)
-    provider = get_embedding_provider()
-    stand_in = WordHashEmbeddings(provider.model_id, provider.dimensions)
-    name = args.context
-    context = MemoryContext.objects.filter(
-        account=account, name=name
-    ).first() or ltm.context_create(actor=actor, name=name)
+    return actor_for_agent(agent)
 
-    # 1. The entries, through the services (only the embeddings stand in).
+
+def build_entries(
+    *, actor: Any, context: Any, dataset: Any, entries: int, stand_in: WordHashEmbeddings
+) -> float:
+    """Write SciFact's sentences into ``context`` through the services until it holds
+    ``entries`` (an earlier run's entries are kept); returns the seconds spent writing."""
+    from unittest import mock
+
+    from tqdm import tqdm
+
+    import core.embeddings
+    from memory.services import long_term as ltm
+
     sentences = [
         (doc_id, [s for s in _SENTENCE_END.split(f"{doc.title}. {doc.text}") if s.strip()])
         for doc_id, doc in dataset.corpus.items()
     ]
     start_day = datetime(2023, 1, 1, 9, tzinfo=UTC)
     build_seconds = 0.0
+    written = context.entry_count
+    if written >= entries:
+        return build_seconds
     with (
-        mock.patch.object(ltm, "get_embedding_provider", return_value=stand_in),
-        tqdm(total=args.entries, desc="entries") as progress,
+        mock.patch.object(core.embeddings._cached, "get", return_value=stand_in),
+        tqdm(total=entries, desc="long-term entries") as progress,
     ):
-        progress.update(context.entry_count)
-        written = context.entry_count
+        progress.update(written)
         pending: list[ltm.EntryInput] = []
         done = 0
-        for number in range(0 if args.no_build else 10_000):
+        for number in range(10_000):
             for index, (doc_id, parts) in enumerate(sentences):
                 for position, text in enumerate(parts):
                     done += 1
@@ -152,29 +147,59 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                             occurred_at=start_day + timedelta(days=index % 700, hours=number),
                         )
                     )
-                    if len(pending) == BATCH or written + len(pending) >= args.entries:
+                    if len(pending) == BATCH or written + len(pending) >= entries:
                         started = time.perf_counter()
                         ltm.entries_write(actor=actor, context=context, items=pending)
                         build_seconds += time.perf_counter() - started
                         written += len(pending)
                         progress.update(len(pending))
                         pending = []
-                    if written >= args.entries:
-                        break
-                if written >= args.entries:
-                    break
-            if written >= args.entries:
-                break
+                    if written >= entries:
+                        return build_seconds
+    return build_seconds
+
+
+def prewarm(relations: Sequence[str]) -> None:
+    """Load the relations a search reads into PostgreSQL's buffers (a server that has run for a
+    while holds them)."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("CREATE EXTENSION IF NOT EXISTS pg_prewarm")
+        for relation in relations:
+            cursor.execute("SELECT pg_prewarm(%s)", [relation])
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    from pathlib import Path
+
+    from core.embeddings import get_embedding_provider
+    from memory.models import MemoryContext
+    from memory.selectors.long_term import LongTermFilters, long_term_search
+    from memory.services import long_term as ltm
+    from rag.evaluation import load_beir, percentiles
+
+    dataset = load_beir(Path(args.dataset), "train")
+    actor = bench_actor()
+    provider = get_embedding_provider()
+    stand_in = WordHashEmbeddings(provider.model_id, provider.dimensions)
+    context = MemoryContext.objects.filter(
+        account_id=actor.agent.account_id, name=args.context
+    ).first() or ltm.context_create(actor=actor, name=args.context)
+
+    # 1. The entries, through the services (only the embeddings stand in).
+    build_seconds = 0.0
+    if not args.no_build:
+        build_seconds = build_entries(
+            actor=actor, context=context, dataset=dataset, entries=args.entries, stand_in=stand_in
+        )
     context.refresh_from_db()
 
     # 2. Latency, the query vector given; the model's query embedding timed on its own.
     queries = list(dataset.queries.values())
     measured = queries[: args.queries]
     warmup = queries[args.queries : args.queries + args.warmup]
-    with connection.cursor() as cursor:
-        cursor.execute("CREATE EXTENSION IF NOT EXISTS pg_prewarm")
-        for relation in SEARCH_RELATIONS:
-            cursor.execute("SELECT pg_prewarm(%s)", [relation])
+    prewarm(SEARCH_RELATIONS)
     filters = LongTermFilters(context_ids=(context.pk,))
 
     stages: dict[str, list[float]] = {}

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from rag.tokens import count_tokens
+from rag.tokens import count_tokens_by_words
 
 TOKENIZER = "sentence-transformers/all-MiniLM-L6-v2 (WordPiece, no special tokens)"
 
@@ -23,7 +23,7 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+|\n+")
 
 
 def tokens_of(texts: Sequence[str]) -> list[int]:
-    return count_tokens(list(texts))
+    return count_tokens_by_words(texts)
 
 
 def sentences(text: str) -> list[str]:

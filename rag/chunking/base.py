@@ -13,6 +13,8 @@ from typing import Any
 
 import numpy.typing as npt
 
+from rag.tokens import CONTROL_SPACES, WORD
+
 MIN_CHUNK_SIZE = 32
 MAX_CHUNK_SIZE = 8192
 
@@ -32,17 +34,13 @@ class ChunkPiece:
     end_char: int
 
 
-# --- whitespace as the tokenizer sees it ---------------------------------------------------
-# Python's whitespace includes a few control characters (\x0b, \x0c, \x1c-\x1f, \x85) that the
-# tokenizer deletes instead of treating as separators, so "a\x0cb" is one token. Cutting there
-# would break the additivity of counts, so those characters are treated as part of words.
-_CONTROL_SPACES = "\x0b\x0c\x1c\x1d\x1e\x1f\x85"
+# --- whitespace as the tokenizer sees it (rag.tokens) ----------------------------------------
 _SEPARATORS = frozenset(
-    ch for ch in map(chr, range(0x3001)) if ch.isspace() and ch not in _CONTROL_SPACES
+    ch for ch in map(chr, range(0x3001)) if ch.isspace() and ch not in CONTROL_SPACES
 )
-_SEP = rf"[^\S{_CONTROL_SPACES}]"
-_SEP_NO_NL = rf"[^\S\n{_CONTROL_SPACES}]"
-_WORD = re.compile(rf"(?:\S|[{_CONTROL_SPACES}])+")
+_SEP = rf"[^\S{CONTROL_SPACES}]"
+_SEP_NO_NL = rf"[^\S\n{CONTROL_SPACES}]"
+_WORD = WORD
 _PARAGRAPH_BREAK = re.compile(rf"\n(?:{_SEP_NO_NL}*\n)+")
 _LINE_BREAK = re.compile(r"\n")
 _BLANK_LINES = re.compile(rf"\n(?:{_SEP_NO_NL}*\n)*{_SEP_NO_NL}*")

@@ -24,7 +24,7 @@ from rag.chunking.base import (
     _split,
 )
 from rag.chunking.sentences import sentence_spans
-from rag.tokens import count_tokens, count_tokens_one, token_offsets
+from rag.tokens import count_tokens_one, token_offsets, word_token_counts
 
 _PARAGRAPH, _LINE, _SENTENCE, _WORD_LEVEL = range(4)
 
@@ -63,7 +63,7 @@ class _Document:
             self.word_starts.append(match.start())
             words.append(match.group())
         #: prefix[i] is the number of tokens in the words before word i.
-        self.prefix = [0, *accumulate(_word_token_counts(words))]
+        self.prefix = [0, *accumulate(word_token_counts(words))]
 
     def count(self, start: int, end: int) -> int:
         """Tokens of ``text[start:end]``; exact when neither end falls inside a word."""
@@ -202,32 +202,6 @@ class _Document:
         assert match is not None  # the pattern matches at any newline
         line_start = self.text.rfind("\n", newline, match.end()) + 1
         return line_start if line_start < end else None
-
-
-# Token counts of words seen before. Natural-language text repeats a small vocabulary, so most
-# words are looked up rather than tokenized; the tokenizer is deterministic, so the cache can
-# never change a result. Long words (identifiers, URLs) rarely repeat and are not kept.
-_word_counts: dict[str, int] = {}
-_WORD_CACHE_ENTRIES = 1 << 17
-_WORD_CACHE_MAX_CHARS = 32
-
-
-def _word_token_counts(words: list[str]) -> list[int]:
-    """Token count of each word; precondition: no word contains a separator."""
-    cached = _word_counts.get
-    counts = [cached(word, -1) for word in words]
-    if -1 not in counts:
-        return counts
-    missing = list({word for word, count in zip(words, counts, strict=True) if count < 0})
-    fresh = dict(zip(missing, count_tokens(missing), strict=True))
-    # Dict operations are atomic under the GIL, so threads may share the cache; a clear racing
-    # a lookup only costs a recount.
-    if len(_word_counts) + len(fresh) > _WORD_CACHE_ENTRIES:
-        _word_counts.clear()
-    _word_counts.update(
-        (word, count) for word, count in fresh.items() if len(word) <= _WORD_CACHE_MAX_CHARS
-    )
-    return [fresh[word] if count < 0 else count for word, count in zip(words, counts, strict=True)]
 
 
 def _pieces(

@@ -28,6 +28,7 @@ from pathlib import Path
 from config.embedded.files import EmbeddedServiceError, _file_lock, _pid_alive, make_private_dir
 from config.embedded.postgres import EmbeddedPostgres
 from config.embedded.valkey import EmbeddedValkey
+from config.env import BASE_DIR
 
 logger = logging.getLogger(__name__)
 
@@ -111,7 +112,8 @@ def default_data_dir() -> Path:
     configured = os.environ.get("ENGRAM_DATA_DIR")
     if configured:
         return Path(configured).expanduser().resolve()
-    return (Path(__file__).resolve().parent.parent / ".engram").resolve()
+    # The settings' default (config.env.ENGRAM_DATA_DIR): <project>/.engram.
+    return (BASE_DIR / ".engram").resolve()
 
 
 def ensure_environment(data_dir: Path | None = None) -> EmbeddedServices | None:

@@ -288,3 +288,14 @@ def test_data_dirs_from_before_passwords_are_upgraded_in_place(embedded_data_dir
     with psycopg.connect(env["DATABASE_URL"]) as conn:
         assert conn.execute("SELECT v FROM kept").fetchone() == (42,)
     restarted.release()
+
+
+def test_the_default_data_dir_is_the_one_settings_use(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Entry points start the servers in the directory whose passwords and secret the settings
+    read: <project>/.engram, whatever module the default is computed in."""
+    from config.embedded import default_data_dir
+    from config.env import BASE_DIR, EngramEnv
+
+    monkeypatch.delenv("ENGRAM_DATA_DIR", raising=False)
+    assert default_data_dir() == (BASE_DIR / ".engram").resolve()
+    assert default_data_dir() == EngramEnv().ENGRAM_DATA_DIR.resolve()

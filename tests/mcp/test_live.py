@@ -68,6 +68,8 @@ LATER = {
     "knowledge_get",
     "knowledge_query",
     "knowledge_relate",
+    # issue 19: agentic RAG
+    "agentic_query",
 }
 ALL_TOOLS = CONTRACT | LATER
 

@@ -354,3 +354,13 @@ def test_reranker_scores_map_to_zero_to_one() -> None:
     low = evidence.hit_evidence(similarity=0.1, coverage=0.0, rerank_score=None, reranker=None)
     high = evidence.hit_evidence(similarity=0.7, coverage=1.0, rerank_score=None, reranker=None)
     assert 0 < low < 0.5 < high < 1
+
+
+@pytest.mark.parametrize(
+    "query", ["!!! ??? ...", "the and of", "🚢⚓ harbour", "x" * 4000, "crane\x00shift", "ÆØÅ ß"]
+)
+def test_odd_questions_answer_or_are_refused_never_fail(agent_client, kb_id, query) -> None:
+    response = agent_client.client.post(URL, {"query": query, "max_rounds": 2}, format="json")
+    assert response.status_code in (200, 400), response.content[:500]
+    if response.status_code == 200:
+        assert_consistent(response.json(), top_k=10)

@@ -20,9 +20,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 PASSWORD = "correct horse battery staple"
 
 
-def test_a_pages_graph_is_drawn_and_a_click_follows_a_node(
-    browser: Any, live_server: Any
-) -> None:
+def test_a_pages_graph_is_drawn_and_a_click_follows_a_node(browser: Any, live_server: Any) -> None:
     from selenium.webdriver.common.action_chains import ActionChains
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support import expected_conditions
@@ -44,7 +42,7 @@ def test_a_pages_graph_is_drawn_and_a_click_follows_a_node(
         actor=writer,
         account_id=orchard.pk,
         source_id=person.pk,
-        target_id=target.node_id,
+        target_id=target.node_id or 0,
         relation_type="wrote",
     )
     services.membership_grant(
@@ -103,7 +101,7 @@ def test_a_pages_graph_is_drawn_and_a_click_follows_a_node(
         canvas, int(x - size["width"] / 2), int(y - size["height"] / 2)
     ).click().perform()
     wait.until(expected_conditions.staleness_of(page))
-    assert browser.current_url.endswith(
-        reverse("admin:content_page_change", args=[ferry.pk])
-    ), browser.current_url
+    assert browser.current_url.endswith(reverse("admin:content_page_change", args=[ferry.pk])), (
+        browser.current_url
+    )
     assert "Ferry Times" in browser.find_element(By.ID, "id_title").get_attribute("value")

@@ -44,7 +44,7 @@ def world(django_capture_on_commit_callbacks: Any) -> dict[str, Any]:
         actor=writer,
         account_id=orchard.pk,
         source_id=person.pk,
-        target_id=target.node_id,
+        target_id=target.node_id or 0,
         relation_type="wrote",
     )
     ada = UserFactory.create(username="ada", is_staff=True)
@@ -62,9 +62,7 @@ def world(django_capture_on_commit_callbacks: Any) -> dict[str, Any]:
 
 def test_a_nodes_neighbourhood_as_json(world) -> None:
     target = world["target"]
-    response = world["client"].get(
-        reverse("admin:rag_graphnode_graph_data", args=[target.node_id])
-    )
+    response = world["client"].get(reverse("admin:rag_graphnode_graph_data", args=[target.node_id]))
     assert response.status_code == 200
     data = response.json()
     assert data["center"] == target.node_id and data["truncated"] is False

@@ -364,3 +364,20 @@ def test_odd_questions_answer_or_are_refused_never_fail(agent_client, kb_id, que
     assert response.status_code in (200, 400), response.content[:500]
     if response.status_code == 200:
         assert_consistent(response.json(), top_k=10)
+
+
+def test_queries_grow_with_rounds_not_with_results(agent_client, kb_id, monkeypatch) -> None:
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    monkeypatch.setattr(evidence, "INTERCEPT", -20.0)  # every round runs
+
+    def count(**body) -> int:
+        with CaptureQueriesContext(connection) as queries:
+            ask(agent_client, query="harbour crane tide pilot", **body)
+        return len(queries)
+
+    one, three = count(max_rounds=1, top_k=2), count(max_rounds=3, top_k=2)
+    assert count(max_rounds=3, top_k=50) == three  # no query per result
+    per_round = (three - one) / 2
+    assert per_round <= 16, (one, three)

@@ -38,6 +38,7 @@ from core.admin_base import (
     scoped_delete_selected,
 )
 from core.errors import EngramError
+from rag.graph import drawing as graph_drawing
 
 MAX_BACKLINKS_SHOWN = 50
 RELATED_SHOWN = selectors.DEFAULT_RELATED
@@ -85,6 +86,15 @@ class Panels:
 
 # Set on a request whose page embedding could not be brought up to date (no provider).
 _EMBEDDING_NOTE_ATTR = "_engram_page_embedding_note"
+
+
+def _page_admin_links(node_ids: list[int]) -> dict[int, str]:
+    """Page nodes of the admin's graph drawings open the page's own admin page."""
+    pages = Page.objects.filter(node_id__in=node_ids).values_list("pk", "node_id")
+    return {node_id: reverse("admin:content_page_change", args=[pk]) for pk, node_id in pages}
+
+
+graph_drawing.admin_link_register("page", _page_admin_links)
 
 
 @admin.register(Page)

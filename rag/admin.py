@@ -15,6 +15,7 @@ from django.utils import timezone
 from core.actors import MANAGE_KNOWLEDGE_BASES, READ, WRITE_DOCUMENTS, WRITE_GRAPH, Actor
 from core.admin_base import AccountScopedAdmin, AccountScopedTabularInline
 from rag import services
+from rag.admin_drawing import NodeDrawingAdmin
 from rag.models import (
     Chunk,
     Document,
@@ -357,9 +358,10 @@ class SearchQueryAdmin(AccountScopedAdmin):
 
 
 @admin.register(GraphNode)
-class GraphNodeAdmin(AccountScopedAdmin):
+class GraphNodeAdmin(NodeDrawingAdmin):
     """Nodes of the account's knowledge graph; every write goes through the graph services,
-    which keep the node's search index and embedding current."""
+    which keep the node's search index and embedding current. Each node's neighbourhood is drawn
+    at ``<id>/graph/`` (``rag.admin_drawing``)."""
 
     view_roles = READ
     add_roles = change_roles = delete_roles = WRITE_GRAPH

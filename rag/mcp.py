@@ -1,6 +1,7 @@
 """rag's MCP tools (docs/mcp.md): knowledge bases and documents (``query_knowledge_base``,
-``search_documents``, ``add_document``, ``process_document``) and the knowledge graph
-(``search_knowledge_graph``, ``get_graph_neighbors``), over the calls the API's views make."""
+``search_documents``, ``add_document``, ``process_document``), the knowledge graph
+(``search_knowledge_graph``, ``get_graph_neighbors``) and agentic RAG (``agentic_query``), over
+the calls the API's views make."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from rest_framework import serializers
 from core import serializers as strict
 from core.mcp import Call, Tool
 from rag import graph, selectors, services
+from rag.agentic_apis import AgenticInput, AgenticOutput, agentic_run
 from rag.apis import DocumentInput, DocumentOutput, DocumentReprocessApi, document_upload
 from rag.graph_apis import NeighboursOutput, NodeListCreateApi, NodeNeighboursApi, NodeSearchOutput
 from rag.search_apis import QueryApi, SearchApi, SearchInput, query_run, run_search
@@ -190,5 +192,29 @@ TOOLS = (
         run=_neighbours,
         summary=lambda out: _hits(out, "neighbours"),
         hints={"node_id": "A node id (from search_knowledge_graph)."},
+    ),
+    Tool(
+        name="agentic_query",
+        title="Answer a question from the knowledge bases",
+        description=(
+            "Answer `query` from the account's knowledge bases in rounds of search (at most "
+            "`max_rounds`, 1 to 5, default 3): each round searches (hybrid, reranked when a "
+            "reranker is configured), scores its results 0 to 1, stops when at least 3 came "
+            "back with a mean score of 0.5 or more, else names the question's uncovered words "
+            "(`gaps`) and searches again with a reformulated query. Answers `answer` citing "
+            "`sources` by number ([1], [2]...), the sources best first, and every round."
+        ),
+        scope="read",
+        input=AgenticInput,
+        output=AgenticOutput,
+        run=lambda call: dict(AgenticOutput(agentic_run(call.actor, call.data)).data),
+        summary=lambda out: (
+            f"{len(out['sources'])} sources after {len(out['rounds'])} "
+            f"round{'s' if len(out['rounds']) != 1 else ''}."
+        ),
+        hints={
+            "query": "The question, in words (at most 4,000 characters).",
+            "knowledge_base_ids": "Knowledge bases to search (default: all of the account's).",
+        },
     ),
 )

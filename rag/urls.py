@@ -1,6 +1,6 @@
 from django.urls import path
 
-from rag import apis, search_apis
+from rag import agentic_apis, apis, search_apis
 
 urlpatterns = [
     path("knowledge-bases", apis.KnowledgeBaseListCreateApi.as_view(), name="kb-list"),
@@ -23,6 +23,7 @@ urlpatterns = [
     ),
     path("search", search_apis.SearchApi.as_view(), name="search"),
     path("query", search_apis.QueryApi.as_view(), name="query"),
+    path("agentic", agentic_apis.AgenticApi.as_view(), name="agentic"),
     path("analytics", search_apis.AnalyticsApi.as_view(), name="analytics"),
     path("queries", search_apis.QueryLogApi.as_view(), name="query-log"),
 ]

@@ -111,6 +111,9 @@ TOOL_CASES: dict[str, Case] = {
             "filters": {"knowledge_base_ids": [t.kb_id]},
         }
     ),
+    "agentic_query": _ids(
+        lambda t: {"query": "tomatoes basil garden", "knowledge_base_ids": [t.kb_id]}
+    ),
     "add_document": _ids(lambda t: {"knowledge_base_id": t.kb_id, "text": "injected"}),
     "process_document": _ids(lambda t: {"document_id": t.document_id, "force": True}),
     # The knowledge graph.

@@ -1,5 +1,6 @@
 """Every write to knowledge bases and documents, including the ingestion pipeline."""
 
+from rag.services.agentic import agentic_query
 from rag.services.analytics import search_queries_prune, search_query_record, search_run
 from rag.services.documents import UPDATABLE_FIELDS as DOCUMENT_UPDATABLE_FIELDS
 from rag.services.documents import (
@@ -32,6 +33,7 @@ __all__ = [
     "DOCUMENT_UPDATABLE_FIELDS",
     "KNOWLEDGE_BASE_UPDATABLE_FIELDS",
     "DocumentMetadata",
+    "agentic_query",
     "document_create",
     "document_delete",
     "document_mark_failed",

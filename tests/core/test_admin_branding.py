@@ -19,3 +19,11 @@ def test_the_admin_says_engram() -> None:
     index = client.get("/admin/").content.decode()
     assert "<title>Engram administration | Engram admin</title>" in index
     assert "Django" not in index.split("<body", 1)[1].split("</header>", 1)[0]
+
+
+def test_a_page_rendered_without_the_sites_context_still_says_engram(rf) -> None:
+    from django.template.loader import render_to_string
+
+    html = render_to_string("admin/base_site.html", {"title": "Somewhere"}, request=rf.get("/"))
+    assert "<title>Somewhere | Engram admin</title>" in html
+    assert ">Engram</a>" in html and "Django" not in html

@@ -68,6 +68,8 @@ LATER = {
     "knowledge_get",
     "knowledge_query",
     "knowledge_relate",
+    # issue 19: agentic RAG
+    "agentic_query",
 }
 ALL_TOOLS = CONTRACT | LATER
 
@@ -186,6 +188,9 @@ def test_every_tool_answers_on_its_happy_path(url: str, side: Side) -> None:
         assert hits["results"][0]["document_id"] == side.document.pk
         answer = await call("query_knowledge_base", {"query": "tomatoes", "token_budget": 200})
         assert answer["sources"] and "[1]" in answer["context"]
+        agentic = await call("agentic_query", {"query": "tomatoes and basil", "max_rounds": 2})
+        assert agentic["sources"][0]["document_id"] == side.document.pk
+        assert agentic["rounds"] and "[1]" in agentic["answer"]
         added = await call(
             "add_document",
             {"knowledge_base_id": side.kb.pk, "title": "Peppers", "text": "Peppers like sun."},

@@ -47,11 +47,13 @@ def test_rag_eval_loads_through_the_pipeline_scores_and_reuses(tmp_path: Path) -
     call_command("rag_eval", dataset=dataset, split="test", json=True, stdout=out)
     report = json.loads(out.getvalue())
     assert report["documents"] == 4 and report["queries"] == 3
-    assert set(report["modes"]) == {"vector", "keyword", "hybrid"}
+    assert set(report["modes"]) == {"vector", "keyword", "hybrid", "agentic"}
     for metrics in report["modes"].values():
         assert set(metrics) == {"ndcg@10", "recall@10", "recall@100", "mrr@10", "latency_ms"}
         assert metrics["recall@10"] == 1.0  # four documents: every relevant one is in the top 10
     assert report["modes"]["hybrid"]["ndcg@10"] >= 0.9
+    # Agentic RAG is scored by its sources' order: no worse than the search it starts from.
+    assert report["modes"]["agentic"]["ndcg@10"] >= report["modes"]["hybrid"]["ndcg@10"] - 1e-9
     kb = KnowledgeBase.objects.get(name__startswith="beir:")
     assert Chunk.objects.filter(knowledge_base=kb).count() == 4  # chunked, embedded, indexed
     assert KeywordTerm.objects.filter(knowledge_base=kb).exists()

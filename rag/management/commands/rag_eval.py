@@ -16,9 +16,12 @@ from core.models import Account, Agent
 from rag import services
 from rag.evaluation import evaluate, load_beir, percentiles
 from rag.models import Document, KnowledgeBase
-from rag.search import DEFAULT_FUSION, FUSIONS, MODES, SearchFilters, chunk_search
+from rag.search import DEFAULT_FUSION, FUSIONS, MODES, SearchFilters, SearchHit, chunk_search
+from rag.services.agentic import DEFAULT_MAX_ROUNDS, agentic_query
 
 EVAL_ACCOUNT = "engram-eval"
+# Modes beyond the engine's: agentic RAG, scored by the order of its sources.
+AGENTIC = "agentic"
 BATCH_DOCUMENTS = 64
 
 
@@ -33,7 +36,10 @@ class Command(BaseCommand):
         parser.add_argument("--dataset", required=True, type=Path)
         parser.add_argument("--split", required=True)
         parser.add_argument("--json", action="store_true", help="print one JSON object")
-        parser.add_argument("--modes", default=",".join(MODES))
+        parser.add_argument("--modes", default=",".join((*MODES, AGENTIC)))
+        parser.add_argument(
+            "--max-rounds", type=int, default=DEFAULT_MAX_ROUNDS, help="agentic rounds at most"
+        )
         parser.add_argument("--fusion", default=DEFAULT_FUSION, choices=FUSIONS)
         parser.add_argument("--weights", default="", help='e.g. "vector=0.4,keyword=0.6"')
         parser.add_argument("--chunk-size", type=int, default=256)
@@ -73,19 +79,10 @@ class Command(BaseCommand):
             latencies: list[float] = []
             for qid, text in tqdm(queries, desc=mode, disable=options["json"], leave=False):
                 started = time.perf_counter()
-                outcome = chunk_search(
-                    actor=actor,
-                    query=text,
-                    mode=mode,
-                    top_k=100,
-                    fusion=options["fusion"],
-                    weights=weights or None,
-                    filters=SearchFilters(knowledge_base_ids=(kb.pk,)),
-                    candidates=options["candidates"],
-                )
+                hits = _ranked(actor, kb, mode, text, weights, options)
                 latencies.append((time.perf_counter() - started) * 1000)
                 scores: dict[str, float] = {}
-                for rank, hit in enumerate(outcome.hits, start=1):
+                for rank, hit in enumerate(hits, start=1):
                     doc = doc_ids.get(hit.document_id)
                     # A document ranks where its best chunk does.
                     if doc is not None and doc not in scores:
@@ -164,6 +161,37 @@ class Command(BaseCommand):
             )
         kb.refresh_from_db()
         return kb, time.perf_counter() - started
+
+
+def _ranked(
+    actor: Actor,
+    kb: KnowledgeBase,
+    mode: str,
+    text: str,
+    weights: dict[str, float],
+    options: dict[str, Any],
+) -> list[SearchHit]:
+    """One query's ranked chunks in a mode: a search's hits, or agentic RAG's sources (at most
+    100, like the searches), best first."""
+    if mode == AGENTIC:
+        answer = agentic_query(
+            actor=actor,
+            query=text,
+            max_rounds=options["max_rounds"],
+            knowledge_base_ids=[kb.pk],
+            top_k=100,
+        )
+        return [source.hit for source in answer.sources]
+    return chunk_search(
+        actor=actor,
+        query=text,
+        mode=mode,
+        top_k=100,
+        fusion=options["fusion"],
+        weights=weights or None,
+        filters=SearchFilters(knowledge_base_ids=(kb.pk,)),
+        candidates=options["candidates"],
+    ).hits
 
 
 def _eval_actor() -> Actor:

@@ -1,0 +1,104 @@
+"""Calibrated relevance: how likely a search hit answers a question, as a number in [0, 1].
+
+The engine's fused scores rank well but mean nothing on their own: weighted fusion min-max
+normalises each stage per query, so the best hit of any query scores near 1 whether it answers
+or not. Agentic RAG needs a score that compares between queries (is this round good enough?)
+and between rounds, so each hit gets its **evidence**:
+
+- with a reranker (``RERANK_PROVIDER``), the reranker's own relevance: an ``http`` reranker's
+  ``relevance_score`` as is when it is a probability in [0, 1] (Cohere, Jina, bge through
+  vLLM), through the logistic function when it is a logit; the ``llm`` reranker's 0-10 grade
+  divided by 10;
+- without one, a logistic model of two absolute signals of the hit against the question:
+  ``SIMILARITY`` x the cosine similarity of their embeddings plus ``COVERAGE`` x the share of
+  the question's terms the hit contains, each term weighted by its idf in the searched
+  knowledge bases (``term_coverage``), plus ``INTERCEPT``. The coefficients were fitted by
+  logistic regression on BEIR SciFact *train* relevance judgements (the top 20 hybrid hits of
+  each claim, relevant when their abstract is judged relevant; ``bench/agentic_calibration.py``
+  refits and prints them, docs/benchmarks.md records the fit), so the evidence reads as the
+  probability that the hit is relevant. They belong to the default local embedding model: a
+  different model spreads cosine similarities differently, and the fit should be rerun on
+  judgements of one's own.
+
+Along a ranking (a round's results, the fused sources), the evidence is made non-increasing by
+isotonic regression (pool adjacent violators, ``non_increasing``): the closest sequence, in least
+squares, that agrees with the ranking's order. It keeps the mean of the evidence, so a round's
+mean calibrated score is its mean evidence, and the scores read best first.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+
+from rag.keyword import CorpusStats, analyze, idf
+from rag.search import SearchHit
+
+# Fitted on SciFact train (bench/agentic_calibration.py, docs/benchmarks.md).
+INTERCEPT = -10.03
+SIMILARITY = 12.92
+COVERAGE = 5.85
+# The 0-10 scale the LLM reranker grades on (rag.rerank.LLMReranker).
+LLM_RERANK_SCALE = 10.0
+
+
+def logistic(x: float) -> float:
+    if x >= 0:
+        return 1.0 / (1.0 + math.exp(-x))
+    z = math.exp(x)
+    return z / (1.0 + z)
+
+
+def term_idf(term: str, stats: CorpusStats) -> float:
+    """A term's idf in the corpus; a term the corpus lacks weighs as the rarest possible."""
+    return stats.idf(term) or idf(0, max(stats.units, 1))
+
+
+def term_coverage(
+    terms: Sequence[str], present: Iterable[str] | set[str], stats: CorpusStats
+) -> float:
+    """The idf-weighted share of ``terms`` (analysed question terms) found in ``present``
+    (a text's analysed terms): 0 when none, 1 when all."""
+    distinct = set(terms)
+    if not distinct:
+        return 0.0
+    found = present if isinstance(present, set) else set(present)
+    total = sum(term_idf(t, stats) for t in distinct)
+    return sum(term_idf(t, stats) for t in distinct if t in found) / total
+
+
+def hit_terms(hit: SearchHit) -> set[str]:
+    """A hit's analysed terms: its text with its document title and heading path, as the
+    chunk is indexed (``rag.indexing``)."""
+    return set(analyze(" ".join([hit.document_title, *hit.heading_path, hit.text])))
+
+
+def hit_evidence(
+    *, similarity: float, coverage: float, rerank_score: float | None, reranker: str | None
+) -> float:
+    """The probability-like evidence, 0 to 1, that a hit answers the question (see above)."""
+    if rerank_score is not None and reranker is not None and math.isfinite(rerank_score):
+        if reranker == "llm":
+            return min(1.0, max(0.0, rerank_score / LLM_RERANK_SCALE))
+        if 0.0 <= rerank_score <= 1.0:
+            return rerank_score
+        return logistic(rerank_score)
+    return logistic(INTERCEPT + SIMILARITY * similarity + COVERAGE * coverage)
+
+
+def non_increasing(values: Sequence[float]) -> list[float]:
+    """The least-squares non-increasing fit of ``values`` (pool adjacent violators): where a
+    later value exceeds an earlier one, both become their mean, until the sequence descends."""
+    blocks: list[list[float]] = []  # [mean, count]
+    for value in values:
+        blocks.append([float(value), 1.0])
+        while len(blocks) > 1 and blocks[-2][0] < blocks[-1][0]:
+            mean, count = blocks.pop()
+            previous = blocks[-1]
+            total = previous[1] + count
+            previous[0] = (previous[0] * previous[1] + mean * count) / total
+            previous[1] = total
+    fitted: list[float] = []
+    for mean, count in blocks:
+        fitted.extend([mean] * int(count))
+    return fitted

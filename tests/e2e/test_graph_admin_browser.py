@@ -1,0 +1,107 @@
+"""A person in a real browser opens a page's graph (Cytoscape.js, vendored, drawn from the
+admin's JSON view), sees the nodes coloured by type and the edges by relation, and follows a
+node with a click on the canvas to that node's own admin page."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.urls import reverse
+
+from content import services as content_services
+from core import services
+from core.actors import actor_for_agent
+from rag.services import graph as graph_services
+from tests.factories import AccountFactory, AgentFactory, UserFactory
+
+pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
+
+PASSWORD = "correct horse battery staple"
+
+
+def test_a_pages_graph_is_drawn_and_a_click_follows_a_node(browser: Any, live_server: Any) -> None:
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    orchard = AccountFactory.create(name="Orchard", slug="orchard")
+    writer = actor_for_agent(AgentFactory.create(account=orchard, name="scribe"))
+    target = content_services.page_create(
+        actor=writer, title="Harbour Notes", content="Tides and moorings."
+    )
+    ferry = content_services.page_create(
+        actor=writer, title="Ferry Times", content="Boats leave from [[Harbour Notes]]."
+    )
+    target.refresh_from_db()
+    person = graph_services.node_create(
+        actor=writer, account_id=orchard.pk, name="Ada Pilot", entity_type="person"
+    )
+    graph_services.edge_create(
+        actor=writer,
+        account_id=orchard.pk,
+        source_id=person.pk,
+        target_id=target.node_id or 0,
+        relation_type="wrote",
+    )
+    services.membership_grant(
+        account=orchard, user=UserFactory.create(username="ada", is_staff=True), role="author"
+    )
+    wait = WebDriverWait(browser, 60)
+
+    def submit(element: Any) -> None:
+        page = browser.find_element(By.TAG_NAME, "html")
+        element.click()
+        wait.until(expected_conditions.staleness_of(page))
+
+    browser.get(f"{live_server.url}{reverse('admin:login')}")
+    assert "Django" not in browser.title and "Engram" in browser.title
+    browser.find_element(By.ID, "id_username").send_keys("ada")
+    browser.find_element(By.ID, "id_password").send_keys(PASSWORD)
+    submit(browser.find_element(By.CSS_SELECTOR, "input[type=submit]"))
+
+    # The page's form links to its graph.
+    browser.get(f"{live_server.url}{reverse('admin:content_page_change', args=[target.pk])}")
+    submit(browser.find_element(By.ID, "page-graph"))
+    assert browser.title.startswith("Graph of “Harbour Notes”"), browser.title
+    wait.until(
+        lambda b: b.find_element(By.ID, "graph-canvas").get_attribute("data-ready") == "true"
+    )
+    status = browser.find_element(By.ID, "graph-status").text
+    assert status.startswith("3 nodes, 2 edges"), status
+
+    # Drawn: every node with its type's colour, every edge with its relation's.
+    drawn = browser.execute_script(
+        "const cy = window.engramGraph;"
+        "return {nodes: cy.nodes().map(n => [n.data('label'), n.data('type'),"
+        " n.style('background-color')]),"
+        " edges: cy.edges().map(e => [e.data('label'), e.style('line-color')])};"
+    )
+    types = {label: kind for label, kind, _ in drawn["nodes"]}
+    assert types == {"Harbour Notes": "page", "Ferry Times": "page", "Ada Pilot": "person"}
+    colours = {kind: colour for _, kind, colour in drawn["nodes"]}
+    assert colours["page"] != colours["person"]
+    edge_colours = dict(drawn["edges"])
+    assert set(edge_colours) == {"references", "wrote"}
+    assert edge_colours["references"] != edge_colours["wrote"]
+    legend = browser.find_element(By.ID, "graph-node-legend").text
+    assert "page" in legend and "person" in legend
+    assert "wrote" in browser.find_element(By.ID, "graph-edge-legend").text
+
+    # A click on "Ferry Times" where it is drawn opens that page's admin page.
+    x, y = browser.execute_script(
+        "const n = window.engramGraph.nodes().filter(n => n.data('label') === 'Ferry Times');"
+        "const p = n.renderedPosition(); return [p.x, p.y];"
+    )
+    canvas = browser.find_element(By.ID, "graph-canvas")
+    page = browser.find_element(By.TAG_NAME, "html")
+    size = canvas.size
+    ActionChains(browser).move_to_element_with_offset(
+        canvas, int(x - size["width"] / 2), int(y - size["height"] / 2)
+    ).click().perform()
+    wait.until(expected_conditions.staleness_of(page))
+    assert browser.current_url.endswith(reverse("admin:content_page_change", args=[ferry.pk])), (
+        browser.current_url
+    )
+    assert "Ferry Times" in browser.find_element(By.ID, "id_title").get_attribute("value")

@@ -29,10 +29,10 @@ from typing import Any
 
 import numpy as np
 from django.db import connection
+from django.db.models import BooleanField, ExpressionWrapper, Q
 from django.utils import timezone
 
 from core.actors import Actor
-from core.db import queryset_sql
 from core.embeddings import get_embedding_provider
 from core.errors import ValidationFailed
 from core.search import list_length_check, search_query_check, threshold_check, top_k_check
@@ -40,8 +40,8 @@ from memory import names
 from memory import working_redis as wr
 from memory.agents import acting_agent, session_of
 from memory.errors import MemoryUnavailable
-from memory.models import MemoryEntry, ShortTermEntry
-from memory.pool_access import visible_pools
+from memory.models import MemoryEntry, MemoryPool, ShortTermEntry
+from memory.pool_access import live, readable_by
 from memory.redis_store import working_memory_available
 from memory.selectors.long_term import (
     FUSION_WEIGHTS,
@@ -137,7 +137,27 @@ class _Tier:
     hits: list[KeywordHit] = field(default_factory=list)
 
 
-def _short_term_filter(filters: RouterFilters, now: datetime) -> tuple[str, dict[str, Any]]:
+# Expired short-term entries keep their postings until the clean-up job deletes them; up to this
+# many are left out by id, without joining every posting read to its entry.
+EXPIRED_BY_ID = 1000
+
+
+def _short_term_filter(
+    agent_id: int, filters: RouterFilters, now: datetime
+) -> tuple[str, dict[str, Any]]:
+    """Postings of the agent's live entries (in the session, of the types, when given). Without
+    those filters, the few expired entries not yet deleted are named by id: the postings are then
+    read in impact order without a join (docs/benchmarks.md, "Search across tiers")."""
+    if not filters.session_id and not filters.memory_types:
+        expired = list(
+            ShortTermEntry.objects.filter(agent_id=agent_id, expires_at__lte=now)
+            .order_by()
+            .values_list("pk", flat=True)[: EXPIRED_BY_ID + 1]
+        )
+        if not expired:
+            return "", {}
+        if len(expired) <= EXPIRED_BY_ID:
+            return "p.entry_id <> ALL(%(st_expired)s::bigint[])", {"st_expired": expired}
     parts = ["u.expires_at > %(st_now)s"]
     params: dict[str, Any] = {"st_now": now}
     if filters.session_id:
@@ -150,13 +170,31 @@ def _short_term_filter(filters: RouterFilters, now: datetime) -> tuple[str, dict
 
 
 def _pool_filter(actor: Actor, filters: RouterFilters) -> tuple[str, dict[str, Any]]:
-    """Postings of the pools the actor may read (the access rules of ``memory.pool_access``,
-    as a subquery), live ones only."""
-    pools = visible_pools(actor)
+    """Postings of the live pools the actor may read (the access rules of
+    ``memory.pool_access``), and among ``pool_ids`` when given.
+
+    The account's pools are read first, each with whether it is readable, and the filter names
+    the shorter list as a constant array: the readable pools, or the others (none: no filter).
+    PostgreSQL hashes a constant array and still walks each term's postings in impact order down
+    to the per-term cut; as a subquery the filter became a semi join that read every posting of
+    every query term (docs/benchmarks.md, "Search across tiers")."""
+    agent = acting_agent(actor)
+    readable = live() if actor.agent is None else live() & readable_by(actor.agent.pk)
     if filters.pool_ids:
-        pools = pools.filter(pool_id__in=filters.pool_ids)
-    sql, params = queryset_sql(pools.values("pk"), "pool")
-    return f"p.pool_id IN ({sql})", params
+        readable &= Q(pool_id__in=filters.pool_ids)
+    rows = (
+        MemoryPool.objects.filter(account_id=agent.account_id)
+        .order_by()
+        .annotate(readable=ExpressionWrapper(readable, output_field=BooleanField()))
+        .values_list("pk", "readable")
+    )
+    shown = [pk for pk, ok in rows if ok]
+    hidden = [pk for pk, ok in rows if not ok]
+    if not hidden:
+        return "", {}
+    if len(hidden) < len(shown):
+        return "p.pool_id <> ALL(%(hidden_pools)s::bigint[])", {"hidden_pools": hidden}
+    return "p.pool_id = ANY(%(shown_pools)s::bigint[])", {"shown_pools": shown}
 
 
 def _long_term_types(filters: RouterFilters) -> tuple[str, ...] | None:
@@ -272,7 +310,11 @@ def memory_search(
             query=query, texts=working_texts, idf_stats=merged
         )[:depth]
     for tier, space, (condition, params) in (
-        (SHORT_TERM, SHORT_TERM_ENTRIES, _short_term_filter(filters, now)),
+        (
+            SHORT_TERM,
+            SHORT_TERM_ENTRIES,
+            _short_term_filter(agent.pk, filters, now) if SHORT_TERM in corpora else ("", {}),
+        ),
         (LONG_TERM, MEMORY_ENTRIES, lt_filters.condition()),
         (SHARED, POOL_LEAVES, _pool_filter(actor, filters) if SHARED in corpora else ("", {})),
     ):

@@ -107,6 +107,49 @@ def test_pool_hits_follow_the_access_rules(
     assert hits == []
 
 
+def test_pools_hidden_among_many_readable_ones_stay_hidden(
+    agent_client: AuthedAgent, clock: Any
+) -> None:
+    """Most pools readable, a few not (private, expired): the filter names the few, and
+    none of them is found."""
+    owner = actor_for_agent(agent_client.agent)
+    teammate = actor_for_agent(AgentFactory.create(account=agent_client.agent.account))
+    for n in range(4):
+        pool_services.pool_create(
+            actor=owner, pool_id=f"open{n}", data={"plan": f"heron plan {n}"}, public_read=True
+        )
+    pool_services.pool_create(actor=owner, pool_id="private", data={"plan": "heron plan x"})
+    pool_services.pool_create(
+        actor=owner,
+        pool_id="brief",
+        data={"plan": "heron plan y"},
+        public_read=True,
+        retention_policy={"ttl_seconds": 5},
+    )
+    found = {h.pool_id for h in search(teammate, "heron plan", tiers=["shared"], top_k=20)}
+    assert found == {"open0", "open1", "open2", "open3", "brief"}
+    clock.advance(seconds=10)
+    found = {h.pool_id for h in search(teammate, "heron plan", tiers=["shared"], top_k=20)}
+    assert found == {"open0", "open1", "open2", "open3"}
+    found = {h.pool_id for h in search(owner, "heron plan", tiers=["shared"], top_k=20)}
+    assert found == {"open0", "open1", "open2", "open3", "private"}
+
+
+def test_many_expired_short_term_entries_are_left_out_through_their_rows(
+    me: Actor, clock: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past EXPIRED_BY_ID expired entries (the clean-up has not run), expiry is checked on each
+    entry's row instead of by id: still never found."""
+    from memory.selectors import search as search_module
+
+    monkeypatch.setattr(search_module, "EXPIRED_BY_ID", 1)
+    for key in ("a", "b"):
+        st.short_term_put(actor=me, session_id="s1", key=key, value=f"fleeting {key}", ttl=5)
+    st.short_term_put(actor=me, session_id="s1", key="c", value="fleeting c", ttl=600)
+    clock.advance(seconds=10)
+    assert [h.key for h in search(me, "fleeting", tiers=["short_term"])] == ["c"]
+
+
 def test_hits_of_every_tier_rank_on_one_scale(me: Actor) -> None:
     """The same text in two tiers gets the same keyword score: one idf for every corpus."""
     texts = {"tide": "spring tide at the harbour", "other": "harbour cranes"}

@@ -36,6 +36,7 @@ MEMORY_ENTRIES = SearchSpace(
     posting_filter_join="JOIN memory_memoryentry u ON u.id = p.entry_id",
     vector_condition="u.is_current AND u.archived_at IS NULL",
     rebuild_rows=_entry_rebuild_rows,
+    group_column="thread",
 )
 
 

@@ -2,7 +2,8 @@
 
 A space may name a group column (``SearchSpace.group_column``: a chunk's document, a memory
 entry's thread). A group in which several candidates match is more likely about the query than
-a lone match; so each candidate's fused score gets ``GROUP_WEIGHT`` x its group's score, the mean
+a lone match; so each candidate's fused score gets the space's ``group_weight`` x its group's
+score (then divided by 1 + that weight, to stay from 0 to 1), the mean
 of the group's best ``GROUP_TOP`` candidate scores relative to the best group's. Units without a
 group (an empty thread) are their own group. Measured in docs/benchmarks.md.
 """
@@ -16,8 +17,17 @@ from django.db import connection
 
 from rag.spaces import SearchSpace
 
-GROUP_WEIGHT = 0.0
+# Each space sets its own weight (``SearchSpace.group_weight``); a number here overrides them
+# all (the benchmarks' sweeps).
+GROUP_WEIGHT: float | None = None
 GROUP_TOP = 3
+
+
+def group_weight(space: SearchSpace) -> float:
+    """The weight of a space's group lift: 0 when the space has no groups."""
+    if not space.group_column:
+        return 0.0
+    return space.group_weight if GROUP_WEIGHT is None else GROUP_WEIGHT
 
 
 def unit_groups(*, space: SearchSpace, unit_ids: Sequence[int]) -> dict[int, Hashable]:

@@ -352,7 +352,7 @@ def bm25_rank(
     position in ``texts`` as the unit id; the same formula as the index. ``idf_stats``: the
     statistics idf comes from (the texts' own by default; merged with other corpora's when
     ranked together with them)."""
-    terms = sorted(set(analyze(query)))
+    terms = sorted(set(analyze_query(query)))
     analysed = [chunk_terms(text) for text in texts]
     own = texts_stats(analysed, terms)
     if not terms or not own.units:

@@ -24,6 +24,7 @@ from core.errors import NotFound, ValidationFailed
 from core.search import MAX_TOP_K as MAX_TOP_K
 from core.search import MAX_WEIGHT as MAX_WEIGHT
 from core.search import search_query_check, threshold_check, top_k_check
+from rag import granularity
 from rag.fusion import DEFAULT_FUSION as DEFAULT_FUSION
 from rag.fusion import DEFAULT_WEIGHTS as DEFAULT_WEIGHTS
 from rag.fusion import FUSIONS as FUSIONS
@@ -340,12 +341,10 @@ def space_rank(
         order = rank_fusion(ranked, method=fusion, weights=weights)
         stage_ms["prf"] = _ms(started)
         started = time.perf_counter()
-    if mode in FUSED_MODES and space.group_column:
-        from rag import granularity
-
-        if granularity.GROUP_WEIGHT > 0:
-            groups = granularity.unit_groups(space=space, unit_ids=[u for u, _ in order])
-            order = granularity.group_lift(order, groups, weight=granularity.GROUP_WEIGHT)
+    lift = granularity.group_weight(space) if mode in FUSED_MODES else 0.0
+    if lift > 0:
+        groups = granularity.unit_groups(space=space, unit_ids=[u for u, _ in order])
+        order = granularity.group_lift(order, groups, weight=lift, top=granularity.GROUP_TOP)
     ranks = {
         name: {item: (rank, score) for rank, (item, score) in enumerate(items, start=1)}
         for name, items in ranked.items()

@@ -88,6 +88,9 @@ class SearchSpace:
     # The unit column that groups units (a chunk's document, an entry's thread): a group with
     # several matching units lifts them (``rag.granularity``); empty: no groups.
     group_column: str = ""
+    # How much a group's match lifts its units (``rag.granularity``), chosen per space on
+    # development data (docs/benchmarks.md); 0: off.
+    group_weight: float = 0.0
 
 
 def _chunk_rebuild_rows(knowledge_base_id: int) -> Iterable[RebuildRow]:

@@ -85,3 +85,29 @@ def test_the_search_api_runs_prf_and_explains_it(agent_client, kb, ingest) -> No
         "/api/v1/rag/search", {"query": "What did Caroline research?"}, format="json"
     ).json()
     assert plain["expansion"] == []
+
+
+def test_group_lift_raises_units_whose_group_matches_often() -> None:
+    from rag.granularity import group_lift
+
+    order = [(1, 0.9), (2, 0.8), (3, 0.7), (4, 0.6)]
+    # Units 2, 3 and 4 share a session; unit 1 is alone in its own.
+    groups = {1: "session_1", 2: "session_2", 3: "session_2", 4: "session_2"}
+    lifted = group_lift(order, groups, weight=0.5, top=3)
+    assert [unit for unit, _ in lifted][:2] == [2, 3]
+    assert all(0 <= score <= 1 for _, score in lifted)
+    assert group_lift(order, groups, weight=0.0) == order
+
+
+def test_query_analysis_drops_question_words_only_when_something_else_is_left(
+    monkeypatch,
+) -> None:
+    from rag import analysis
+
+    monkeypatch.setattr(analysis, "QUERY_FUNCTION_WORDS", True)
+    assert analysis.analyze_query("What did she research?") == ["research"]
+    assert analysis.analyze_query("Who did it?") == analysis.analyze("Who did it?")
+    monkeypatch.setattr(analysis, "QUERY_FUNCTION_WORDS", False)
+    assert analysis.analyze_query("What did she research?") == analysis.analyze(
+        "What did she research?"
+    )

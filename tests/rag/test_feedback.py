@@ -111,3 +111,28 @@ def test_query_analysis_drops_question_words_only_when_something_else_is_left(
     assert analysis.analyze_query("What did she research?") == analysis.analyze(
         "What did she research?"
     )
+
+
+@pytest.mark.django_db
+def test_a_document_with_several_matching_chunks_lifts_them(actor, kb, ingest, monkeypatch):
+    from rag import granularity
+
+    filler = " ".join(f"word{i}" for i in range(60))
+    ingest(
+        f"# Soil\n\nTomato plants want deep loose soil. {filler}\n\n"
+        f"# Water\n\nTomato plants want water at the roots. {filler}"
+    )
+    ingest("Tomato soil water tomato.")
+    query = "tomato soil water"
+
+    def order() -> list[int]:
+        hits = chunk_search(actor=actor, query=query, mode="hybrid", top_k=3).hits
+        return [hit.document_id for hit in hits]
+
+    monkeypatch.setattr(granularity, "GROUP_WEIGHT", 0.0)
+    plain = order()
+    monkeypatch.setattr(granularity, "GROUP_WEIGHT", 5.0)
+    lifted = order()
+    several = max(set(plain), key=plain.count)  # the document with two chunks found
+    assert plain.count(several) == 2 and plain[0] != several
+    assert lifted[:2] == [several, several]

@@ -84,7 +84,7 @@ def _cache_query_embeddings() -> None:
     provider.embed_query = lru_cache(maxsize=None)(provider.embed_query)  # type: ignore[method-assign]
 
 
-def _contexts(path: Path, rebuild: bool) -> dict[str, tuple[Any, int, dict[int, str]]]:
+def _contexts(path: Path, rebuild: bool) -> dict[str, tuple[Any, Any, int, dict[int, str]]]:
     """Each conversation's (actor, context id, dia_id by entry id), written once."""
     from core import services as core_services
     from core.actors import actor_for_account, actor_for_agent

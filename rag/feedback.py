@@ -17,7 +17,7 @@ first pass finds some of them by the words they share; their other words ("adopt
 from __future__ import annotations
 
 import math
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -81,7 +81,7 @@ def rm3(
     frequencies and its first-pass score, higher is better). ``idfs``: each term's idf, to
     weigh the relevance model by (a term without one keeps its weight)."""
     own = sorted(set(query_terms))
-    model: Counter[str] = Counter()
+    model: defaultdict[str, float] = defaultdict(float)
     positive = [(counts, max(score, 0.0)) for counts, score in feedback if counts]
     total_score = math.fsum(score for _, score in positive)
     for counts, score in positive:
@@ -97,7 +97,7 @@ def rm3(
     mass = math.fsum(weight for _, weight in best)
     if not best or mass <= 0:
         return Expansion({t: 1.0 / len(own) for t in own} if own else {}, ())
-    weights: Counter[str] = Counter()
+    weights: defaultdict[str, float] = defaultdict(float)
     for term in own:
         weights[term] += original_weight / len(own) if own else 0.0
     scale = (1.0 - original_weight) if own else 1.0

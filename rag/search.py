@@ -262,13 +262,15 @@ def space_rank(
     filter_params: Mapping[str, Any] | None = None,
     query_vector: np.ndarray | None = None,
     embed_query: bool = False,
+    group_lift: bool = True,
 ) -> Ranking:
     """Rank a space's units of the given scopes for ``query``: the vector stage, the BM25 stage
     and their fusion (hybrid), every hit keeping its rank and score in each stage.
 
     The query is embedded when a vector stage runs or ``embed_query`` asks for it (thresholds),
     unless the caller passes ``query_vector`` (one embedding serves several spaces).
-    ``weights`` are normalised by ``fusion_weights``.
+    ``weights`` are normalised by ``fusion_weights``. ``group_lift=False``: the caller applies
+    the space's group lift itself (it reads the groups in a statement of its own anyway).
     """
     stage_ms: dict[str, float] = {}
     if query_vector is None and (mode in VECTOR_MODES or embed_query):
@@ -341,7 +343,7 @@ def space_rank(
         order = rank_fusion(ranked, method=fusion, weights=weights)
         stage_ms["prf"] = _ms(started)
         started = time.perf_counter()
-    lift = granularity.group_weight(space) if mode in FUSED_MODES else 0.0
+    lift = granularity.group_weight(space) if mode in FUSED_MODES and group_lift else 0.0
     if lift > 0:
         groups = granularity.unit_groups(space=space, unit_ids=[u for u, _ in order])
         order = granularity.group_lift(order, groups, weight=lift, top=granularity.GROUP_TOP)

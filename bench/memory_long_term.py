@@ -84,6 +84,9 @@ def main() -> None:
         "--context", default="bench-ltm-100000", help="the context to build (or reuse) and search"
     )
     parser.add_argument("--no-build", action="store_true", help="search the context as it is")
+    parser.add_argument(
+        "--modes", default="hybrid", help="comma-separated search modes to measure (prf, ...)"
+    )
     args = parser.parse_args()
     with django_session():
         report = run(args)
@@ -204,11 +207,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
     stages: dict[str, list[float]] = {}
 
-    def search(text: str) -> float:
+    def search(text: str, mode: str = "hybrid") -> float:
         vector = stand_in.embed_query(text)
         started = time.perf_counter()
         _, stage_ms = long_term_search(
-            actor=actor, query=text, top_k=10, filters=filters, query_vector=vector
+            actor=actor, query=text, top_k=10, filters=filters, query_vector=vector, mode=mode
         )
         for stage, ms in stage_ms.items():
             stages.setdefault(stage, []).append(ms)
@@ -218,6 +221,16 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         search(text)
     stages.clear()
     totals = [search(text) for text in measured]
+    hybrid_stages = dict(stages)
+    other_modes: dict[str, Any] = {}
+    for mode in [m for m in args.modes.split(",") if m and m != "hybrid"]:
+        for text in warmup:
+            search(text, mode)
+        stages.clear()
+        times = [search(text, mode) for text in measured]
+        other_modes[mode] = {"search_ms_query_vector_given": times, "stages_ms": dict(stages)}
+    stages.clear()
+    stages.update(hybrid_stages)
     embeds = []
     provider.embed_query("warm up")
     for text in measured:
@@ -235,6 +248,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "hybrid_search_ms_query_vector_given": rounded(totals),
         "query_embedding_ms_local_model": rounded(embeds),
         "stages_ms": {stage: rounded(values) for stage, values in stages.items()},
+        "other_modes": {
+            mode: {
+                "search_ms_query_vector_given": rounded(found["search_ms_query_vector_given"]),
+                "stages_ms": {k: rounded(v) for k, v in found["stages_ms"].items()},
+            }
+            for mode, found in other_modes.items()
+        },
         "embeddings": "word-hash stand-in (see the module docstring)",
         "cpu": f"{__import__('os').cpu_count()} cores",
     }

@@ -36,6 +36,10 @@ MEMORY_ENTRIES = SearchSpace(
     posting_filter_join="JOIN memory_memoryentry u ON u.id = p.entry_id",
     vector_condition="u.is_current AND u.archived_at IS NULL",
     rebuild_rows=_entry_rebuild_rows,
+    # A conversation session in which several turns match lifts them (rag.granularity):
+    # chosen by leave-one-conversation-out on LoCoMo dev (docs/benchmarks.md).
+    group_column="thread",
+    group_weight=0.2,
 )
 
 

@@ -9,16 +9,18 @@ postings in impact order, then score them exactly with BM25 against the current 
 from __future__ import annotations
 
 import math
-import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Any
 
-import snowballstemmer
 from django.db import connection
 
+# Text analysis lives in rag.analysis; named here too for the index's callers.
+from rag.analysis import FUNCTION_WORDS as FUNCTION_WORDS
+from rag.analysis import STOP_WORDS as STOP_WORDS
+from rag.analysis import analyze as analyze
+from rag.analysis import analyze_query as analyze_query
 from rag.spaces import CHUNKS, SearchSpace
 
 # Robertson/Sparck Jones BM25 with Lucene's idf; k1 and b as Anserini uses for BEIR.
@@ -27,65 +29,6 @@ B = 0.4
 # Postings read per query term: bounds the cost of common terms (chosen by measurement, see
 # docs/benchmarks.md); rare terms have fewer postings than this anyway.
 POSTINGS_PER_TERM = 1000
-MAX_TERM_LENGTH = 64
-
-# Lucene's English stop words (the classic analyzer's set).
-STOP_WORDS = frozenset(
-    [
-        "a",
-        "an",
-        "and",
-        "are",
-        "as",
-        "at",
-        "be",
-        "but",
-        "by",
-        "for",
-        "if",
-        "in",
-        "into",
-        "is",
-        "it",
-        "no",
-        "not",
-        "of",
-        "on",
-        "or",
-        "such",
-        "that",
-        "the",
-        "their",
-        "then",
-        "there",
-        "these",
-        "they",
-        "this",
-        "to",
-        "was",
-        "will",
-        "with",
-    ]
-)
-_TOKEN = re.compile(r"\w+", re.UNICODE)
-# snowballstemmer hands out PyStemmer's C implementation of the same Snowball algorithm when it
-# is installed (a dependency): identical stems, about twenty times faster.
-_stemmer = snowballstemmer.stemmer("english")
-
-
-@lru_cache(maxsize=200_000)
-def _stem(word: str) -> str:
-    return str(_stemmer.stemWord(word))
-
-
-def analyze(text: str) -> list[str]:
-    """Lower-case word tokens without stop words, Porter2-stemmed: the index and query terms."""
-    terms = []
-    for token in _TOKEN.findall(text.lower()):
-        if token in STOP_WORDS or len(token) > MAX_TERM_LENGTH:
-            continue
-        terms.append(_stem(token))
-    return terms
 
 
 def idf(df: int, n: int) -> float:
@@ -332,8 +275,12 @@ def keyword_search(
     postings_per_term: int = POSTINGS_PER_TERM,
     stats: CorpusStats | None = None,
     idf_stats: CorpusStats | None = None,
+    term_weights: Mapping[str, float] | None = None,
 ) -> list[KeywordHit]:
     """BM25 top ``limit`` units of the given scopes of a space for ``query``.
+
+    ``term_weights`` (analysed terms to weights, e.g. an expanded query of ``rag.feedback``)
+    replaces the query's terms: each term's BM25 contribution is multiplied by its weight.
 
     ``filter_sql`` is a condition over the space's ``posting_filter_join`` with named
     placeholders, built from validated filters; postings are filtered before the per-term cut.
@@ -342,7 +289,7 @@ def keyword_search(
     statistics: then scores of different spaces compare). Length normalisation always uses the
     scopes' own average length.
     """
-    terms = sorted(set(analyze(query)))
+    terms = sorted(term_weights) if term_weights else sorted(set(analyze_query(query)))
     if not terms or not scope_ids:
         return []
     ids = list(scope_ids)
@@ -354,7 +301,10 @@ def keyword_search(
     q_terms = [t for t in terms if own.df.get(t)]
     if not q_terms:
         return []
-    q_idfs = [source.idf(t) or idf(own.df[t], own.units) for t in q_terms]
+    q_idfs = [
+        (source.idf(t) or idf(own.df[t], own.units)) * (term_weights[t] if term_weights else 1.0)
+        for t in q_terms
+    ]
     join = space.posting_filter_join if filter_sql else ""
     where = f"AND {filter_sql}" if filter_sql else ""
     unit, length = space.posting_unit_column, space.posting_length_column
@@ -402,7 +352,7 @@ def bm25_rank(
     position in ``texts`` as the unit id; the same formula as the index. ``idf_stats``: the
     statistics idf comes from (the texts' own by default; merged with other corpora's when
     ranked together with them)."""
-    terms = sorted(set(analyze(query)))
+    terms = sorted(set(analyze_query(query)))
     analysed = [chunk_terms(text) for text in texts]
     own = texts_stats(analysed, terms)
     if not terms or not own.units:

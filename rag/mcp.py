@@ -96,7 +96,8 @@ def _hits(out: Any, noun: str) -> str:
 SEARCH_HINTS = {
     "query": "What to look for, in words (at most 4,000 characters).",
     "top_k": "How many hits, 1 to 100 (default 10).",
-    "mode": "hybrid (default: semantic and keyword, fused), vector or keyword.",
+    "mode": "hybrid (default: semantic and keyword, fused), vector, keyword, or prf (hybrid "
+    "with the query expanded by the best hits' words: finds passages in other words, slower).",
 }
 
 TOOLS = (
@@ -121,9 +122,9 @@ TOOLS = (
         title="Search documents",
         description=(
             "Search the chunks of the account's documents for `query`: hybrid (semantic and "
-            "keyword, fused), vector or keyword. Each hit gives its document, its text and "
-            "why it ranked (its rank and score in each stage). Filter by knowledge base, "
-            "document type, tags, dates or lifecycle state."
+            "keyword, fused), vector, keyword or prf (pseudo-relevance feedback). Each hit "
+            "gives its document, its text and why it ranked (its rank and score in each "
+            "stage). Filter by knowledge base, document type, tags, dates or lifecycle state."
         ),
         scope="read",
         input=SearchInput,

@@ -24,19 +24,27 @@ from core.errors import NotFound, ValidationFailed
 from core.search import MAX_TOP_K as MAX_TOP_K
 from core.search import MAX_WEIGHT as MAX_WEIGHT
 from core.search import search_query_check, threshold_check, top_k_check
+from rag import granularity
+from rag.fusion import DEFAULT_FUSION as DEFAULT_FUSION
+from rag.fusion import DEFAULT_WEIGHTS as DEFAULT_WEIGHTS
+from rag.fusion import FUSIONS as FUSIONS
+from rag.fusion import RRF_K as RRF_K
+from rag.fusion import fusion_weights as fusion_weights
+from rag.fusion import rank_fusion as rank_fusion
 from rag.keyword import keyword_search
 from rag.models import KnowledgeBase
 from rag.spaces import CHUNKS, SearchSpace
 
-Mode = Literal["vector", "keyword", "hybrid"]
+Mode = Literal["vector", "keyword", "hybrid", "prf"]
 Fusion = Literal["rrf", "weighted", "simple"]
-MODES: tuple[str, ...] = ("vector", "keyword", "hybrid")
-FUSIONS: tuple[str, ...] = ("rrf", "weighted", "simple")
-RRF_K = 60
-# Measured on BEIR SciFact train (docs/benchmarks.md): min-max normalised scores weighted equally
-# beat reciprocal rank fusion by 0.018 nDCG@10 with the local model.
-DEFAULT_FUSION = "weighted"
-DEFAULT_WEIGHTS = {"vector": 0.5, "keyword": 0.5}
+# Every search mode of every space, in one place (API enums, MCP schemas and the evaluation
+# commands read it). prf: hybrid, then BM25 again with the query expanded by pseudo-relevance
+# feedback from the best hits (``rag.feedback``), fused with the vector stage.
+MODES: tuple[str, ...] = ("vector", "keyword", "hybrid", "prf")
+# Modes that run each stage.
+VECTOR_MODES = frozenset({"vector", "hybrid", "prf"})
+KEYWORD_MODES = frozenset({"keyword", "hybrid", "prf"})
+FUSED_MODES = frozenset({"hybrid", "prf"})
 # Each stage of a hybrid search contributes this many candidates per requested result.
 CANDIDATE_FACTOR = 5
 MIN_CANDIDATES = 50
@@ -110,6 +118,8 @@ class SearchOutcome:
     fusion: str
     knowledge_base_ids: list[int]
     stage_ms: dict[str, float]
+    # prf: the terms feedback added to the query, with their weights, best first.
+    expansion: tuple[tuple[str, float], ...] = ()
 
 
 def knowledge_bases_for_search(*, actor: Actor, requested: Sequence[int]) -> list[int]:
@@ -193,55 +203,6 @@ def unit_similarities(
         return {int(unit_id): float(similarity) for unit_id, similarity in cursor.fetchall()}
 
 
-def fusion_weights(weights: dict[str, float] | None) -> dict[str, float]:
-    """The stage weights of a hybrid search, normalised to sum to 1; a stage not given keeps its
-    default. Scaling every weight alike never changes a ranking, so normalising is free and keeps
-    fused scores comparable between requests."""
-    merged = {**DEFAULT_WEIGHTS, **(weights or {})}
-    if any(not 0 <= value <= MAX_WEIGHT or value != value for value in merged.values()):
-        raise ValidationFailed(
-            f"Weights must be numbers from 0 to {MAX_WEIGHT:g}.", code="invalid_weights"
-        )
-    total = sum(merged.values())
-    if total <= 0:
-        raise ValidationFailed("At least one weight must be above 0.", code="invalid_weights")
-    return {name: value / total for name, value in merged.items()}
-
-
-def rank_fusion(
-    ranked_lists: dict[str, list[tuple[int, float]]],
-    *,
-    method: str = "rrf",
-    weights: dict[str, float] | None = None,
-    rrf_k: int = RRF_K,
-) -> list[tuple[int, float]]:
-    """Fuse ranked (id, score) lists into one ranking of (id, fused score), best first.
-
-    rrf: sum of weight / (rrf_k + rank); weighted: sum of weight x min-max normalised score;
-    simple: the best normalised score any list gave the item.
-    """
-    weights = weights or {}
-    fused: dict[int, float] = {}
-    for name, ranked in ranked_lists.items():
-        weight = weights.get(name, 1.0)
-        if not ranked:
-            continue
-        scores = [score for _, score in ranked]
-        low, high = min(scores), max(scores)
-        span = high - low
-        for rank, (item, score) in enumerate(ranked, start=1):
-            if method == "rrf":
-                contribution = weight / (rrf_k + rank)
-                fused[item] = fused.get(item, 0.0) + contribution
-            else:
-                normalised = (score - low) / span if span > 0 else 1.0
-                if method == "weighted":
-                    fused[item] = fused.get(item, 0.0) + weight * normalised
-                else:
-                    fused[item] = max(fused.get(item, 0.0), normalised)
-    return sorted(fused.items(), key=lambda pair: (-pair[1], pair[0]))
-
-
 @dataclass
 class RankedHit:
     """A unit of a space in a search's ranking, with its rank and score in each stage."""
@@ -268,6 +229,8 @@ class Ranking:
     hits: list[RankedHit]
     query_vector: np.ndarray | None
     stage_ms: dict[str, float]
+    # prf: the terms feedback added to the query, with their weights, best first.
+    expansion: tuple[tuple[str, float], ...] = ()
 
 
 def search_options_validate(*, query: str, mode: str, fusion: str, top_k: int) -> None:
@@ -299,22 +262,24 @@ def space_rank(
     filter_params: Mapping[str, Any] | None = None,
     query_vector: np.ndarray | None = None,
     embed_query: bool = False,
+    group_lift: bool = True,
 ) -> Ranking:
     """Rank a space's units of the given scopes for ``query``: the vector stage, the BM25 stage
     and their fusion (hybrid), every hit keeping its rank and score in each stage.
 
     The query is embedded when a vector stage runs or ``embed_query`` asks for it (thresholds),
     unless the caller passes ``query_vector`` (one embedding serves several spaces).
-    ``weights`` are normalised by ``fusion_weights``.
+    ``weights`` are normalised by ``fusion_weights``. ``group_lift=False``: the caller applies
+    the space's group lift itself (it reads the groups in a statement of its own anyway).
     """
     stage_ms: dict[str, float] = {}
-    if query_vector is None and (mode in ("vector", "hybrid") or embed_query):
+    if query_vector is None and (mode in VECTOR_MODES or embed_query):
         started = time.perf_counter()
         query_vector = get_embedding_provider().embed_query(query)
         stage_ms["embed"] = _ms(started)
 
     ranked: dict[str, list[tuple[int, float]]] = {}
-    if mode in ("vector", "hybrid"):
+    if mode in VECTOR_MODES:
         assert query_vector is not None
         started = time.perf_counter()
         ranked["vector"] = vector_search(
@@ -326,7 +291,7 @@ def space_rank(
             filter_params=filter_params,
         )
         stage_ms["vector"] = _ms(started)
-    if mode in ("keyword", "hybrid"):
+    if mode in KEYWORD_MODES:
         started = time.perf_counter()
         ranked["keyword"] = [
             (hit.unit_id, hit.score)
@@ -342,14 +307,50 @@ def space_rank(
         stage_ms["keyword"] = _ms(started)
 
     started = time.perf_counter()
+    expansion: tuple[tuple[str, float], ...] = ()
+    if mode in FUSED_MODES:
+        order = rank_fusion(ranked, method=fusion, weights=weights)
+    else:
+        order = ranked[mode]
+    if mode == "prf" and order:
+        from rag import feedback as prf
+
+        if prf.VECTOR_FEEDBACK > 0 and query_vector is not None:
+            ranked["vector"] = vector_search(
+                space=space,
+                scope_ids=scope_ids,
+                query_vector=prf.feedback_vector(
+                    space=space, query_vector=query_vector, ranked=order
+                ),
+                limit=depth,
+                filter_sql=filter_sql,
+                filter_params=filter_params,
+            )
+        feedback = prf.expand(space=space, scope_ids=scope_ids, query=query, ranked=order)
+        expansion = feedback.added
+        ranked["keyword"] = [
+            (hit.unit_id, hit.score)
+            for hit in keyword_search(
+                space=space,
+                scope_ids=scope_ids,
+                query=query,
+                limit=depth,
+                filter_sql=filter_sql,
+                filter_params=filter_params,
+                term_weights=feedback.weights,
+            )
+        ]
+        order = rank_fusion(ranked, method=fusion, weights=weights)
+        stage_ms["prf"] = _ms(started)
+        started = time.perf_counter()
+    lift = granularity.group_weight(space) if mode in FUSED_MODES and group_lift else 0.0
+    if lift > 0:
+        groups = granularity.unit_groups(space=space, unit_ids=[u for u, _ in order])
+        order = granularity.group_lift(order, groups, weight=lift, top=granularity.GROUP_TOP)
     ranks = {
         name: {item: (rank, score) for rank, (item, score) in enumerate(items, start=1)}
         for name, items in ranked.items()
     }
-    if mode == "hybrid":
-        order = rank_fusion(ranked, method=fusion, weights=weights)
-    else:
-        order = ranked[mode]
     hits = []
     for unit_id, score in order:
         hit = RankedHit(unit_id=unit_id, score=score)
@@ -359,7 +360,7 @@ def space_rank(
             hit.keyword_rank, hit.keyword_score = ranks["keyword"][unit_id]
         hits.append(hit)
     stage_ms["fusion"] = _ms(started)
-    return Ranking(hits=hits, query_vector=query_vector, stage_ms=stage_ms)
+    return Ranking(hits=hits, query_vector=query_vector, stage_ms=stage_ms, expansion=expansion)
 
 
 def _hydrate(hits: list[SearchHit], query_vector: np.ndarray | None) -> None:
@@ -480,9 +481,10 @@ def chunk_search(
     return SearchOutcome(
         hits=hits,
         mode=mode,
-        fusion=fusion if mode == "hybrid" else "",
+        fusion=fusion if mode in FUSED_MODES else "",
         knowledge_base_ids=kb_ids,
         stage_ms=stage_ms,
+        expansion=ranking.expansion,
     )
 
 

@@ -68,6 +68,16 @@ class HitExplanation(serializers.Serializer):
     rerank_score = strict.FiniteFloatField(allow_null=True)
 
 
+class ExpansionTermOutput(serializers.Serializer):
+    term = serializers.CharField(help_text="An analysed (stemmed) index term.")
+    weight = strict.FiniteFloatField()
+
+
+def expansion_output(expansion: Any) -> list[dict[str, Any]]:
+    """A prf search's added terms as the API shows them (empty in the other modes)."""
+    return [{"term": term, "weight": weight} for term, weight in expansion]
+
+
 class HitOutput(serializers.Serializer):
     chunk_id = serializers.IntegerField()
     document_id = serializers.IntegerField()
@@ -117,8 +127,9 @@ def run_search(actor: Actor, data: dict[str, Any]) -> Any:
 
 
 class SearchApi(ApiView):
-    """Search chunks: ``vector``, ``keyword`` (BM25) or ``hybrid`` (fused); every hit explains
-    its ranks and scores. A search is a read: it needs only the ``read`` scope."""
+    """Search chunks: ``vector``, ``keyword`` (BM25), ``hybrid`` (fused) or ``prf`` (hybrid with
+    the query expanded by pseudo-relevance feedback); every hit explains its ranks and scores.
+    A search is a read: it needs only the ``read`` scope."""
 
     required_scope = "read"
 
@@ -127,6 +138,14 @@ class SearchApi(ApiView):
         fusion = serializers.CharField()
         results = HitOutput(many=True, source="hits")
         timings_ms = strict.TimingsField(source="stage_ms")
+        expansion = serializers.SerializerMethodField(
+            help_text="prf: the terms pseudo-relevance feedback added to the query, with their "
+            "weights (the query's own terms share the rest); empty in the other modes."
+        )
+
+        @extend_schema_field(ExpansionTermOutput(many=True))
+        def get_expansion(self, outcome: Any) -> list[dict[str, Any]]:
+            return expansion_output(outcome.expansion)
 
     @extend_schema(request=SearchInput, responses=OutputSerializer, operation_id="rag_search")
     def post(self, request: Request) -> Response:

@@ -85,6 +85,12 @@ class SearchSpace:
     rebuild_rows: Callable[[int], Iterable[RebuildRow]] | None = None
     # The scope table's key column (a scope keyed by its owner: an agent, an account).
     scope_key_column: str = "id"
+    # The unit column that groups units (a chunk's document, an entry's thread): a group with
+    # several matching units lifts them (``rag.granularity``); empty: no groups.
+    group_column: str = ""
+    # How much a group's match lifts its units (``rag.granularity``), chosen per space on
+    # development data (docs/benchmarks.md); 0: off.
+    group_weight: float = 0.0
 
 
 def _chunk_rebuild_rows(knowledge_base_id: int) -> Iterable[RebuildRow]:
@@ -113,6 +119,7 @@ CHUNKS = SearchSpace(
     posting_filter_join="JOIN rag_document d ON d.id = p.document_id",
     unit_filter_join="JOIN rag_document d ON d.id = u.document_id",
     rebuild_rows=_chunk_rebuild_rows,
+    group_column="document_id",
 )
 
 

@@ -87,13 +87,14 @@ def evaluate_conversation(
     *,
     top_k: int = 10,
     weights: dict[str, float] | None = None,
-    mode: str = "hybrid",
+    modes: Sequence[str] = ("hybrid",),
     on_progress: Callable[[str], None] | None = None,
-) -> tuple[list[QuestionResult], int]:
-    """Write the conversation into a fresh account's memory, ask its questions, delete it all.
+) -> tuple[dict[str, list[QuestionResult]], int]:
+    """Write the conversation into a fresh account's memory, ask its questions in each mode,
+    delete it all.
 
-    Returns the scored questions (categories 1-4, and 5 when it names evidence) and how many
-    entries were written."""
+    Returns each mode's scored questions (categories 1-4, and 5 when it names evidence) and how
+    many entries were written."""
     from core import services as core_services
     from core.actors import actor_for_account, actor_for_agent
     from memory.selectors.long_term import LongTermFilters, long_term_search
@@ -127,10 +128,14 @@ def evaluate_conversation(
             if on_progress:
                 on_progress(f"{conversation.sample_id}: {len(dia_of)} entries written")
         filters = LongTermFilters(context_ids=(context.pk,))
-        results: list[QuestionResult] = []
-        for question in conversation.questions:
-            if not question.evidence:
-                continue  # nothing to retrieve (adversarial questions mostly)
+        results: dict[str, list[QuestionResult]] = {mode: [] for mode in modes}
+        asked = [
+            (mode, question)
+            for mode in modes
+            for question in conversation.questions
+            if question.evidence  # nothing to retrieve otherwise (adversarial questions mostly)
+        ]
+        for mode, question in asked:
             started = time.perf_counter()
             hits, stage_ms = long_term_search(
                 actor=actor,
@@ -142,7 +147,7 @@ def evaluate_conversation(
             )
             latency = (time.perf_counter() - started) * 1000
             retrieved = tuple(dia_of[hit.entry.pk] for hit in hits if hit.entry.pk in dia_of)
-            results.append(
+            results[mode].append(
                 QuestionResult(
                     question=question,
                     retrieved=retrieved,
@@ -163,17 +168,24 @@ def run_locomo(
     top_k: int = 10,
     weights: dict[str, float] | None = None,
     mode: str = "hybrid",
+    modes: Sequence[str] | None = None,
     on_progress: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
-    """The whole evaluation of a LoCoMo file: one report (see ``summarise``) plus its inputs."""
+    """The whole evaluation of a LoCoMo file: one report of ``mode`` (see ``summarise``) plus
+    its inputs, and under ``modes`` the report of every mode asked (default: every mode the API
+    offers, ``rag.search.MODES``), each conversation written once."""
+    from rag.search import MODES
+
+    asked = list(dict.fromkeys([mode, *(MODES if modes is None else modes)]))
     conversations = load_locomo(path, sample_ids=sample_ids)
-    results: list[QuestionResult] = []
+    results: dict[str, list[QuestionResult]] = {name: [] for name in asked}
     entries = 0
     for conversation in conversations:
         scored, written = evaluate_conversation(
-            conversation, top_k=top_k, weights=weights, mode=mode, on_progress=on_progress
+            conversation, top_k=top_k, weights=weights, modes=asked, on_progress=on_progress
         )
-        results.extend(scored)
+        for name, rows in scored.items():
+            results[name].extend(rows)
         entries += written
     skipped = sum(
         1 for c in conversations for q in c.questions if not q.evidence and q.category != 5
@@ -182,10 +194,11 @@ def run_locomo(
         "dataset": str(path),
         "conversations": [c.sample_id for c in conversations],
         "entries": entries,
-        "questions_scored": len(results),
+        "questions_scored": len(results[mode]),
         "questions_without_evidence_1_4": skipped,
         "mode": mode,
         "weights": weights or "default",
         "top_k": top_k,
-        **summarise(results),
+        **summarise(results[mode]),
+        "modes": {name: summarise(rows) for name, rows in results.items()},
     }

@@ -24,8 +24,11 @@ from memory.models import (
     MemorySnapshot,
 )
 from memory.spaces import MEMORY_ENTRIES
+from rag import granularity
 from rag.search import (
     DEFAULT_FUSION,
+    FUSED_MODES,
+    RankedHit,
     fusion_weights,
     search_options_validate,
     space_rank,
@@ -195,19 +198,25 @@ def relevance_components(
     }
 
 
-def scoring_rows(entry_ids: Sequence[int], now: datetime) -> dict[int, tuple[float, float, float]]:
+def scoring_rows(
+    entry_ids: Sequence[int], now: datetime, *, threads: dict[int, str] | None = None
+) -> dict[int, tuple[float, float, float]]:
     """(importance, confidence, days since written or last read) of each entry: one statement,
-    no model instances (every search scores up to two hundred candidates)."""
+    no model instances (every search scores up to two hundred candidates). ``threads``, when
+    given, receives each threaded entry's thread from the same statement."""
     if not entry_ids:
         return {}
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT id, importance, confidence, extract(epoch from (%s::timestamptz - "
-            "greatest(created_at, coalesce(last_accessed_at, created_at)))) / 86400.0 "
+            "greatest(created_at, coalesce(last_accessed_at, created_at)))) / 86400.0, thread "
             "FROM memory_memoryentry WHERE id = ANY(%s)",
             [now, list(entry_ids)],
         )
-        return {row[0]: (row[1], row[2], float(row[3])) for row in cursor.fetchall()}
+        rows = cursor.fetchall()
+    if threads is not None:
+        threads.update((row[0], row[4]) for row in rows if row[4])
+    return {row[0]: (row[1], row[2], float(row[3])) for row in rows}
 
 
 def effective_relevance_score(components: dict[str, float]) -> float:
@@ -295,8 +304,13 @@ def long_term_ranked(
         filter_sql=condition,
         filter_params=params,
         query_vector=query_vector,
+        group_lift=False,  # applied below, from the scoring statement's threads
     )
     ranked = ranking.hits
+    now = timezone.now()
+    threads: dict[int, str] = {}
+    scoring = scoring_rows([hit.unit_id for hit in ranked], now, threads=threads)
+    ranked = _session_lift(ranked, threads) if mode in FUSED_MODES else ranked
     if mode == "keyword" and ranked:
         # BM25 scores are unbounded: relative to the best hit, like the fused scores.
         best = ranked[0].score or 1.0
@@ -306,8 +320,6 @@ def long_term_ranked(
     # Every candidate is scored on the few fields relevance needs, read as values; only the
     # results are loaded whole, without their vector. Loading every candidate whole (embedding
     # included) was most of a search's time at 100k entries (docs/benchmarks.md).
-    now = timezone.now()
-    scoring = scoring_rows([hit.unit_id for hit in ranked], now)
     scored: list[tuple[float, int, dict[str, float], dict[str, Any]]] = []
     for hit in ranked:
         row = scoring.get(hit.unit_id)
@@ -333,3 +345,21 @@ def long_term_ranked(
         if unit_id in whole  # deleted meanwhile: gone
     ]
     return LongTermSearch(hits, ranking.stage_ms)
+
+
+def _session_lift(ranked: list[RankedHit], threads: dict[int, str]) -> list[RankedHit]:
+    """The engine's group lift (``rag.granularity``) for entries, their threads read with the
+    scoring fields (one statement fewer than the engine's own read at 100k entries)."""
+    weight = granularity.group_weight(MEMORY_ENTRIES)
+    if weight <= 0 or not ranked:
+        return ranked
+    lifted = granularity.group_lift(
+        [(hit.unit_id, hit.score) for hit in ranked],
+        threads,
+        weight=weight,
+        top=granularity.GROUP_TOP,
+    )
+    by_id = {hit.unit_id: hit for hit in ranked}
+    for unit_id, score in lifted:
+        by_id[unit_id].score = score
+    return [by_id[unit_id] for unit_id, _ in lifted]

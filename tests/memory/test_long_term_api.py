@@ -369,6 +369,21 @@ def test_snapshots_and_restore(agent_client: AuthedAgent) -> None:
     assert missing.status_code == 404 and code(missing) == "snapshot_not_found"
 
 
+def test_search_in_prf_mode_explains_its_stages(agent_client: AuthedAgent) -> None:
+    cid = create_context(agent_client)["id"]
+    first = add_entry(agent_client, cid, "Caroline researched adoption agencies for months.")
+    second = add_entry(agent_client, cid, "The adoption agencies she called were helpful.")
+    add_entry(agent_client, cid, "Cats sleep most of the day.")
+    response = search(agent_client, "What did Caroline research?", mode="prf")
+    assert response.status_code == 200, response.json()
+    body = response.json()
+    assert body["results"][0]["id"] == first["id"]
+    # The second entry shares no word with the question: the expanded BM25 stage found it.
+    found = {hit["id"]: hit["retrieval"] for hit in body["results"]}
+    assert found[second["id"]]["keyword_rank"] is not None
+    assert {"vector", "keyword", "prf"} <= set(body["timings_ms"])
+
+
 def test_search_explains_components_and_logs_access(agent_client: AuthedAgent) -> None:
     cid = create_context(agent_client)["id"]
     deploy = add_entry(agent_client, cid, "The deploy runs on Fridays at noon.", importance=0.9)

@@ -8,7 +8,7 @@ from io import StringIO
 from pathlib import Path
 
 import pytest
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 
 from core.models import Account
 from memory.evaluation.retrieval import score_question
@@ -72,6 +72,14 @@ def test_memory_eval_scores_retrieved_and_missing_evidence(tmp_path: Path) -> No
     overall = report["overall_1_4"]
     assert overall["questions"] == 2 and overall["recall@10"] == 0.5
     assert set(report["latency_ms"]) == {"p50", "p95"}
+    # Every mode the API offers, from the one write of the conversation; the main report is the
+    # mode asked (hybrid by default).
+    from rag.search import MODES
+
+    assert report["mode"] == "hybrid" and set(report["modes"]) == set(MODES)
+    assert report["modes"]["hybrid"]["overall_1_4"] == overall
+    for block in report["modes"].values():
+        assert block["overall_1_4"]["questions"] == 2 and "categories" in block
     # The evaluation's accounts and entries are gone.
     assert Account.objects.count() == accounts_before
     assert not MemoryEntry.objects.exists()
@@ -84,6 +92,14 @@ def test_memory_eval_table(tmp_path: Path) -> None:
     call_command("memory_eval", "--dataset", str(path), "--conversations", "conv-t", stdout=out)
     text = out.getvalue()
     assert "4 single-hop" in text and "overall 1-4" in text and "p95" in text
+    assert "mode prf" in text and "mode vector" in text
+
+
+def test_memory_eval_refuses_an_unknown_mode(tmp_path: Path) -> None:
+    path = tmp_path / "locomo.json"
+    path.write_text(json.dumps(SAMPLE))
+    with pytest.raises(CommandError, match="psychic"):
+        call_command("memory_eval", "--dataset", str(path), "--modes", "hybrid,psychic")
 
 
 def test_score_question_ranks() -> None:

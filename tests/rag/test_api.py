@@ -6,6 +6,7 @@ import io
 import pytest
 
 from rag.models import Chunk, Document, KnowledgeBase, SearchQuery, SearchResult
+from rag.search import MODES
 
 pytestmark = pytest.mark.django_db
 
@@ -236,7 +237,7 @@ def test_filters_narrow_results(agent_client, upload) -> None:
         ).json()
         return sorted(r["text"] for r in body["results"])
 
-    for mode in ("vector", "keyword", "hybrid"):
+    for mode in MODES:
         assert len(titles({}, mode)) == 2
         assert titles({"doc_types": ["guide"]}, mode) == ["Deploy guide for the payment service."]
         assert titles({"tags_all": ["payments", "deploy"]}, mode) == [
@@ -310,7 +311,7 @@ def test_other_accounts_see_nothing(agent_client, other_agent_client, upload) ->
     ]:
         response = getattr(other, method)(url, payload, format="json")
         assert response.status_code == 404, (method, url, response.status_code)
-    for mode in ("vector", "keyword", "hybrid"):
+    for mode in MODES:
         found = other.post(
             "/api/v1/rag/search", {"query": "moon base roadmap", "mode": mode}, format="json"
         ).json()

@@ -29,7 +29,14 @@ class Command(BaseCommand):
         )
         parser.add_argument("--json", action="store_true", help="print one JSON object")
         parser.add_argument("--top-k", type=int, default=10)
-        parser.add_argument("--mode", default="hybrid", choices=MODES)
+        parser.add_argument(
+            "--mode", default="hybrid", choices=MODES, help="the mode of the main report"
+        )
+        parser.add_argument(
+            "--modes",
+            default=",".join(MODES),
+            help="comma-separated modes also reported under 'modes' (default: every mode)",
+        )
         parser.add_argument("--weights", default="", help='e.g. "vector=0.4,keyword=0.6"')
         parser.add_argument(
             "--context",
@@ -53,6 +60,10 @@ class Command(BaseCommand):
         except ValueError as exc:
             raise CommandError(f"Bad --weights {options['weights']!r}: {exc}") from exc
         quiet = options["json"]
+        modes = [m.strip() for m in options["modes"].split(",") if m.strip()]
+        unknown = sorted(set(modes) - set(MODES))
+        if unknown:
+            raise CommandError(f"Unknown --modes {', '.join(unknown)}: one of {', '.join(MODES)}")
 
         def progress(message: str) -> None:
             if not quiet:
@@ -68,6 +79,7 @@ class Command(BaseCommand):
                 top_k=options["top_k"],
                 weights=weights or None,
                 mode=options["mode"],
+                modes=modes,
                 on_progress=progress,
             )
         except LocomoFormatError as exc:
@@ -97,6 +109,12 @@ class Command(BaseCommand):
             self.stdout.write(
                 f"search latency p50 {lat['p50']:.1f} ms, p95 {lat['p95']:.1f} ms "
                 f"(without the query embedding: p50 {search['p50']:.1f}, p95 {search['p95']:.1f})"
+            )
+        for name, block in report["modes"].items():
+            overall = block["overall_1_4"] or {}
+            self.stdout.write(
+                f"mode {name:8} overall 1-4 "
+                + " ".join(f"{m} {overall.get(m, 0.0):.4f}" for m in METRICS)
             )
 
     def _context(self, options: dict[str, Any], ids: set[str], progress: Any) -> None:

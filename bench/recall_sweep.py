@@ -1,0 +1,223 @@
+"""Compare retrieval variants on the development data only: LoCoMo dev (per conversation, the
+two leave-one-conversation-out folds) and SciFact train.
+
+The LoCoMo conversations are written once into long-term contexts of a kept account
+(``recall-sweep``) exactly as ``memory_eval`` writes them, and the SciFact knowledge base is the
+one ``manage.py rag_eval --dataset DIR --split train`` loads; later runs only search, so a variant
+costs seconds, not the tens of minutes of embedding. A variant is a mode plus module constants
+set for the run (``--set rag.feedback.FEEDBACK_TERMS=20``): the engine's own code runs.
+
+    uv run python bench/recall_sweep.py --modes hybrid,prf [--set MODULE.NAME=VALUE ...]
+        [--skip-scifact] [--skip-locomo] [--rebuild-locomo]
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from _setup import django_session
+
+SWEEP_ACCOUNT = "recall-sweep"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--locomo", default="/work/shared/data/locomo/locomo-dev.json")
+    parser.add_argument("--scifact", default="/work/shared/data/scifact")
+    parser.add_argument("--modes", default="hybrid")
+    parser.add_argument("--set", action="append", default=[], help="MODULE.NAME=JSON value")
+    parser.add_argument(
+        "--variant",
+        action="append",
+        default=[],
+        help="one variant: assignments MODULE.NAME=JSON separated by ';' (several: each run)",
+    )
+    parser.add_argument("--skip-scifact", action="store_true")
+    parser.add_argument("--skip-locomo", action="store_true")
+    parser.add_argument("--rebuild-locomo", action="store_true")
+    parser.add_argument("--limit-queries", type=int, default=0)
+    parser.add_argument(
+        "--loaded-only",
+        action="store_true",
+        help="SciFact: only the queries whose judged documents are all loaded (a partial load)",
+    )
+    args = parser.parse_args()
+    with django_session():
+        _cache_query_embeddings()
+        for variant in args.variant or [""]:
+            assignments = [*args.set, *(a for a in variant.split(";") if a)]
+            saved = []
+            for assignment in assignments:
+                target, value = assignment.split("=", 1)
+                module, name = target.rsplit(".", 1)
+                owner = importlib.import_module(module)
+                saved.append((owner, name, getattr(owner, name)))
+                setattr(owner, name, json.loads(value))
+            report: dict[str, Any] = {"set": assignments, "modes": {}}
+            for mode in args.modes.split(","):
+                row: dict[str, Any] = {}
+                if not args.skip_locomo:
+                    row["locomo"] = locomo(Path(args.locomo), mode, rebuild=args.rebuild_locomo)
+                    args.rebuild_locomo = False
+                if not args.skip_scifact:
+                    row["scifact"] = scifact(
+                        Path(args.scifact), mode, args.limit_queries, args.loaded_only
+                    )
+                report["modes"][mode] = row
+            print(json.dumps(report), flush=True)
+            for owner, name, value in reversed(saved):
+                setattr(owner, name, value)
+
+
+def _cache_query_embeddings() -> None:
+    """Embed each query once per run, whatever the variants (the embedding is not varied)."""
+    from functools import lru_cache
+
+    from core.embeddings import get_embedding_provider
+
+    provider = get_embedding_provider()
+    provider.embed_query = lru_cache(maxsize=None)(provider.embed_query)  # type: ignore[method-assign]
+
+
+def _contexts(path: Path, rebuild: bool) -> dict[str, tuple[Any, Any, int, dict[int, str]]]:
+    """Each conversation's (actor, context id, dia_id by entry id), written once."""
+    from core import services as core_services
+    from core.actors import actor_for_account, actor_for_agent
+    from core.models import Account, Agent
+    from memory.evaluation.locomo import load_locomo
+    from memory.evaluation.retrieval import turn_content
+    from memory.models import MemoryContext, MemoryEntry
+    from memory.services import long_term as ltm
+
+    account = Account.objects.filter(slug=SWEEP_ACCOUNT).first()
+    if account is not None and rebuild:
+        core_services.account_delete(actor=actor_for_account(account.pk), account=account)
+        account = None
+    if account is None:
+        account = core_services.account_create(name="recall sweep", slug=SWEEP_ACCOUNT)
+    tool = actor_for_account(account.pk)
+    agent = Agent.objects.filter(account=account, name="locomo").first()
+    if agent is None:
+        agent = core_services.agent_create(
+            actor=tool, account=account, name="locomo", description="recall sweep"
+        )
+    actor = actor_for_agent(agent)
+    found = {}
+    for conversation in load_locomo(path):
+        name = f"locomo:{conversation.sample_id}"
+        context = MemoryContext.objects.filter(account=account, name=name).first()
+        if context is None:
+            context = ltm.context_create(actor=actor, name=name)
+            items = [
+                ltm.EntryInput(
+                    content=turn_content(turn.speaker, turn.text),
+                    occurred_at=turn.occurred_at,
+                    thread=f"session_{turn.session}",
+                    position=turn.position,
+                    metadata={"dia_id": turn.dia_id},
+                )
+                for turn in conversation.turns
+            ]
+            for start in range(0, len(items), 500):
+                ltm.entries_write(actor=actor, context=context, items=items[start : start + 500])
+        dia_of = {
+            pk: meta["dia_id"]
+            for pk, meta in MemoryEntry.objects.filter(context=context).values_list(
+                "pk", "metadata"
+            )
+        }
+        found[conversation.sample_id] = (conversation, actor, context.pk, dia_of)
+    return found
+
+
+def locomo(path: Path, mode: str, *, rebuild: bool) -> dict[str, Any]:
+    from memory.evaluation.locomo import CATEGORIES
+    from memory.evaluation.retrieval import score_question
+    from memory.selectors.long_term import LongTermFilters, long_term_search
+
+    out: dict[str, Any] = {}
+    all_rows: list[tuple[int, float]] = []
+    times: list[float] = []
+    for sample_id, (conversation, actor, context_id, dia_of) in _contexts(path, rebuild).items():
+        rows: list[tuple[int, float]] = []
+        for question in conversation.questions:
+            if not question.evidence or question.category == 5:
+                continue
+            hits, stage_ms = long_term_search(
+                actor=actor,
+                query=question.question,
+                top_k=10,
+                filters=LongTermFilters(context_ids=(context_id,)),
+                mode=mode,
+            )
+            times.append(sum(v for k, v in stage_ms.items() if k != "embed"))
+            retrieved = [dia_of[h.entry.pk] for h in hits if h.entry.pk in dia_of]
+            rows.append(
+                (question.category, score_question(retrieved, question.evidence)["recall@10"])
+            )
+        out[sample_id] = _block(rows)
+        all_rows.extend(rows)
+    out["all"] = _block(all_rows)
+    out["categories"] = {
+        CATEGORIES[c]: _block([r for r in all_rows if r[0] == c]) for c in (1, 2, 3, 4)
+    }
+    times.sort()
+    out["search_ms_p50"] = round(times[len(times) // 2], 2)
+    return out
+
+
+def _block(rows: list[tuple[int, float]]) -> float:
+    return round(math.fsum(r for _, r in rows) / len(rows), 4) if rows else 0.0
+
+
+def scifact(path: Path, mode: str, limit: int, loaded_only: bool = False) -> dict[str, Any]:
+    from rag.evaluation import evaluate, load_beir
+    from rag.management.commands.rag_eval import _eval_actor
+    from rag.models import Document, KnowledgeBase
+    from rag.search import SearchFilters, chunk_search
+
+    dataset = load_beir(path, "train")
+    actor = _eval_actor()
+    kb = KnowledgeBase.objects.get(account_id=actor.account_id, name=f"beir:{path.name}:256/32")
+    doc_ids = dict(Document.objects.filter(knowledge_base=kb).values_list("id", "source_path"))
+    queries = list(dataset.queries.items())
+    if loaded_only:
+        loaded = set(doc_ids.values())
+        queries = [(q, t) for q, t in queries if set(dataset.qrels[q]) <= loaded]
+    queries = queries[: limit or None]
+    run: dict[str, dict[str, float]] = {}
+    times: list[float] = []
+    for qid, text in queries:
+        outcome = chunk_search(
+            actor=actor,
+            query=text,
+            mode=mode,
+            top_k=100,
+            filters=SearchFilters(knowledge_base_ids=(kb.pk,)),
+            candidates=200,
+        )
+        times.append(sum(v for k, v in outcome.stage_ms.items() if k != "embed"))
+        scores: dict[str, float] = {}
+        for rank, hit in enumerate(outcome.hits, start=1):
+            doc = doc_ids.get(hit.document_id)
+            if doc is not None and doc not in scores:
+                scores[doc] = 1.0 / rank
+        run[qid] = scores
+    metrics = evaluate(run, {qid: dataset.qrels[qid] for qid, _ in queries})
+    times.sort()
+    return {
+        "queries": len(queries),
+        "documents": len(doc_ids),
+        "ndcg@10": round(metrics["ndcg@10"], 4),
+        "recall@100": round(metrics["recall@100"], 4),
+        "search_ms_p50": round(times[len(times) // 2], 2),
+    }
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,157 @@
+"""Text analysis for the BM25 index: lower-case word tokens, stop words, Snowball stems; and
+query analysis (``analyze_query``)."""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+import snowballstemmer
+
+MAX_TERM_LENGTH = 64
+
+# Lucene's English stop words (the classic analyzer's set).
+STOP_WORDS = frozenset(
+    [
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "but",
+        "by",
+        "for",
+        "if",
+        "in",
+        "into",
+        "is",
+        "it",
+        "no",
+        "not",
+        "of",
+        "on",
+        "or",
+        "such",
+        "that",
+        "the",
+        "their",
+        "then",
+        "there",
+        "these",
+        "they",
+        "this",
+        "to",
+        "was",
+        "will",
+        "with",
+    ]
+)
+# Query analysis: words that ask rather than name (question words, auxiliaries, pronouns). They
+# are indexed like any word, but a query's own are dropped when it names anything else:
+# "What did she research?" searches for "research". Measured in docs/benchmarks.md ("Recall
+# quality"): LoCoMo Recall@10 +0.016 / +0.021 on the two dev conversations.
+QUERY_FUNCTION_WORDS = True
+FUNCTION_WORDS = frozenset(
+    [
+        "what",
+        "when",
+        "where",
+        "who",
+        "whom",
+        "whose",
+        "which",
+        "why",
+        "how",
+        "did",
+        "do",
+        "does",
+        "doing",
+        "done",
+        "has",
+        "have",
+        "had",
+        "having",
+        "was",
+        "were",
+        "been",
+        "being",
+        "am",
+        "can",
+        "could",
+        "would",
+        "should",
+        "shall",
+        "may",
+        "might",
+        "must",
+        "i",
+        "me",
+        "my",
+        "mine",
+        "myself",
+        "you",
+        "your",
+        "yours",
+        "yourself",
+        "he",
+        "him",
+        "his",
+        "himself",
+        "she",
+        "her",
+        "hers",
+        "herself",
+        "we",
+        "us",
+        "our",
+        "ours",
+        "they",
+        "them",
+        "theirs",
+        "its",
+        "itself",
+        "any",
+        "some",
+        "about",
+        "from",
+        "up",
+        "out",
+        "over",
+        "so",
+        "than",
+        "too",
+        "very",
+        "just",
+        "also",
+    ]
+)
+_TOKEN = re.compile(r"\w+", re.UNICODE)
+# snowballstemmer hands out PyStemmer's C implementation of the same Snowball algorithm when it
+# is installed (a dependency): identical stems, about twenty times faster.
+_stemmer = snowballstemmer.stemmer("english")
+
+
+@lru_cache(maxsize=200_000)
+def _stem(word: str) -> str:
+    return str(_stemmer.stemWord(word))
+
+
+def analyze(text: str) -> list[str]:
+    """Lower-case word tokens without stop words, Porter2-stemmed: the index and query terms."""
+    terms = []
+    for token in _TOKEN.findall(text.lower()):
+        if token in STOP_WORDS or len(token) > MAX_TERM_LENGTH:
+            continue
+        terms.append(_stem(token))
+    return terms
+
+
+def analyze_query(text: str) -> list[str]:
+    """A query's terms: ``analyze``, less its function words when anything else is left."""
+    if not QUERY_FUNCTION_WORDS:
+        return analyze(text)
+    words = [t for t in _TOKEN.findall(text.lower()) if t not in FUNCTION_WORDS]
+    content = analyze(" ".join(words))
+    return content or analyze(text)

@@ -1,0 +1,73 @@
+"""Multi-granularity ranking: a unit's group (its document, its conversation session) lifts it.
+
+A space may name a group column (``SearchSpace.group_column``: a chunk's document, a memory
+entry's thread). A group in which several candidates match is more likely about the query than
+a lone match; so each candidate's fused score gets the space's ``group_weight`` x its group's
+score (then divided by 1 + that weight, to stay from 0 to 1), the mean
+of the group's best ``GROUP_TOP`` candidate scores relative to the best group's. Units without a
+group (an empty thread) are their own group. Measured in docs/benchmarks.md.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable, Mapping, Sequence
+
+from django.db import connection
+
+from rag.spaces import SearchSpace
+
+# Each space sets its own weight (``SearchSpace.group_weight``); a number here overrides them
+# all (the benchmarks' sweeps).
+GROUP_WEIGHT: float | None = None
+GROUP_TOP = 3
+
+
+def group_weight(space: SearchSpace) -> float:
+    """The weight of a space's group lift: 0 when the space has no groups."""
+    if not space.group_column:
+        return 0.0
+    return space.group_weight if GROUP_WEIGHT is None else GROUP_WEIGHT
+
+
+def unit_groups(*, space: SearchSpace, unit_ids: Sequence[int]) -> dict[int, Hashable]:
+    """Each unit's group value (one indexed read by primary key)."""
+    if not space.group_column or not unit_ids:
+        return {}
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT id, {space.group_column} FROM {space.unit_table} "  # noqa: S608 - code
+            "WHERE id = ANY(%s)",
+            [list(unit_ids)],
+        )
+        return {int(unit_id): group for unit_id, group in cursor.fetchall() if group}
+
+
+def group_lift(
+    order: Sequence[tuple[int, float]],
+    groups: Mapping[int, Hashable],
+    *,
+    weight: float,
+    top: int = GROUP_TOP,
+) -> list[tuple[int, float]]:
+    """``order`` (unit, score) re-scored with its groups' scores, best first; divided by
+    ``1 + weight`` so that fused scores from 0 to 1 stay from 0 to 1."""
+    if weight <= 0 or not order:
+        return list(order)
+    members: dict[Hashable, list[float]] = {}
+    for unit_id, score in order:
+        members.setdefault(groups.get(unit_id, ("unit", unit_id)), []).append(score)
+    group_score = {
+        key: math.fsum(sorted(scores, reverse=True)[:top]) / top for key, scores in members.items()
+    }
+    best = max(group_score.values()) or 1.0
+    lifted = [
+        (
+            unit_id,
+            (score + weight * group_score[groups.get(unit_id, ("unit", unit_id))] / best)
+            / (1 + weight),
+        )
+        for unit_id, score in order
+    ]
+    lifted.sort(key=lambda pair: (-pair[1], pair[0]))
+    return lifted

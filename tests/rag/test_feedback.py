@@ -1,0 +1,138 @@
+"""Pseudo-relevance feedback (RM3, ``rag.feedback``) and the ``prf`` search mode."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+
+import pytest
+
+from rag.feedback import ORIGINAL_WEIGHT, rm3
+from rag.search import MODES, chunk_search
+
+
+def test_rm3_adds_the_feedback_units_terms_and_keeps_the_query_share() -> None:
+    expansion = rm3(
+        ["research", "caroline"],
+        [
+            (Counter({"caroline": 1, "adopt": 2, "agenc": 2}), 0.9),
+            (Counter({"adopt": 1, "agenc": 1, "call": 1}), 0.6),
+        ],
+        terms=4,
+    )
+    assert math.isclose(sum(expansion.weights.values()), 1.0)
+    added = [term for term, _ in expansion.added]
+    assert added[:2] == ["adopt", "agenc"]  # in both units, most frequent
+    assert "research" not in added and "caroline" not in added  # query terms are not "added"
+    # The query's own terms keep ORIGINAL_WEIGHT between them, plus what feedback gives them.
+    assert expansion.weights["research"] == pytest.approx(ORIGINAL_WEIGHT / 2)
+    assert expansion.weights["caroline"] > ORIGINAL_WEIGHT / 2
+
+
+def test_rm3_weighs_units_by_their_first_pass_score() -> None:
+    strong, weak = Counter({"alpha": 1}), Counter({"beta": 1})
+    expansion = rm3(["q"], [(strong, 3.0), (weak, 1.0)], terms=2)
+    weights = dict(expansion.added)
+    assert weights["alpha"] == pytest.approx(3 * weights["beta"])
+
+
+def test_rm3_without_feedback_keeps_the_query() -> None:
+    expansion = rm3(["a", "b"], [(Counter(), 1.0)])
+    assert expansion.weights == {"a": 0.5, "b": 0.5} and expansion.added == ()
+
+
+@pytest.mark.django_db
+def test_prf_finds_by_feedback_terms_what_the_query_words_miss(actor, kb, ingest) -> None:
+    ingest("Caroline researched adoption agencies for months before she decided.")
+    ingest("The adoption agencies she called were helpful and kind.")
+    ingest("A recipe for banana bread with walnuts and butter.")
+    ingest("Deploy the payment service behind the load balancer.")
+    query = "What did Caroline research?"
+
+    keyword = chunk_search(actor=actor, query=query, mode="keyword")
+    assert [hit.text for hit in keyword.hits] == [
+        "Caroline researched adoption agencies for months before she decided."
+    ]
+    hybrid = chunk_search(actor=actor, query=query, mode="hybrid")
+    assert hybrid.expansion == ()
+
+    prf = chunk_search(actor=actor, query=query, mode="prf")
+    assert prf.mode == "prf" and prf.fusion == "weighted"
+    assert {"adopt", "agenc"} <= {term for term, _ in prf.expansion}
+    helpful = next(hit for hit in prf.hits if hit.text.startswith("The adoption agencies"))
+    # Found by the expanded keyword stage, which the plain query's BM25 never reached.
+    assert helpful.keyword_rank is not None and helpful.vector_rank is not None
+    assert "prf" in prf.stage_ms
+
+
+def test_prf_is_a_mode_of_every_search() -> None:
+    assert "prf" in MODES
+
+
+@pytest.mark.django_db
+def test_the_search_api_runs_prf_and_explains_it(agent_client, kb, ingest) -> None:
+    ingest("Caroline researched adoption agencies for months before she decided.")
+    ingest("The adoption agencies she called were helpful and kind.")
+    response = agent_client.client.post(
+        "/api/v1/rag/search", {"query": "What did Caroline research?", "mode": "prf"}, format="json"
+    )
+    assert response.status_code == 200, response.json()
+    body = response.json()
+    assert body["mode"] == "prf"
+    assert "adopt" in [item["term"] for item in body["expansion"]]
+    assert all(set(hit["explanation"]) >= {"vector", "keyword"} for hit in body["results"])
+    plain = agent_client.client.post(
+        "/api/v1/rag/search", {"query": "What did Caroline research?"}, format="json"
+    ).json()
+    assert plain["expansion"] == []
+
+
+def test_group_lift_raises_units_whose_group_matches_often() -> None:
+    from rag.granularity import group_lift
+
+    order = [(1, 0.9), (2, 0.8), (3, 0.7), (4, 0.6)]
+    # Units 2, 3 and 4 share a session; unit 1 is alone in its own.
+    groups = {1: "session_1", 2: "session_2", 3: "session_2", 4: "session_2"}
+    lifted = group_lift(order, groups, weight=0.5, top=3)
+    assert [unit for unit, _ in lifted][:2] == [2, 3]
+    assert all(0 <= score <= 1 for _, score in lifted)
+    assert group_lift(order, groups, weight=0.0) == order
+
+
+def test_query_analysis_drops_question_words_only_when_something_else_is_left(
+    monkeypatch,
+) -> None:
+    from rag import analysis
+
+    monkeypatch.setattr(analysis, "QUERY_FUNCTION_WORDS", True)
+    assert analysis.analyze_query("What did she research?") == ["research"]
+    assert analysis.analyze_query("Who did it?") == analysis.analyze("Who did it?")
+    monkeypatch.setattr(analysis, "QUERY_FUNCTION_WORDS", False)
+    assert analysis.analyze_query("What did she research?") == analysis.analyze(
+        "What did she research?"
+    )
+
+
+@pytest.mark.django_db
+def test_a_document_with_several_matching_chunks_lifts_them(actor, kb, ingest, monkeypatch):
+    from rag import granularity
+
+    filler = " ".join(f"word{i}" for i in range(60))
+    ingest(
+        f"# Soil\n\nTomato plants want deep loose soil. {filler}\n\n"
+        f"# Water\n\nTomato plants want water at the roots. {filler}"
+    )
+    ingest("Tomato soil water tomato.")
+    query = "tomato soil water"
+
+    def order() -> list[int]:
+        hits = chunk_search(actor=actor, query=query, mode="hybrid", top_k=3).hits
+        return [hit.document_id for hit in hits]
+
+    monkeypatch.setattr(granularity, "GROUP_WEIGHT", 0.0)
+    plain = order()
+    monkeypatch.setattr(granularity, "GROUP_WEIGHT", 5.0)
+    lifted = order()
+    several = max(set(plain), key=plain.count)  # the document with two chunks found
+    assert plain.count(several) == 2 and plain[0] != several
+    assert lifted[:2] == [several, several]

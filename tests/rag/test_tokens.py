@@ -32,7 +32,7 @@ def test_counts_by_words_equal_the_tokenizers_on_varied_text() -> None:
     st.lists(
         st.text(
             alphabet=st.one_of(
-                st.characters(codec="utf-8", exclude_categories=("Cs",)),
+                st.characters(codec="utf-8", exclude_categories=["Cs"]),
                 st.sampled_from(list(CONTROL_SPACES + " \t\n\u3000\u00a0")),
             ),
             max_size=80,

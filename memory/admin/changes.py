@@ -88,6 +88,13 @@ class PendingChangeAdmin(AccountScopedAdmin):
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
 
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        # Nothing to edit: the permission guards the decisions (the actions, the decide view).
+        return obj is None and super().has_change_permission(request, obj)
+
+    def may_decide(self, request: HttpRequest, change: PendingChange) -> bool:
+        return self.may(request, self.change_roles, self.account_id_of(change))
+
     def get_queryset(self, request: HttpRequest) -> QuerySet[PendingChange]:
         return super().get_queryset(request).select_related("context", "pool")
 
@@ -143,9 +150,7 @@ class PendingChangeAdmin(AccountScopedAdmin):
             show_save_and_add_another=False,
             show_delete=False,
             reject_form=context.get("reject_form") or RejectForm(),
-            may_decide=bool(
-                obj is not None and obj.is_open and self.has_change_permission(request, obj)
-            ),
+            may_decide=bool(obj is not None and obj.is_open and self.may_decide(request, obj)),
         )
         return super().render_change_form(request, context, add, change, form_url, obj)
 
@@ -177,7 +182,7 @@ class PendingChangeAdmin(AccountScopedAdmin):
         change = self.get_object(request, unquote(object_id))
         if change is None:
             return self._get_obj_does_not_exist_redirect(request, self.opts, object_id)
-        if request.method != "POST" or not self.has_change_permission(request, change):
+        if request.method != "POST" or not self.may_decide(request, change):
             raise PermissionDenied
         url = reverse("admin:memory_pendingchange_change", args=[change.pk])
         actor = self.actor(request)

@@ -448,3 +448,50 @@ def test_an_agent_sees_the_changes_of_contexts_it_may_read(
     )
     listed = teammate.client.get(f"{BASE}/pending-changes").json()["results"]
     assert [c["id"] for c in listed] == [change.pk]
+
+
+def test_the_admin_queue_decides_one_or_many(agent_client: AuthedAgent) -> None:
+    from django.test import Client
+    from django.urls import reverse
+
+    context = review_context(agent_client)
+    duplicates(agent_client, context)
+    write(agent_client, context, "Invoices go out on the first of the month.")
+    write(agent_client, context, "Invoices go out on the first of the month.")
+    write(agent_client, context, "The VPN gateway restarts every Sunday night.")
+    write(agent_client, context, "The VPN gateway restarts every Sunday night.")
+    upkeep.consolidation_dedup(account_id=agent_client.agent.account_id)
+    first, second, third = PendingChange.objects.order_by("pk")
+    user = UserFactory.create(is_staff=True)
+    core_services.membership_grant(account=agent_client.agent.account, user=user, role="operator")
+    client = Client()
+    client.force_login(user)
+    page = client.get(reverse("admin:memory_pendingchange_change", args=[first.pk]))
+    assert page.status_code == 200 and "approve-change" in page.content.decode()
+    assert 'name="_save"' not in page.content.decode()
+
+    decide = reverse("admin:memory_pendingchange_decide", args=[first.pk])
+    client.post(decide, {"_reject": "1", "reason": ""})
+    assert PendingChange.objects.get(pk=first.pk).status == "pending"
+    client.post(decide, {"_reject": "1", "reason": "Both are needed."})
+    assert PendingChange.objects.get(pk=first.pk).decision_reason == "Both are needed."
+
+    changelist = reverse("admin:memory_pendingchange_changelist")
+    asked = client.post(changelist, {"action": "reject_selected", "_selected_action": [second.pk]})
+    assert asked.status_code == 200 and "reject_form" in asked.content.decode()
+    client.post(
+        changelist,
+        {
+            "action": "reject_selected",
+            "_selected_action": [second.pk],
+            "_reject": "1",
+            "reason": "Not now.",
+        },
+    )
+    assert PendingChange.objects.get(pk=second.pk).status == "rejected"
+    client.post(
+        changelist, {"action": "approve_selected", "_selected_action": [third.pk, first.pk]}
+    )
+    assert PendingChange.objects.get(pk=third.pk).status == "approved"
+    assert PendingChange.objects.get(pk=first.pk).status == "rejected"
+    assert client.get(reverse("admin:memory_rot_report")).status_code == 200

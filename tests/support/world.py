@@ -538,8 +538,9 @@ RIGHTS: dict[str, dict[str, str]] = {
     "memory.memoryentry": {"owner": "vcd", "reviewer": "", "author": "", "operator": "vcd"},
     "memory.memorysnapshot": {"owner": "v", "reviewer": "", "author": "", "operator": "v"},
     "memory.memoryaccesslog": {"owner": "v", "reviewer": "", "author": "", "operator": "v"},
-    # The review queue: owners and operators read it and decide through its actions.
-    "memory.pendingchange": {"owner": "vc", "reviewer": "", "author": "", "operator": "vc"},
+    # The review queue: owners and operators read it and decide through its actions and its
+    # decision buttons, never by editing the form.
+    "memory.pendingchange": {"owner": "v", "reviewer": "", "author": "", "operator": "v"},
     "memory.conversation": {"owner": "vd", "reviewer": "", "author": "", "operator": "vd"},
     "memory.extraction": {"owner": "vd", "reviewer": "", "author": "", "operator": "vd"},
     # Knowledge items: everyone in the account reads; operators (and owners) write.

@@ -249,6 +249,10 @@ SPECTACULAR_SETTINGS = {
         "SkillStatusEnum": "skills.models.Skill.Status",
         "SkillNewStatusEnum": "skills.apis.catalog.NEW_SKILL_STATUSES",
         "SkillCategoryEnum": "skills.categories.Category",
+        "ChangePolicyEnum": "memory.models.ChangePolicy",
+        "PendingChangeStatusEnum": "memory.models.PendingChange.Status",
+        "PendingChangeKindEnum": "memory.services.changes.KNOWN_KINDS",
+        "RotKindEnum": "memory.selectors.rot.KINDS",
     },
 }
 

@@ -109,6 +109,12 @@ class EngramEnv(BaseSettings):
     MEMORY_DEDUP_SIMILARITY: float = Field(default=0.92, gt=0, le=1)
     MEMORY_ROT_STALENESS: float = Field(default=0.9, gt=0, le=1)
     MEMORY_IMPORTANCE_HALF_LIFE_DAYS: float = Field(default=90.0, gt=0, le=36_500)
+    # Review before change (docs/memory.md): how long a pending change waits for a decision
+    # before it expires, and the importance drop from which a decay needs review.
+    MEMORY_PENDING_CHANGE_TTL_DAYS: float = Field(default=14.0, gt=0, le=365)
+    MEMORY_REVIEW_DECAY_THRESHOLD: float = Field(default=0.2, gt=0, le=1)
+    # Rot across stores (docs/memory.md, "Rot"): N days without change or use, by default.
+    MAINTENANCE_ROT_DAYS: int = Field(default=90, ge=1, le=3650)
     # Memory tools (docs/memory.md, "Memory tools"): searches one agent run may make, and how
     # long a run's counters live after its last use.
     MEMORY_RUN_MAX_SEARCHES: int = Field(default=10, ge=1, le=10_000)

@@ -249,6 +249,10 @@ SPECTACULAR_SETTINGS = {
         "SkillStatusEnum": "skills.models.Skill.Status",
         "SkillNewStatusEnum": "skills.apis.catalog.NEW_SKILL_STATUSES",
         "SkillCategoryEnum": "skills.categories.Category",
+        "ChangePolicyEnum": "memory.models.ChangePolicy",
+        "PendingChangeStatusEnum": "memory.models.PendingChange.Status",
+        "PendingChangeKindEnum": "memory.services.changes.KNOWN_KINDS",
+        "RotKindEnum": "memory.selectors.rot.KINDS",
     },
 }
 
@@ -297,6 +301,9 @@ MEMORY_PROMOTION_MIN_ACCESSES = ENV.MEMORY_PROMOTION_MIN_ACCESSES
 MEMORY_DEDUP_SIMILARITY = ENV.MEMORY_DEDUP_SIMILARITY
 MEMORY_ROT_STALENESS = ENV.MEMORY_ROT_STALENESS
 MEMORY_IMPORTANCE_HALF_LIFE_DAYS = ENV.MEMORY_IMPORTANCE_HALF_LIFE_DAYS
+MEMORY_PENDING_CHANGE_TTL_DAYS = ENV.MEMORY_PENDING_CHANGE_TTL_DAYS
+MEMORY_REVIEW_DECAY_THRESHOLD = ENV.MEMORY_REVIEW_DECAY_THRESHOLD
+MAINTENANCE_ROT_DAYS = ENV.MAINTENANCE_ROT_DAYS
 MEMORY_RUN_MAX_SEARCHES = ENV.MEMORY_RUN_MAX_SEARCHES
 MEMORY_RUN_TTL_SECONDS = ENV.MEMORY_RUN_TTL_SECONDS
 

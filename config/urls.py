@@ -16,6 +16,10 @@ api_v1 = [
     path("rag/", include(("rag.urls", "rag"), namespace="rag")),
     path("memory/", include(("memory.urls", "memory"), namespace="memory")),
     path("knowledge/", include(("memory.knowledge_urls", "knowledge"), namespace="knowledge")),
+    path(
+        "maintenance/",
+        include(("memory.maintenance_urls", "maintenance"), namespace="maintenance"),
+    ),
     path("graph/", include(("rag.graph_urls", "graph"), namespace="graph")),
     path("content/", include(("content.urls", "content"), namespace="content")),
     path("", include(("skills.urls", "skills"), namespace="skills")),

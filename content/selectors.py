@@ -21,7 +21,7 @@ from typing import Any, Literal, TypeVar
 
 import numpy as np
 from django.db import connection
-from django.db.models import QuerySet
+from django.db.models import Count, F, QuerySet
 from pgvector.django import CosineDistance
 
 from content import wikilinks
@@ -454,3 +454,47 @@ def broken_links(*, page: Page) -> list[LinkedItem]:
             link_text=wikilinks.link_text(page.content, link),
         )
     return list(items.values())
+
+
+# --- rot (memory's rot report; docs/memory.md, "Rot across stores") ---------------------------
+Found = tuple[list[tuple[Page, Any]], int]
+
+
+def broken_links_in_account(*, account_id: int, limit: int) -> Found:
+    """Pages with wikilinks naming nothing (and those targets), at most ``limit``; how many."""
+    pages = list(
+        Page.objects.filter(account_id=account_id, content__contains="[[")
+        .only("id", "title", "slug", "content", "account_id")
+        .order_by("pk")
+    )
+    targets = {page.pk: [link.target for link in wikilinks.parse(page.content)] for page in pages}
+    found = resolve(account_id=account_id, targets=[t for ts in targets.values() for t in ts])
+    broken = [(p, list(dict.fromkeys(t for t in targets[p.pk] if t not in found))) for p in pages]
+    broken = [(page, names) for page, names in broken if names]
+    return broken[:limit], len(broken)
+
+
+def stale_linked_pages(*, account_id: int, before: Any, limit: int) -> Found:
+    """Pages other pages link to (with how many) unchanged since ``before``, least recently
+    changed first, at most ``limit``, and how many there are."""
+    page_nodes = Page.objects.filter(account_id=account_id, node__isnull=False).values("node_id")
+    linkers = dict(
+        graph.relation_edges(relation_type=REFERENCES, account_id=account_id)
+        .filter(source_id__in=page_nodes)
+        .exclude(source_id=F("target_id"))
+        .values("target_id")
+        .annotate(n=Count("source_id", distinct=True))
+        .values_list("target_id", "n")
+    )
+    stale = Page.objects.filter(
+        account_id=account_id, updated_at__lt=before, node_id__in=list(linkers)
+    ).only("id", "title", "slug", "updated_at", "node_id", "account_id")
+    found = [(p, linkers[p.node_id or 0]) for p in stale.order_by("updated_at", "pk")[:limit]]
+    return found, stale.count()
+
+
+def page_ids_existing(*, account_id: int, ids: Iterable[int]) -> set[int]:
+    """Which of ``ids`` are pages of the account (the others were deleted, or never were)."""
+    return set(
+        Page.objects.filter(account_id=account_id, pk__in=list(ids)).values_list("pk", flat=True)
+    )

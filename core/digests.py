@@ -35,12 +35,15 @@ class DigestItem:
     writer escapes markdown); ``link`` is the title of a page or an article of the account that
     the line is about, written as a wikilink before the text; ``count`` is how many things the
     line stands for (a line "and 12 more" counts 12), summed in the section's heading.
+    ``standing`` marks a line about the account's state rather than its day (the rot report):
+    a day with standing lines only has nothing to summarise.
     """
 
     section: str
     text: str
     link: str | None = None
     count: int = 1
+    standing: bool = False
 
 
 def day_bounds(day: dt.date) -> tuple[dt.datetime, dt.datetime]:
@@ -72,8 +75,9 @@ def digest_hooks() -> list[tuple[str, DigestHook]]:
 
 
 def daily_digest(*, account_id: int, day: dt.date) -> list[DigestItem]:
-    """Every app's lines about ``account_id``'s ``day``, app by app."""
+    """Every app's lines about ``account_id``'s ``day``, app by app; none when only standing
+    lines (the account's state, not its day) were found."""
     items: list[DigestItem] = []
     for _, hook in digest_hooks():
         items.extend(hook(account_id=account_id, day=day))
-    return items
+    return items if any(not item.standing for item in items) else []

@@ -11,14 +11,71 @@ from __future__ import annotations
 import datetime as dt
 
 from django.db.models import Count, Q
+from django.utils import timezone
 
+from core.actors import actor_for_account
 from core.digests import MAX_ITEMS_PER_SECTION, DigestItem, day_bounds
 from memory.models import MemoryContext, MemoryEntry
+from memory.selectors import rot
 
 MEMORIES = "Long-term memory"
+ROT = "Rot"
+# Pages named per rot kind in the summary (the rest counted in the kind's line).
+ROT_PAGES_NAMED = 5
 
 
 def daily_digest(*, account_id: int, day: dt.date) -> list[DigestItem]:
+    """The day's memories, and for a recent day (yesterday's summary, written the next night,
+    or today's) the rot report as of now, as standing lines: a day with nothing else to say
+    gets no page for its rot alone."""
+    items = _memories(account_id, day)
+    if day >= timezone.localdate() - dt.timedelta(days=1):
+        items += rot_digest(account_id=account_id)
+    return items
+
+
+def rot_digest(*, account_id: int) -> list[DigestItem]:
+    """The account's rot report as of now (``memory.selectors.rot``): one line per kind found,
+    with its count and suggested action; broken links and stale pages name their pages (a
+    memory's text never appears: the summary is read by every author of the account)."""
+    report = rot.rot_report(
+        actor=actor_for_account(account_id), account_id=account_id, limit=ROT_PAGES_NAMED
+    )
+    items: list[DigestItem] = []
+    for section in report.sections:
+        if not section.total:
+            continue
+        action = section.items[0].suggested_action if section.items else ""
+        if section.kind in ("broken_wikilink", "stale_linked_page"):
+            for found in section.items:
+                items.append(
+                    DigestItem(section=ROT, text=found.detail, link=found.title, standing=True)
+                )
+            hidden = section.total - len(section.items)
+            if hidden > 0:
+                items.append(
+                    DigestItem(
+                        section=ROT,
+                        text=f"and {hidden} more: {section.title.lower()}",
+                        count=hidden,
+                        standing=True,
+                    )
+                )
+            continue
+        if section.kind == "outdated_document":
+            action = "Reprocess them (force)."
+        items.append(
+            DigestItem(
+                section=ROT,
+                text=f"{section.title} ({report.days} days): {section.total}. {action}",
+                count=section.total,
+                standing=True,
+            )
+        )
+    return items
+
+
+def _memories(account_id: int, day: dt.date) -> list[DigestItem]:
     start, end = day_bounds(day)
     # ``contains``, not a key lookup: NOT of a missing key would be NULL, and count nothing.
     promoted = Q(metadata__contains={"source": "short_term"})

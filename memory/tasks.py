@@ -10,7 +10,7 @@ from core.embeddings.base import EmbeddingError
 from core.jobs import PeriodicJob, job_run
 from core.llm import LLMError
 from memory import services
-from memory.services import consolidation, conversations, extractions
+from memory.services import changes, consolidation, conversations, extractions
 
 PERIODIC_JOBS = [
     PeriodicJob(
@@ -96,6 +96,27 @@ def rot(self, dry_run: bool = False) -> dict[str, int]:  # type: ignore[no-untyp
 def importance_decay(self, dry_run: bool = False) -> dict[str, int]:  # type: ignore[no-untyped-def]
     with job_run("memory.importance_decay", task_id=self.request.id or "") as run:
         run.counts = consolidation.consolidation_decay(dry_run=dry_run)
+    return run.counts
+
+
+# --- review before change ------------------------------------------------------------------
+
+PERIODIC_JOBS += [
+    PeriodicJob(
+        name="memory.expire_pending_changes",
+        task="memory.tasks.expire_pending_changes",
+        description="Mark pending memory changes older than MEMORY_PENDING_CHANGE_TTL_DAYS "
+        "expired (never applied).",
+        every_seconds=3600,
+        expires_seconds=3000,
+    ),
+]
+
+
+@shared_task(bind=True, time_limit=600, soft_time_limit=540, acks_late=True)
+def expire_pending_changes(self, dry_run: bool = False) -> dict[str, int]:  # type: ignore[no-untyped-def]
+    with job_run("memory.expire_pending_changes", task_id=self.request.id or "") as run:
+        run.counts = changes.pending_changes_expire(dry_run=dry_run)
     return run.counts
 
 

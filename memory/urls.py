@@ -7,6 +7,7 @@ operations whose path segment starts with ``_`` can never be taken for a key or 
 from django.urls import path
 
 from memory.apis import (
+    changes,
     context,
     conversations,
     extractions,
@@ -195,6 +196,12 @@ urlpatterns = [
         name="workflow-run-expire",
     ),
     # --- long-term memory (PostgreSQL + pgvector) -----------------------------------------
+    path("pending-changes", changes.PendingChangeListApi.as_view(), name="pending-changes"),
+    path(
+        "pending-changes/<id:change_id>",
+        changes.PendingChangeDetailApi.as_view(),
+        name="pending-change",
+    ),
     path("contexts", long_term.ContextListCreateApi.as_view(), name="ltm-contexts"),
     path("contexts/<id:context_id>", long_term.ContextDetailApi.as_view(), name="ltm-context"),
     path(

@@ -106,6 +106,8 @@ class Document(TimeStampedModel):
     chunks_embedded = models.PositiveIntegerField(default=0, editable=False)
     indexed_checksum = models.CharField(max_length=64, blank=True, editable=False)
     indexed_model = models.CharField(max_length=200, blank=True, editable=False)
+    # What built the chunks: ``rag.chunking.chunker_signature`` (version and settings).
+    indexed_chunker = models.CharField(max_length=100, blank=True, editable=False)
     indexed_at = models.DateTimeField(null=True, blank=True, editable=False)
     token_count = models.PositiveIntegerField(default=0, editable=False)
 

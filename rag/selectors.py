@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
+from django.db import connection
 from django.db.models import Avg, Count, Q, QuerySet
 
 from core.actors import Actor
@@ -79,3 +82,83 @@ def search_analytics(*, actor: Actor) -> dict[str, Any]:
             for row in rows
         ]
     }
+
+
+# --- rot (docs/memory.md, "Rot across stores") ------------------------------------------------
+
+
+@dataclass(frozen=True)
+class OutdatedDocument:
+    """An indexed document whose chunks another embedding model or chunking built."""
+
+    id: int
+    title: str
+    knowledge_base_id: int
+    knowledge_base: str
+    chunk_models: list[str]
+    indexed_chunker: str
+    current_chunker: str
+
+    @property
+    def other_model(self) -> bool:
+        return bool(self.chunk_models)
+
+    @property
+    def other_chunker(self) -> bool:
+        return bool(self.indexed_chunker) and self.indexed_chunker != self.current_chunker
+
+
+_OUTDATED_WHERE = """
+    d.account_id = %(account)s AND d.status = 'indexed'
+    AND (EXISTS (SELECT 1 FROM rag_chunk c WHERE c.document_id = d.id
+                 AND c.embedding_model <> %(model)s)
+         OR (d.indexed_chunker <> '' AND d.indexed_chunker <> concat(
+             %(version)s::text, ':', kb.chunking_strategy, ':', kb.chunk_size, ':',
+             kb.chunk_overlap)))
+"""
+
+
+def documents_outdated(
+    *, account_id: int, model_id: str, limit: int
+) -> tuple[list[OutdatedDocument], int]:
+    """The account's indexed documents with a chunk embedded by a model other than
+    ``model_id`` (the one queries are embedded with), or chunked by another chunker version or
+    other settings than their knowledge base's now; at most ``limit`` (oldest first), and how
+    many there are."""
+    from rag.chunking import CHUNKER_VERSION
+
+    params: dict[str, Any] = {
+        "account": account_id,
+        "model": model_id,
+        "version": f"v{CHUNKER_VERSION}",
+    }
+    sql = f"""
+        SELECT d.id, coalesce(nullif(d.title, ''), nullif(d.source, ''), 'document ' || d.id),
+               kb.id, kb.name,
+               ARRAY(SELECT DISTINCT c.embedding_model FROM rag_chunk c
+                     WHERE c.document_id = d.id AND c.embedding_model <> %(model)s),
+               d.indexed_chunker,
+               concat(%(version)s::text, ':', kb.chunking_strategy, ':', kb.chunk_size, ':',
+                      kb.chunk_overlap)
+        FROM rag_document d JOIN rag_knowledgebase kb ON kb.id = d.knowledge_base_id
+        WHERE {_OUTDATED_WHERE}
+        ORDER BY d.id LIMIT %(limit)s
+    """  # noqa: S608  (fixed SQL; values are parameters)
+    count = f"""
+        SELECT count(*) FROM rag_document d
+        JOIN rag_knowledgebase kb ON kb.id = d.knowledge_base_id WHERE {_OUTDATED_WHERE}
+    """  # noqa: S608
+    with connection.cursor() as cursor:
+        cursor.execute(sql, {**params, "limit": limit})
+        rows = [OutdatedDocument(*row) for row in cursor.fetchall()]
+        cursor.execute(count, params)
+        total = int(cursor.fetchone()[0])
+    return rows, total
+
+
+def chunk_ids_existing(*, account_id: int, ids: Iterable[int]) -> set[int]:
+    """Which of ``ids`` are chunks of the account (the others were deleted or re-chunked)."""
+    from rag.models import Chunk
+
+    found = Chunk.objects.filter(account_id=account_id, pk__in=list(ids))
+    return set(found.values_list("pk", flat=True))

@@ -39,6 +39,7 @@ from memory.models import (
     MemoryPoolEvent,
     MemoryPoolGrant,
     MemorySnapshot,
+    PendingChange,
     ShortTermEntry,
     WorkingMemorySnapshot,
 )
@@ -109,6 +110,7 @@ class Target:
     proposal_name: str
     task_id: int
     conversation_id: int
+    pending_change_id: int
     # Knowledge items: a base's name (unique per account, chosen by agents); its item's key is
     # ``memory_key``.
     knowledge_base: str
@@ -142,6 +144,7 @@ class Target:
             side.proposal_name,
             side.task.pk,  # type: ignore[union-attr]
             side.conversation.pk,  # type: ignore[union-attr]
+            side.pending_change.pk,  # type: ignore[union-attr]
             side.knowledge_base_name,
         )
 
@@ -174,6 +177,7 @@ class Target:
             f"proposal-{MISSING_ID + 22}",
             MISSING_ID + 23,
             MISSING_ID + 24,
+            MISSING_ID + 26,
             f"kb-{MISSING_ID + 25}",
         )
 
@@ -182,7 +186,7 @@ class Target:
         names.append(self.knowledge_base)
         ids = [str(self.kb_id), str(self.document_id), str(self.agent_id), self.key_prefix]
         ids += [str(self.context_id), str(self.entry_id), str(self.snapshot_id)]
-        ids += [str(self.conversation_id)]
+        ids += [str(self.conversation_id), str(self.pending_change_id)]
         # Graph errors name no ids, so graph ids stay out: a short one would also be replaced
         # inside unrelated numbers of an answer (another table's ids).
         # Longest first: a name containing an id is replaced whole.
@@ -211,6 +215,7 @@ class Target:
             "proposal_id": self.proposal_id,
             "task_id": self.task_id,
             "conversation_id": self.conversation_id,
+            "change_id": self.pending_change_id,
             "base": self.knowledge_base,
         }
 
@@ -301,6 +306,11 @@ def _pool_create(target: Target | None) -> Request:
 def _context_create(target: Target | None) -> Request:
     assert target is not None
     return "", {"name": target.context_name}, None
+
+
+def _pending_changes(target: Target | None) -> Request:
+    assert target is not None
+    return "", None, {"context_id": target.context_id}
 
 
 def _grant_create(target: Target | None) -> Request:
@@ -494,6 +504,9 @@ CASES.update(
             )
         ),
         "memory_context_access_log": Case(_named()),
+        "memory_pending_changes_list": Case(_pending_changes),
+        "memory_pending_change_retrieve": Case(_named()),
+        "maintenance_rot_report": Case(lambda t: ("", None, None), names_ids=False),
         "memory_entry_retrieve": Case(_named()),
         "memory_entry_update": Case(_named({"content": "changed", "importance": 0.1})),
         "memory_entry_delete": Case(_named()),
@@ -862,6 +875,11 @@ def _long_term_memory(account: int) -> Any:
         ),
         list(MemorySnapshot.objects.filter(account=account).values_list("id", "name")),
         MemoryAccessLog.objects.filter(account=account).count(),
+        list(
+            PendingChange.objects.filter(account=account).values_list(
+                "id", "status", "decided_at", "result"
+            )
+        ),
     )
 
 

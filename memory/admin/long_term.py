@@ -81,15 +81,26 @@ class MemoryContextAdmin(AccountScopedAdmin):
         "context_type",
         "scope",
         "owner",
+        "change_policy",
         "entry_count",
         "archived_at",
     ]
-    list_filter = ["context_type", "scope", "account"]
+    list_filter = ["context_type", "scope", "change_policy", "account"]
     list_select_related = ["account", "owner"]
     search_fields = ["name", "description"]
     inlines = [MemoryContextGrantInline]
     actions = ["archive", "unarchive", "run_consolidation", "preview_consolidation"]
-    _fields = ["account", "name", "context_type", "scope", "team", "description", "metadata"]
+    _fields = [
+        "account",
+        "name",
+        "context_type",
+        "scope",
+        "team",
+        "description",
+        "metadata",
+        "change_policy",
+        "agent_write_policy",
+    ]
     _created_only = ["account", "scope", "team"]
     _stats = ["owner", "entry_count", "total_terms", "archived_at", "created_at", "updated_at"]
 
@@ -110,6 +121,8 @@ class MemoryContextAdmin(AccountScopedAdmin):
             team_id=data["team"].pk if data.get("team") else None,
             description=data["description"],
             metadata=data["metadata"],
+            change_policy=data["change_policy"],
+            agent_write_policy=data["agent_write_policy"],
         )
 
     def service_update(

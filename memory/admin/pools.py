@@ -109,7 +109,7 @@ class MemoryPoolAdmin(AccountScopedAdmin):
         "data_size_bytes",
         "expires_at",
     ]
-    list_filter = ["pool_type", "scope", "public_read", LiveFilter, "account"]
+    list_filter = ["pool_type", "scope", "public_read", "change_policy", LiveFilter, "account"]
     list_select_related = ["account"]
     list_defer = ("data",)
     search_fields = ["pool_id", "name", "workflow_run_id"]
@@ -131,6 +131,7 @@ class MemoryPoolAdmin(AccountScopedAdmin):
             "persist_across_executions",
             "workflow_run_id",
             "workflow_kind",
+            "change_policy",
         ]
         if obj is None:
             return fields
@@ -157,6 +158,7 @@ class MemoryPoolAdmin(AccountScopedAdmin):
             persist_across_executions=data["persist_across_executions"],
             workflow_run_id=data["workflow_run_id"],
             workflow_kind=data["workflow_kind"],
+            change_policy=data["change_policy"],
         )
 
     def service_update(

@@ -21,7 +21,7 @@ from core.serializers import validated
 from core.views import ApiView
 from memory import names, selectors, services
 from memory.apis.common import MethodFiltersApiView
-from memory.models import MemoryPool, MemoryPoolEvent, MemoryPoolGrant
+from memory.models import ChangePolicy, MemoryPool, MemoryPoolEvent, MemoryPoolGrant
 from memory.pool_access import quota_of
 
 
@@ -40,6 +40,12 @@ class RetentionPolicy(strict.InputSerializer):
     max_size_bytes = serializers.IntegerField(
         required=False, min_value=1, help_text="Its quota; never above POOL_MAX_BYTES."
     )
+
+
+POOL_POLICY_HELP = (
+    "auto: automatic changes to the pool apply directly; review: each waits as a pending "
+    "change for an owner or operator (GET /memory/pending-changes)."
+)
 
 
 class PoolOutput(serializers.ModelSerializer[MemoryPool]):
@@ -65,6 +71,7 @@ class PoolOutput(serializers.ModelSerializer[MemoryPool]):
             "persist_across_executions",
             "workflow_run_id",
             "workflow_kind",
+            "change_policy",
             "access",
             "created_at",
             "updated_at",
@@ -114,6 +121,9 @@ class PoolListCreateApi(ApiView):
         workflow_kind = serializers.ChoiceField(
             choices=MemoryPool.WorkflowKind.choices, required=False, default=""
         )
+        change_policy = serializers.ChoiceField(
+            choices=ChangePolicy.choices, default=ChangePolicy.AUTO, help_text=POOL_POLICY_HELP
+        )
 
     @extend_schema(
         operation_id="memory_pools_list",
@@ -146,6 +156,9 @@ class PoolDetailApi(ApiView):
         retention_policy = RetentionPolicy(required=False)
         expires_at = serializers.DateTimeField(required=False, allow_null=True)
         persist_across_executions = serializers.BooleanField(required=False)
+        change_policy = serializers.ChoiceField(
+            choices=ChangePolicy.choices, required=False, help_text=POOL_POLICY_HELP
+        )
 
     @extend_schema(operation_id="memory_pool_retrieve", responses=PoolOutput)
     def get(self, request: Request, pool_id: str) -> Response:

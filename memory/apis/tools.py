@@ -82,13 +82,18 @@ class ToolWriteApi(ApiView):
     class OutputSerializer(serializers.Serializer):
         written = serializers.BooleanField()
         reason = serializers.ChoiceField(
-            choices=["", *structuring.REASONS], help_text="Why it was refused."
+            choices=["", *structuring.REASONS, tools.PENDING_REVIEW],
+            help_text="Why it was refused (pending_review: it waits for a person's approval).",
         )
         detail = serializers.CharField()
         method = serializers.CharField(help_text="offline, or llm model id.")
         memory = MemoryEntryOutput(source="entry", allow_null=True)
         duplicate_of = serializers.IntegerField(allow_null=True)
         similarity = strict.FiniteFloatField(allow_null=True)
+        pending_change_id = serializers.IntegerField(
+            allow_null=True,
+            help_text="With pending_review: the pending change (GET /memory/pending-changes/{id}).",
+        )
 
     @extend_schema(
         operation_id="memory_tools_write", request=InputSerializer, responses=OutputSerializer

@@ -156,7 +156,8 @@ TOOLS = (
             "Create a memory pool: a JSON object that several agents read and write, for "
             "shared state and bulletins. `pool_id` is a unique name of your choosing; "
             "`public_read` lets every agent of the account read it; `retention_policy` can "
-            "expire it (`ttl_seconds`) and cap its size (`max_size_bytes`)."
+            "expire it (`ttl_seconds`) and cap its size (`max_size_bytes`); `change_policy` "
+            "`review` holds automatic changes to it for a person's review."
         ),
         scope="write",
         input=PoolListCreateApi.InputSerializer,

@@ -32,7 +32,9 @@ TOOLS = (
             "your own long-term memory. The text is structured into a named memory; it is "
             "refused, with `reason`, when it is empty or trivial, holds personal data "
             "(emails, phone or card numbers), is only about the present moment, or repeats a "
-            "memory you have (`duplicate`). `related` links up to 10 items it is about."
+            "memory you have (`duplicate`). `related` links up to 10 items it is about. When "
+            "your memory holds agents' writes for review, it answers `pending_review` with "
+            "`pending_change_id`: the memory is written once a person approves it."
         ),
         scope="write",
         input=ToolWriteApi.InputSerializer,
@@ -45,6 +47,8 @@ TOOLS = (
         summary=lambda out: (
             f"Written as memory {out['memory']['id']}."
             if out["written"]
+            else f"Waits for review as pending change {out['pending_change_id']}."
+            if out["reason"] == tools.PENDING_REVIEW
             else f"Refused: {out['reason']}."
         ),
         hints={"run_id": RUN_ID_HELP, "text": "What to remember, in plain words."},

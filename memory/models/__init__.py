@@ -1,5 +1,6 @@
 """Memory tiers: one module per tier; each is imported here so Django finds its models."""
 
+from memory.models.changes import ChangePolicy, PendingChange
 from memory.models.conversations import Conversation
 from memory.models.extractions import Extraction
 from memory.models.knowledge import (
@@ -38,6 +39,7 @@ from memory.models.working import WorkingMemorySnapshot
 
 __all__ = [
     "DEFAULT_POOL_ID",
+    "ChangePolicy",
     "Conversation",
     "Extraction",
     "KnowledgeItem",
@@ -55,6 +57,7 @@ __all__ = [
     "MemoryPoolEvent",
     "MemoryPoolGrant",
     "MemorySnapshot",
+    "PendingChange",
     "PoolLeaf",
     "PoolLeafPosting",
     "PoolLeafTerm",

@@ -22,6 +22,7 @@ from pgvector.django import HnswIndex, VectorField
 
 from core.models import Account, Agent, Team, TimeStampedModel
 from core.querysets import AccountScopedQuerySet
+from memory.models.changes import ChangePolicy
 from rag.spaces import AbstractKeywordPosting, AbstractKeywordTerm
 
 
@@ -55,6 +56,15 @@ class MemoryContext(TimeStampedModel):
     description = models.TextField(blank=True)
     metadata = models.JSONField(default=dict, blank=True)
     archived_at = models.DateTimeField(null=True, blank=True, editable=False)
+    # Review before change (``memory.services.changes``): ``review`` holds automatic changes
+    # (dedup merges, promotions, rot archivals, decay beyond a threshold, cluster rewrites) as
+    # pending changes; ``agent_write_policy`` does the same for agents' memory-tool writes.
+    change_policy = models.CharField(
+        max_length=6, choices=ChangePolicy.choices, default=ChangePolicy.AUTO
+    )
+    agent_write_policy = models.CharField(
+        max_length=6, choices=ChangePolicy.choices, default=ChangePolicy.AUTO
+    )
     # The owner agent's own memory (one per agent, named ``agent:<id>``): where its entries go
     # when it names no context, and where its promoted short-term entries go. A flag, not a
     # name, says so: a name can be chosen, the flag only by Engram.

@@ -12,6 +12,7 @@ from django.db.models.functions import MD5
 
 from core.models import Account, Agent, TimeStampedModel
 from core.querysets import AccountScopedQuerySet
+from memory.models.changes import ChangePolicy
 from rag.spaces import AbstractKeywordPosting, AbstractKeywordTerm
 
 DEFAULT_POOL_ID = "default"
@@ -63,6 +64,11 @@ class MemoryPool(TimeStampedModel):
     persist_across_executions = models.BooleanField(default=False)
     workflow_run_id = models.CharField(max_length=128, blank=True, db_index=True)
     workflow_kind = models.CharField(max_length=20, choices=WorkflowKind.choices, blank=True)
+    # Review before change (``memory.services.changes``): automatic changes to the pool are held
+    # for review under ``review``.
+    change_policy = models.CharField(
+        max_length=6, choices=ChangePolicy.choices, default=ChangePolicy.AUTO
+    )
 
     objects: ClassVar[AccountScopedQuerySet[MemoryPool]] = AccountScopedQuerySet.as_manager()  # type: ignore[assignment]
 

@@ -35,9 +35,11 @@ from core.errors import EngramError, ValidationFailed
 from core.models import Account, Agent
 from memory import names
 from memory.agents import acting_agent
-from memory.models import MemoryEntry, ShortTermEntry
+from memory.models import ChangePolicy, MemoryContext, MemoryEntry, ShortTermEntry
 from memory.roles import MANAGE_MEMORY
+from memory.services import changes
 from memory.services import long_term as ltm
+from memory.services.change_kinds import entry_input_json
 from memory.services.short_term import short_term_prune_expired
 from memory.services.upkeep import (
     consolidation_decay,
@@ -49,6 +51,7 @@ logger = logging.getLogger("engram.memory")
 
 PROMOTE, PRUNE, DEDUP, ROT, DECAY = "promote", "prune", "dedup", "rot", "decay"
 JOBS = (PROMOTE, PRUNE, DEDUP, ROT, DECAY)
+PROMOTION = "promotion"  # the kind of change (``memory.services.changes``)
 _LOCK_NAMESPACE = 0x6D656D  # "mem": advisory locks of consolidation, keyed by account id
 
 ENTRY_TYPE_OF: dict[str, str] = {
@@ -156,7 +159,10 @@ def consolidation_promote(
         # One agent's refusal (its own memory archived, its batch invalid) is its own: it is
         # counted and the others' promotions go on. Each batch is written all or none.
         try:
-            counts["promoted"] += _promote_agent(agents[agent_id], entries)
+            promoted, pending = _promote_agent(agents[agent_id], entries)
+            counts["promoted"] += promoted
+            if pending:
+                counts["pending"] = counts.get("pending", 0) + pending
         except EngramError as exc:
             if exc.status_code >= 500:
                 raise  # a provider or store down: the whole run answers 503 and is retried
@@ -172,18 +178,62 @@ def consolidation_promote(
     return counts
 
 
-def _promote_agent(agent: Agent, entries: Sequence[ShortTermEntry]) -> int:
-    """Write one agent's promoted entries to its own memory; returns how many."""
+def _promote_agent(agent: Agent, entries: Sequence[ShortTermEntry]) -> tuple[int, int]:
+    """Write one agent's promoted entries to its own memory; returns how many were written and
+    how many changes wait for review (its memory's ``change_policy`` is ``review``)."""
     actor = actor_for_agent(agent)
     context = ltm.agent_memory_context(actor=actor)
     if context.is_archived:
-        return 0
+        return 0, 0
+    if context.change_policy == ChangePolicy.REVIEW:
+        held = {
+            (
+                str(item["metadata"].get("short_term_id")),
+                str(item["metadata"].get("short_term_created_at")),
+            )
+            for payload in changes.pending_ids(account_id=agent.account_id, kind=PROMOTION)
+            if payload.get("agent_id") == agent.pk
+            for item in payload.get("items", [])
+        }
+        entries = [e for e in entries if (str(e.pk), e.created_at.isoformat()) not in held]
+        if not entries:
+            return 0, 0
+        submitted = _promotion_submit(actor, context, agent, entries)
+        return 0, int(submitted.change is not None and submitted.change.is_open)
     promoted = 0
     for start in range(0, len(entries), ltm.MAX_BATCH):
         batch = entries[start : start + ltm.MAX_BATCH]
         ltm.entries_write(actor=actor, context=context, items=[_entry_input(e) for e in batch])
         promoted += len(batch)
-    return promoted
+    return promoted, 0
+
+
+def _promotion_submit(
+    actor: Actor, context: MemoryContext, agent: Agent, entries: Sequence[ShortTermEntry]
+) -> changes.Submitted:
+    """An agent's promotion held for review (``promotion``): the payload carries the entries
+    themselves, so approving it works after the short-term entries expired."""
+    items = [_entry_input(e) for e in entries]
+    return changes.change_submit(
+        actor=actor,
+        account_id=agent.account_id,
+        kind=PROMOTION,
+        context=context,
+        payload={"agent_id": agent.pk, "items": [entry_input_json(i) for i in items]},
+        fingerprint=changes.fingerprint_of(
+            PROMOTION, {"agent": agent.pk, "from": sorted(_provenance(e) for e in entries)}
+        ),
+        before={"entries": []},
+        after={
+            "entries": [
+                {"content": i.content, "tags": list(i.tags), "entry_type": i.entry_type}
+                for i in items
+            ]
+        },
+        reason=f"{len(items)} short-term memories of agent {agent.name} were read at least "
+        f"{settings.MEMORY_PROMOTION_MIN_ACCESSES} times: they become long-term memories of "
+        "its own memory.",
+    )
 
 
 # --- one account, several steps --------------------------------------------------------------

@@ -17,7 +17,13 @@ from core.errors import Conflict, NotFound, PermissionDenied, ValidationFailed
 from core.models import Agent
 from core.writes import changes_of, changes_validate, row_delete, row_update
 from memory import names, pool_index
-from memory.models import DEFAULT_POOL_ID, MemoryPool, MemoryPoolEvent, MemoryPoolGrant
+from memory.models import (
+    DEFAULT_POOL_ID,
+    ChangePolicy,
+    MemoryPool,
+    MemoryPoolEvent,
+    MemoryPoolGrant,
+)
 from memory.pool_access import (
     NEVER_PUBLIC_TYPES,
     pool_not_found,
@@ -30,6 +36,7 @@ from memory.services.tier_index import pool_leaves_index, pools_unindex
 
 # What a pool's owner (or an operator) may change; data has its own operations.
 UPDATABLE_FIELDS = (
+    "change_policy",
     "name",
     "scope",
     "public_read",
@@ -143,6 +150,7 @@ def pool_create(
     workflow_run_id: str = "",
     workflow_kind: str = "",
     account_id: int | None = None,
+    change_policy: str = ChangePolicy.AUTO,
 ) -> MemoryPool:
     """A new pool owned by the calling agent (people name the account; no owner then).
 
@@ -190,6 +198,7 @@ def pool_create(
         persist_across_executions=persist_across_executions,
         workflow_run_id=workflow_run_id,
         workflow_kind=workflow_kind,
+        change_policy=change_policy,
         created_at=now,
     )
     pool.full_clean(exclude=["account", "owner"], validate_unique=False, validate_constraints=False)
@@ -228,6 +237,7 @@ def pool_create(
                     "retention_policy": policy,
                     "workflow_run_id": workflow_run_id,
                     "workflow_kind": workflow_kind,
+                    "change_policy": change_policy,
                 },
             )
     except IntegrityError as exc:

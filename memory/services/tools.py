@@ -25,9 +25,17 @@ from core.llm import LLMError, get_llm_provider
 from memory import run_budget, structuring
 from memory.agents import acting_agent
 from memory.context_access import readable_contexts
-from memory.models import MemoryAccessLog, MemoryEntry
+from memory.models import ChangePolicy, MemoryAccessLog, MemoryContext, MemoryEntry
 from memory.selectors.long_term import searchable_contexts
-from memory.services.long_term.entries import EntryInput, entries_accessed, entries_create
+from memory.services.change_kinds import entry_input_json
+from memory.services.changes import change_submit
+from memory.services.long_term.contexts import agent_memory_context
+from memory.services.long_term.entries import (
+    EntryInput,
+    entries_accessed,
+    entries_create,
+    unarchived_check,
+)
 from memory.spaces import MEMORY_ENTRIES
 from rag.search import vector_search
 
@@ -119,6 +127,11 @@ class WriteOutcome:
     method: str = "offline"
     duplicate_of: int | None = None
     similarity: float | None = None
+    pending_change_id: int | None = None
+
+
+# The write waits for review: the agent's memory has ``agent_write_policy: review``.
+PENDING_REVIEW = "pending_review"
 
 
 def _structure(text: str) -> structuring.Structured:
@@ -153,7 +166,9 @@ def memory_tool_write(
 ) -> WriteOutcome:
     """Structure ``text`` into a memory and write it to the agent's own memory, or refuse:
     ``empty``, ``trivial``, ``personal_data``, ``not_general`` (the structuring step) or
-    ``duplicate`` (a current memory at cosine >= MEMORY_DEDUP_SIMILARITY)."""
+    ``duplicate`` (a current memory at cosine >= MEMORY_DEDUP_SIMILARITY). When the agent's
+    memory has ``agent_write_policy: review``, the write waits as a pending change
+    (``pending_review`` with ``pending_change_id``) until an owner or operator approves it."""
     agent = acting_agent(actor)
     actor.require_scope("write")
     if len(text) > structuring.MAX_TEXT_CHARS:
@@ -187,21 +202,51 @@ def memory_tool_write(
     }
     if run_id:
         metadata["run_id"] = run_id
-    (entry,) = entries_create(
-        actor=actor,
-        context_id=None,
-        items=[
-            EntryInput(
-                content=structured.text,
-                entry_type=structured.entry_type,
-                tags=structured.tags,
-                metadata=metadata,
-            )
-        ],
+    item = EntryInput(
+        content=structured.text,
+        entry_type=structured.entry_type,
+        tags=structured.tags,
+        metadata=metadata,
     )
+    context = agent_memory_context(actor=actor)
+    if context.agent_write_policy == ChangePolicy.REVIEW:
+        return _write_for_review(actor, context, item, run_id, structured.method)
+    (entry,) = entries_create(actor=actor, context_id=context.pk, items=[item])
     if run_id:
         run_budget.add(agent, run_id, run_budget.WRITTEN)
     return WriteOutcome(True, entry=entry, method=structured.method)
+
+
+def _write_for_review(
+    actor: Actor, context: MemoryContext, item: EntryInput, run_id: str, method: str
+) -> WriteOutcome:
+    """The write held as a pending change (``agent_write``): written when approved."""
+    unarchived_check(context)
+    submitted = change_submit(
+        actor=actor,
+        account_id=context.account_id,
+        kind="agent_write",
+        context=context,
+        policy=ChangePolicy.REVIEW,
+        payload={
+            "agent_id": actor.agent_id,
+            "context_id": context.pk,
+            "item": entry_input_json(item),
+            "run_id": run_id,
+        },
+        before={"entries": []},
+        after={"entries": [{"content": item.content, "tags": list(item.tags)}]},
+        reason=f"Agent {actor.agent} wrote a memory through the memory tools; its memory holds "
+        "agents' writes for review.",
+    )
+    change = submitted.change
+    return WriteOutcome(
+        False,
+        reason=PENDING_REVIEW,
+        detail="The memory waits for review by an owner or operator; it is written when approved.",
+        method=method,
+        pending_change_id=change.pk if change is not None else None,
+    )
 
 
 # --- searches ----------------------------------------------------------------------------------

@@ -10,10 +10,14 @@ from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 
-from core.actors import actor_for_account
-from memory.models import MemoryContext, MemoryEntry
-from memory.services import long_term as ltm
+from core.actors import Actor, actor_for_account
+from memory.models import ChangePolicy, MemoryContext, MemoryEntry
+from memory.services import changes
+from memory.services.change_kinds import entry_view
 
+DEDUP_MERGE, ROT_ARCHIVE, IMPORTANCE_DECAY = "dedup_merge", "rot_archive", "importance_decay"
+# A pending change lists at most this many of its entries in ``before`` (its payload has all).
+REVIEW_SHOWN = 200
 # Each entry is compared with this many nearest neighbours in its context (the HNSW index).
 DEDUP_NEIGHBOURS = 8
 # A decay changes nothing for entries used (or decayed) in the last hour: repeated runs are
@@ -98,48 +102,73 @@ def consolidation_dedup(
     groups: dict[int, list[int]] = {}
     for x in list(parent):
         groups.setdefault(find(x), []).append(x)
-    entries = MemoryEntry.objects.in_bulk([x for ids in groups.values() for x in ids])
-    absorbed_count = 0
+    entries = MemoryEntry.objects.defer("embedding").in_bulk(
+        [x for ids in groups.values() for x in ids]
+    )
+    counts = {"pairs": len(pairs), "merged": 0}
     actor = actor_for_account(account_id)
+    contexts = MemoryContext.objects.in_bulk({e.context_id for e in entries.values()})
+    held = {
+        int(i)
+        for payload in changes.pending_ids(account_id=account_id, kind=DEDUP_MERGE)
+        for i in [payload.get("survivor_id"), *(a["id"] for a in payload.get("absorbed", []))]
+    }
     for ids in groups.values():
         members = sorted((entries[i] for i in ids if i in entries), key=_survivor_key)
         if len(members) < 2:
             continue
         survivor, absorbed = members[0], members[1:]
-        absorbed_count += len(absorbed)
+        context = contexts[survivor.context_id]
         if dry_run:
+            counts["merged"] += len(absorbed)
             continue
-        for entry in absorbed:
-            ltm.entry_update(
-                actor=actor,
-                entry=entry,
-                fields={
-                    "metadata": {
-                        **entry.metadata,
-                        "merged_into": survivor.pk,
-                        "merged_into_lineage": str(survivor.lineage),
-                        "merged_similarity": round(best.get(entry.pk, 0.0), 6),
-                    }
-                },
-            )
-        ltm.entry_update(
-            actor=actor,
-            entry=survivor,
-            fields={
-                "metadata": {
-                    **survivor.metadata,
-                    "absorbed": [
-                        *survivor.metadata.get("absorbed", []),
-                        *(e.pk for e in absorbed),
-                    ],
-                }
-            },
-        )
-        context = MemoryContext.objects.get(pk=survivor.context_id)
-        ltm.entries_archive(
-            actor=actor, context=context, entries=absorbed, archived=True, reason="dedup"
-        )
-    return {"pairs": len(pairs), "merged": absorbed_count}
+        if context.change_policy == ChangePolicy.REVIEW and held & {m.pk for m in members}:
+            continue  # a merge of these entries waits for review already (or was rejected)
+        _count(counts, _merge_submit(actor, context, survivor, absorbed, best), "merged")
+    return counts
+
+
+def _count(counts: dict[str, int], submitted: changes.Submitted, applied_key: str) -> None:
+    if submitted.applied:
+        counts[applied_key] += int(submitted.result.get(applied_key, 0))
+    elif submitted.change is not None and submitted.change.is_open:
+        counts["pending"] = counts.get("pending", 0) + 1
+
+
+def _merge_submit(
+    actor: Actor,
+    context: MemoryContext,
+    survivor: MemoryEntry,
+    absorbed: list[MemoryEntry],
+    best: dict[int, float],
+) -> changes.Submitted:
+    """One group's merge, applied or held for review (``dedup_merge``)."""
+    similarity = float(settings.MEMORY_DEDUP_SIMILARITY)
+    return changes.change_submit(
+        actor=actor,
+        account_id=context.account_id,
+        kind=DEDUP_MERGE,
+        context=context,
+        payload={
+            "context_id": context.pk,
+            "survivor_id": survivor.pk,
+            "absorbed": [
+                {"id": e.pk, "similarity": round(best.get(e.pk, 0.0), 6)} for e in absorbed
+            ],
+        },
+        fingerprint=changes.fingerprint_of(
+            DEDUP_MERGE, {"ids": sorted(e.pk for e in [survivor, *absorbed])}
+        ),
+        before={"entries": [entry_view(e) for e in [survivor, *absorbed]]},
+        after={
+            "entries": [entry_view(survivor)],
+            "archived": [e.pk for e in absorbed],
+        },
+        members=[{**entry_view(e, 300), "kept": e is survivor} for e in [survivor, *absorbed]],
+        reason=f"{len(absorbed) + 1} memories of context {context.name!r} are near-duplicates "
+        f"(cosine similarity >= {similarity}): the most important (then the oldest) is kept, "
+        "the others are archived into it.",
+    )
 
 
 # --- rot -------------------------------------------------------------------------------------
@@ -182,18 +211,49 @@ def consolidation_rot(
         return {"archived": len(ids)}
     actor = actor_for_account(account_id)
     by_context: dict[int, list[MemoryEntry]] = {}
-    for entry in MemoryEntry.objects.filter(pk__in=ids):
+    for entry in MemoryEntry.objects.defer("embedding").filter(pk__in=ids).order_by("pk"):
         by_context.setdefault(entry.context_id, []).append(entry)
-    archived = 0
+    counts = {"archived": 0}
     for context in MemoryContext.objects.filter(pk__in=list(by_context)):
-        archived += ltm.entries_archive(
-            actor=actor,
-            context=context,
-            entries=by_context[context.pk],
-            archived=True,
-            reason="rot",
-        )
-    return {"archived": archived}
+        stale = by_context[context.pk]
+        if context.change_policy == ChangePolicy.REVIEW:
+            held = {
+                int(i)
+                for payload in changes.pending_ids(
+                    account_id=account_id, kind=ROT_ARCHIVE, context_id=context.pk
+                )
+                for i in payload.get("entry_ids", [])
+            }
+            stale = [e for e in stale if e.pk not in held]
+            if not stale:
+                continue
+        _count(counts, _rot_submit(actor, context, stale, params["now"]), "archived")
+    return counts
+
+
+def _rot_submit(
+    actor: Actor, context: MemoryContext, stale: list[MemoryEntry], now: datetime
+) -> changes.Submitted:
+    """One context's rot archival, applied or held for review (``rot_archive``)."""
+    shown = stale[:REVIEW_SHOWN]
+    threshold = float(settings.MEMORY_ROT_STALENESS)
+    return changes.change_submit(
+        actor=actor,
+        account_id=context.account_id,
+        kind=ROT_ARCHIVE,
+        context=context,
+        payload={"context_id": context.pk, "entry_ids": [e.pk for e in stale]},
+        before={
+            "entries": [
+                {**entry_view(e, 300), "staleness": round(staleness(e, now), 4)} for e in shown
+            ],
+            "more": len(stale) - len(shown),
+        },
+        after={"entries": [], "archived": [e.pk for e in stale]},
+        reason=f"{len(stale)} memories of context {context.name!r} reached a staleness of "
+        f"{threshold} (unused for long and unimportant): they are archived, kept with their "
+        "history, out of searches.",
+    )
 
 
 # --- importance decay ------------------------------------------------------------------------
@@ -205,17 +265,32 @@ def consolidation_decay(
     """importance x 0.5 ^ (days unused / MEMORY_IMPORTANCE_HALF_LIFE_DAYS), where the days
     count from the latest of the entry's creation, its last read and its last decay
     (``metadata.importance_decayed_at``): however often it runs, an entry unused for one
-    half-life has lost half its importance. One UPDATE over the current, unarchived entries."""
+    half-life has lost half its importance. One UPDATE over the current, unarchived entries;
+    in contexts under review, a decay lowering an importance by more than
+    MEMORY_REVIEW_DECAY_THRESHOLD is held as a pending change (``importance_decay``) instead."""
+    review = MemoryContext.objects.filter(change_policy=ChangePolicy.REVIEW)
+    if account_id is not None:
+        review = review.filter(account_id=account_id)
+    if context_id is not None:
+        review = review.filter(pk=context_id)
     params: dict[str, Any] = {
         "now": timezone.now(),
         "half_life": float(settings.MEMORY_IMPORTANCE_HALF_LIFE_DAYS),
         "account": account_id,
         "context": context_id,
         "min_seconds": DECAY_MIN_SECONDS,
+        "review": list(review.values_list("pk", flat=True)),
+        "threshold": float(settings.MEMORY_REVIEW_DECAY_THRESHOLD),
     }
     since = (
         "greatest(e.created_at, coalesce(e.last_accessed_at, e.created_at), "
         "coalesce((e.metadata->>'importance_decayed_at')::timestamptz, e.created_at))"
+    )
+    target = f"""greatest(0.0, least(1.0, e.importance * power(0.5,
+        extract(epoch from (%(now)s - {since})) / 86400.0 / %(half_life)s::float8)))"""
+    held = (
+        f"(e.context_id = ANY(%(review)s::bigint[]) AND e.importance - {target} "
+        "> %(threshold)s::float8)"
     )
     where = f"""
         e.is_current AND e.archived_at IS NULL
@@ -225,17 +300,83 @@ def consolidation_decay(
     """
     with connection.cursor() as cursor:
         if dry_run:
-            cursor.execute(f"SELECT count(*) FROM memory_memoryentry e WHERE {where}", params)  # noqa: S608
-            return {"decayed": int(cursor.fetchone()[0]), "dry_run": 1}
+            cursor.execute(
+                f"SELECT count(*) FILTER (WHERE NOT {held}), count(*) FILTER (WHERE {held}) "  # noqa: S608
+                f"FROM memory_memoryentry e WHERE {where}",
+                params,
+            )
+            decayed, pending = cursor.fetchone()
+            return {"decayed": int(decayed), "dry_run": 1} | (
+                {"pending": int(pending)} if pending else {}
+            )
         cursor.execute(
             f"""
             UPDATE memory_memoryentry e SET
-                importance = greatest(0.0, least(1.0, e.importance * power(0.5,
-                    extract(epoch from (%(now)s - {since})) / 86400.0 / %(half_life)s::float8))),
+                importance = {target},
                 metadata = jsonb_set(coalesce(e.metadata, '{{}}'::jsonb),
                     '{{importance_decayed_at}}', to_jsonb(%(now)s::timestamptz))
-            WHERE {where}
+            WHERE {where} AND NOT {held}
             """,  # noqa: S608
             params,
         )
-        return {"decayed": cursor.rowcount}
+        counts = {"decayed": cursor.rowcount}
+        if not params["review"]:
+            return counts
+        cursor.execute(
+            f"SELECT e.id, e.context_id, e.importance, {target} FROM memory_memoryentry e "  # noqa: S608
+            f"WHERE {where} AND {held} ORDER BY e.context_id, e.id",
+            params,
+        )
+        by_context: dict[int, list[tuple[int, float, float]]] = {}
+        for entry_id, entry_context, source, goal in cursor.fetchall():
+            by_context.setdefault(entry_context, []).append((entry_id, source, goal))
+    for context in MemoryContext.objects.filter(pk__in=list(by_context)):
+        waiting = {
+            int(row["id"])
+            for payload in changes.pending_ids(
+                account_id=context.account_id, kind=IMPORTANCE_DECAY, context_id=context.pk
+            )
+            for row in payload.get("entries", [])
+        }
+        rows = [row for row in by_context[context.pk] if row[0] not in waiting]
+        if rows:
+            _count(counts, _decay_submit(context, rows, params["now"]), "decayed")
+    return counts
+
+
+def _decay_submit(
+    context: MemoryContext, rows: list[tuple[int, float, float]], now: datetime
+) -> changes.Submitted:
+    """One context's decays beyond the threshold, held for review (``importance_decay``)."""
+    shown = {
+        e.pk: e
+        for e in MemoryEntry.objects.defer("embedding").filter(
+            pk__in=[r[0] for r in rows[:REVIEW_SHOWN]]
+        )
+    }
+    threshold = float(settings.MEMORY_REVIEW_DECAY_THRESHOLD)
+    return changes.change_submit(
+        actor=actor_for_account(context.account_id),
+        account_id=context.account_id,
+        kind=IMPORTANCE_DECAY,
+        context=context,
+        payload={
+            "context_id": context.pk,
+            "computed_at": now.isoformat(),
+            "entries": [{"id": i, "from": a, "to": round(b, 6)} for i, a, b in rows],
+        },
+        fingerprint=changes.fingerprint_of(
+            IMPORTANCE_DECAY, {"context": context.pk, "ids": [r[0] for r in rows]}
+        ),
+        before={"entries": [entry_view(shown[i]) for i, _, _ in rows if i in shown]},
+        after={
+            "entries": [
+                {**entry_view(shown[i]), "importance": round(b, 6)}
+                for i, _, b in rows
+                if i in shown
+            ]
+        },
+        reason=f"{len(rows)} memories of context {context.name!r} went unused long enough for "
+        f"their importance to drop by more than {threshold} (half-life "
+        f"{settings.MEMORY_IMPORTANCE_HALF_LIFE_DAYS} days).",
+    )

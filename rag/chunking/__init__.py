@@ -15,7 +15,7 @@ and greedy packing), ``outline`` (markdown headings and fences), one module per 
 
 from rag.chunking.base import MAX_CHUNK_SIZE, MIN_CHUNK_SIZE, ChunkPiece, EmbedFunction
 from rag.chunking.code import chunk_code
-from rag.chunking.dispatch import STRATEGIES, chunk_document
+from rag.chunking.dispatch import CHUNKER_VERSION, STRATEGIES, chunk_document, chunker_signature
 from rag.chunking.markdown import chunk_markdown
 from rag.chunking.outline import MarkdownHeading, MarkdownOutline, markdown_outline
 from rag.chunking.recursive import chunk_recursive
@@ -24,6 +24,7 @@ from rag.chunking.semantic import chunk_semantic
 from rag.chunking.sentences import sentence_spans
 
 __all__ = [
+    "CHUNKER_VERSION",
     "MAX_CHUNK_SIZE",
     "MIN_CHUNK_SIZE",
     "STRATEGIES",
@@ -36,6 +37,7 @@ __all__ = [
     "chunk_markdown",
     "chunk_recursive",
     "chunk_semantic",
+    "chunker_signature",
     "markdown_outline",
     "sentence_spans",
 ]

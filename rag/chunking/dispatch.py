@@ -9,6 +9,15 @@ from rag.chunking.recursive import chunk_recursive
 from rag.chunking.semantic import chunk_semantic
 
 STRATEGIES = ("recursive", "markdown", "semantic", "code")
+# Bump when a strategy's output changes for the same input and settings: documents chunked
+# by an older version show in the rot report (docs/memory.md, "Rot across stores").
+CHUNKER_VERSION = 1
+
+
+def chunker_signature(*, strategy: str, chunk_size: int, chunk_overlap: int) -> str:
+    """What built a document's chunks (``Document.indexed_chunker``): the chunker's version and
+    the knowledge base's chunking settings, e.g. ``v1:markdown:256:32``."""
+    return f"v{CHUNKER_VERSION}:{strategy}:{chunk_size}:{chunk_overlap}"
 
 
 def chunk_document(

@@ -10,6 +10,7 @@ from typing import Any
 from django.db import connection, transaction
 
 from rag import keyword
+from rag.chunking import chunker_signature
 from rag.models import Chunk, Document, KnowledgeBase
 from rag.spaces import CHUNKS
 
@@ -20,6 +21,14 @@ class _Prepared:
     pieces: list[Any]
     texts: list[str]  # what each piece is embedded and keyword-indexed as
     terms: list[keyword.ChunkTerms]
+
+
+def _chunker(document: Document) -> str:
+    """The chunking the pieces were made with (the knowledge base as read when chunking)."""
+    kb = document.knowledge_base
+    return chunker_signature(
+        strategy=kb.chunking_strategy, chunk_size=kb.chunk_size, chunk_overlap=kb.chunk_overlap
+    )
 
 
 def _swap(
@@ -65,15 +74,16 @@ def _swap(
                 "UPDATE rag_document AS d SET status = %s, error = '', processing_task_id = '', "
                 "chunks_total = t.chunks, chunks_embedded = t.chunks, "
                 "indexed_checksum = d.checksum, indexed_model = %s, indexed_at = now(), "
-                "token_count = t.tokens, updated_at = now() "
-                "FROM unnest(%s::bigint[], %s::int[], %s::int[]) AS t(id, chunks, tokens) "
-                "WHERE d.id = t.id",
+                "token_count = t.tokens, indexed_chunker = t.chunker, updated_at = now() "
+                "FROM unnest(%s::bigint[], %s::int[], %s::int[], %s::varchar[]) "
+                "AS t(id, chunks, tokens, chunker) WHERE d.id = t.id",
                 [
                     Document.Status.INDEXED,
                     model_id,
                     [item.document.pk for item, _ in live],
                     [len(item.pieces) for item, _ in live],
                     [sum(piece.token_count for piece in item.pieces) for item, _ in live],
+                    [_chunker(item.document) for item, _ in live],
                 ],
             )
     return len(live), len(group) - len(live)

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from django.db.models import QuerySet
+from django.db.models import F, Q, QuerySet
 
 from core.actors import Actor
 from core.errors import NotFound, ValidationFailed
@@ -313,3 +313,20 @@ def nodes_of(skills: Sequence[Skill]) -> dict[int, GraphNode]:
     return GraphNode.objects.defer("embedding").in_bulk(
         [s.graph_node_id for s in skills if s.graph_node_id]
     )
+
+
+def skills_unused(*, account_id: int, before: Any, limit: int) -> tuple[list[Skill], int]:
+    """The account's draft and active skills nobody used since ``before`` (never used, or last
+    used earlier) that existed then, least recently used first, at most ``limit``, and how many
+    there are (rot: docs/memory.md, "Rot across stores")."""
+    unused = (
+        Skill.objects.filter(
+            account_id=account_id,
+            created_at__lt=before,
+            status__in=(Skill.Status.DRAFT, Skill.Status.ACTIVE),
+        )
+        .filter(Q(last_used_at__isnull=True) | Q(last_used_at__lt=before))
+        .only("id", "name", "status", "last_used_at", "usage_count", "created_at", "account_id")
+    )
+    ordered = unused.order_by(F("last_used_at").asc(nulls_first=True), "pk")
+    return list(ordered[:limit]), unused.count()

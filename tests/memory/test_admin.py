@@ -42,6 +42,7 @@ def pool_form(pool: MemoryPool, **changes: Any) -> dict[str, Any]:
         "expires_at_0": "",
         "expires_at_1": "",
         "persist_across_executions": "",
+        "change_policy": pool.change_policy,
         "loaded_version": pool.version,
         "grants-TOTAL_FORMS": str(len(grants)),
         "grants-INITIAL_FORMS": str(len(grants)),

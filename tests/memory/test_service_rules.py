@@ -242,7 +242,7 @@ def test_one_agents_refusal_is_counted_and_the_rest_promoted(
     refused_agent = first.agent.pk
     original = consolidation._promote_agent
 
-    def promote(agent: Any, entries: Any) -> int:
+    def promote(agent: Any, entries: Any) -> tuple[int, int]:
         if agent.pk == refused_agent:
             raise Conflict("refused", code="context_archived")
         return original(agent, entries)

@@ -29,8 +29,10 @@ from memory.models import (
     MemoryPool,
     MemoryPoolEvent,
     MemorySnapshot,
+    PendingChange,
     ShortTermEntry,
 )
+from memory.services import changes as change_services
 from memory.services import conversations as conversation_services
 from memory.services import extractions as extraction_services
 from memory.services import knowledge as knowledge_services
@@ -92,6 +94,9 @@ class Side:
     ltm_context: MemoryContext | None = None
     ltm_entry: MemoryEntry | None = None
     ltm_snapshot: MemorySnapshot | None = None
+    # A pending change (review before change) of the context: archive its older entry (the
+    # reason carries the marker).
+    pending_change: PendingChange | None = None
     # A conversation (user id and title with the marker) with two messages (metadata with the
     # marker) and a summary.
     conversation: Conversation | None = None
@@ -200,6 +205,7 @@ def build_side(marker: str, capture_on_commit: Callable[..., Any]) -> Side:
         "memory.memorycontext": side.ltm_context,
         "memory.memoryentry": side.ltm_entry,
         "memory.memorysnapshot": side.ltm_snapshot,
+        "memory.pendingchange": side.pending_change,
         "memory.memoryaccesslog": MemoryAccessLog.objects.get(account=account),
         "memory.conversation": side.conversation,
         "memory.extraction": Extraction.objects.filter(account=account).first(),
@@ -435,6 +441,17 @@ def _memory(
     ltm_services.context_grant(actor=actor, context=context, agent_id=agent.pk, level="write")
     snapshot = ltm_services.snapshot_create(actor=actor, context=context, name=f"{marker}SNAP")
     ltm_services.entries_accessed(actor=actor, entries=[current], action="read")
+    pending = change_services.change_submit(
+        actor=actor,
+        account_id=account.pk,
+        kind="rot_archive",
+        context=context,
+        policy="review",
+        payload={"context_id": context.pk, "entry_ids": [current.pk]},
+        before={"entries": [{"id": current.pk, "content": current.content}]},
+        after={"entries": [], "archived": [current.pk]},
+        reason=f"{marker}CHANGE the entry went stale",
+    ).change
     # A memory written through the memory tools in a run, linked to an entry, and a search.
     written = memory_tools.memory_tool_write(
         actor=actor,
@@ -474,6 +491,7 @@ def _memory(
         "ltm_context": MemoryContext.objects.get(pk=context.pk),
         "ltm_entry": MemoryEntry.objects.get(pk=current.pk),
         "ltm_snapshot": MemorySnapshot.objects.get(pk=snapshot.pk),
+        "pending_change": PendingChange.objects.get(pk=pending.pk),  # type: ignore[union-attr]
     }
 
 
@@ -520,6 +538,9 @@ RIGHTS: dict[str, dict[str, str]] = {
     "memory.memoryentry": {"owner": "vcd", "reviewer": "", "author": "", "operator": "vcd"},
     "memory.memorysnapshot": {"owner": "v", "reviewer": "", "author": "", "operator": "v"},
     "memory.memoryaccesslog": {"owner": "v", "reviewer": "", "author": "", "operator": "v"},
+    # The review queue: owners and operators read it and decide through its actions and its
+    # decision buttons, never by editing the form.
+    "memory.pendingchange": {"owner": "v", "reviewer": "", "author": "", "operator": "v"},
     "memory.conversation": {"owner": "vd", "reviewer": "", "author": "", "operator": "vd"},
     "memory.extraction": {"owner": "vd", "reviewer": "", "author": "", "operator": "vd"},
     # Knowledge items: everyone in the account reads; operators (and owners) write.
@@ -564,6 +585,7 @@ LIST_MARKER = {
     "memory.memoryentry": "LTM",
     "memory.memorysnapshot": "SNAP",
     "memory.memoryaccesslog": "LTM",
+    "memory.pendingchange": "CHANGE",
     "memory.conversation": "CONV",
     "memory.extraction": "CONV",
     "memory.knowledgestore": "KNOWBASE",

@@ -15,12 +15,22 @@ from core.permissions import request_actor
 from core.serializers import validated
 from core.views import ApiView
 from memory.models import (
+    ChangePolicy,
     MemoryAccessLog,
     MemoryContext,
     MemoryContextGrant,
 )
 from memory.selectors import long_term as selectors
 from memory.services import long_term as services
+
+CHANGE_POLICY_HELP = (
+    "auto: automatic upkeep (dedup merges, promotions, rot archivals, importance decay, "
+    "cluster rewrites) applies directly; review: each waits as a pending change for an owner "
+    "or operator (GET /memory/pending-changes)."
+)
+AGENT_WRITE_POLICY_HELP = (
+    "review: agents' writes through the memory tools (write_memory) wait for review too."
+)
 
 # --- contexts --------------------------------------------------------------------------------
 
@@ -46,6 +56,8 @@ class MemoryContextOutput(serializers.ModelSerializer[MemoryContext]):
             "team_id",
             "description",
             "metadata",
+            "change_policy",
+            "agent_write_policy",
             "entry_count",
             "archived_at",
             "access",
@@ -85,6 +97,14 @@ class ContextListCreateApi(ApiView):
         )
         description = serializers.CharField(required=False, default="", allow_blank=True)
         metadata = serializers.DictField(required=False, default=dict)
+        change_policy = serializers.ChoiceField(
+            choices=ChangePolicy.choices, default=ChangePolicy.AUTO, help_text=CHANGE_POLICY_HELP
+        )
+        agent_write_policy = serializers.ChoiceField(
+            choices=ChangePolicy.choices,
+            default=ChangePolicy.AUTO,
+            help_text=AGENT_WRITE_POLICY_HELP,
+        )
 
     @extend_schema(
         operation_id="memory_contexts_list",
@@ -122,6 +142,12 @@ class ContextDetailApi(ApiView):
         )
         description = serializers.CharField(required=False, allow_blank=True)
         metadata = serializers.DictField(required=False)
+        change_policy = serializers.ChoiceField(
+            choices=ChangePolicy.choices, required=False, help_text=CHANGE_POLICY_HELP
+        )
+        agent_write_policy = serializers.ChoiceField(
+            choices=ChangePolicy.choices, required=False, help_text=AGENT_WRITE_POLICY_HELP
+        )
 
     @extend_schema(operation_id="memory_context_retrieve", responses=MemoryContextOutput)
     def get(self, request: Request, context_id: int) -> Response:

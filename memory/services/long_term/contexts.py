@@ -22,10 +22,17 @@ from core.models import Agent, Team
 from core.writes import changes_of, changes_validate, row_delete, row_update
 from memory import names
 from memory.context_access import require_writable
-from memory.models import MemoryContext, MemoryContextGrant
+from memory.models import ChangePolicy, MemoryContext, MemoryContextGrant
 from memory.roles import MANAGE_MEMORY
 
-CONTEXT_UPDATABLE = ("name", "context_type", "description", "metadata")
+CONTEXT_UPDATABLE = (
+    "name",
+    "context_type",
+    "description",
+    "metadata",
+    "change_policy",
+    "agent_write_policy",
+)
 
 
 def _name_taken() -> Conflict:
@@ -76,10 +83,14 @@ def context_create(
     description: str = "",
     metadata: Mapping[str, Any] | None = None,
     account_id: int | None = None,
+    change_policy: str = ChangePolicy.AUTO,
+    agent_write_policy: str = ChangePolicy.AUTO,
 ) -> MemoryContext:
     """A new context owned by the calling agent, in its account (people and tools: owned by
     nobody, in ``account_id``, which a person with several accounts must name). Names starting
-    with ``agent:`` are reserved (400 ``context_name_reserved``)."""
+    with ``agent:`` are reserved (400 ``context_name_reserved``). ``change_policy`` (and
+    ``agent_write_policy``) ``review`` holds automatic changes (agents' memory-tool writes) for
+    review (``memory.services.changes``)."""
     names.check_context_name(name)
     _check_context_type(context_type)
     return _context_insert(
@@ -91,6 +102,7 @@ def context_create(
         description=description,
         metadata=metadata,
         account_id=account_id,
+        policies={"change_policy": change_policy, "agent_write_policy": agent_write_policy},
     )
 
 
@@ -105,8 +117,10 @@ def _context_insert(
     metadata: Mapping[str, Any] | None,
     account_id: int | None,
     is_agent_memory: bool = False,
+    policies: Mapping[str, str] | None = None,
 ) -> MemoryContext:
     owner, account_id = _owner_and_account(actor, account_id)
+    policies = dict(policies or {})
     context = MemoryContext(
         account_id=account_id,
         name=name,
@@ -117,8 +131,11 @@ def _context_insert(
         description=description,
         metadata=dict(metadata or {}),
         is_agent_memory=is_agent_memory,
+        **policies,
     )
-    changes_validate(context, {"name": name, "context_type": context_type, "scope": scope})
+    changes_validate(
+        context, {"name": name, "context_type": context_type, "scope": scope, **policies}
+    )
     try:
         with transaction.atomic():
             context.save(force_insert=True)
@@ -127,7 +144,12 @@ def _context_insert(
                 action="memory.context.create",
                 account_id=account_id,
                 target=context,
-                changes={"name": name, "scope": scope, "context_type": context_type},
+                changes={
+                    "name": name,
+                    "scope": scope,
+                    "context_type": context_type,
+                    **policies,
+                },
             )
     except IntegrityError as exc:
         if "ltm_context_unique_name" in str(exc):
@@ -190,8 +212,8 @@ def conversation_context_create(*, actor: Actor, title: str) -> MemoryContext:
 def context_update(
     *, actor: Actor, context: MemoryContext, fields: Mapping[str, Any]
 ) -> MemoryContext:
-    """Change a context's name, type, description or metadata (write access). An agent's own
-    memory keeps its name (409 ``agent_memory_protected``)."""
+    """Change a context's name, type, description, metadata or review policies (write access).
+    An agent's own memory keeps its name (409 ``agent_memory_protected``)."""
     require_writable(actor, context.pk)
     changes = changes_of(context, fields, CONTEXT_UPDATABLE)
     if "name" in changes:

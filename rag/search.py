@@ -31,6 +31,8 @@ from rag.spaces import CHUNKS, SearchSpace
 Mode = Literal["vector", "keyword", "hybrid"]
 Fusion = Literal["rrf", "weighted", "simple"]
 MODES: tuple[str, ...] = ("vector", "keyword", "hybrid")
+# Chunk and long-term memory searches also rank by the graph (rag.graph.retrieval).
+SEARCH_MODES: tuple[str, ...] = (*MODES, "graph")
 FUSIONS: tuple[str, ...] = ("rrf", "weighted", "simple")
 RRF_K = 60
 # Measured on BEIR SciFact train (docs/benchmarks.md): min-max normalised scores weighted equally

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from rag import apis, search_apis
+from rag import apis, graph_rag_apis, search_apis
 
 urlpatterns = [
     path("knowledge-bases", apis.KnowledgeBaseListCreateApi.as_view(), name="kb-list"),
@@ -25,4 +25,9 @@ urlpatterns = [
     path("query", search_apis.QueryApi.as_view(), name="query"),
     path("analytics", search_apis.AnalyticsApi.as_view(), name="analytics"),
     path("queries", search_apis.QueryLogApi.as_view(), name="query-log"),
+    path("graph/retrieve", graph_rag_apis.GraphRetrieveApi.as_view(), name="graph-retrieve"),
+    path("graph/context", graph_rag_apis.GraphContextApi.as_view(), name="graph-context"),
+    path(
+        "graph/communities", graph_rag_apis.CommunitiesApi.as_view(), name="graph-communities"
+    ),
 ]

@@ -89,6 +89,8 @@ def evaluate_conversation(
     weights: dict[str, float] | None = None,
     mode: str = "hybrid",
     on_progress: Callable[[str], None] | None = None,
+    stages: Sequence[str] = (),
+    max_hops: int = 2,
 ) -> tuple[list[QuestionResult], int]:
     """Write the conversation into a fresh account's memory, ask its questions, delete it all.
 
@@ -126,6 +128,15 @@ def evaluate_conversation(
             dia_of.update((entry.pk, entry.metadata["dia_id"]) for entry in written)
             if on_progress:
                 on_progress(f"{conversation.sample_id}: {len(dia_of)} entries written")
+        if mode == "graph" or "graph" in stages:
+            from memory.services.graph_links import context_graph_index
+
+            linked = context_graph_index(actor=actor, context=context)
+            if on_progress:
+                on_progress(
+                    f"{conversation.sample_id}: {linked.mentions} entity mentions, "
+                    f"{linked.nodes_created} nodes"
+                )
         filters = LongTermFilters(context_ids=(context.pk,))
         results: list[QuestionResult] = []
         for question in conversation.questions:
@@ -139,6 +150,8 @@ def evaluate_conversation(
                 filters=filters,
                 mode=mode,
                 weights=weights,
+                stages=stages,
+                max_hops=max_hops,
             )
             latency = (time.perf_counter() - started) * 1000
             retrieved = tuple(dia_of[hit.entry.pk] for hit in hits if hit.entry.pk in dia_of)
@@ -164,6 +177,8 @@ def run_locomo(
     weights: dict[str, float] | None = None,
     mode: str = "hybrid",
     on_progress: Callable[[str], None] | None = None,
+    stages: Sequence[str] = (),
+    max_hops: int = 2,
 ) -> dict[str, Any]:
     """The whole evaluation of a LoCoMo file: one report (see ``summarise``) plus its inputs."""
     conversations = load_locomo(path, sample_ids=sample_ids)
@@ -171,8 +186,9 @@ def run_locomo(
     entries = 0
     for conversation in conversations:
         scored, written = evaluate_conversation(
-            conversation, top_k=top_k, weights=weights, mode=mode, on_progress=on_progress
-        )
+            conversation, top_k=top_k, weights=weights, mode=mode, on_progress=on_progress,
+            stages=stages, max_hops=max_hops,
+        )  # fmt: skip
         results.extend(scored)
         entries += written
     skipped = sum(
@@ -185,6 +201,8 @@ def run_locomo(
         "questions_scored": len(results),
         "questions_without_evidence_1_4": skipped,
         "mode": mode,
+        "stages": list(stages),
+        "max_hops": max_hops,
         "weights": weights or "default",
         "top_k": top_k,
         **summarise(results),

@@ -24,11 +24,11 @@ from memory.models import (
     MemorySnapshot,
 )
 from memory.spaces import MEMORY_ENTRIES
+from rag.graph.retrieval import DEFAULT_MAX_HOPS, GRAPH, max_hops_check, staged_rank, stages_check
 from rag.search import (
     DEFAULT_FUSION,
     fusion_weights,
     search_options_validate,
-    space_rank,
 )
 
 # effective_relevance_score = sum of weight x component (docs/memory.md). Similarity leads:
@@ -239,11 +239,19 @@ def long_term_search(
     weights: dict[str, float] | None = None,
     threshold: float | None = None,
     query_vector: Any = None,
+    stages: Sequence[str] = (),
+    max_hops: int = DEFAULT_MAX_HOPS,
 ) -> LongTermSearch:
     """The current, unarchived entries most relevant to ``query`` in the contexts the actor may
     read, best ``effective_relevance_score`` first, each with its components and its ranks in
-    the retrieval stages. ``threshold``: a minimum effective score."""
-    search_options_validate(query=query, mode=mode, fusion=fusion, top_k=top_k)
+    the retrieval stages. ``threshold``: a minimum effective score. Mode ``graph`` (or a hybrid
+    search whose ``stages`` name ``graph``) ranks the entries linked to the knowledge-graph
+    nodes nearest the query (``rag.graph.retrieval``)."""
+    search_options_validate(
+        query=query, mode="hybrid" if mode == GRAPH else mode, fusion=fusion, top_k=top_k
+    )
+    stages_check(mode, stages)
+    max_hops_check(max_hops)
     return long_term_ranked(
         actor=actor,
         query=query,
@@ -254,6 +262,8 @@ def long_term_search(
         weights=weights,
         threshold=threshold,
         query_vector=query_vector,
+        stages=stages,
+        max_hops=max_hops,
     )
 
 
@@ -269,6 +279,8 @@ def long_term_ranked(
     threshold: float | None = None,
     query_vector: Any = None,
     depth: int | None = None,
+    stages: Sequence[str] = (),
+    max_hops: int = DEFAULT_MAX_HOPS,
 ) -> LongTermSearch:
     """``long_term_search`` for callers inside Engram that need more than a page of hits (up to
     ``MAX_RANKED``; context assembly packs a budget with them): the same ranking, the options
@@ -284,9 +296,12 @@ def long_term_ranked(
     if not scope_ids:
         return LongTermSearch([], {})
     condition, params = filters.condition()
-    ranking = space_rank(
+    ranking = staged_rank(
         space=MEMORY_ENTRIES,
         scope_ids=scope_ids,
+        account_ids=list(actor.account_ids),
+        stages=stages,
+        max_hops=max_hops,
         query=query,
         mode=mode,
         depth=max(top_k, min(depth, MAX_DEPTH)),
@@ -297,7 +312,7 @@ def long_term_ranked(
         query_vector=query_vector,
     )
     ranked = ranking.hits
-    if mode == "keyword" and ranked:
+    if mode in ("keyword", GRAPH) and ranked:
         # BM25 scores are unbounded: relative to the best hit, like the fused scores.
         best = ranked[0].score or 1.0
         similarity = {hit.unit_id: max(0.0, hit.score / best) for hit in ranked}

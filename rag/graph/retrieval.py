@@ -110,7 +110,9 @@ class GraphHit(RankedHit):
             **super().stages(),
             "graph_rank": self.graph_rank,
             "graph_score": self.graph_score,
-            "graph": self.graph,
+            "graph": {"rank": self.graph_rank, "score": self.graph_score, **self.graph}
+            if self.graph is not None
+            else None,
         }
 
 

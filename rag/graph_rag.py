@@ -172,7 +172,9 @@ def graph_context(
         item.tokens = count
         section = by_name.get(name)
         extra = count + (0 if section else header_tokens[name])
-        over_share = name == "communities" and (section.tokens if section else 0) + extra > summary_limit
+        over_share = (
+            name == "communities" and (section.tokens if section else 0) + extra > summary_limit
+        )
         if used + extra > token_budget or over_share:
             dropped_items += 1
             dropped_tokens += count

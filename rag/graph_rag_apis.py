@@ -204,9 +204,7 @@ class CommunitiesApi(ApiView):
         operation_id="rag_graph_communities_list",
     )
     def get(self, request: Request) -> Response:
-        communities = community_list(
-            actor=request_actor(request), level=self.filters.get("level")
-        )
+        communities = community_list(actor=request_actor(request), level=self.filters.get("level"))
         return paginated_response(self, request, communities, CommunityOutput)
 
     @extend_schema(

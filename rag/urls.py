@@ -27,7 +27,5 @@ urlpatterns = [
     path("queries", search_apis.QueryLogApi.as_view(), name="query-log"),
     path("graph/retrieve", graph_rag_apis.GraphRetrieveApi.as_view(), name="graph-retrieve"),
     path("graph/context", graph_rag_apis.GraphContextApi.as_view(), name="graph-context"),
-    path(
-        "graph/communities", graph_rag_apis.CommunitiesApi.as_view(), name="graph-communities"
-    ),
+    path("graph/communities", graph_rag_apis.CommunitiesApi.as_view(), name="graph-communities"),
 ]

@@ -312,7 +312,7 @@ def long_term_ranked(
         query_vector=query_vector,
     )
     ranked = ranking.hits
-    if mode in ("keyword", GRAPH) and ranked:
+    if mode == "keyword" and ranked:
         # BM25 scores are unbounded: relative to the best hit, like the fused scores.
         best = ranked[0].score or 1.0
         similarity = {hit.unit_id: max(0.0, hit.score / best) for hit in ranked}

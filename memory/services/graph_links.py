@@ -67,9 +67,7 @@ def context_graph_index(
     """Link every current entry of a context to the graph (write access to the context)."""
     require_writable(actor, context.pk)
     entries = list(
-        MemoryEntry.objects.filter(
-            context_id=context.pk, is_current=True, archived_at__isnull=True
-        )
+        MemoryEntry.objects.filter(context_id=context.pk, is_current=True, archived_at__isnull=True)
         .only("id", "context_id", "content", "speaker")
         .order_by("id")
     )
@@ -82,7 +80,9 @@ def context_graph_index(
     )
 
 
-def conversation_graph_link(*, messages: Sequence[MemoryEntry], extractions: Iterable[object]) -> None:
+def conversation_graph_link(
+    *, messages: Sequence[MemoryEntry], extractions: Iterable[object]
+) -> None:
     """After an extraction run: link its messages to the graph, with the entities the run
     found in each (the model's included). Never fails the run: an error is logged."""
     import logging

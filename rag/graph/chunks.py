@@ -141,7 +141,7 @@ def chunk_search_staged(
     return GraphSearchOutcome(
         hits=hits,
         mode=mode,
-        fusion=fusion if mode == "hybrid" else "",
+        fusion=fusion if mode in ("hybrid", GRAPH) else "",
         knowledge_base_ids=kb_ids,
         stage_ms=stage_ms,
         seeds=graph.seeds if graph else None,

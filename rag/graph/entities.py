@@ -14,8 +14,9 @@ name normalisation every extractor's entities are merged by).
   the text; the best few are concepts ("insulin resistance", "pottery class").
 
 Past forms ("called", "discovered") end a key phrase: without a part-of-speech tagger, that
-keeps most verbs out of the concepts. Each entity gets a salience in 0..1 (its rank among the unit's entities by occurrences, kind
-and position): co-occurrence edges join a unit's most salient entities only.
+keeps most verbs out of the concepts. Each entity gets a salience in 0..1 (its rank among
+the unit's entities by occurrences, kind and position): co-occurrence edges join a unit's most
+salient entities only.
 
 What it misses, by design: lower-case names, names at the start of a sentence used nowhere
 else, one-word concepts ("diabetes"), synonyms and paraphrase (two phrases for one thing are two
@@ -40,48 +41,46 @@ MAX_NAME_CHARS = 200
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 _WORD = re.compile(r"[^\W\d_][\w'\-]*|\d[\w\-]*", re.UNICODE)
 _CONNECTORS = frozenset({"of", "de", "da", "van", "von", "the", "del", "la", "le", "and", "for"})
-_STOPWORDS = frozenset(
-    """a about above after again against all almost also am among an and any are as at be
-    because been before being below between both but by can could did do does doing done down
-    during each either else even ever every few for from further get gets got had has have
-    having he her here hers herself him himself his how however i if in into is it its itself
-    just least less like made make many may me might more most much must my myself neither
-    never no nor not now of off often on once one only or other others otherwise our ours
-    ourselves out over own per perhaps quite rather really same several shall she should since
-    so some such than that the their theirs them themselves then there therefore these they
-    this those though through thus to too toward towards under until up upon us used using
-    very via was we well were what whatever when where whether which while who whom whose why
-    will with within without would yet you your yours yourself yourselves yes yeah oh ok okay
-    hey hi hello thanks thank wow great good nice cool awesome amazing sure lot lots thing
-    things something anything everything nothing someone anyone everyone way ways time times
-    also still already again always usually sometimes new old first last next week month year
-    day days today yesterday tomorrow go going went gone come came take took see saw know knew
-    think thought feel felt want wanted need needed say said tell told let lets i'm i've i'll
-    i'd it's that's don't didn't can't won't isn't aren't wasn't there's what's you're we're
-    they're he's she's""".split()
-)
-_NOT_NAMES = frozenset(
-    """I I'm I've I'll I'd It It's Its The A An And But Or So Yes No Oh Ok Okay Hey Hi Hello
-    Thanks Thank Wow Well Yeah Sure Great Good Nice Cool Awesome Amazing Really Very Just Also
-    Not My Your Our Their His Her We You They He She This That These Those There Here What When
-    Where Why How Who Which Let Lol Haha Mr Mrs Ms Dr Sorry Please Congrats Congratulations In
-    On At To From For With By Of As If Then However Although Because Since While After Before
-    During Our Both Each All Some Most Many Few Such Other Another Only Even Still Yet
-    Here""".split()
-)
-_ORG_SUFFIXES = frozenset(
-    """Inc Corp Corporation Ltd LLC Co Company University College School Academy Institute Bank
+_STOPWORDS_TEXT = """
+    a about above after again against all almost also am among an and any are as at be because
+    been before being below between both but by can could did do does doing done down during
+    each either else even ever every few for from further get gets got had has have having he
+    her here hers herself him himself his how however i if in into is it its itself just least
+    less like made make many may me might more most much must my myself neither never no nor not
+    now of off often on once one only or other others otherwise our ours ourselves out over own
+    per perhaps quite rather really same several shall she should since so some such than that
+    the their theirs them themselves then there therefore these they this those though through
+    thus to too toward towards under until up upon us used using very via was we well were what
+    whatever when where whether which while who whom whose why will with within without would
+    yet you your yours yourself yourselves yes yeah oh ok okay hey hi hello thanks thank wow
+    great good nice cool awesome amazing sure lot lots thing things something anything
+    everything nothing someone anyone everyone way ways time times also still already again
+    always usually sometimes new old first last next week month year day days today yesterday
+    tomorrow go going went gone come came take took see saw know knew think thought feel felt
+    want wanted need needed say said tell told let lets i'm i've i'll i'd it's that's don't
+    didn't can't won't isn't aren't wasn't there's what's you're we're they're he's she's"""
+_STOPWORDS = frozenset(_STOPWORDS_TEXT.split())
+_NOT_NAMES_TEXT = """
+    I I'm I've I'll I'd It It's Its The A An And But Or So Yes No Oh Ok Okay Hey Hi Hello Thanks
+    Thank Wow Well Yeah Sure Great Good Nice Cool Awesome Amazing Really Very Just Also Not My
+    Your Our Their His Her We You They He She This That These Those There Here What When Where
+    Why How Who Which Let Lol Haha Mr Mrs Ms Dr Sorry Please Congrats Congratulations In On At
+    To From For With By Of As If Then However Although Because Since While After Before During
+    Our Both Each All Some Most Many Few Such Other Another Only Even Still Yet Here"""
+_NOT_NAMES = frozenset(_NOT_NAMES_TEXT.split())
+_ORG_SUFFIXES_TEXT = """
+    Inc Corp Corporation Ltd LLC Co Company University College School Academy Institute Bank
     Foundation Group Club Association Society Church Hospital Clinic Center Centre Museum Agency
     Studio Studios Labs Lab Team Council Department Ministry Party Festival Library Gallery Cafe
     Restaurant Hotel Organization Organisation Charity Shelter Committee Commission Board Trust
-    Federation Union Network Service Services Press Journal""".split()
-)
+    Federation Union Network Service Services Press Journal"""
+_ORG_SUFFIXES = frozenset(_ORG_SUFFIXES_TEXT.split())
 _PLACE_CUES = frozenset({"in", "to", "from", "near", "visit", "visited", "visiting", "around"})
 _ORG_CUES = frozenset({"at", "for", "join", "joined", "joining", "by"})
-_MONTHS_DAYS = frozenset(
-    """January February March April May June July August September October November December
-    Monday Tuesday Wednesday Thursday Friday Saturday Sunday""".split()
-)
+_MONTHS_DAYS_TEXT = """
+    January February March April May June July August September October November December Monday
+    Tuesday Wednesday Thursday Friday Saturday Sunday"""
+_MONTHS_DAYS = frozenset(_MONTHS_DAYS_TEXT.split())
 
 
 def name_key(name: str) -> str:
@@ -176,7 +175,7 @@ def _keyphrases(parts: list[list[str]]) -> list[tuple[str, float]]:
     candidates: list[list[str]] = []
     for words in parts:
         current: list[str] = []
-        for index, word in enumerate(words):
+        for word in words:
             lower = word.lower()
             # Stop words, numbers and past forms ("called", "discovered": no POS tagger)
             # end a phrase.

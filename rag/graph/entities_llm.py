@@ -102,9 +102,7 @@ def batches(texts: Sequence[tuple[int, str]]) -> list[list[tuple[int, str]]]:
 def extract(provider: LLMProvider, units: Sequence[tuple[int, str]]) -> dict[int, TextEntities]:
     """The model's entities and relations of each unit (``(unit id, text)``), by unit id."""
     numbered = {number: unit_id for number, (unit_id, _) in enumerate(units, start=1)}
-    prompt = "\n\n".join(
-        f"[{number}] {text}" for number, (_, text) in enumerate(units, start=1)
-    )
+    prompt = "\n\n".join(f"[{number}] {text}" for number, (_, text) in enumerate(units, start=1))
     answer = provider.complete_json(prompt, schema=SCHEMA, system=SYSTEM, max_tokens=2048)
     known = set(numbered)
     found: dict[int, TextEntities] = {unit_id: TextEntities() for unit_id, _ in units}

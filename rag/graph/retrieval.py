@@ -37,8 +37,8 @@ from core.errors import ValidationFailed
 from rag.models import GraphScope
 from rag.search import (
     DEFAULT_FUSION,
-    Ranking,
     RankedHit,
+    Ranking,
     fusion_weights,
     rank_fusion,
     space_rank,
@@ -62,6 +62,10 @@ GRAPH = "graph"
 STAGES = ("vector", "keyword", GRAPH)
 # The graph stage's weight in a hybrid fusion unless the caller gives one.
 DEFAULT_GRAPH_WEIGHT = 0.3
+# Graph feedback in a fused search: the nodes of the other stages' best hits start the walk too.
+FEEDBACK_UNITS = 3
+FEEDBACK_NODES = 4
+FEEDBACK_WEIGHT = 0.8
 
 
 @dataclass(frozen=True)
@@ -179,10 +183,40 @@ def seed_nodes(
     return [Seed(i, *names[i], similarity=s) for i, s in kept if i in names]
 
 
+def _feedback(
+    space: SearchSpace, units: Sequence[tuple[int, float]], known: set[int]
+) -> list[Seed]:
+    """The most salient nodes of the given units (at most ``FEEDBACK_NODES`` each), as extra
+    starts scored by the unit's score x salience x ``FEEDBACK_WEIGHT``."""
+    score = dict(units)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """
+            SELECT x.unit_id, n.id, n.name, n.entity_type, x.salience
+            FROM unnest(%s::bigint[]) AS k(unit_id)
+            CROSS JOIN LATERAL (
+                SELECT m.unit_id, m.node_id, m.salience FROM rag_graphmention m
+                WHERE m.space = %s AND m.unit_id = k.unit_id
+                ORDER BY m.salience DESC, m.node_id LIMIT %s
+            ) x JOIN rag_graphnode n ON n.id = x.node_id AND n.status = 'active'
+            """,
+            [list(score), space.name, FEEDBACK_NODES],
+        )
+        rows = cursor.fetchall()
+    found: dict[int, Seed] = {}
+    for unit_id, node_id, name, entity_type, salience in rows:
+        weight = score[unit_id] * salience * FEEDBACK_WEIGHT
+        if node_id not in known and weight > found.get(node_id, Seed(0, "", "", -1)).similarity:
+            found[node_id] = Seed(node_id, name, entity_type, weight)
+    return sorted(found.values(), key=lambda s: (-s.similarity, s.node_id))
+
+
 def _walk(seeds: Sequence[Seed], max_hops: int) -> dict[int, Reach]:
     """Breadth-first from the seeds, one query per level (step 2)."""
     reached: dict[int, Reach] = {
-        s.node_id: Reach(s.node_id, s.name, s.entity_type, s.node_id, 0, s.similarity, [(s.name, "")])
+        s.node_id: Reach(
+            s.node_id, s.name, s.entity_type, s.node_id, 0, s.similarity, [(s.name, "")]
+        )
         for s in seeds
     }
     frontier = sorted(reached, key=lambda n: -reached[n].score)
@@ -284,8 +318,11 @@ def graph_rank(
     filter_sql: str = "",
     filter_params: Mapping[str, Any] | None = None,
     query_vector: np.ndarray | None = None,
+    feedback_units: Sequence[tuple[int, float]] = (),
 ) -> GraphRanking:
-    """The space's units of ``scope_ids`` ranked by the graph (steps 1-4), at most ``depth``."""
+    """The space's units of ``scope_ids`` ranked by the graph (steps 1-4), at most ``depth``.
+    ``feedback_units``: (unit id, score 0..1) of another stage's best hits, whose most salient
+    nodes start the walk too (graph feedback), beside the seeds."""
     max_hops_check(max_hops)
     stage_ms: dict[str, float] = {}
     if query_vector is None:
@@ -296,9 +333,12 @@ def graph_rank(
     seeds = seed_nodes(
         account_ids=account_ids, space=space, scope_ids=scope_ids, vector=query_vector
     )
+    starts = list(seeds)
+    if FEEDBACK_UNITS and feedback_units:
+        starts += _feedback(space, feedback_units[:FEEDBACK_UNITS], {s.node_id for s in seeds})
     stage_ms["graph_seeds"] = _ms(started)
     started = time.perf_counter()
-    reached = _walk(seeds, max_hops)
+    reached = _walk(starts, max_hops)
     communities = _communities(reached)
     stage_ms["graph_walk"] = _ms(started)
     started = time.perf_counter()
@@ -409,6 +449,12 @@ def _units(
     return hits
 
 
+def _normalised(hits: Sequence[RankedHit]) -> list[tuple[int, float]]:
+    """The best hits' (unit id, score relative to the best)."""
+    top = hits[0].score if hits and hits[0].score > 0 else 1.0
+    return [(h.unit_id, max(0.0, h.score / top)) for h in hits[:FEEDBACK_UNITS]]
+
+
 def _plain(weights: dict[str, float] | None) -> dict[str, float]:
     """The vector and keyword weights, normalised (the graph's left out)."""
     return fusion_weights({k: v for k, v in (weights or {}).items() if k != GRAPH})
@@ -431,11 +477,15 @@ def staged_rank(
     embed_query: bool = False,
     max_hops: int = DEFAULT_MAX_HOPS,
 ) -> Ranking:
-    """``rag.search.space_rank`` with the graph: mode ``graph`` ranks by the graph alone; a
-    hybrid search whose ``stages`` name ``graph`` fuses it with the stages it names (weight
+    """``rag.search.space_rank`` with the graph: mode ``graph`` fuses the graph stage with the
+    vector and keyword stages (the graph alone finds nothing for text whose entities it does
+    not reach; ``stages: ["graph"]`` on a hybrid search ranks by it alone); a hybrid search
+    whose ``stages`` name ``graph`` fuses it with the stages it names (weight
     ``DEFAULT_GRAPH_WEIGHT`` unless ``weights`` gives one). Other searches are
     ``space_rank``'s."""
     stages = stages_check(mode, stages)
+    if mode == GRAPH:
+        mode, stages = "hybrid", STAGES
     if mode != GRAPH and GRAPH not in stages:
         if stages and set(stages) != {"vector", "keyword"}:
             mode = stages[0]  # one stage of a hybrid: that stage alone
@@ -444,12 +494,6 @@ def staged_rank(
             fusion=fusion, weights=_plain(weights), filter_sql=filter_sql,
             filter_params=filter_params,
             query_vector=query_vector, embed_query=embed_query,
-        )  # fmt: skip
-    if mode == GRAPH:
-        return graph_rank(
-            space=space, scope_ids=scope_ids, account_ids=account_ids, query=query,
-            depth=depth, max_hops=max_hops, filter_sql=filter_sql,
-            filter_params=filter_params, query_vector=query_vector,
         )  # fmt: skip
     others = [s for s in stages if s != GRAPH]
     base = None
@@ -464,7 +508,7 @@ def staged_rank(
     graph = graph_rank(
         space=space, scope_ids=scope_ids, account_ids=account_ids, query=query, depth=depth,
         max_hops=max_hops, filter_sql=filter_sql, filter_params=filter_params,
-        query_vector=query_vector,
+        query_vector=query_vector, feedback_units=_normalised(base.hits if base else []),
     )  # fmt: skip
     started = time.perf_counter()
     lists: dict[str, list[tuple[int, float]]] = {}
@@ -483,6 +527,7 @@ def staged_rank(
             found[h.unit_id] = GraphHit(**vars(h))
     lists[GRAPH] = [(h.unit_id, h.score) for h in graph.hits]
     for h in graph.hits:
+        assert isinstance(h, GraphHit)
         hit = found.setdefault(h.unit_id, GraphHit(unit_id=h.unit_id, score=0.0))
         hit.graph_rank, hit.graph_score, hit.graph = h.graph_rank, h.graph_score, h.graph
     stage_weights = fusion_weights(
@@ -507,3 +552,46 @@ def staged_rank(
         communities=graph.communities,
         nodes=graph.nodes,
     )
+
+
+def node_walk(
+    *, account_ids: Sequence[int], query: str, top_k: int, max_hops: int = DEFAULT_MAX_HOPS
+) -> tuple[list[tuple[Reach, float | None]], list[CommunityRef]]:
+    """The graph mode of node search (MCP ``search_knowledge_graph``): the seed nodes nearest
+    the query (as in graph search, any node of the accounts), the nodes the walk reaches
+    within ``max_hops`` and their communities; (node, its similarity when a seed) best first,
+    at most ``top_k``, and the communities."""
+    max_hops_check(max_hops)
+    vector = get_embedding_provider().embed_query(query)
+    graph_scopes = list(
+        GraphScope.objects.filter(account_id__in=list(account_ids)).values_list("pk", flat=True)
+    )
+    nearest = vector_search(
+        space=GRAPH_NODES,
+        scope_ids=graph_scopes,
+        query_vector=vector,
+        limit=MAX_SEED_NODES,
+        filter_sql="u.status = 'active'",
+    )
+    kept = [(i, s) for i, s in nearest if 1.0 - s <= SEED_DISTANCE_THRESHOLD]
+    names: dict[int, tuple[str, str]] = {}
+    if kept:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT id, name, entity_type FROM rag_graphnode WHERE id = ANY(%s)",
+                [[i for i, _ in kept]],
+            )
+            names = {row[0]: (row[1], row[2]) for row in cursor.fetchall()}
+    seeds = [Seed(i, *names[i], similarity=s) for i, s in kept if i in names]
+    reached = _walk(seeds, max_hops)
+    communities = _communities(reached)
+    similarity = {s.node_id: s.similarity for s in seeds}
+    ranked = sorted(reached.values(), key=lambda r: (-r.score, r.hops, r.node_id))[:top_k]
+    return [(r, similarity.get(r.node_id)) for r in ranked], communities
+
+
+def node_communities(node_ids: Sequence[int]) -> list[CommunityRef]:
+    """The communities (finest level) of these nodes, in the order of their first member,
+    at most ``MAX_COMMUNITIES``."""
+    reached = {n: Reach(n, "", "", n, 0, 1.0 / (rank + 1), []) for rank, n in enumerate(node_ids)}
+    return _communities(reached)

@@ -18,19 +18,55 @@ class Migration(migrations.Migration):
         migrations.CreateModel(
             name="GraphCommunity",
             fields=[
-                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
-                ("created_at", models.DateTimeField(db_index=True, default=django.utils.timezone.now, editable=False)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "created_at",
+                    models.DateTimeField(
+                        db_index=True, default=django.utils.timezone.now, editable=False
+                    ),
+                ),
                 ("updated_at", models.DateTimeField(auto_now=True)),
                 ("level", models.PositiveSmallIntegerField(default=0)),
-                ("number", models.PositiveIntegerField(help_text="The community's number within its level.")),
+                (
+                    "number",
+                    models.PositiveIntegerField(
+                        help_text="The community's number within its level."
+                    ),
+                ),
                 ("size", models.PositiveIntegerField(default=0)),
                 ("title", models.CharField(blank=True, max_length=300)),
                 ("summary", models.TextField(blank=True)),
-                ("summary_method", models.CharField(blank=True, help_text="extractive, or llm:<model>.", max_length=250)),
+                (
+                    "summary_method",
+                    models.CharField(
+                        blank=True, help_text="extractive, or llm:<model>.", max_length=250
+                    ),
+                ),
                 ("seed", models.IntegerField(default=0, help_text="The Leiden seed of the run.")),
                 ("modularity", models.FloatField(blank=True, null=True)),
-                ("account", models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name="+", to="core.account")),
-                ("parent", models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.CASCADE, related_name="children", to="rag.graphcommunity")),
+                (
+                    "account",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="+",
+                        to="core.account",
+                    ),
+                ),
+                (
+                    "parent",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="children",
+                        to="rag.graphcommunity",
+                    ),
+                ),
             ],
             options={
                 "verbose_name_plural": "graph communities",
@@ -40,10 +76,43 @@ class Migration(migrations.Migration):
         migrations.CreateModel(
             name="GraphCommunityMember",
             fields=[
-                ("pk", models.CompositePrimaryKey("community_id", "node_id", blank=True, editable=False, primary_key=True, serialize=False)),
-                ("community", models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.DO_NOTHING, related_name="members", to="rag.graphcommunity")),
-                ("node", models.ForeignKey(on_delete=django.db.models.deletion.DO_NOTHING, related_name="+", to="rag.graphnode")),
-                ("account", models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.DO_NOTHING, related_name="+", to="core.account")),
+                (
+                    "pk",
+                    models.CompositePrimaryKey(
+                        "community_id",
+                        "node_id",
+                        blank=True,
+                        editable=False,
+                        primary_key=True,
+                        serialize=False,
+                    ),
+                ),
+                (
+                    "community",
+                    models.ForeignKey(
+                        db_index=False,
+                        on_delete=django.db.models.deletion.DO_NOTHING,
+                        related_name="members",
+                        to="rag.graphcommunity",
+                    ),
+                ),
+                (
+                    "node",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.DO_NOTHING,
+                        related_name="+",
+                        to="rag.graphnode",
+                    ),
+                ),
+                (
+                    "account",
+                    models.ForeignKey(
+                        db_index=False,
+                        on_delete=django.db.models.deletion.DO_NOTHING,
+                        related_name="+",
+                        to="core.account",
+                    ),
+                ),
                 ("level", models.PositiveSmallIntegerField(default=0)),
                 ("centrality", models.FloatField(default=0.0)),
             ],
@@ -51,9 +120,36 @@ class Migration(migrations.Migration):
         migrations.CreateModel(
             name="GraphMention",
             fields=[
-                ("pk", models.CompositePrimaryKey("node_id", "space", "unit_id", blank=True, editable=False, primary_key=True, serialize=False)),
-                ("account", models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.DO_NOTHING, related_name="+", to="core.account")),
-                ("node", models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.DO_NOTHING, related_name="+", to="rag.graphnode")),
+                (
+                    "pk",
+                    models.CompositePrimaryKey(
+                        "node_id",
+                        "space",
+                        "unit_id",
+                        blank=True,
+                        editable=False,
+                        primary_key=True,
+                        serialize=False,
+                    ),
+                ),
+                (
+                    "account",
+                    models.ForeignKey(
+                        db_index=False,
+                        on_delete=django.db.models.deletion.DO_NOTHING,
+                        related_name="+",
+                        to="core.account",
+                    ),
+                ),
+                (
+                    "node",
+                    models.ForeignKey(
+                        db_index=False,
+                        on_delete=django.db.models.deletion.DO_NOTHING,
+                        related_name="+",
+                        to="rag.graphnode",
+                    ),
+                ),
                 ("space", models.CharField(max_length=40)),
                 ("scope_id", models.BigIntegerField()),
                 ("unit_id", models.BigIntegerField()),
@@ -64,7 +160,13 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name="graphnode",
             name="alias_keys",
-            field=django.contrib.postgres.fields.ArrayField(base_field=models.CharField(max_length=500), blank=True, default=list, editable=False, size=None),
+            field=django.contrib.postgres.fields.ArrayField(
+                base_field=models.CharField(max_length=500),
+                blank=True,
+                default=list,
+                editable=False,
+                size=None,
+            ),
         ),
         migrations.AddField(
             model_name="graphnode",
@@ -77,11 +179,15 @@ class Migration(migrations.Migration):
         ),
         migrations.AddIndex(
             model_name="graphnode",
-            index=django.contrib.postgres.indexes.GinIndex(fields=["alias_keys"], name="graph_node_alias_keys"),
+            index=django.contrib.postgres.indexes.GinIndex(
+                fields=["alias_keys"], name="graph_node_alias_keys"
+            ),
         ),
         migrations.AddConstraint(
             model_name="graphcommunity",
-            constraint=models.UniqueConstraint(fields=("account", "level", "number"), name="graph_community_unique_number"),
+            constraint=models.UniqueConstraint(
+                fields=("account", "level", "number"), name="graph_community_unique_number"
+            ),
         ),
         migrations.AddIndex(
             model_name="graphcommunitymember",

@@ -13,9 +13,9 @@ from django.utils import timezone
 
 from core.actors import Actor
 from core.search import list_length_check
-from rag.models import SearchQuery, SearchResult
 from rag.graph.chunks import chunk_search_staged
 from rag.graph.retrieval import DEFAULT_MAX_HOPS
+from rag.models import SearchQuery, SearchResult
 from rag.search import DEFAULT_FUSION, SearchFilters
 
 

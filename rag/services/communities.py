@@ -122,13 +122,17 @@ def _centrality(graph: igraph.Graph, members: Sequence[int]) -> dict[int, float]
     strength: dict[int, float] = dict.fromkeys(members, 0.0)
     for vertex in members:
         for edge in graph.incident(vertex):
-            other = graph.es[edge].target if graph.es[edge].source == vertex else graph.es[edge].source
+            other = (
+                graph.es[edge].target if graph.es[edge].source == vertex else graph.es[edge].source
+            )
             if other in inside:
                 strength[vertex] += graph.es[edge]["weight"]
     return strength
 
 
-def detect(graph: igraph.Graph, ids: list[int], *, seed: int, levels: int) -> tuple[list[Found], float]:
+def detect(
+    graph: igraph.Graph, ids: list[int], *, seed: int, levels: int
+) -> tuple[list[Found], float]:
     """The communities of every level (at least ``COMMUNITY_MIN_SIZE`` nodes each)."""
     found: list[Found] = []
     groups, modularity = leiden(graph, seed)
@@ -293,9 +297,9 @@ def _swap(account_id: int, found: list[Found], seed: int, modularity: float | No
             numbers[community.level] += 1
             made.append(row)
         live = set(
-            GraphNode.objects.filter(
-                pk__in=[n for c in found for n in c.node_ids]
-            ).values_list("pk", flat=True)
+            GraphNode.objects.filter(pk__in=[n for c in found for n in c.node_ids]).values_list(
+                "pk", flat=True
+            )
         )  # deleted meanwhile: not a member
         GraphCommunityMember.objects.bulk_create(
             [

@@ -209,8 +209,7 @@ def mentions_replace(
     unit_ids = [unit.unit_id for unit in units]
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute(
-            "DELETE FROM rag_graphmention WHERE space = %s AND unit_id = ANY(%s) "
-            "RETURNING node_id",
+            "DELETE FROM rag_graphmention WHERE space = %s AND unit_id = ANY(%s) RETURNING node_id",
             [space.name, unit_ids],
         )
         touched = {row[0] for row in cursor.fetchall()}

@@ -11,7 +11,6 @@ from django.conf import settings
 from django.db import connection, transaction
 
 from core.queue import task_send_on_commit
-
 from rag import keyword
 from rag.models import Chunk, Document, KnowledgeBase
 from rag.spaces import CHUNKS

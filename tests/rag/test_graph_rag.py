@@ -120,12 +120,14 @@ def test_communities_are_stored_replaced_and_listed(
     assert stored and min(stored) >= retrieval.COMMUNITY_MIN_SIZE
     members = set(GraphCommunityMember.objects.filter(level=0).values_list("node_id", flat=True))
     agent_client.client.post(COMMUNITIES, {"seed": 3}, format="json")
-    assert list(
-        GraphCommunity.objects.order_by("level", "number").values_list("size", flat=True)
-    ) == stored  # replaced, the same for the same seed
-    assert set(
-        GraphCommunityMember.objects.filter(level=0).values_list("node_id", flat=True)
-    ) == members
+    assert (
+        list(GraphCommunity.objects.order_by("level", "number").values_list("size", flat=True))
+        == stored
+    )  # replaced, the same for the same seed
+    assert (
+        set(GraphCommunityMember.objects.filter(level=0).values_list("node_id", flat=True))
+        == members
+    )
     listed = agent_client.client.get(COMMUNITIES).json()["results"]
     assert listed and listed[0]["members"] and listed[0]["summary"]
     dry = agent_client.client.post(COMMUNITIES, {"dry_run": True}, format="json").json()

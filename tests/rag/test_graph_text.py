@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 import pytest
 
@@ -78,11 +77,11 @@ def test_ingestion_links_chunks_to_entity_nodes_and_reingestion_is_exact(
         GraphMention.objects.count(),
     )
     assert after == before  # no duplicate node, no stale mention, the same weights
-    new_chunks = set(Chunk_ids(document))
+    new_chunks = set(current_chunk_ids(document))
     assert set(GraphMention.objects.values_list("unit_id", flat=True)) <= new_chunks
 
 
-def Chunk_ids(document: Document) -> list[int]:  # noqa: N802
+def current_chunk_ids(document: Document) -> list[int]:
     return list(document.chunks.values_list("id", flat=True))
 
 
@@ -124,7 +123,3 @@ def test_graph_search_explains_the_seed_and_path(
         SEARCH, {"query": "x", "mode": "vector", "stages": ["graph"]}, format="json"
     )
     assert refused.status_code == 400 and refused.json()["error"]["code"] == "invalid_stages"
-
-
-def _unused(_: Any) -> None:
-    return None

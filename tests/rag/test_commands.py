@@ -47,7 +47,7 @@ def test_rag_eval_loads_through_the_pipeline_scores_and_reuses(tmp_path: Path) -
     call_command("rag_eval", dataset=dataset, split="test", json=True, stdout=out)
     report = json.loads(out.getvalue())
     assert report["documents"] == 4 and report["queries"] == 3
-    assert set(report["modes"]) == {"vector", "keyword", "hybrid"}
+    assert set(report["modes"]) == {"vector", "keyword", "hybrid", "graph"}
     for metrics in report["modes"].values():
         assert set(metrics) == {"ndcg@10", "recall@10", "recall@100", "mrr@10", "latency_ms"}
         assert metrics["recall@10"] == 1.0  # four documents: every relevant one is in the top 10

@@ -14,7 +14,6 @@ from rag.graph.communities import members_of
 from rag.models import GraphCommunity
 from rag.services import communities as community_services
 
-
 _FIELDS: list[str] = [
     "account",
     "title",

@@ -14,7 +14,8 @@ from core import serializers as strict
 from core.mcp import Call, Tool
 from rag import graph, selectors, services
 from rag.apis import DocumentInput, DocumentOutput, DocumentReprocessApi, document_upload
-from rag.graph.retrieval import DEFAULT_MAX_HOPS, MAX_GRAPH_HOPS, node_communities, node_walk
+from rag.graph.retrieval import DEFAULT_MAX_HOPS, MAX_GRAPH_HOPS
+from rag.graph.staged import node_communities, node_walk
 from rag.graph_apis import (
     GraphNodeOutput,
     NeighboursOutput,

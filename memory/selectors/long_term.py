@@ -24,7 +24,8 @@ from memory.models import (
     MemorySnapshot,
 )
 from memory.spaces import MEMORY_ENTRIES
-from rag.graph.retrieval import DEFAULT_MAX_HOPS, GRAPH, max_hops_check, staged_rank, stages_check
+from rag.graph.retrieval import DEFAULT_MAX_HOPS, GRAPH, max_hops_check, stages_check
+from rag.graph.staged import staged_rank
 from rag.search import (
     DEFAULT_FUSION,
     fusion_weights,

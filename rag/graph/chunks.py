@@ -1,5 +1,5 @@
 """Chunk search with the graph (``mode: "graph"``, or a hybrid search whose ``stages`` name
-``graph``): ``rag.search.chunk_search`` with ``rag.graph.retrieval.staged_rank`` as its
+``graph``): ``rag.search.chunk_search`` with ``rag.graph.staged.staged_rank`` as its
 ranking, every hit keeping the graph's explanation (``graph``: the seed node, the path that
 reached the node mentioning the chunk, its community). Other searches are ``chunk_search``'s."""
 
@@ -21,9 +21,9 @@ from rag.graph.retrieval import (
     GraphRanking,
     Seed,
     max_hops_check,
-    staged_rank,
     stages_check,
 )
+from rag.graph.staged import staged_rank
 from rag.search import (
     CANDIDATE_FACTOR,
     DEFAULT_FUSION,

@@ -229,6 +229,9 @@ SPECTACULAR_SETTINGS = {
     "SERVE_AUTHENTICATION": [],
     "ENUM_NAME_OVERRIDES": {
         "KnowledgeBaseStatusEnum": "rag.models.KnowledgeBase.Status",
+        "SearchModeEnum": "rag.search.MODES",
+        "SearchModeWithGraphEnum": "rag.search.SEARCH_MODES",
+        "SearchStageEnum": "rag.graph.retrieval.STAGES",
         "DocumentStatusEnum": "rag.models.Document.Status",
         "ChunkingStrategyEnum": "rag.models.KnowledgeBase.Chunking",
         "MemoryTierEnum": "memory.selectors.router.TIERS",

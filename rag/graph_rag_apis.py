@@ -78,7 +78,7 @@ class GraphRetrieveApi(ApiView):
         )
 
 
-class ContextItemOutput(serializers.Serializer):
+class GraphContextItemOutput(serializers.Serializer):
     kind = serializers.ChoiceField(choices=["community", "chunk"])
     id = serializers.IntegerField()
     score = strict.FiniteFloatField()
@@ -88,13 +88,13 @@ class ContextItemOutput(serializers.Serializer):
     source = serializers.DictField(help_text="Where the item came from.")  # type: ignore[assignment]  # a field named "source"
 
 
-class ContextSectionOutput(serializers.Serializer):
+class GraphContextSectionOutput(serializers.Serializer):
     name = serializers.ChoiceField(choices=["communities", "documents"])
     tokens = serializers.IntegerField()
-    items = ContextItemOutput(many=True)
+    items = GraphContextItemOutput(many=True)
 
 
-class DroppedOutput(serializers.Serializer):
+class GraphContextDroppedOutput(serializers.Serializer):
     candidates = serializers.IntegerField()
     tokens = serializers.IntegerField()
 
@@ -122,8 +122,8 @@ class GraphContextApi(ApiView):
         tokens = serializers.IntegerField()
         token_budget = serializers.IntegerField()
         tokenizer = serializers.CharField()
-        sections = ContextSectionOutput(many=True)
-        dropped = DroppedOutput()
+        sections = GraphContextSectionOutput(many=True)
+        dropped = GraphContextDroppedOutput()
         seeds = SeedOutput(many=True)
         timings_ms = strict.TimingsField()
 

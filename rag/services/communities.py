@@ -118,16 +118,12 @@ def leiden(graph: igraph.Graph, seed: int) -> tuple[list[list[int]], float]:
 
 
 def _centrality(graph: igraph.Graph, members: Sequence[int]) -> dict[int, float]:
-    inside = set(members)
-    strength: dict[int, float] = dict.fromkeys(members, 0.0)
-    for vertex in members:
-        for edge in graph.incident(vertex):
-            other = (
-                graph.es[edge].target if graph.es[edge].source == vertex else graph.es[edge].source
-            )
-            if other in inside:
-                strength[vertex] += graph.es[edge]["weight"]
-    return strength
+    """Each member's weighted degree inside the community (igraph's strength of the induced
+    subgraph, whose vertices keep the members' sorted order)."""
+    ordered = sorted(members)
+    sub = graph.induced_subgraph(ordered)
+    strength = sub.strength(weights="weight" if sub.ecount() else None)
+    return {vertex: float(s) for vertex, s in zip(ordered, strength, strict=True)}
 
 
 def detect(

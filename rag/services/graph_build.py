@@ -83,10 +83,12 @@ def units_index(
 def documents_graph_index(*, document_ids: Sequence[int]) -> IndexOutcome:
     """Index the entities of the chunks of these documents (the indexed ones; gone: nothing)."""
     total = IndexOutcome()
-    accounts = (
-        Document.objects.filter(pk__in=list(document_ids), status=Document.Status.INDEXED)
-        .values_list("account_id", flat=True)
-        .distinct()
+    accounts = sorted(
+        set(
+            Document.objects.filter(
+                pk__in=list(document_ids), status=Document.Status.INDEXED
+            ).values_list("account_id", flat=True)
+        )
     )
     for account_id in accounts:
         rows = list(

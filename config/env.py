@@ -91,6 +91,10 @@ class EngramEnv(BaseSettings):
     RAG_MAX_EXTRACTED_CHARS: int = Field(default=2_000_000, ge=1000)
     RAG_MAX_CHUNKS_PER_DOCUMENT: int = Field(default=5000, ge=1)
     RAG_MAX_PROCESSING_ATTEMPTS: int = Field(default=3, ge=1, le=100)
+    # Entities of indexed documents' chunks become knowledge-graph nodes (docs/rag.md).
+    RAG_GRAPH_EXTRACTION: bool = True
+    # The Leiden seed of the communities job: the same graph gives the same communities.
+    RAG_GRAPH_COMMUNITY_SEED: int = Field(default=42, ge=0, le=2_147_483_647)
     SEARCH_QUERY_RETENTION_DAYS: int = Field(default=90, ge=1)
 
     # --- memory tiers (docs/memory.md) ---------------------------------------------------------

@@ -185,6 +185,8 @@ RAG_MAX_UPLOAD_BYTES = ENV.RAG_MAX_UPLOAD_BYTES
 RAG_MAX_EXTRACTED_CHARS = ENV.RAG_MAX_EXTRACTED_CHARS
 RAG_MAX_CHUNKS_PER_DOCUMENT = ENV.RAG_MAX_CHUNKS_PER_DOCUMENT
 RAG_MAX_PROCESSING_ATTEMPTS = ENV.RAG_MAX_PROCESSING_ATTEMPTS
+RAG_GRAPH_EXTRACTION = ENV.RAG_GRAPH_EXTRACTION
+RAG_GRAPH_COMMUNITY_SEED = ENV.RAG_GRAPH_COMMUNITY_SEED
 
 # --- API -----------------------------------------------------------------------------------------
 REST_FRAMEWORK = {
@@ -227,6 +229,9 @@ SPECTACULAR_SETTINGS = {
     "SERVE_AUTHENTICATION": [],
     "ENUM_NAME_OVERRIDES": {
         "KnowledgeBaseStatusEnum": "rag.models.KnowledgeBase.Status",
+        "SearchModeEnum": "rag.search.MODES",
+        "SearchModeWithGraphEnum": "rag.search.SEARCH_MODES",
+        "SearchStageEnum": "rag.graph.retrieval.STAGES",
         "DocumentStatusEnum": "rag.models.Document.Status",
         "ChunkingStrategyEnum": "rag.models.KnowledgeBase.Chunking",
         "MemoryTierEnum": "memory.selectors.router.TIERS",

@@ -310,6 +310,12 @@ class WeightsInput(InputSerializer):
 
     vector = FiniteFloatField(min_value=0, max_value=MAX_WEIGHT, required=False)
     keyword = FiniteFloatField(min_value=0, max_value=MAX_WEIGHT, required=False)
+    graph = FiniteFloatField(
+        min_value=0,
+        max_value=MAX_WEIGHT,
+        required=False,
+        help_text="The graph stage's, when ``stages`` names it (default 0.3 before normalising).",
+    )
 
 
 class TimingsField(serializers.DictField):

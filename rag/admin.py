@@ -451,3 +451,6 @@ class GraphEdgeAdmin(AccountScopedAdmin):
 
     def service_delete(self, request: HttpRequest, actor: Actor, obj: GraphEdge) -> None:
         graph_services.edge_delete(actor=actor, edge=obj)
+
+
+from rag import admin_graph  # noqa: E402, F401 - the communities admin

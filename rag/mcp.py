@@ -1,10 +1,11 @@
 """rag's MCP tools (docs/mcp.md): knowledge bases and documents (``query_knowledge_base``,
 ``search_documents``, ``add_document``, ``process_document``), the knowledge graph
-(``search_knowledge_graph``, ``get_graph_neighbors``) and agentic RAG (``agentic_query``), over
-the calls the API's views make."""
+(``search_knowledge_graph``, ``get_graph_neighbors``, ``graph_rag_context``) and agentic RAG
+(``agentic_query``), over the calls the API's views make."""
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Any
 
 from rest_framework import serializers
@@ -14,8 +15,27 @@ from core.mcp import Call, Tool
 from rag import graph, selectors, services
 from rag.agentic_apis import AgenticInput, AgenticOutput, agentic_run
 from rag.apis import DocumentInput, DocumentOutput, DocumentReprocessApi, document_upload
-from rag.graph_apis import NeighboursOutput, NodeListCreateApi, NodeNeighboursApi, NodeSearchOutput
-from rag.search_apis import QueryApi, SearchApi, SearchInput, query_run, run_search
+from rag.graph.retrieval import DEFAULT_MAX_HOPS, MAX_GRAPH_HOPS
+from rag.graph.staged import node_communities, node_walk
+from rag.graph_apis import (
+    GraphNodeOutput,
+    NeighboursOutput,
+    NodeExplanation,
+    NodeListCreateApi,
+    NodeNeighboursApi,
+)
+from rag.graph_rag import graph_context
+from rag.graph_rag_apis import GraphContextApi
+from rag.search import SEARCH_MODES
+from rag.search_apis import (
+    CommunityRefOutput,
+    GraphPathStep,
+    QueryApi,
+    SearchApi,
+    SearchInput,
+    query_run,
+    run_search,
+)
 
 
 class AddDocumentInput(DocumentInput):
@@ -31,7 +51,15 @@ class GraphSearchInput(strict.InputSerializer):
 
     query = serializers.CharField(max_length=2000)
     top_k = NodeListCreateApi.FilterSerializer._declared_fields["top_k"]
-    mode = NodeListCreateApi.FilterSerializer._declared_fields["mode"]
+    mode = serializers.ChoiceField(
+        choices=SEARCH_MODES,
+        default="hybrid",
+        help_text="hybrid, vector or keyword: nodes by name, aliases and description; graph: "
+        "the nodes nearest the query by embedding (at most 5) and those within max_hops.",
+    )
+    max_hops = serializers.IntegerField(
+        min_value=1, max_value=MAX_GRAPH_HOPS, default=DEFAULT_MAX_HOPS
+    )
     fusion = NodeListCreateApi.FilterSerializer._declared_fields["fusion"]
     entity_type = NodeListCreateApi.FilterSerializer._declared_fields["entity_type"]
 
@@ -58,19 +86,70 @@ def _process(call: Call) -> dict[str, Any]:
     return dict(DocumentOutput(document).data)
 
 
+class GraphToolExplanation(NodeExplanation):
+    hops = serializers.IntegerField(allow_null=True, help_text="Graph mode: from the seed.")
+    path = GraphPathStep(many=True, help_text="Graph mode: from the seed to the node.")
+
+
+class GraphToolHit(serializers.Serializer):
+    node = GraphNodeOutput()
+    score = strict.FiniteFloatField(allow_null=True)
+    community_id = serializers.IntegerField(allow_null=True)
+    explanation = GraphToolExplanation()
+
+
+class GraphSearchToolOutput(serializers.Serializer):
+    mode = serializers.ChoiceField(choices=SEARCH_MODES)
+    results = GraphToolHit(many=True)
+    communities = CommunityRefOutput(many=True, help_text="The communities of the nodes found.")
+
+
 def _graph_search(call: Call) -> dict[str, Any]:
     data = call.data
-    hits = graph.node_search(
-        actor=call.actor,
-        query=data["query"],
-        top_k=data["top_k"],
-        mode=data["mode"],
-        fusion=data["fusion"],
-        entity_type=data.get("entity_type"),
-    )
+    results: list[dict[str, Any]] = []
+    if data["mode"] == "graph":
+        found, communities = node_walk(
+            account_ids=list(call.actor.account_ids),
+            query=data["query"],
+            top_k=data["top_k"],
+            max_hops=data["max_hops"],
+        )
+        nodes = graph.node_list(actor=call.actor).in_bulk([r.node_id for r, _ in found])
+        for reach, similarity in found:
+            if reach.node_id not in nodes:
+                continue
+            stage = {"rank": None, "score": similarity}
+            results.append({
+                "node": nodes[reach.node_id], "score": reach.score,
+                "community_id": reach.community_id,
+                "explanation": {"vector": stage, "keyword": {"rank": None, "score": None},
+                                "fused_score": reach.score, "hops": reach.hops,
+                                "path": [{"name": n, "relation_type": r} for n, r in reach.path]},
+            })  # fmt: skip
+    else:
+        hits = graph.node_search(
+            actor=call.actor,
+            query=data["query"],
+            top_k=data["top_k"],
+            mode=data["mode"],
+            fusion=data["fusion"],
+            entity_type=data.get("entity_type"),
+        )
+        communities = node_communities([hit.node.pk for hit in hits])
+        community_of = {n: c.id for c in communities for n in c.node_ids}
+        for hit in hits:
+            r = hit.retrieval
+            results.append({
+                "node": hit.node, "score": hit.score,
+                "community_id": community_of.get(hit.node.pk),
+                "explanation": {"vector": {"rank": r["vector_rank"], "score": r["vector_score"]},
+                                "keyword": {"rank": r["keyword_rank"],
+                                            "score": r["keyword_score"]},
+                                "fused_score": hit.score, "hops": None, "path": []},
+            })  # fmt: skip
     return dict(
-        NodeSearchOutput(
-            {"mode": data["mode"], "results": hits, "timings_ms": hits.timings_ms}
+        GraphSearchToolOutput(
+            {"mode": data["mode"], "results": results, "communities": communities}
         ).data
     )
 
@@ -169,11 +248,14 @@ TOOLS = (
         description=(
             "Find nodes of the account's knowledge graph (entities, pages, skills, agents...) "
             "by name, aliases and description; `entity_type` keeps one type (e.g. page). "
-            "Each hit explains its ranks. Follow up with get_graph_neighbors."
+            "`mode` graph starts from the nodes nearest the query and walks `max_hops` from "
+            "them. Each hit explains its ranks (graph: its path) and names its community; the "
+            "answer lists those communities with their summaries. Follow up with "
+            "get_graph_neighbors."
         ),
         scope="read",
         input=GraphSearchInput,
-        output=NodeSearchOutput,
+        output=GraphSearchToolOutput,
         run=_graph_search,
         summary=lambda out: _hits(out, "nodes"),
         hints={**SEARCH_HINTS, "query": "Names or words to look for (at most 2,000 characters)."},
@@ -217,5 +299,26 @@ TOOLS = (
             "query": "The question, in words (at most 4,000 characters).",
             "knowledge_base_ids": "Knowledge bases to search (default: all of the account's).",
         },
+    ),
+    Tool(
+        name="graph_rag_context",
+        title="Context from the knowledge graph",
+        description=(
+            "A context block for a prompt built through the knowledge graph: the entities "
+            "nearest `query`, the communities within `max_hops` (default 3) with their "
+            "summaries, then the document passages linked to them, within `token_budget` "
+            "tokens (default 4,000; never exceeded). Every item names its source (document, "
+            "chunk, the path from the seed entity)."
+        ),
+        scope="read",
+        input=GraphContextApi.InputSerializer,
+        output=GraphContextApi.OutputSerializer,
+        run=lambda call: dict(
+            GraphContextApi.OutputSerializer(
+                asdict(graph_context(actor=call.actor, **call.data))
+            ).data
+        ),
+        summary=lambda out: f"{out['tokens']} tokens in {len(out['sections'])} sections.",
+        hints={"query": SEARCH_HINTS["query"], "token_budget": "50 to 100,000 (default 4,000)."},
     ),
 )

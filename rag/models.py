@@ -341,6 +341,12 @@ class GraphNode(TimeStampedModel):
     embedding = VectorField(dimensions=settings.EMBEDDING_DIMENSIONS, null=True, blank=True)
     embedding_model = models.CharField(max_length=200, blank=True, editable=False)
     keyword_length = models.PositiveIntegerField(default=0, editable=False)
+    # The name and aliases normalised (``rag.graph.entities.name_key``): what entities
+    # extracted from text are merged by.
+    name_key = models.CharField(max_length=500, blank=True, default="", editable=False)
+    alias_keys = ArrayField(
+        models.CharField(max_length=500), default=list, blank=True, editable=False
+    )
 
     objects: ClassVar[AccountScopedQuerySet[GraphNode]] = AccountScopedQuerySet.as_manager()  # type: ignore[assignment]
 
@@ -366,6 +372,8 @@ class GraphNode(TimeStampedModel):
                 opclasses=["vector_cosine_ops"],
             ),
             models.Index(fields=["account", "-created_at"], name="graph_node_recent"),
+            models.Index(fields=["account", "name_key"], name="graph_node_name_key"),
+            GinIndex(fields=["alias_keys"], name="graph_node_alias_keys"),
         ]
 
     def __str__(self) -> str:
@@ -446,3 +454,10 @@ class GraphNodeTerm(AbstractKeywordTerm):
     scope = models.ForeignKey(
         GraphScope, on_delete=models.DO_NOTHING, related_name="+", db_index=False
     )
+
+
+from rag.graph_models import (  # noqa: E402 - models of the graph built from text
+    GraphCommunity as GraphCommunity,
+)
+from rag.graph_models import GraphCommunityMember as GraphCommunityMember  # noqa: E402
+from rag.graph_models import GraphMention as GraphMention  # noqa: E402

@@ -45,6 +45,8 @@ MODES: tuple[str, ...] = ("vector", "keyword", "hybrid", "prf")
 VECTOR_MODES = frozenset({"vector", "hybrid", "prf"})
 KEYWORD_MODES = frozenset({"keyword", "hybrid", "prf"})
 FUSED_MODES = frozenset({"hybrid", "prf"})
+# Chunk and long-term memory searches also rank by the graph (rag.graph.retrieval).
+SEARCH_MODES: tuple[str, ...] = (*MODES, "graph")
 # Each stage of a hybrid search contributes this many candidates per requested result.
 CANDIDATE_FACTOR = 5
 MIN_CANDIDATES = 50

@@ -17,7 +17,8 @@ from core.permissions import request_actor
 from core.views import ApiView
 from rag import selectors, services
 from rag.context import context_block_build
-from rag.search import DEFAULT_FUSION, FUSIONS, MODES, SearchFilters, SearchHit
+from rag.graph.retrieval import DEFAULT_MAX_HOPS, MAX_GRAPH_HOPS, STAGES
+from rag.search import DEFAULT_FUSION, FUSIONS, SEARCH_MODES, SearchFilters, SearchHit
 
 # --- search --------------------------------------------------------------------------------------
 
@@ -47,10 +48,30 @@ class FiltersInput(strict.InputSerializer):
 
 class SearchInput(strict.InputSerializer):
     query = strict.SearchQueryField()
-    mode = serializers.ChoiceField(choices=MODES, default="hybrid")
+    mode = serializers.ChoiceField(
+        choices=SEARCH_MODES,
+        default="hybrid",
+        help_text="graph: chunks linked to the knowledge-graph nodes nearest the query and "
+        "their communities (docs/rag.md).",
+    )
     top_k = strict.TopKField()
     fusion = serializers.ChoiceField(choices=FUSIONS, default=DEFAULT_FUSION)
     weights = strict.WeightsInput(required=False)
+    stages = serializers.ListField(
+        child=serializers.ChoiceField(choices=STAGES),
+        required=False,
+        default=list,
+        min_length=0,
+        max_length=len(STAGES),
+        help_text="A hybrid search's stages (default vector and keyword); add graph for a "
+        "third stage.",
+    )
+    max_hops = serializers.IntegerField(
+        min_value=1,
+        max_value=MAX_GRAPH_HOPS,
+        default=DEFAULT_MAX_HOPS,
+        help_text="How far the graph stage walks from its seed nodes.",
+    )
     threshold = strict.ThresholdField(help_text="The lowest cosine similarity kept, -1 to 1.")
     filters = FiltersInput(required=False)
     rerank = serializers.BooleanField(default=False, help_text="Needs RERANK_PROVIDER.")
@@ -61,9 +82,33 @@ class StageExplanation(serializers.Serializer):
     score = strict.FiniteFloatField(allow_null=True)
 
 
+class GraphPathStep(serializers.Serializer):
+    name = serializers.CharField()
+    relation_type = serializers.CharField(help_text="The edge that reached it; empty: the seed.")
+
+
+class GraphNodeRef(serializers.Serializer):
+    node_id = serializers.IntegerField()
+    name = serializers.CharField()
+    entity_type = serializers.CharField(required=False)
+
+
+class GraphHitExplanation(serializers.Serializer):
+    rank = serializers.IntegerField(allow_null=True)
+    score = strict.FiniteFloatField(allow_null=True)
+    seed = GraphNodeRef(help_text="The seed node the walk started from.")
+    node = GraphNodeRef(help_text="The node mentioning the hit that contributed most.")
+    hops = serializers.IntegerField()
+    path = GraphPathStep(many=True, help_text="From the seed to the node.")
+    community_id = serializers.IntegerField(allow_null=True)
+    similarity = strict.FiniteFloatField()
+    evidence = strict.FiniteFloatField(help_text="The graph's evidence, relative to the best.")
+
+
 class HitExplanation(serializers.Serializer):
     vector = StageExplanation()
     keyword = StageExplanation()
+    graph = GraphHitExplanation(allow_null=True, help_text="Graph searches: how it was reached.")
     fused_score = strict.FiniteFloatField(allow_null=True)
     rerank_score = strict.FiniteFloatField(allow_null=True)
 
@@ -76,6 +121,13 @@ class ExpansionTermOutput(serializers.Serializer):
 def expansion_output(expansion: Any) -> list[dict[str, Any]]:
     """A prf search's added terms as the API shows them (empty in the other modes)."""
     return [{"term": term, "weight": weight} for term, weight in expansion]
+
+
+def graph_explanation(hit: Any) -> dict[str, Any] | None:
+    graph = getattr(hit, "graph", None)
+    if graph is None:
+        return None
+    return {"rank": getattr(hit, "graph_rank", None), "score": hit.graph_score, **graph}
 
 
 class HitOutput(serializers.Serializer):
@@ -95,6 +147,7 @@ class HitOutput(serializers.Serializer):
             {
                 "vector": {"rank": hit.vector_rank, "score": hit.vector_score},
                 "keyword": {"rank": hit.keyword_rank, "score": hit.keyword_score},
+                "graph": graph_explanation(hit),
                 "fused_score": hit.score,
                 "rerank_score": hit.rerank_score,
             }
@@ -114,6 +167,8 @@ def run_search(actor: Actor, data: dict[str, Any]) -> Any:
         weights=data.get("weights"),
         threshold=data["threshold"],
         rerank=data["rerank"],
+        stages=data.get("stages") or (),
+        max_hops=data.get("max_hops", DEFAULT_MAX_HOPS),
         filters=SearchFilters(
             knowledge_base_ids=tuple(filters["knowledge_base_ids"]),
             doc_types=tuple(filters["doc_types"]),
@@ -126,10 +181,34 @@ def run_search(actor: Actor, data: dict[str, Any]) -> Any:
     )
 
 
+class SeedOutput(serializers.Serializer):
+    node_id = serializers.IntegerField()
+    name = serializers.CharField()
+    entity_type = serializers.CharField()
+    similarity = strict.FiniteFloatField()
+
+
+class CommunityRefOutput(serializers.Serializer):
+    id = serializers.IntegerField()
+    level = serializers.IntegerField()
+    title = serializers.CharField()
+    summary = serializers.CharField()
+    size = serializers.IntegerField()
+    score = strict.FiniteFloatField()
+    node_ids = serializers.ListField(child=serializers.IntegerField())
+
+
+class GraphStageOutput(serializers.Serializer):
+    seeds = SeedOutput(many=True)
+    communities = CommunityRefOutput(many=True)
+
+
 class SearchApi(ApiView):
-    """Search chunks: ``vector``, ``keyword`` (BM25), ``hybrid`` (fused) or ``prf`` (hybrid with
-    the query expanded by pseudo-relevance feedback); every hit explains its ranks and scores.
-    A search is a read: it needs only the ``read`` scope."""
+    """Search chunks: ``vector``, ``keyword`` (BM25), ``hybrid`` (fused; ``stages`` may add
+    the graph), ``prf`` (hybrid with the query expanded by pseudo-relevance feedback) or
+    ``graph`` (chunks linked to the knowledge-graph nodes nearest the query); every hit explains
+    its ranks and scores, and a graph hit the seed node and path that reached it. A search is a
+    read: it needs only the ``read`` scope."""
 
     required_scope = "read"
 
@@ -137,6 +216,7 @@ class SearchApi(ApiView):
         mode = serializers.CharField()
         fusion = serializers.CharField()
         results = HitOutput(many=True, source="hits")
+        graph = serializers.SerializerMethodField()
         timings_ms = strict.TimingsField(source="stage_ms")
         expansion = serializers.SerializerMethodField(
             help_text="prf: the terms pseudo-relevance feedback added to the query, with their "
@@ -146,6 +226,13 @@ class SearchApi(ApiView):
         @extend_schema_field(ExpansionTermOutput(many=True))
         def get_expansion(self, outcome: Any) -> list[dict[str, Any]]:
             return expansion_output(outcome.expansion)
+
+        @extend_schema_field(GraphStageOutput(allow_null=True))
+        def get_graph(self, outcome: Any) -> Any:
+            seeds = getattr(outcome, "seeds", None)
+            if seeds is None:
+                return None
+            return GraphStageOutput({"seeds": seeds, "communities": outcome.communities}).data
 
     @extend_schema(request=SearchInput, responses=OutputSerializer, operation_id="rag_search")
     def post(self, request: Request) -> Response:

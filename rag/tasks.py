@@ -32,6 +32,14 @@ PERIODIC_JOBS = [
         crontab="37 3 * * *",
         expires_seconds=6 * 3600,
     ),
+    PeriodicJob(
+        name="rag.graph_communities",
+        task="rag.tasks.graph_communities",
+        description="Recompute the Leiden communities (and their summaries) of every account "
+        "whose knowledge graph changed since they were last computed.",
+        every_seconds=3600,
+        expires_seconds=3300,
+    ),
 ]
 
 DOCUMENT_SOFT_TIME_LIMIT, DOCUMENT_TIME_LIMIT = settings.RAG_DOCUMENT_TASK_TIME_LIMITS
@@ -127,3 +135,26 @@ def process_documents(self, document_ids: list[int]) -> dict[str, int]:  # type:
     except Exception as exc:
         logger.exception("processing a batch of %s documents failed", len(document_ids))
         return {"failed": services.documents_mark_failed(claim=claim, error=_unexpected(exc))}
+
+
+@shared_task(bind=True, time_limit=3600, soft_time_limit=3500, acks_late=True)
+def graph_communities(self, dry_run: bool = False) -> dict[str, int]:  # type: ignore[no-untyped-def]
+    from rag.services.communities import communities_due
+
+    with job_run("rag.graph_communities", task_id=self.request.id or "") as run:
+        run.counts = communities_due(dry_run=dry_run)
+    return run.counts
+
+
+@shared_task(bind=True, time_limit=1800, soft_time_limit=1740, acks_late=True)
+def graph_index_documents(self, document_ids: list[int]) -> dict[str, int]:  # type: ignore[no-untyped-def]
+    """The entities of newly indexed documents' chunks (``rag.services.graph_build``); never
+    fails ingestion: an error is logged and ``graph_rebuild`` makes the graph exact again."""
+    from rag.services.graph_build import documents_graph_index
+
+    try:
+        outcome = documents_graph_index(document_ids=document_ids)
+    except Exception:
+        logger.exception("graph indexing of documents %s failed", document_ids[:20])
+        return {"failed": len(document_ids)}
+    return {"units": outcome.units, "mentions": outcome.mentions, "nodes": outcome.nodes_created}

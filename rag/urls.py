@@ -1,6 +1,6 @@
 from django.urls import path
 
-from rag import agentic_apis, apis, search_apis
+from rag import agentic_apis, apis, graph_rag_apis, search_apis
 
 urlpatterns = [
     path("knowledge-bases", apis.KnowledgeBaseListCreateApi.as_view(), name="kb-list"),
@@ -26,4 +26,7 @@ urlpatterns = [
     path("agentic", agentic_apis.AgenticApi.as_view(), name="agentic"),
     path("analytics", search_apis.AnalyticsApi.as_view(), name="analytics"),
     path("queries", search_apis.QueryLogApi.as_view(), name="query-log"),
+    path("graph/retrieve", graph_rag_apis.GraphRetrieveApi.as_view(), name="graph-retrieve"),
+    path("graph/context", graph_rag_apis.GraphContextApi.as_view(), name="graph-context"),
+    path("graph/communities", graph_rag_apis.CommunitiesApi.as_view(), name="graph-communities"),
 ]

@@ -237,6 +237,13 @@ class Case:
     intruder_names: bool = False
 
 
+def _graph_retrieve(target: Target | None) -> Request:
+    body: dict[str, Any] = {"query": f"{INTRUDER}NODE city river harbour"}
+    if target is not None:
+        body["knowledge_base_ids"] = [target.kb_id]
+    return "", body, None
+
+
 def _search(filters: bool) -> Callable[[Target | None], Request]:
     def build(target: Target | None) -> Request:
         body: dict[str, Any] = {"query": f"{INTRUDER}CHUNK tomatoes basil"}
@@ -517,6 +524,14 @@ CASES.update(
         "memory_long_term_search": Case(_long_term_search(filters=True)),
         # Knowledge graph: node names are unique per account, ids answer like missing.
         "graph_nodes_list": Case(lambda t: ("", None, None), names_ids=False),
+        # Graph RAG: knowledge base ids answer like missing ones; the rest reads the caller's.
+        "rag_graph_retrieve": Case(_graph_retrieve),
+        "rag_graph_context": Case(
+            lambda t: ("", {"query": f"{INTRUDER}NODE city river harbour"}, None),
+            names_ids=False,
+        ),
+        "rag_graph_communities_list": Case(lambda t: ("", None, None), names_ids=False),
+        "rag_graph_communities_compute": Case(lambda t: ("", {"seed": 1}, None), names_ids=False),
         "graph_node_create": Case(_node_create, names_ids=False, intruder_names=True),
         "graph_node_retrieve": Case(_named()),
         "graph_node_update": Case(_named({"description": "changed", "aliases": ["x"]})),
@@ -659,6 +674,7 @@ UNFILTERED_SEARCHES = {
     "rag_agentic": lambda t: ("", {"query": "tomatoes basil garden"}, None),
     "memory_long_term_search": _long_term_search(filters=False),
     "graph_nodes_list": lambda t: ("", None, {"query": f"{INTRUDER}NODE city river"}),
+    "rag_graph_retrieve": _graph_retrieve,
     "skills_discover": _skills_discover,
     "knowledge_query": _knowledge_query(filters=False),
 }

@@ -119,6 +119,7 @@ TOOL_CASES: dict[str, Case] = {
     # The knowledge graph.
     "search_knowledge_graph": _none({"query": f"{INTRUDER}NODE city river"}),
     "get_graph_neighbors": _ids(lambda t: {"node_id": t.node_id, "hops": 2}),
+    "graph_rag_context": _none({"query": f"{INTRUDER}NODE city river harbour"}),
     # Skills and agents.
     "discover_skills": _none({"description": f"{INTRUDER}SKILLDESC deploy service cluster"}),
     "get_skill_context": _ids(lambda t: {"skill_id": t.skill_id}),
@@ -142,6 +143,10 @@ TOOL_CASES: dict[str, Case] = {
 }
 # Second ways of naming the same things.
 MORE_CASES: dict[str, tuple[str, Case]] = {
+    "search_knowledge_graph_walk": (
+        "search_knowledge_graph",
+        _none({"query": f"{INTRUDER}NODE city river", "mode": "graph", "max_hops": 3}),
+    ),
     "read_page_by_title": ("read_page", _ids(lambda t: {"title": t.page_title})),
     "page_backlinks_by_title": ("page_backlinks", _ids(lambda t: {"title": t.page_title})),
     "memory_write_key": (

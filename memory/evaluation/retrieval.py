@@ -89,9 +89,11 @@ def evaluate_conversation(
     weights: dict[str, float] | None = None,
     modes: Sequence[str] = ("hybrid",),
     on_progress: Callable[[str], None] | None = None,
+    stages: Sequence[str] = (),
+    max_hops: int = 2,
 ) -> tuple[dict[str, list[QuestionResult]], int]:
-    """Write the conversation into a fresh account's memory, ask its questions in each mode,
-    delete it all.
+    """Write the conversation into a fresh account's memory, ask its questions in each mode
+    (``stages`` apply to the hybrid mode), delete it all.
 
     Returns each mode's scored questions (categories 1-4, and 5 when it names evidence) and how
     many entries were written."""
@@ -127,6 +129,15 @@ def evaluate_conversation(
             dia_of.update((entry.pk, entry.metadata["dia_id"]) for entry in written)
             if on_progress:
                 on_progress(f"{conversation.sample_id}: {len(dia_of)} entries written")
+        if "graph" in modes or "graph" in stages:
+            from memory.services.graph_links import context_graph_index
+
+            linked = context_graph_index(actor=actor, context=context)
+            if on_progress:
+                on_progress(
+                    f"{conversation.sample_id}: {linked.mentions} entity mentions, "
+                    f"{linked.nodes_created} nodes"
+                )
         filters = LongTermFilters(context_ids=(context.pk,))
         results: dict[str, list[QuestionResult]] = {mode: [] for mode in modes}
         asked = [
@@ -144,6 +155,8 @@ def evaluate_conversation(
                 filters=filters,
                 mode=mode,
                 weights=weights,
+                stages=stages if mode == "hybrid" else (),
+                max_hops=max_hops,
             )
             latency = (time.perf_counter() - started) * 1000
             retrieved = tuple(dia_of[hit.entry.pk] for hit in hits if hit.entry.pk in dia_of)
@@ -170,20 +183,23 @@ def run_locomo(
     mode: str = "hybrid",
     modes: Sequence[str] | None = None,
     on_progress: Callable[[str], None] | None = None,
+    stages: Sequence[str] = (),
+    max_hops: int = 2,
 ) -> dict[str, Any]:
     """The whole evaluation of a LoCoMo file: one report of ``mode`` (see ``summarise``) plus
     its inputs, and under ``modes`` the report of every mode asked (default: every mode the API
-    offers, ``rag.search.MODES``), each conversation written once."""
-    from rag.search import MODES
+    offers, ``rag.search.SEARCH_MODES``), each conversation written once."""
+    from rag.search import SEARCH_MODES
 
-    asked = list(dict.fromkeys([mode, *(MODES if modes is None else modes)]))
+    asked = list(dict.fromkeys([mode, *(SEARCH_MODES if modes is None else modes)]))
     conversations = load_locomo(path, sample_ids=sample_ids)
     results: dict[str, list[QuestionResult]] = {name: [] for name in asked}
     entries = 0
     for conversation in conversations:
         scored, written = evaluate_conversation(
-            conversation, top_k=top_k, weights=weights, modes=asked, on_progress=on_progress
-        )
+            conversation, top_k=top_k, weights=weights, modes=asked, on_progress=on_progress,
+            stages=stages, max_hops=max_hops,
+        )  # fmt: skip
         for name, rows in scored.items():
             results[name].extend(rows)
         entries += written
@@ -197,6 +213,8 @@ def run_locomo(
         "questions_scored": len(results[mode]),
         "questions_without_evidence_1_4": skipped,
         "mode": mode,
+        "stages": list(stages),
+        "max_hops": max_hops,
         "weights": weights or "default",
         "top_k": top_k,
         **summarise(results[mode]),

@@ -25,13 +25,14 @@ from memory.models import (
 )
 from memory.spaces import MEMORY_ENTRIES
 from rag import granularity
+from rag.graph.retrieval import DEFAULT_MAX_HOPS, GRAPH, max_hops_check, stages_check
+from rag.graph.staged import staged_rank
 from rag.search import (
     DEFAULT_FUSION,
     FUSED_MODES,
     RankedHit,
     fusion_weights,
     search_options_validate,
-    space_rank,
 )
 
 # effective_relevance_score = sum of weight x component (docs/memory.md). Similarity leads:
@@ -248,11 +249,19 @@ def long_term_search(
     weights: dict[str, float] | None = None,
     threshold: float | None = None,
     query_vector: Any = None,
+    stages: Sequence[str] = (),
+    max_hops: int = DEFAULT_MAX_HOPS,
 ) -> LongTermSearch:
     """The current, unarchived entries most relevant to ``query`` in the contexts the actor may
     read, best ``effective_relevance_score`` first, each with its components and its ranks in
-    the retrieval stages. ``threshold``: a minimum effective score."""
-    search_options_validate(query=query, mode=mode, fusion=fusion, top_k=top_k)
+    the retrieval stages. ``threshold``: a minimum effective score. Mode ``graph`` (or a hybrid
+    search whose ``stages`` name ``graph``) ranks the entries linked to the knowledge-graph
+    nodes nearest the query (``rag.graph.retrieval``)."""
+    search_options_validate(
+        query=query, mode="hybrid" if mode == GRAPH else mode, fusion=fusion, top_k=top_k
+    )
+    stages_check(mode, stages)
+    max_hops_check(max_hops)
     return long_term_ranked(
         actor=actor,
         query=query,
@@ -263,6 +272,8 @@ def long_term_search(
         weights=weights,
         threshold=threshold,
         query_vector=query_vector,
+        stages=stages,
+        max_hops=max_hops,
     )
 
 
@@ -278,6 +289,8 @@ def long_term_ranked(
     threshold: float | None = None,
     query_vector: Any = None,
     depth: int | None = None,
+    stages: Sequence[str] = (),
+    max_hops: int = DEFAULT_MAX_HOPS,
 ) -> LongTermSearch:
     """``long_term_search`` for callers inside Engram that need more than a page of hits (up to
     ``MAX_RANKED``; context assembly packs a budget with them): the same ranking, the options
@@ -293,9 +306,12 @@ def long_term_ranked(
     if not scope_ids:
         return LongTermSearch([], {})
     condition, params = filters.condition()
-    ranking = space_rank(
+    ranking = staged_rank(
         space=MEMORY_ENTRIES,
         scope_ids=scope_ids,
+        account_ids=list(actor.account_ids),
+        stages=stages,
+        max_hops=max_hops,
         query=query,
         mode=mode,
         depth=max(top_k, min(depth, MAX_DEPTH)),

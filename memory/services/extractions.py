@@ -41,6 +41,8 @@ from memory.selectors import knowledge as knowledge_selectors
 from memory.selectors.conversations import messages_in_range
 from memory.services import knowledge as knowledge_services
 from memory.services.conversations import turn_range_check
+from memory.services.graph_links import conversation_graph_link
+from rag.graph.entities import name_key
 from rag.models import GraphEdge, GraphNode
 from rag.services import graph as graph_services
 
@@ -175,7 +177,7 @@ class _Writer:
             return self.nodes[wanted][0], False
         found = (
             GraphNode.objects.defer("embedding")
-            .filter(account_id=self.account_id, entity_type=entity_type, name__iexact=name.strip())
+            .filter(account_id=self.account_id, name_key=name_key(name))
             .first()
         )
         made = found is None
@@ -195,12 +197,8 @@ class _Writer:
                 made = False
                 found = (
                     GraphNode.objects.defer("embedding")
-                    .filter(
-                        account_id=self.account_id,
-                        entity_type=entity_type,
-                        name__iexact=name.strip(),
-                    )
-                    .get()
+                    .filter(account_id=self.account_id, entity_type=entity_type)
+                    .get(name__iexact=name.strip())
                 )
         self.nodes[wanted] = (found, made)
         return found, made
@@ -439,7 +437,9 @@ def extraction_run(
     if fresh.message_count == 0 and to_turn == 0 and from_turn == 1:
         return run  # nothing said yet
     turn_range_check(fresh, from_turn, to_turn)
-    _extract(actor, fresh, messages_in_range(fresh, from_turn, to_turn), run)
+    messages = messages_in_range(fresh, from_turn, to_turn)
+    _extract(actor, fresh, messages, run)
+    conversation_graph_link(messages=messages, extractions=run.extractions)
     Conversation.objects.filter(
         pk=fresh.pk, extracted_through__gte=from_turn - 1, extracted_through__lt=to_turn
     ).update(extracted_through=to_turn)
@@ -474,6 +474,7 @@ def extraction_follow_up(*, conversation_id: int) -> ExtractionRun | None:
             messages, kind=Kind.FACT, decision=Decision.NONE, fact="", confidence=0.0,
             error=f"{type(exc).__name__}: {exc}"[:2000],
         )  # fmt: skip
+    conversation_graph_link(messages=messages, extractions=run.extractions)
     return run
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any
 
@@ -12,8 +13,10 @@ from django.utils import timezone
 
 from core.actors import Actor
 from core.search import list_length_check
+from rag.graph.chunks import chunk_search_staged
+from rag.graph.retrieval import DEFAULT_MAX_HOPS
 from rag.models import SearchQuery, SearchResult
-from rag.search import DEFAULT_FUSION, SearchFilters, chunk_search
+from rag.search import DEFAULT_FUSION, SearchFilters
 
 
 def search_query_record(
@@ -100,6 +103,8 @@ def search_run(
     weights: dict[str, float] | None = None,
     threshold: float | None = None,
     rerank: bool = False,
+    stages: Sequence[str] = (),
+    max_hops: int = DEFAULT_MAX_HOPS,
 ) -> Any:
     """Search and record the query for analytics (an invalid request is not recorded). The
     caller's knowledge bases are at most ``core.search.MAX_LIST_ITEMS`` (400
@@ -107,7 +112,7 @@ def search_run(
     filters = filters or SearchFilters()
     list_length_check("knowledge_base_ids", filters.knowledge_base_ids)
     started = time.perf_counter()
-    outcome = chunk_search(
+    outcome = chunk_search_staged(
         actor=actor,
         query=query,
         mode=mode,
@@ -117,6 +122,8 @@ def search_run(
         weights=weights,
         threshold=threshold,
         rerank=rerank,
+        stages=stages,
+        max_hops=max_hops,
     )
     search_query_record(
         actor=actor,

@@ -28,6 +28,7 @@ from core.embeddings import get_embedding_provider
 from core.errors import Conflict, NotFound, ValidationFailed
 from core.writes import changes_of, changes_validate, row_delete, row_update
 from rag import keyword
+from rag.graph.entities import name_key
 from rag.models import GraphEdge, GraphNode, GraphScope
 from rag.spaces import GRAPH_NODES, graph_node_text
 
@@ -72,6 +73,11 @@ def _aliases(aliases: Iterable[str]) -> list[str]:
     if len(kept) > MAX_ALIASES:
         raise ValidationFailed(f"At most {MAX_ALIASES} aliases.", code="too_many_aliases")
     return kept
+
+
+def _keys(name: str, aliases: Iterable[str]) -> tuple[str, list[str]]:
+    """The normalised name and aliases extracted entities are merged by."""
+    return name_key(name), [key for key in dict.fromkeys(map(name_key, aliases)) if key]
 
 
 def _confidence(value: float) -> None:
@@ -174,6 +180,7 @@ def node_create(
         status=status,
         confidence=confidence,
     )
+    node.name_key, node.alias_keys = _keys(node.name, node.aliases)
     node.full_clean(exclude=["account", "scope"], validate_unique=False, validate_constraints=False)
     vector = _embed(node) if embedding is None else embedding
     try:
@@ -230,6 +237,10 @@ def node_update(
         scope = _scope_locked(node.account_id)
 
         def then() -> None:
+            if "name" in changes or "aliases" in changes:
+                fresh = GraphNode.objects.only("name", "aliases").get(pk=node.pk)
+                key, alias_keys = _keys(fresh.name, fresh.aliases)
+                GraphNode.objects.filter(pk=node.pk).update(name_key=key, alias_keys=alias_keys)
             if reindex:
                 _index(scope, GraphNode.objects.get(pk=node.pk), vector)
 

@@ -7,8 +7,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from django.conf import settings
 from django.db import connection, transaction
 
+from core.queue import task_send_on_commit
 from rag import keyword
 from rag.chunking import chunker_signature
 from rag.models import Chunk, Document, KnowledgeBase
@@ -86,6 +88,11 @@ def _swap(
                     [_chunker(item.document) for item, _ in live],
                 ],
             )
+        if settings.RAG_GRAPH_EXTRACTION:
+            from rag.tasks import graph_index_documents
+
+            # Entities of the new chunks, once they are committed (rag.services.graph_build).
+            task_send_on_commit(graph_index_documents, [item.document.pk for item, _ in live])
     return len(live), len(group) - len(live)
 
 

@@ -63,6 +63,8 @@ LATER = {
     "conversation_summarize",
     # issue 18: context assembly
     "get_context",
+    # issue 19: graph RAG
+    "graph_rag_context",
     # Issue 17: knowledge items.
     "knowledge_put",
     "knowledge_get",

@@ -407,7 +407,11 @@ def test_search_explains_components_and_logs_access(agent_client: AuthedAgent) -
         "vector_score",
         "keyword_rank",
         "keyword_score",
+        "graph_rank",
+        "graph_score",
+        "graph",
     }
+    assert hit["retrieval"]["graph"] is None  # a hybrid search without the graph stage
     assert {"vector", "keyword"} <= set(body["timings_ms"])
 
     filtered = search(

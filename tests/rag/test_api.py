@@ -82,7 +82,7 @@ def test_upload_json_text_then_search_and_query(agent_client, upload) -> None:
     best = found.json()["results"][0]
     assert "pg_dump" in best["text"]
     assert best["heading_path"] == ["Backups"]
-    assert set(best["explanation"]) == {"vector", "keyword", "fused_score", "rerank_score"}
+    assert set(best["explanation"]) == {"vector", "keyword", "graph", "fused_score", "rerank_score"}
     assert best["explanation"]["vector"]["rank"] is not None
     assert best["explanation"]["keyword"]["rank"] is not None
 
@@ -184,7 +184,7 @@ def test_oversize_upload_is_413(upload, settings) -> None:
             "validation_error",
         ),
         ({"query": "x", "filters": {"tags_any": "notalist"}}, "validation_error"),
-        ({"query": "x", "weights": {"graph": 1}}, "unknown_field"),
+        ({"query": "x", "weights": {"semantic": 1}}, "unknown_field"),
         ({"query": "   "}, "validation_error"),
     ],
 )

@@ -9,7 +9,7 @@ from django.core.management import CommandError, call_command
 
 from rag import keyword
 from rag.models import Chunk, Document, KeywordTerm, KnowledgeBase
-from rag.search import MODES
+from rag.search import SEARCH_MODES
 from rag.spaces import CHUNKS
 
 pytestmark = pytest.mark.django_db
@@ -48,7 +48,7 @@ def test_rag_eval_loads_through_the_pipeline_scores_and_reuses(tmp_path: Path) -
     call_command("rag_eval", dataset=dataset, split="test", json=True, stdout=out)
     report = json.loads(out.getvalue())
     assert report["documents"] == 4 and report["queries"] == 3
-    assert set(report["modes"]) == {*MODES, "agentic"}  # every mode the API offers
+    assert set(report["modes"]) == {*SEARCH_MODES, "agentic"}  # every mode the API offers
     for metrics in report["modes"].values():
         assert set(metrics) == {"ndcg@10", "recall@10", "recall@100", "mrr@10", "latency_ms"}
         assert metrics["recall@10"] == 1.0  # four documents: every relevant one is in the top 10

@@ -39,8 +39,17 @@ from memory.services import knowledge as knowledge_services
 from memory.services import long_term as ltm_services
 from memory.services import tools as memory_tools
 from rag import services as rag_services
-from rag.models import Chunk, Document, GraphEdge, GraphNode, KnowledgeBase, SearchQuery
+from rag.models import (
+    Chunk,
+    Document,
+    GraphCommunity,
+    GraphEdge,
+    GraphNode,
+    KnowledgeBase,
+    SearchQuery,
+)
 from rag.services import graph as graph_services
+from rag.services.communities import communities_compute
 from skills.models import (
     AgentSkill,
     AgentTrust,
@@ -111,6 +120,7 @@ class Side:
     graph_node: GraphNode | None = None
     graph_other_node: GraphNode | None = None
     graph_edge: GraphEdge | None = None
+    graph_community: GraphCommunity | None = None
     # Pages: "Harbour Notes" (the same title on both sides; its alias carries the marker) is
     # linked from a page named without the marker and mentioned, unlinked, by one named with
     # it; a draft article (never shown by the API) carries the marker, a published one not.
@@ -213,6 +223,7 @@ def build_side(marker: str, capture_on_commit: Callable[..., Any]) -> Side:
         "memory.knowledgeitem": side.knowledge_item,
         "rag.graphnode": side.graph_other_node,
         "rag.graphedge": side.graph_edge,
+        "rag.graphcommunity": side.graph_community,
         "content.page": side.mentioning_page,
         "content.article": side.draft_article,
         "skills.skill": side.other_skill,
@@ -377,8 +388,18 @@ def _graph(marker: str, account: Account, agent: Agent) -> dict[str, Any]:
         bidirectional=True,
         metadata={"note": f"{marker}EDGE"},
     )
+    port = graph_services.node_create(
+        actor=actor, name=f"{marker}PORT", entity_type="place", description="A port by the sea."
+    )
+    for source in (place, city):
+        graph_services.edge_create(
+            actor=actor, source_id=port.pk, target_id=source.pk, relation_type="near"
+        )
+    # Its graph has communities too (Leiden over the nodes above and the document's entities).
+    communities_compute(account_id=account.pk)
     return {
         "node_name": node_name,
+        "graph_community": GraphCommunity.objects.filter(members__node=city).first(),
         "graph_node": GraphNode.objects.get(pk=place.pk),
         "graph_other_node": GraphNode.objects.get(pk=city.pk),
         "graph_edge": GraphEdge.objects.get(pk=edge.pk),
@@ -549,6 +570,8 @@ RIGHTS: dict[str, dict[str, str]] = {
     # The knowledge graph: authors and operators write, everyone reads.
     "rag.graphnode": {"owner": "vacd", "reviewer": "v", "author": "vacd", "operator": "vacd"},
     "rag.graphedge": {"owner": "vad", "reviewer": "v", "author": "vad", "operator": "vad"},
+    # Communities are derived: everyone reads; the recompute action is the operators'.
+    "rag.graphcommunity": {"owner": "v", "reviewer": "v", "author": "v", "operator": "v"},
     # Pages: authors (and owners) write, everyone reads. Articles are global: superusers and
     # the installation operators group manage them, no account role does.
     "content.page": {"owner": "vacd", "reviewer": "v", "author": "vacd", "operator": "v"},
@@ -592,6 +615,7 @@ LIST_MARKER = {
     "memory.knowledgeitem": "KNOW",
     "rag.graphnode": "NODE",
     "rag.graphedge": "NODE",
+    "rag.graphcommunity": "NODE",
     "content.page": "PAGE",
     "content.article": "DRAFT",
     "skills.skill": "SKILL",

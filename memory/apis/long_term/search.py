@@ -16,7 +16,8 @@ from memory.models import (
 )
 from memory.selectors import long_term as selectors
 from memory.services import long_term as services
-from rag.search import DEFAULT_FUSION, FUSIONS, MODES
+from rag.search import DEFAULT_FUSION, FUSIONS, SEARCH_MODES
+from rag.search_apis import GraphHitExplanation, SearchInput
 
 # --- search ------------------------------------------------------------------------------------
 
@@ -55,9 +56,15 @@ class LongTermSearchInput(strict.InputSerializer):
     threshold = strict.ThresholdField(
         min_value=0, max_value=1, help_text="The lowest effective_relevance_score returned."
     )
-    mode = serializers.ChoiceField(choices=MODES, default="hybrid")
+    mode = serializers.ChoiceField(
+        choices=SEARCH_MODES,
+        default="hybrid",
+        help_text="graph: the entries linked to the knowledge-graph nodes nearest the query.",
+    )
     fusion = serializers.ChoiceField(choices=FUSIONS, default=DEFAULT_FUSION)
     weights = strict.WeightsInput(required=False)
+    stages = SearchInput._declared_fields["stages"]
+    max_hops = SearchInput._declared_fields["max_hops"]
     filters = LongTermFiltersInput(required=False)
 
 
@@ -74,6 +81,11 @@ class RetrievalOutput(serializers.Serializer):
     vector_score = strict.FiniteFloatField(allow_null=True)
     keyword_rank = serializers.IntegerField(allow_null=True)
     keyword_score = strict.FiniteFloatField(allow_null=True)
+    graph_rank = serializers.IntegerField(allow_null=True, required=False)
+    graph_score = strict.FiniteFloatField(allow_null=True, required=False)
+    graph = GraphHitExplanation(
+        allow_null=True, required=False, help_text="Graph searches: how the entry was reached."
+    )
 
 
 class LongTermHitOutput(serializers.Serializer):
@@ -129,5 +141,7 @@ class LongTermSearchApi(ApiView):
             fusion=data["fusion"],
             weights=data.get("weights"),
             threshold=data["threshold"],
+            stages=data.get("stages") or (),
+            max_hops=data["max_hops"],
         )
         return Response(self.OutputSerializer(found).data)

@@ -11,7 +11,8 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from memory.evaluation.locomo import LocomoFormatError
 from memory.evaluation.retrieval import METRICS, run_locomo
-from rag.search import MODES
+from rag.graph.retrieval import STAGES
+from rag.search import SEARCH_MODES
 
 
 class Command(BaseCommand):
@@ -30,13 +31,23 @@ class Command(BaseCommand):
         parser.add_argument("--json", action="store_true", help="print one JSON object")
         parser.add_argument("--top-k", type=int, default=10)
         parser.add_argument(
-            "--mode", default="hybrid", choices=MODES, help="the mode of the main report"
+            "--mode",
+            default="hybrid",
+            choices=SEARCH_MODES,
+            help="the mode of the main report (graph: link each conversation's turns to the "
+            "knowledge graph, then search it)",
         )
         parser.add_argument(
             "--modes",
-            default=",".join(MODES),
+            default=",".join(SEARCH_MODES),
             help="comma-separated modes also reported under 'modes' (default: every mode)",
         )
+        parser.add_argument(
+            "--stages",
+            default="",
+            help=f"a hybrid search's stages, comma-separated ({', '.join(STAGES)})",
+        )
+        parser.add_argument("--max-hops", type=int, default=2)
         parser.add_argument("--weights", default="", help='e.g. "vector=0.4,keyword=0.6"')
         parser.add_argument(
             "--context",
@@ -61,9 +72,11 @@ class Command(BaseCommand):
             raise CommandError(f"Bad --weights {options['weights']!r}: {exc}") from exc
         quiet = options["json"]
         modes = [m.strip() for m in options["modes"].split(",") if m.strip()]
-        unknown = sorted(set(modes) - set(MODES))
+        unknown = sorted(set(modes) - set(SEARCH_MODES))
         if unknown:
-            raise CommandError(f"Unknown --modes {', '.join(unknown)}: one of {', '.join(MODES)}")
+            raise CommandError(
+                f"Unknown --modes {', '.join(unknown)}: one of {', '.join(SEARCH_MODES)}"
+            )
 
         def progress(message: str) -> None:
             if not quiet:
@@ -81,6 +94,8 @@ class Command(BaseCommand):
                 mode=options["mode"],
                 modes=modes,
                 on_progress=progress,
+                stages=[s.strip() for s in options["stages"].split(",") if s.strip()],
+                max_hops=options["max_hops"],
             )
         except LocomoFormatError as exc:
             raise CommandError(str(exc)) from exc
@@ -89,7 +104,8 @@ class Command(BaseCommand):
             return
         self.stdout.write(
             f"{', '.join(report['conversations'])}: {report['entries']} entries, "
-            f"{report['questions_scored']} questions scored (mode {report['mode']}, "
+            f"{report['questions_scored']} questions scored (mode {report['mode']}"
+            f"{' stages ' + '+'.join(report['stages']) if report['stages'] else ''}, "
             f"weights {report['weights']}, top_k {report['top_k']})"
         )
         header = f"{'category':22} {'n':>4} " + " ".join(f"{m:>9}" for m in METRICS)

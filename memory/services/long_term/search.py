@@ -3,12 +3,14 @@ and the access it records, in one call."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from core.actors import Actor
 from memory.models import MemoryAccessLog
 from memory.selectors.long_term import LongTermFilters, LongTermSearch, long_term_search
 from memory.services.long_term.entries import entries_accessed
+from rag.graph.retrieval import DEFAULT_MAX_HOPS
 from rag.search import DEFAULT_FUSION
 
 
@@ -23,6 +25,8 @@ def long_term_search_run(
     weights: dict[str, float] | None = None,
     threshold: float | None = None,
     query_vector: Any = None,
+    stages: Sequence[str] = (),
+    max_hops: int = DEFAULT_MAX_HOPS,
 ) -> LongTermSearch:
     """Search the long-term entries the actor may read and record the hits as accesses (each
     hit's ``access_count`` and ``last_accessed_at``, and the access log)."""
@@ -36,6 +40,8 @@ def long_term_search_run(
         weights=weights,
         threshold=threshold,
         query_vector=query_vector,
+        stages=stages,
+        max_hops=max_hops,
     )
     entries_accessed(
         actor=actor,

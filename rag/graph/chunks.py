@@ -1,0 +1,149 @@
+"""Chunk search with the graph (``mode: "graph"``, or a hybrid search whose ``stages`` name
+``graph``): ``rag.search.chunk_search`` with ``rag.graph.staged.staged_rank`` as its
+ranking, every hit keeping the graph's explanation (``graph``: the seed node, the path that
+reached the node mentioning the chunk, its community). Other searches are ``chunk_search``'s."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from core.actors import Actor
+from core.errors import ValidationFailed
+from rag.graph.retrieval import (
+    DEFAULT_MAX_HOPS,
+    GRAPH,
+    CommunityRef,
+    GraphRanking,
+    Seed,
+    max_hops_check,
+    stages_check,
+)
+from rag.graph.staged import staged_rank
+from rag.search import (
+    CANDIDATE_FACTOR,
+    DEFAULT_FUSION,
+    MIN_CANDIDATES,
+    SearchFilters,
+    SearchHit,
+    SearchOutcome,
+    _hydrate,
+    chunk_search,
+    fusion_weights,
+    knowledge_bases_for_search,
+    search_options_validate,
+)
+from rag.spaces import CHUNKS
+
+
+@dataclass
+class GraphSearchHit(SearchHit):
+    graph_rank: int | None = None
+    graph_score: float | None = None
+    graph: dict[str, Any] | None = None
+
+
+@dataclass
+class GraphSearchOutcome(SearchOutcome):
+    seeds: list[Seed] | None = None
+    communities: list[CommunityRef] | None = None
+
+
+def uses_graph(mode: str, stages: Sequence[str]) -> bool:
+    return mode == GRAPH or GRAPH in stages
+
+
+def chunk_search_staged(
+    *,
+    actor: Actor,
+    query: str,
+    mode: str = "hybrid",
+    top_k: int = 10,
+    filters: SearchFilters | None = None,
+    fusion: str = DEFAULT_FUSION,
+    weights: dict[str, float] | None = None,
+    threshold: float | None = None,
+    candidates: int | None = None,
+    rerank: bool = False,
+    query_vector: np.ndarray | None = None,
+    stages: Sequence[str] = (),
+    max_hops: int = DEFAULT_MAX_HOPS,
+) -> SearchOutcome:
+    """``chunk_search`` in every mode, ``graph`` included, and with hybrid ``stages``."""
+    stages = stages_check(mode, stages)
+    max_hops_check(max_hops)
+    if not uses_graph(mode, stages) and not stages:
+        return chunk_search(
+            actor=actor, query=query, mode=mode, top_k=top_k, filters=filters, fusion=fusion,
+            weights=weights, threshold=threshold, candidates=candidates, rerank=rerank,
+            query_vector=query_vector,
+        )  # fmt: skip
+    search_options_validate(
+        query=query, mode="hybrid" if mode == GRAPH else mode, fusion=fusion, top_k=top_k
+    )
+    from core.search import threshold_check
+
+    threshold_check(threshold)
+    fusion_weights(weights)  # 400 invalid_weights before anything runs
+    reranker = None
+    if rerank:
+        from rag.rerank import get_reranker
+
+        reranker = get_reranker()
+        if reranker is None:
+            raise ValidationFailed(
+                "Reranking is not configured (RERANK_PROVIDER).", code="rerank_not_configured"
+            )
+    filters = filters or SearchFilters()
+    kb_ids = knowledge_bases_for_search(actor=actor, requested=filters.knowledge_base_ids)
+    depth = candidates or max(MIN_CANDIDATES, top_k * CANDIDATE_FACTOR)
+    condition, params = filters.document_condition()
+    ranking = staged_rank(
+        space=CHUNKS, scope_ids=kb_ids, account_ids=list(actor.account_ids), query=query,
+        mode=mode, depth=depth, stages=stages, fusion=fusion, weights=weights,
+        filter_sql=condition, filter_params=params, query_vector=query_vector,
+        embed_query=threshold is not None, max_hops=max_hops,
+    )  # fmt: skip
+    stage_ms = dict(ranking.stage_ms)
+    hits: list[SearchHit] = [
+        GraphSearchHit(
+            chunk_id=hit.unit_id,
+            score=hit.score,
+            vector_rank=hit.vector_rank,
+            vector_score=hit.vector_score,
+            keyword_rank=hit.keyword_rank,
+            keyword_score=hit.keyword_score,
+            graph_rank=getattr(hit, "graph_rank", None),
+            graph_score=getattr(hit, "graph_score", None),
+            graph=getattr(hit, "graph", None),
+        )
+        for hit in ranking.hits
+    ]
+    started = time.perf_counter()
+    keep = top_k * 2 if reranker is not None else top_k
+    if threshold is not None:
+        _hydrate(hits, ranking.query_vector)
+        hits = [h for h in hits if h.vector_score is not None and h.vector_score >= threshold]
+        hits = hits[:keep]
+    else:
+        hits = hits[:keep]
+        _hydrate(hits, ranking.query_vector)
+    stage_ms["hydrate"] = round((time.perf_counter() - started) * 1000, 3)
+    if reranker is not None:
+        started = time.perf_counter()
+        hits = reranker.rerank(query, hits)[:top_k]
+        stage_ms["rerank"] = round((time.perf_counter() - started) * 1000, 3)
+    graph = ranking if isinstance(ranking, GraphRanking) else None
+    return GraphSearchOutcome(
+        hits=hits,
+        mode=mode,
+        fusion=fusion if mode in ("hybrid", GRAPH) else "",
+        knowledge_base_ids=kb_ids,
+        stage_ms=stage_ms,
+        seeds=graph.seeds if graph else None,
+        communities=graph.communities if graph else None,
+    )

@@ -1,0 +1,193 @@
+"""The graph as a stage of a search (``staged_rank``: mode ``graph``, or a hybrid search's
+``stages``), and the graph mode of node search (``node_walk``), over ``rag.graph.retrieval``."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+from django.db import connection
+
+from core.embeddings import get_embedding_provider
+from rag.graph.retrieval import (
+    DEFAULT_GRAPH_WEIGHT,
+    DEFAULT_MAX_HOPS,
+    FEEDBACK_UNITS,
+    GRAPH,
+    MAX_SEED_NODES,
+    SEED_DISTANCE_THRESHOLD,
+    STAGES,
+    CommunityRef,
+    GraphHit,
+    GraphRanking,
+    Reach,
+    Seed,
+    _communities,
+    _ms,
+    _walk,
+    graph_rank,
+    max_hops_check,
+    stages_check,
+)
+from rag.models import GraphScope
+from rag.search import (
+    DEFAULT_FUSION,
+    RankedHit,
+    Ranking,
+    fusion_weights,
+    rank_fusion,
+    space_rank,
+    vector_search,
+)
+from rag.spaces import GRAPH_NODES, SearchSpace
+
+
+def _normalised(hits: Sequence[RankedHit]) -> list[tuple[int, float]]:
+    """The best hits' (unit id, score relative to the best)."""
+    top = hits[0].score if hits and hits[0].score > 0 else 1.0
+    return [(h.unit_id, max(0.0, h.score / top)) for h in hits[:FEEDBACK_UNITS]]
+
+
+def _plain(weights: dict[str, float] | None) -> dict[str, float]:
+    """The vector and keyword weights, normalised (the graph's left out)."""
+    return fusion_weights({k: v for k, v in (weights or {}).items() if k != GRAPH})
+
+
+def staged_rank(
+    *,
+    space: SearchSpace,
+    scope_ids: Sequence[int],
+    account_ids: Sequence[int],
+    query: str,
+    mode: str,
+    depth: int,
+    stages: Sequence[str] = (),
+    fusion: str = DEFAULT_FUSION,
+    weights: dict[str, float] | None = None,
+    filter_sql: str = "",
+    filter_params: Mapping[str, Any] | None = None,
+    query_vector: np.ndarray | None = None,
+    embed_query: bool = False,
+    max_hops: int = DEFAULT_MAX_HOPS,
+    group_lift: bool = True,
+) -> Ranking:
+    """``rag.search.space_rank`` with the graph: mode ``graph`` fuses the graph stage with the
+    vector and keyword stages (the graph alone finds nothing for text whose entities it does
+    not reach; ``stages: ["graph"]`` on a hybrid search ranks by it alone); a hybrid search
+    whose ``stages`` name ``graph`` fuses it with the stages it names (weight
+    ``DEFAULT_GRAPH_WEIGHT`` unless ``weights`` gives one). Other searches are
+    ``space_rank``'s."""
+    stages = stages_check(mode, stages)
+    if mode == GRAPH:
+        mode, stages = "hybrid", STAGES
+    if mode != GRAPH and GRAPH not in stages:
+        if stages and set(stages) != {"vector", "keyword"}:
+            mode = stages[0]  # one stage of a hybrid: that stage alone
+        return space_rank(
+            space=space, scope_ids=scope_ids, query=query, mode=mode, depth=depth,
+            fusion=fusion, weights=_plain(weights), filter_sql=filter_sql,
+            filter_params=filter_params,
+            query_vector=query_vector, embed_query=embed_query, group_lift=group_lift,
+        )  # fmt: skip
+    others = [s for s in stages if s != GRAPH]
+    base = None
+    if others:
+        base = space_rank(
+            space=space, scope_ids=scope_ids, query=query,
+            mode="hybrid" if len(others) == 2 else others[0], depth=depth, fusion=fusion,
+            weights=_plain(weights), filter_sql=filter_sql, filter_params=filter_params,
+            query_vector=query_vector, embed_query=True, group_lift=group_lift,
+        )  # fmt: skip
+        query_vector = base.query_vector
+    graph = graph_rank(
+        space=space, scope_ids=scope_ids, account_ids=account_ids, query=query, depth=depth,
+        max_hops=max_hops, filter_sql=filter_sql, filter_params=filter_params,
+        query_vector=query_vector, feedback_units=_normalised(base.hits if base else []),
+    )  # fmt: skip
+    started = time.perf_counter()
+    lists: dict[str, list[tuple[int, float]]] = {}
+    found: dict[int, GraphHit] = {}
+    if base is not None:
+        for name in others:
+            ranked = sorted(
+                (
+                    (getattr(h, f"{name}_rank"), h.unit_id, getattr(h, f"{name}_score"))
+                    for h in base.hits
+                    if getattr(h, f"{name}_rank") is not None
+                ),
+            )
+            lists[name] = [(unit_id, score) for _, unit_id, score in ranked]
+        for h in base.hits:
+            found[h.unit_id] = GraphHit(**vars(h))
+    lists[GRAPH] = [(h.unit_id, h.score) for h in graph.hits]
+    for h in graph.hits:
+        assert isinstance(h, GraphHit)
+        hit = found.setdefault(h.unit_id, GraphHit(unit_id=h.unit_id, score=0.0))
+        hit.graph_rank, hit.graph_score, hit.graph = h.graph_rank, h.graph_score, h.graph
+    stage_weights = fusion_weights(
+        {
+            **{name: 0.0 for name in ("vector", "keyword") if name not in stages},
+            GRAPH: DEFAULT_GRAPH_WEIGHT,
+            **(weights or {}),
+        }
+    )
+    order = rank_fusion(lists, method=fusion, weights=stage_weights)
+    hits: list[RankedHit] = []
+    for unit_id, score in order:
+        hit = found[unit_id]
+        hit.score = score
+        hits.append(hit)
+    stage_ms = {**(base.stage_ms if base else {}), **graph.stage_ms, "fusion": _ms(started)}
+    return GraphRanking(
+        hits=hits,
+        query_vector=graph.query_vector,
+        stage_ms=stage_ms,
+        seeds=graph.seeds,
+        communities=graph.communities,
+        nodes=graph.nodes,
+    )
+
+
+def node_walk(
+    *, account_ids: Sequence[int], query: str, top_k: int, max_hops: int = DEFAULT_MAX_HOPS
+) -> tuple[list[tuple[Reach, float | None]], list[CommunityRef]]:
+    """The graph mode of node search (MCP ``search_knowledge_graph``): the seed nodes nearest
+    the query (as in graph search, any node of the accounts), the nodes the walk reaches
+    within ``max_hops`` and their communities; (node, its similarity when a seed) best first,
+    at most ``top_k``, and the communities."""
+    max_hops_check(max_hops)
+    vector = get_embedding_provider().embed_query(query)
+    graph_scopes = list(
+        GraphScope.objects.filter(account_id__in=list(account_ids)).values_list("pk", flat=True)
+    )
+    nearest = vector_search(
+        space=GRAPH_NODES,
+        scope_ids=graph_scopes,
+        query_vector=vector,
+        limit=MAX_SEED_NODES,
+        filter_sql="u.status = 'active'",
+    )
+    kept = [(i, s) for i, s in nearest if 1.0 - s <= SEED_DISTANCE_THRESHOLD]
+    names: dict[int, tuple[str, str]] = {}
+    if kept:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT id, name, entity_type FROM rag_graphnode WHERE id = ANY(%s)",
+                [[i for i, _ in kept]],
+            )
+            names = {row[0]: (row[1], row[2]) for row in cursor.fetchall()}
+    seeds = [Seed(i, *names[i], similarity=s) for i, s in kept if i in names]
+    reached = _walk(seeds, max_hops)
+    communities = _communities(reached)
+    similarity = {s.node_id: s.similarity for s in seeds}
+    ranked = sorted(reached.values(), key=lambda r: (-r.score, r.hops, r.node_id))[:top_k]
+    return [(r, similarity.get(r.node_id)) for r in ranked], communities
+
+
+def node_communities(node_ids: Sequence[int]) -> list[CommunityRef]:
+    """The communities (finest level) of these nodes, in the order of their first member,
+    at most ``MAX_COMMUNITIES``."""
+    reached = {n: Reach(n, "", "", n, 0, 1.0 / (rank + 1), []) for rank, n in enumerate(node_ids)}
+    return _communities(reached)

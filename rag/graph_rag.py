@@ -1,0 +1,216 @@
+"""Graph RAG (docs/rag.md, "Graph RAG"): retrieval through the knowledge graph's communities,
+and a token-budgeted context built from it.
+
+``graph_retrieve`` is a graph search of the chunks (``rag.graph.chunks``) answered with the
+communities it went through: each hit names its community, and the answer lists them (with
+their summaries when asked). ``graph_context`` packs, within ``token_budget`` tokens counted by
+the embedding model's tokenizer (``rag.tokens``), the summaries of the communities reached
+(section ``communities``, at most a third of the budget) and then the best chunks (section
+``documents``), every item with its provenance, in context assembly's shape (POST
+/api/v1/memory/context). The budget is hard: the final text is counted once more and the last
+items are dropped should it exceed it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from core.actors import Actor
+from core.search import list_length_check
+from rag.graph.chunks import GraphSearchOutcome, chunk_search_staged
+from rag.graph.retrieval import GRAPH, MAX_COMMUNITIES, CommunityRef
+from rag.search import MAX_TOP_K, SearchFilters, SearchHit
+from rag.tokens import count_tokens, count_tokens_one
+
+TOKENIZER = "sentence-transformers/all-MiniLM-L6-v2 (WordPiece, no special tokens)"
+DEFAULT_TOKEN_BUDGET = 4000
+MIN_TOKEN_BUDGET, MAX_TOKEN_BUDGET = 50, 100_000
+CONTEXT_MAX_HOPS = 3
+SUMMARY_SHARE = 3  # communities take at most 1 / SUMMARY_SHARE of the budget
+
+
+@dataclass
+class GraphRetrieval:
+    results: list[SearchHit]
+    communities: list[CommunityRef]
+    seeds: list[Any]
+    timings_ms: dict[str, float]
+    include_summaries: bool = True
+
+
+def graph_retrieve(
+    *,
+    actor: Actor,
+    query: str,
+    top_k: int = 10,
+    max_hops: int = 2,
+    include_summaries: bool = True,
+    knowledge_base_ids: Sequence[int] = (),
+) -> GraphRetrieval:
+    """The chunks the graph reaches for ``query`` (best first), with their communities."""
+    list_length_check("knowledge_base_ids", knowledge_base_ids)
+    started = time.perf_counter()
+    outcome = chunk_search_staged(
+        actor=actor,
+        query=query,
+        mode=GRAPH,
+        top_k=top_k,
+        filters=SearchFilters(knowledge_base_ids=tuple(knowledge_base_ids)),
+        max_hops=max_hops,
+    )
+    assert isinstance(outcome, GraphSearchOutcome)
+    timings = {**outcome.stage_ms, "total": round((time.perf_counter() - started) * 1000, 3)}
+    return GraphRetrieval(
+        results=outcome.hits,
+        communities=list(outcome.communities or []),
+        seeds=list(outcome.seeds or []),
+        timings_ms=timings,
+        include_summaries=include_summaries,
+    )
+
+
+@dataclass
+class ContextItem:
+    kind: str
+    id: int
+    score: float
+    tokens: int
+    text: str
+    metadata: dict[str, Any] = field(default_factory=dict)
+    source: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class ContextSection:
+    name: str
+    tokens: int = 0
+    items: list[ContextItem] = field(default_factory=list)
+
+
+@dataclass
+class GraphContext:
+    context: str
+    tokens: int
+    token_budget: int
+    tokenizer: str
+    sections: list[ContextSection]
+    dropped: dict[str, int]
+    seeds: list[Any]
+    timings_ms: dict[str, float]
+
+
+def _community_text(community: CommunityRef) -> str:
+    title = community.title or f"community {community.level}.{community.id}"
+    return f"- {title}: {community.summary}".strip()
+
+
+def _chunk_text(number: int, hit: SearchHit) -> str:
+    heading = " › ".join(hit.heading_path)
+    header = f"[{number}] {hit.document_title}" + (f" › {heading}" if heading else "")
+    return f"{header}\n{hit.text.strip()}"
+
+
+def graph_context(
+    *, actor: Actor, query: str, token_budget: int = DEFAULT_TOKEN_BUDGET, max_hops: int = 3
+) -> GraphContext:
+    """The context for ``query`` within ``token_budget`` tokens (see the module's docstring)."""
+    started = time.perf_counter()
+    found = graph_retrieve(
+        actor=actor, query=query, top_k=MAX_TOP_K, max_hops=max_hops, include_summaries=True
+    )
+    headers = {"communities": "## Communities", "documents": "## Documents"}
+    header_tokens = dict(zip(headers, count_tokens(list(headers.values())), strict=True))
+    sections: list[ContextSection] = []
+    used = 0
+    dropped_items = dropped_tokens = 0
+    candidates: list[tuple[str, ContextItem]] = []
+    for community in found.communities[:MAX_COMMUNITIES]:
+        if community.summary:
+            candidates.append(
+                (
+                    "communities",
+                    ContextItem(
+                        kind="community",
+                        id=community.id,
+                        score=community.score,
+                        tokens=0,
+                        text=_community_text(community),
+                        metadata={"level": community.level, "size": community.size},
+                        source={"type": "graph_community", "community_id": community.id,
+                                "node_ids": list(community.node_ids)},
+                    ),
+                )
+            )  # fmt: skip
+    for number, hit in enumerate(found.results, start=1):
+        graph = getattr(hit, "graph", None) or {}
+        candidates.append(
+            (
+                "documents",
+                ContextItem(
+                    kind="chunk",
+                    id=hit.chunk_id,
+                    score=hit.score,
+                    tokens=0,
+                    text=_chunk_text(number, hit),
+                    metadata={"heading_path": hit.heading_path, "position": hit.position},
+                    source={"type": "chunk", "chunk_id": hit.chunk_id,
+                            "document_id": hit.document_id,
+                            "knowledge_base_id": hit.knowledge_base_id,
+                            "document_title": hit.document_title,
+                            "seed": graph.get("seed"), "path": graph.get("path", []),
+                            "community_id": graph.get("community_id")},
+                ),
+            )
+        )  # fmt: skip
+    counts = count_tokens([item.text for _, item in candidates])
+    summary_limit = token_budget // SUMMARY_SHARE
+    by_name: dict[str, ContextSection] = {}
+    for (name, item), count in zip(candidates, counts, strict=True):
+        item.tokens = count
+        section = by_name.get(name)
+        extra = count + (0 if section else header_tokens[name])
+        over_share = (
+            name == "communities" and (section.tokens if section else 0) + extra > summary_limit
+        )
+        if used + extra > token_budget or over_share:
+            dropped_items += 1
+            dropped_tokens += count
+            continue
+        if section is None:
+            section = by_name[name] = ContextSection(name=name, tokens=header_tokens[name])
+            sections.append(section)
+        section.items.append(item)
+        section.tokens += count
+        used += extra
+    text = _render(sections, headers)
+    total = count_tokens_one(text) if text else 0
+    while total > token_budget and sections:  # never past the budget
+        section = sections[-1]
+        gone = section.items.pop()
+        dropped_items += 1
+        dropped_tokens += gone.tokens
+        section.tokens -= gone.tokens
+        if not section.items:
+            sections.pop()
+        text = _render(sections, headers)
+        total = count_tokens_one(text) if text else 0
+    timings = {**found.timings_ms, "assemble": round((time.perf_counter() - started) * 1000, 3)}
+    return GraphContext(
+        context=text,
+        tokens=total,
+        token_budget=token_budget,
+        tokenizer=TOKENIZER,
+        sections=sections,
+        dropped={"candidates": dropped_items, "tokens": dropped_tokens},
+        seeds=found.seeds,
+        timings_ms=timings,
+    )
+
+
+def _render(sections: list[ContextSection], headers: dict[str, str]) -> str:
+    return "\n\n".join(
+        headers[s.name] + "\n" + "\n\n".join(item.text for item in s.items) for s in sections
+    )

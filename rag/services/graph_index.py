@@ -1,0 +1,370 @@
+"""The graph built from text: entities found in the units of a search space (document chunks,
+long-term memory entries) become nodes of the account's knowledge graph, each linked to the
+units that mention it (``GraphMention``), and the most salient entities of a unit are joined by
+``co_occurs`` edges weighted by how many units they share.
+
+Everything here is derived data, exact whatever the order of calls (docs/rag.md, "The graph
+built from text"):
+
+- entities are merged into existing nodes by their normalised name or an alias
+  (``rag.graph.entities.name_key``), whatever their type, so a name is one node;
+- ``mentions_replace`` replaces the mentions of the units it is given (indexing a unit twice
+  changes nothing), drops the mentions of units that no longer exist in those scopes, and
+  recomputes, for every node whose mentions changed, its ``mention_count`` and its
+  ``co_occurs`` edges from the mentions themselves (weights are counts of shared units, never
+  increments);
+- relations an extractor names (the LLM's) become edges of their type, kept once.
+
+New nodes are embedded before the transaction opens; the transaction takes the account's graph
+scope lock (``GraphScope``), under which names are looked up again, so concurrent runs never
+make two nodes of one name. No actor and no audit: this runs for ingestion and extraction, like
+the ingestion pipeline.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db import connection, transaction
+from django.db.models import Q
+
+from core.embeddings import get_embedding_provider
+from rag import keyword
+from rag.graph.entities import Entity, Relation, name_key
+from rag.models import GraphMention, GraphNode, GraphScope
+from rag.spaces import GRAPH_NODES, SearchSpace, graph_node_text
+
+COOCCURS = "co_occurs"
+# A unit's entities of at least this salience (its six most salient, ``rag.graph.entities``)
+# are joined by co-occurrence: a unit with twelve entities makes 15 pairs, not 66.
+COOCCURRENCE_MIN_SALIENCE = 0.44
+EMBED_BATCH = 64
+
+
+@dataclass
+class UnitEntities:
+    """What one unit of a space mentions."""
+
+    unit_id: int
+    scope_id: int
+    entities: list[Entity] = field(default_factory=list)
+    relations: list[Relation] = field(default_factory=list)
+
+
+@dataclass
+class IndexOutcome:
+    units: int = 0
+    mentions: int = 0
+    nodes_created: int = 0
+    nodes_touched: int = 0
+    edges: int = 0
+
+
+def _keys_of(node: GraphNode) -> set[str]:
+    return {node.name_key, *node.alias_keys} - {""}
+
+
+def _existing(account_id: int, keys: Iterable[str]) -> dict[str, int]:
+    """The account's nodes by every key they answer to (name or alias), among ``keys``."""
+    keys = list(set(keys))
+    if not keys:
+        return {}
+    found: dict[str, int] = {}
+    rows = (
+        GraphNode.objects.filter(account_id=account_id)
+        .filter(Q(name_key__in=keys) | Q(alias_keys__overlap=keys))
+        .order_by("id")
+        .values_list("id", "name_key", "alias_keys")
+    )
+    wanted = set(keys)
+    for node_id, key, aliases in rows:
+        for known in (key, *aliases):
+            if known in wanted:
+                found.setdefault(known, node_id)
+    return found
+
+
+def nodes_resolve(
+    *, account_id: int, entities: Iterable[Entity], origin: str = ""
+) -> tuple[dict[str, int], int]:
+    """The node of every entity (by its name key), made when the account has none: (key ->
+    node id, nodes created). Aliases of an entity find its node too; a new node keeps them."""
+    wanted: dict[str, Entity] = {}
+    for entity in entities:
+        key = name_key(entity.name)
+        if key and key not in wanted:
+            wanted[key] = entity
+    alias_of = {name_key(a): key for key, e in wanted.items() for a in e.aliases if name_key(a)}
+    known = _existing(account_id, [*wanted, *alias_of])
+    resolved = {key: known[key] for key in wanted if key in known}
+    for alias, key in alias_of.items():
+        if key not in resolved and alias in known:
+            resolved[key] = known[alias]
+    missing = [key for key in wanted if key not in resolved]
+    if not missing:
+        return resolved, 0
+    texts = [
+        graph_node_text(name=wanted[k].name, aliases=wanted[k].aliases, description="")
+        for k in missing
+    ]
+    provider = get_embedding_provider()
+    vectors: list[Any] = []
+    for start in range(0, len(texts), EMBED_BATCH):  # outside any transaction
+        vectors.extend(provider.embed_documents(texts[start : start + EMBED_BATCH]))
+    created = 0
+    with transaction.atomic():
+        GraphScope.objects.get_or_create(account_id=account_id)
+        scope = GraphScope.objects.select_for_update().get(account_id=account_id)
+        known = _existing(account_id, missing)  # made meanwhile, under the lock now
+        new: list[tuple[GraphNode, keyword.ChunkTerms]] = []
+        for key, vector in zip(missing, vectors, strict=True):
+            if key in known:
+                resolved[key] = known[key]
+                continue
+            entity = wanted[key]
+            aliases = [a for a in dict.fromkeys(entity.aliases) if name_key(a) not in ("", key)]
+            node = GraphNode(
+                account_id=account_id,
+                scope=scope,
+                node_type=GraphNode.NodeType.CONCEPT
+                if entity.entity_type == "concept"
+                else GraphNode.NodeType.ENTITY,
+                entity_type=entity.entity_type[:100],
+                name=entity.name.strip()[:500],
+                aliases=aliases[:100],
+                name_key=key,
+                alias_keys=[name_key(a) for a in aliases[:100]],
+                metadata={"extracted_from": origin} if origin else {},
+                confidence=0.5,
+                embedding=vector,
+                embedding_model=provider.model_id,
+            )
+            terms = keyword.chunk_terms(
+                graph_node_text(name=node.name, aliases=node.aliases, description="")
+            )
+            node.keyword_length = terms.length
+            new.append((node, terms))
+        # One name of one type exists once (graph_node_unique_name): a node of another type
+        # with this name would be found by its key above; conflicts cannot happen here.
+        GraphNode.objects.bulk_create([node for node, _ in new])
+        created = len(new)
+        if new:
+            count = scope.node_count + created
+            total = scope.total_terms + sum(terms.length for _, terms in new)
+            keyword.postings_add(
+                space=GRAPH_NODES,
+                scope_id=scope.pk,
+                units=[keyword.IndexedUnit(unit_id=n.pk, terms=t) for n, t in new],
+                avg_length=total / count,
+            )
+            GraphScope.objects.filter(pk=scope.pk).update(node_count=count, total_terms=total)
+        for node, _ in new:
+            resolved[node.name_key] = node.pk
+    return resolved, created
+
+
+def _prune(cursor: Any, space: SearchSpace, scope_ids: Sequence[int]) -> set[int]:
+    """Forget the mentions of units gone from these scopes; the nodes they named."""
+    cursor.execute(
+        f"""
+        DELETE FROM rag_graphmention m
+        WHERE m.space = %s AND m.scope_id = ANY(%s)
+          AND NOT EXISTS (SELECT FROM {space.unit_table} u WHERE u.id = m.unit_id)
+        RETURNING m.node_id
+        """,  # noqa: S608 - the table name is code
+        [space.name, list(scope_ids)],
+    )
+    return {row[0] for row in cursor.fetchall()}
+
+
+def mentions_replace(
+    *, account_id: int, space: SearchSpace, units: Sequence[UnitEntities], origin: str = ""
+) -> IndexOutcome:
+    """Make the mentions of ``units`` (of ``space``, in the account) exactly what they mention
+    now; see the module's docstring."""
+    outcome = IndexOutcome(units=len(units))
+    if not units:
+        return outcome
+    resolved, outcome.nodes_created = nodes_resolve(
+        account_id=account_id,
+        entities=[e for unit in units for e in unit.entities],
+        origin=origin,
+    )
+    rows: dict[tuple[int, int], tuple[int, float, int]] = {}
+    for unit in units:
+        for entity in unit.entities:
+            node_id = resolved.get(name_key(entity.name))
+            if node_id is None:
+                continue
+            _, salience, occurrences = rows.get((node_id, unit.unit_id), (0, 0.0, 0))
+            rows[(node_id, unit.unit_id)] = (
+                unit.scope_id,
+                max(salience, entity.salience),
+                occurrences + entity.occurrences,
+            )
+    unit_ids = [unit.unit_id for unit in units]
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(
+            "DELETE FROM rag_graphmention WHERE space = %s AND unit_id = ANY(%s) RETURNING node_id",
+            [space.name, unit_ids],
+        )
+        touched = {row[0] for row in cursor.fetchall()}
+        touched |= _prune(cursor, space, sorted({unit.scope_id for unit in units}))
+        if rows:
+            keys = list(rows)
+            cursor.execute(
+                """
+                INSERT INTO rag_graphmention
+                    (account_id, node_id, space, scope_id, unit_id, salience, occurrences)
+                SELECT %s, t.node_id, %s, t.scope_id, t.unit_id, t.salience, t.occurrences
+                FROM unnest(%s::bigint[], %s::bigint[], %s::bigint[], %s::float8[], %s::int[])
+                    AS t(node_id, unit_id, scope_id, salience, occurrences)
+                JOIN rag_graphnode n ON n.id = t.node_id
+                """,
+                [
+                    account_id,
+                    space.name,
+                    [k[0] for k in keys],
+                    [k[1] for k in keys],
+                    [rows[k][0] for k in keys],
+                    [rows[k][1] for k in keys],
+                    [rows[k][2] for k in keys],
+                ],
+            )
+            outcome.mentions = cursor.rowcount
+        touched |= {node_id for node_id, _ in rows}
+        outcome.nodes_touched = len(touched)
+        outcome.edges = _relations_write(cursor, account_id, units, resolved, origin)
+        nodes_refresh(cursor, account_id, sorted(touched))
+    return outcome
+
+
+def _relations_write(
+    cursor: Any,
+    account_id: int,
+    units: Sequence[UnitEntities],
+    resolved: dict[str, int],
+    origin: str,
+) -> int:
+    """The relations the extractor named, as edges of their type (kept once)."""
+    edges: dict[tuple[int, int, str], None] = {}
+    for unit in units:
+        for relation in unit.relations:
+            source = resolved.get(name_key(relation.source))
+            target = resolved.get(name_key(relation.target))
+            kind = relation.relation_type.strip()[:100]
+            if source and target and source != target and kind and kind != COOCCURS:
+                edges[(source, target, kind)] = None
+    if not edges:
+        return 0
+    keys = list(edges)
+    cursor.execute(
+        """
+        INSERT INTO rag_graphedge (account_id, source_id, target_id, relation_type, weight,
+            confidence, bidirectional, metadata, created_at, updated_at)
+        SELECT %s, t.s, t.t, t.r, 1.0, 0.5, false, %s::jsonb, now(), now()
+        FROM unnest(%s::bigint[], %s::bigint[], %s::varchar[]) AS t(s, t, r)
+        ON CONFLICT ON CONSTRAINT graph_edge_unique DO NOTHING
+        """,
+        [
+            account_id,
+            json.dumps({"extracted_from": origin} if origin else {}),
+            [k[0] for k in keys],
+            [k[1] for k in keys],
+            [k[2] for k in keys],
+        ],
+    )
+    return int(cursor.rowcount)
+
+
+def nodes_refresh(cursor: Any, account_id: int, node_ids: Sequence[int]) -> None:
+    """Recompute the mention counts and ``co_occurs`` edges of these nodes from the mentions."""
+    if not node_ids:
+        return
+    nodes = list(node_ids)
+    cursor.execute(
+        """
+        UPDATE rag_graphnode n SET mention_count = coalesce(c.count, 0)
+        FROM unnest(%s::bigint[]) AS t(id)
+        LEFT JOIN (SELECT node_id, count(*) AS count FROM rag_graphmention
+                   WHERE node_id = ANY(%s) GROUP BY node_id) c ON c.node_id = t.id
+        WHERE n.id = t.id AND n.mention_count IS DISTINCT FROM coalesce(c.count, 0)
+        """,
+        [nodes, nodes],
+    )
+    cursor.execute(
+        """
+        WITH top AS (
+            SELECT node_id, space, unit_id FROM rag_graphmention
+            WHERE salience >= %(salience)s
+        ),
+        touched AS (
+            SELECT DISTINCT space, unit_id FROM top WHERE node_id = ANY(%(nodes)s)
+        )
+        SELECT a.node_id, b.node_id, count(*)
+        FROM touched u
+        JOIN top a ON a.space = u.space AND a.unit_id = u.unit_id
+        JOIN top b ON b.space = u.space AND b.unit_id = u.unit_id AND a.node_id < b.node_id
+        WHERE a.node_id = ANY(%(nodes)s) OR b.node_id = ANY(%(nodes)s)
+        GROUP BY a.node_id, b.node_id
+        """,
+        {"salience": COOCCURRENCE_MIN_SALIENCE, "nodes": nodes},
+    )
+    pairs = cursor.fetchall()
+    sources = [p[0] for p in pairs]
+    targets = [p[1] for p in pairs]
+    weights = [float(p[2]) for p in pairs]
+    cursor.execute(
+        """
+        INSERT INTO rag_graphedge (account_id, source_id, target_id, relation_type, weight,
+            confidence, bidirectional, metadata, created_at, updated_at)
+        SELECT %s, t.s, t.t, %s, t.w, 1.0, true, '{}'::jsonb, now(), now()
+        FROM unnest(%s::bigint[], %s::bigint[], %s::float8[]) AS t(s, t, w)
+        ON CONFLICT ON CONSTRAINT graph_edge_unique
+        DO UPDATE SET weight = EXCLUDED.weight, updated_at = now()
+        WHERE rag_graphedge.weight IS DISTINCT FROM EXCLUDED.weight
+        """,
+        [account_id, COOCCURS, sources, targets, weights],
+    )
+    cursor.execute(
+        """
+        DELETE FROM rag_graphedge e
+        WHERE e.account_id = %s AND e.relation_type = %s
+          AND (e.source_id = ANY(%s) OR e.target_id = ANY(%s))
+          AND NOT EXISTS (
+              SELECT FROM unnest(%s::bigint[], %s::bigint[]) AS t(s, t)
+              WHERE t.s = e.source_id AND t.t = e.target_id)
+        """,
+        [account_id, COOCCURS, nodes, nodes, sources, targets],
+    )
+
+
+def mentions_forget(*, space: SearchSpace, scope_ids: Sequence[int]) -> int:
+    """Drop the mentions of units gone from these scopes (after deletions), refreshing the
+    nodes they named; how many nodes were touched."""
+    with transaction.atomic(), connection.cursor() as cursor:
+        touched = _prune(cursor, space, scope_ids)
+        by_account: dict[int, list[int]] = defaultdict(list)
+        for node_id, account_id in GraphNode.objects.filter(pk__in=touched).values_list(
+            "id", "account_id"
+        ):
+            by_account[account_id].append(node_id)
+        for account_id, node_ids in by_account.items():
+            nodes_refresh(cursor, account_id, node_ids)
+    return len(touched)
+
+
+def unit_mentions(*, space: SearchSpace, unit_ids: Sequence[int]) -> dict[int, list[int]]:
+    """The nodes each unit mentions, most salient first (for explanations and tests)."""
+    found: dict[int, list[int]] = defaultdict(list)
+    for unit_id, node_id in (
+        GraphMention.objects.filter(space=space.name, unit_id__in=list(unit_ids))
+        .order_by("unit_id", "-salience", "node_id")
+        .values_list("unit_id", "node_id")
+    ):
+        found[unit_id].append(node_id)
+    return dict(found)

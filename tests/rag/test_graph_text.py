@@ -1,0 +1,125 @@
+"""The graph built from text: entities of document chunks, exact re-ingestion, graph search."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from core.actors import Actor, actor_for_account
+from rag import services
+from rag.graph.entities import name_key, text_entities
+from rag.models import Document, GraphEdge, GraphMention, GraphNode, KnowledgeBase
+from rag.services.graph_index import COOCCURS
+from tests.conftest import AuthedAgent
+
+pytestmark = pytest.mark.django_db
+
+CURIE = (
+    "Marie Curie worked at the University of Paris with Pierre Curie. "
+    "She discovered radium and polonium in 1898.\n\n"
+    "Marie Curie won the Nobel Prize in Physics with Henri Becquerel. "
+    "The Nobel Prize committee praised radioactivity research."
+)
+SEARCH = "/api/v1/rag/search"
+
+
+def test_offline_extraction_finds_names_terms_and_key_phrases() -> None:
+    found = text_entities(
+        "Marie Curie worked at the University of Paris. BRCA1 mutations raise breast cancer "
+        "risk, and insulin resistance is linked to IL-6 levels."
+    )
+    by_name = {e.name: e.entity_type for e in found.entities}
+    assert by_name["Marie Curie"] == "person"
+    assert by_name["University of Paris"] == "organisation"
+    assert by_name["BRCA1"] == "term" and by_name["IL-6"] == "term"
+    assert by_name["insulin resistance"] == "concept"
+    saliences = [e.salience for e in found.entities]
+    assert saliences == sorted(saliences, reverse=True) and saliences[0] == 1.0
+    # A sentence's first word alone is no name; a stop word run is no phrase.
+    assert "She" not in by_name and text_entities("Yes. It is so.").entities == []
+
+
+def test_name_keys_merge_spelling_variants() -> None:
+    assert name_key("The  Beatles!") == name_key("beatles") == "beatles"
+    assert name_key("IL-6") == "il 6"
+
+
+def test_ingestion_links_chunks_to_entity_nodes_and_reingestion_is_exact(
+    actor: Actor, ingest: Callable[..., Document], kb: KnowledgeBase
+) -> None:
+    document = ingest(CURIE)
+    assert document.status == Document.Status.INDEXED
+    curie = GraphNode.objects.get(name_key="marie curie")
+    assert curie.entity_type == "person" and curie.embedding is not None
+    chunk_ids = set(document.chunks.values_list("id", flat=True))
+    linked = set(
+        GraphMention.objects.filter(node=curie, space="chunks").values_list("unit_id", flat=True)
+    )
+    assert linked and linked <= chunk_ids
+    assert curie.mention_count == len(linked)
+    assert GraphEdge.objects.filter(relation_type=COOCCURS).exists()
+    before = (
+        sorted(GraphNode.objects.values_list("name_key", "mention_count")),
+        sorted(GraphEdge.objects.values_list("source__name_key", "target__name_key", "weight")),
+        GraphMention.objects.count(),
+    )
+    forced = services.document_reprocess(
+        actor=actor_for_account(document.account_id), document=document, force=True
+    )
+    assert services.document_process(document_id=forced.pk) == "indexed"
+    from rag.services.graph_build import documents_graph_index
+
+    documents_graph_index(document_ids=[document.pk])
+    after = (
+        sorted(GraphNode.objects.values_list("name_key", "mention_count")),
+        sorted(GraphEdge.objects.values_list("source__name_key", "target__name_key", "weight")),
+        GraphMention.objects.count(),
+    )
+    assert after == before  # no duplicate node, no stale mention, the same weights
+    new_chunks = set(current_chunk_ids(document))
+    assert set(GraphMention.objects.values_list("unit_id", flat=True)) <= new_chunks
+
+
+def current_chunk_ids(document: Document) -> list[int]:
+    return list(document.chunks.values_list("id", flat=True))
+
+
+def test_an_alias_merges_an_extracted_entity_into_an_existing_node(
+    actor: Actor, ingest: Callable[..., Document]
+) -> None:
+    from rag.services import graph as graph_services
+
+    made = graph_services.node_create(
+        actor=actor, name="Maria Sklodowska", entity_type="person", aliases=["Marie Curie"]
+    )
+    ingest(CURIE)
+    assert not GraphNode.objects.filter(name_key="marie curie").exists()
+    assert GraphMention.objects.filter(node=made).exists()
+
+
+def test_graph_search_explains_the_seed_and_path(
+    agent_client: AuthedAgent, ingest: Callable[..., Document]
+) -> None:
+    ingest(CURIE)
+    response = agent_client.client.post(
+        SEARCH, {"query": "Who discovered polonium?", "mode": "graph"}, format="json"
+    )
+    assert response.status_code == 200, response.content
+    body = response.json()
+    assert body["results"] and body["graph"]["seeds"]
+    assert len(body["graph"]["seeds"]) <= 5
+    graph = next(r["explanation"]["graph"] for r in body["results"] if r["explanation"]["graph"])
+    assert graph["path"][0]["name"] == graph["seed"]["name"]
+    assert graph["path"][-1]["name"] == graph["node"]["name"]
+    hybrid = agent_client.client.post(
+        SEARCH,
+        {"query": "Who discovered polonium?", "stages": ["vector", "keyword", "graph"]},
+        format="json",
+    )
+    assert hybrid.status_code == 200, hybrid.content
+    assert any(r["explanation"]["graph"] for r in hybrid.json()["results"])
+    refused = agent_client.client.post(
+        SEARCH, {"query": "x", "mode": "vector", "stages": ["graph"]}, format="json"
+    )
+    assert refused.status_code == 400 and refused.json()["error"]["code"] == "invalid_stages"

@@ -74,9 +74,9 @@ def test_memory_eval_scores_retrieved_and_missing_evidence(tmp_path: Path) -> No
     assert set(report["latency_ms"]) == {"p50", "p95"}
     # Every mode the API offers, from the one write of the conversation; the main report is the
     # mode asked (hybrid by default).
-    from rag.search import MODES
+    from rag.search import SEARCH_MODES
 
-    assert report["mode"] == "hybrid" and set(report["modes"]) == set(MODES)
+    assert report["mode"] == "hybrid" and set(report["modes"]) == set(SEARCH_MODES)
     assert report["modes"]["hybrid"]["overall_1_4"] == overall
     for block in report["modes"].values():
         assert block["overall_1_4"]["questions"] == 2 and "categories" in block

@@ -35,6 +35,7 @@ from memory.models import (
     MemoryContext,
     MemoryContextGrant,
     MemoryEntry,
+    MemoryMaintenanceReport,
     MemoryPool,
     MemoryPoolEvent,
     MemoryPoolGrant,
@@ -112,6 +113,8 @@ class Target:
     # Knowledge items: a base's name (unique per account, chosen by agents); its item's key is
     # ``memory_key``.
     knowledge_base: str
+    # A maintenance report (a dry run of the side's context).
+    report_id: int
 
     @classmethod
     def of(cls, side: Side) -> Target:
@@ -143,6 +146,7 @@ class Target:
             side.task.pk,  # type: ignore[union-attr]
             side.conversation.pk,  # type: ignore[union-attr]
             side.knowledge_base_name,
+            side.maintenance_report.pk,  # type: ignore[union-attr]
         )
 
     @classmethod
@@ -175,6 +179,7 @@ class Target:
             MISSING_ID + 23,
             MISSING_ID + 24,
             f"kb-{MISSING_ID + 25}",
+            MISSING_ID + 26,
         )
 
     def values(self) -> list[str]:
@@ -212,6 +217,7 @@ class Target:
             "task_id": self.task_id,
             "conversation_id": self.conversation_id,
             "base": self.knowledge_base,
+            "report_id": self.report_id,
         }
 
 
@@ -402,6 +408,12 @@ CASES.update(
         ),
         "memory_stats": Case(lambda t: ("", None, {"session_id": t.session_id})),  # type: ignore[union-attr]
         "memory_consolidate": Case(lambda t: ("", {}, None), names_ids=False),
+        # Cluster maintenance: a foreign context or report answers like a missing one.
+        "memory_maintenance_run": Case(
+            lambda t: ("", {"dry_run": True, "context_ids": [t.context_id]}, None)  # type: ignore[union-attr]
+        ),
+        "memory_maintenance_reports_list": Case(lambda t: ("", None, None), names_ids=False),
+        "memory_maintenance_report_retrieve": Case(_named()),
         # Memory tools of agent runs: runs are the caller's own names; related items are ids.
         "memory_tools_write": Case(
             lambda t: (
@@ -854,6 +866,11 @@ def _long_term_memory(account: int) -> Any:
         ),
         list(MemorySnapshot.objects.filter(account=account).values_list("id", "name")),
         MemoryAccessLog.objects.filter(account=account).count(),
+        list(
+            MemoryMaintenanceReport.objects.filter(account=account)
+            .order_by("pk")
+            .values_list("id", "status", "kept_count", "checks", "undone_at")
+        ),
     )
 
 

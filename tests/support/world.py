@@ -28,9 +28,11 @@ from memory.models import (
     MemoryEntry,
     MemoryPool,
     MemoryPoolEvent,
+    MemoryMaintenanceReport,
     MemorySnapshot,
     ShortTermEntry,
 )
+from memory.services import cluster_maintenance
 from memory.services import conversations as conversation_services
 from memory.services import extractions as extraction_services
 from memory.services import knowledge as knowledge_services
@@ -92,6 +94,8 @@ class Side:
     ltm_context: MemoryContext | None = None
     ltm_entry: MemoryEntry | None = None
     ltm_snapshot: MemorySnapshot | None = None
+    # A cluster maintenance report: a dry run over the side's context.
+    maintenance_report: MemoryMaintenanceReport | None = None
     # A conversation (user id and title with the marker) with two messages (metadata with the
     # marker) and a summary.
     conversation: Conversation | None = None
@@ -200,6 +204,7 @@ def build_side(marker: str, capture_on_commit: Callable[..., Any]) -> Side:
         "memory.memorycontext": side.ltm_context,
         "memory.memoryentry": side.ltm_entry,
         "memory.memorysnapshot": side.ltm_snapshot,
+        "memory.memorymaintenancereport": side.maintenance_report,
         "memory.memoryaccesslog": MemoryAccessLog.objects.get(account=account),
         "memory.conversation": side.conversation,
         "memory.extraction": Extraction.objects.filter(account=account).first(),
@@ -435,6 +440,9 @@ def _memory(
     ltm_services.context_grant(actor=actor, context=context, agent_id=agent.pk, level="write")
     snapshot = ltm_services.snapshot_create(actor=actor, context=context, name=f"{marker}SNAP")
     ltm_services.entries_accessed(actor=actor, entries=[current], action="read")
+    report = cluster_maintenance.maintenance_run(
+        account_id=account.pk, trigger="command", dry_run=True, context_ids=[context.pk]
+    )
     # A memory written through the memory tools in a run, linked to an entry, and a search.
     written = memory_tools.memory_tool_write(
         actor=actor,
@@ -474,6 +482,7 @@ def _memory(
         "ltm_context": MemoryContext.objects.get(pk=context.pk),
         "ltm_entry": MemoryEntry.objects.get(pk=current.pk),
         "ltm_snapshot": MemorySnapshot.objects.get(pk=snapshot.pk),
+        "maintenance_report": MemoryMaintenanceReport.objects.get(pk=report.pk),
     }
 
 
@@ -520,6 +529,13 @@ RIGHTS: dict[str, dict[str, str]] = {
     "memory.memoryentry": {"owner": "vcd", "reviewer": "", "author": "", "operator": "vcd"},
     "memory.memorysnapshot": {"owner": "v", "reviewer": "", "author": "", "operator": "v"},
     "memory.memoryaccesslog": {"owner": "v", "reviewer": "", "author": "", "operator": "v"},
+    # Maintenance reports: read-only; operators (and owners) undo a run through an action.
+    "memory.memorymaintenancereport": {
+        "owner": "v",
+        "reviewer": "",
+        "author": "",
+        "operator": "v",
+    },
     "memory.conversation": {"owner": "vd", "reviewer": "", "author": "", "operator": "vd"},
     "memory.extraction": {"owner": "vd", "reviewer": "", "author": "", "operator": "vd"},
     # Knowledge items: everyone in the account reads; operators (and owners) write.
@@ -564,6 +580,7 @@ LIST_MARKER = {
     "memory.memoryentry": "LTM",
     "memory.memorysnapshot": "SNAP",
     "memory.memoryaccesslog": "LTM",
+    "memory.memorymaintenancereport": "ACCOUNT",
     "memory.conversation": "CONV",
     "memory.extraction": "CONV",
     "memory.knowledgestore": "KNOWBASE",

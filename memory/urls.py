@@ -30,9 +30,7 @@ urlpatterns = [
     path("stats", router.MemoryStatsApi.as_view(), name="memory-stats"),
     path("consolidate", router.MemoryConsolidateApi.as_view(), name="memory-consolidate"),
     # --- cluster maintenance ----------------------------------------------------------------
-    path(
-        "maintenance", maintenance_reports.MaintenanceRunApi.as_view(), name="memory-maintenance"
-    ),
+    path("maintenance", maintenance_reports.MaintenanceRunApi.as_view(), name="memory-maintenance"),
     path(
         "maintenance/reports",
         maintenance_reports.MaintenanceReportListApi.as_view(),

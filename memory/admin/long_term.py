@@ -201,7 +201,7 @@ class MemoryContextAdmin(AccountScopedAdmin):
             self.message_user(
                 request,
                 format_html(
-                    'Cluster maintenance of {} context(s): {} clusters; {} {} memories, '
+                    "Cluster maintenance of {} context(s): {} clusters; {} {} memories, "
                     'absorbing {}; <a href="{}">report {}</a>.',
                     len(context_ids),
                     report.cluster_count,

@@ -19,7 +19,7 @@ from core.admin_base import AccountScopedAdmin
 from memory.models import MemoryMaintenanceReport
 from memory.roles import MANAGE_MEMORY
 from memory.selectors import maintenance_reports as selectors
-from memory.services import cluster_maintenance
+from memory.services import cluster_rewrite
 
 GROWTH_DAYS = 30
 
@@ -103,9 +103,7 @@ class MemoryMaintenanceReportAdmin(AccountScopedAdmin):
 
     @admin.display(description="kept (with what each absorbed)")
     def kept_groups(self, obj: MemoryMaintenanceReport) -> str:
-        return _pretty(
-            [{k: v for k, v in item.items() if k != "payload"} for item in obj.kept]
-        )
+        return _pretty([{k: v for k, v in item.items() if k != "payload"} for item in obj.kept])
 
     @admin.display(description="skipped (with reasons)")
     def skips(self, obj: MemoryMaintenanceReport) -> str:
@@ -120,9 +118,7 @@ class MemoryMaintenanceReportAdmin(AccountScopedAdmin):
         self.each(
             request,
             MemoryMaintenanceReport.objects.filter(pk__in=queryset.values("pk")),
-            lambda report: cluster_maintenance.maintenance_report_undo(
-                actor=actor, report=report
-            ),
+            lambda report: cluster_rewrite.maintenance_report_undo(actor=actor, report=report),
             "Undid",
         )
 

@@ -58,7 +58,14 @@ class ReportSummaryOutput(serializers.ModelSerializer[Report]):
 
 class ReportOutput(ReportSummaryOutput):
     class Meta(ReportSummaryOutput.Meta):
-        fields = [*ReportSummaryOutput.Meta.fields, "params", "contexts", "clusters", "kept", "skipped"]
+        fields = [
+            *ReportSummaryOutput.Meta.fields,
+            "params",
+            "contexts",
+            "clusters",
+            "kept",
+            "skipped",
+        ]
 
     params = serializers.DictField(help_text="The clustering's parameters (seed included).")
     contexts = serializers.ListField(

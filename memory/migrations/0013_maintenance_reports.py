@@ -5,50 +5,97 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('core', '0004_installation_operators_group'),
-        ('memory', '0012_extractions'),
+        ("core", "0004_installation_operators_group"),
+        ("memory", "0012_extractions"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='MemoryMaintenanceReport',
+            name="MemoryMaintenanceReport",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('trigger', models.CharField(choices=[('schedule', 'Schedule'), ('api', 'API'), ('admin', 'Admin'), ('command', 'Command'), ('mcp', 'MCP tool')], max_length=10)),
-                ('actor', models.CharField(blank=True, max_length=200)),
-                ('dry_run', models.BooleanField(default=False)),
-                ('status', models.CharField(choices=[('completed', 'Completed'), ('short_circuited', 'Short-circuited'), ('failed', 'Failed')], max_length=16)),
-                ('short_circuit', models.CharField(blank=True, choices=[('report_today', 'A report for today exists'), ('too_few_new', 'Too few memories written since the last report')], max_length=12)),
-                ('short_circuit_detail', models.CharField(blank=True, max_length=300)),
-                ('checks', models.PositiveIntegerField(default=1)),
-                ('context_ids', models.JSONField(blank=True, default=list)),
-                ('embedding_model', models.CharField(blank=True, max_length=200)),
-                ('rewrite_model', models.CharField(blank=True, max_length=200)),
-                ('entries_seen', models.PositiveIntegerField(default=0)),
-                ('reembedded', models.PositiveIntegerField(default=0)),
-                ('cluster_count', models.PositiveIntegerField(default=0)),
-                ('kept_count', models.PositiveIntegerField(default=0)),
-                ('replaced_count', models.PositiveIntegerField(default=0)),
-                ('skipped_count', models.PositiveIntegerField(default=0)),
-                ('contexts', models.JSONField(blank=True, default=list)),
-                ('clusters', models.JSONField(blank=True, default=list)),
-                ('kept', models.JSONField(blank=True, default=list)),
-                ('skipped', models.JSONField(blank=True, default=list)),
-                ('timings_ms', models.JSONField(blank=True, default=dict)),
-                ('params', models.JSONField(blank=True, default=dict)),
-                ('error', models.TextField(blank=True)),
-                ('undone_at', models.DateTimeField(blank=True, null=True)),
-                ('undone_by', models.CharField(blank=True, max_length=200)),
-                ('created_at', models.DateTimeField(auto_now_add=True, db_index=True)),
-                ('finished_at', models.DateTimeField(blank=True, null=True)),
-                ('account', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='core.account')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "trigger",
+                    models.CharField(
+                        choices=[
+                            ("schedule", "Schedule"),
+                            ("api", "API"),
+                            ("admin", "Admin"),
+                            ("command", "Command"),
+                            ("mcp", "MCP tool"),
+                        ],
+                        max_length=10,
+                    ),
+                ),
+                ("actor", models.CharField(blank=True, max_length=200)),
+                ("dry_run", models.BooleanField(default=False)),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("completed", "Completed"),
+                            ("short_circuited", "Short-circuited"),
+                            ("failed", "Failed"),
+                        ],
+                        max_length=16,
+                    ),
+                ),
+                (
+                    "short_circuit",
+                    models.CharField(
+                        blank=True,
+                        choices=[
+                            ("report_today", "A report for today exists"),
+                            ("too_few_new", "Too few memories written since the last report"),
+                        ],
+                        max_length=12,
+                    ),
+                ),
+                ("short_circuit_detail", models.CharField(blank=True, max_length=300)),
+                ("checks", models.PositiveIntegerField(default=1)),
+                ("context_ids", models.JSONField(blank=True, default=list)),
+                ("embedding_model", models.CharField(blank=True, max_length=200)),
+                ("rewrite_model", models.CharField(blank=True, max_length=200)),
+                ("entries_seen", models.PositiveIntegerField(default=0)),
+                ("reembedded", models.PositiveIntegerField(default=0)),
+                ("cluster_count", models.PositiveIntegerField(default=0)),
+                ("kept_count", models.PositiveIntegerField(default=0)),
+                ("replaced_count", models.PositiveIntegerField(default=0)),
+                ("skipped_count", models.PositiveIntegerField(default=0)),
+                ("contexts", models.JSONField(blank=True, default=list)),
+                ("clusters", models.JSONField(blank=True, default=list)),
+                ("kept", models.JSONField(blank=True, default=list)),
+                ("skipped", models.JSONField(blank=True, default=list)),
+                ("timings_ms", models.JSONField(blank=True, default=dict)),
+                ("params", models.JSONField(blank=True, default=dict)),
+                ("error", models.TextField(blank=True)),
+                ("undone_at", models.DateTimeField(blank=True, null=True)),
+                ("undone_by", models.CharField(blank=True, max_length=200)),
+                ("created_at", models.DateTimeField(auto_now_add=True, db_index=True)),
+                ("finished_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "account",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="+",
+                        to="core.account",
+                    ),
+                ),
             ],
             options={
-                'verbose_name': 'memory maintenance report',
-                'ordering': ['-created_at', '-id'],
-                'indexes': [models.Index(fields=['account', '-created_at'], name='memory_maint_report_recent')],
+                "verbose_name": "memory maintenance report",
+                "ordering": ["-created_at", "-id"],
+                "indexes": [
+                    models.Index(
+                        fields=["account", "-created_at"], name="memory_maint_report_recent"
+                    )
+                ],
             },
         ),
     ]

@@ -38,8 +38,9 @@ def _tiers(account_ids: list[int]) -> dict[str, QuerySet[Any]]:
     """Each tier's rows, for counting what was written when."""
     return {
         "long_term": MemoryEntry.objects.filter(account_id__in=account_ids, version=1, thread=""),
-        "conversations": MemoryEntry.objects.filter(account_id__in=account_ids, version=1)
-        .exclude(thread=""),
+        "conversations": MemoryEntry.objects.filter(account_id__in=account_ids, version=1).exclude(
+            thread=""
+        ),
         "short_term": ShortTermEntry.objects.filter(account_id__in=account_ids),
         "knowledge": KnowledgeItem.objects.filter(account_id__in=account_ids, version=1),
     }

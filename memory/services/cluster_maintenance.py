@@ -232,12 +232,12 @@ class _Run:
         if len(entries) < self.params.min_cluster_size:
             summary.update(reduction="none", clusters=0, noise=len(entries))
             return
-        found = clustering.cluster(np.stack([e.embedding for e in entries]), self.params)
+        found = clustering.cluster(
+            np.stack([np.asarray(e.embedding) for e in entries]), self.params
+        )
         for stage, ms in found.timings_ms.items():
             self.timings[stage] = round(self.timings.get(stage, 0.0) + ms, 1)
-        summary.update(
-            reduction=found.reduction, clusters=len(found.clusters), noise=found.noise
-        )
+        summary.update(reduction=found.reduction, clusters=len(found.clusters), noise=found.noise)
         for cluster in found.clusters:
             self.cluster(context, entries, cluster)
 
@@ -468,39 +468,3 @@ def maintenance_run_all(*, dry_run: bool = False) -> dict[str, int]:
         totals["kept"] += report.kept_count
         totals["replaced"] += report.replaced_count
     return totals
-
-
-def maintenance_report_undo(*, actor: Actor, report: Report) -> dict[str, Any]:
-    """Undo every rewrite a real run applied, newest first (a memory manager). A rewrite whose
-    kept memory changed since is left and named (409 ``cluster_changed`` for that one); the
-    report records who undid it and when. 409 ``report_not_undoable`` for a dry run, a
-    short-circuited run or one undone already."""
-    actor.require(report.account_id, MANAGE_MEMORY)
-    actor.require_scope("admin")
-    if report.dry_run or report.undone_at is not None or not report.kept:
-        raise Conflict(
-            "Only a real run that changed something, and was not undone, can be undone.",
-            code="report_not_undoable",
-        )
-    account = Account.objects.get(pk=report.account_id)
-    system = actor_for_account(report.account_id)
-    undone, refused = 0, []
-    with account_lock(report.account_id):
-        for item in reversed(report.kept):
-            if not item.get("applied"):
-                continue
-            try:
-                cluster_rewrite.cluster_rewrite_undo(
-                    account=account, actor=system, result=item["applied"]
-                )
-            except EngramError as exc:
-                if exc.status_code >= 500:
-                    raise
-                refused.append({"kept": item["kept"], "reason": exc.code})
-                continue
-            undone += 1
-        Report.objects.filter(pk=report.pk).update(
-            undone_at=timezone.now(), undone_by=str(actor)[:200]
-        )
-    report.refresh_from_db()
-    return {"undone": undone, "refused": refused}

@@ -22,13 +22,14 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from core.actors import Actor
-from core.errors import Conflict, ValidationFailed
+from core.actors import Actor, actor_for_account
+from core.errors import Conflict, EngramError, ValidationFailed
 from core.llm import LLMError, LLMProvider
 from core.models import Account
-from memory.models import MemoryContext, MemoryEntry
+from memory.models import MemoryContext, MemoryEntry, MemoryMaintenanceReport
 from memory.roles import MANAGE_MEMORY
 from memory.services import long_term as ltm
+from memory.services.consolidation import account_lock
 
 CLUSTER_REWRITE = "cluster_rewrite"
 MAX_TAGS = 50
@@ -363,3 +364,37 @@ def llm_failure(exc: Exception) -> str:
     if isinstance(exc, LLMError):
         return f"llm_unavailable: {str(exc)[:200]}"
     return f"llm_invalid: {str(exc)[:200]}"
+
+
+def maintenance_report_undo(*, actor: Actor, report: MemoryMaintenanceReport) -> dict[str, Any]:
+    """Undo every rewrite a real run applied, newest first (a memory manager). A rewrite whose
+    kept memory changed since is left and named (409 ``cluster_changed`` for that one); the
+    report records who undid it and when. 409 ``report_not_undoable`` for a dry run, a
+    short-circuited run or one undone already."""
+    actor.require(report.account_id, MANAGE_MEMORY)
+    actor.require_scope("admin")
+    if report.dry_run or report.undone_at is not None or not report.kept:
+        raise Conflict(
+            "Only a real run that changed something, and was not undone, can be undone.",
+            code="report_not_undoable",
+        )
+    account = Account.objects.get(pk=report.account_id)
+    system = actor_for_account(report.account_id)
+    undone, refused = 0, []
+    with account_lock(report.account_id):
+        for item in reversed(report.kept):
+            if not item.get("applied"):
+                continue
+            try:
+                cluster_rewrite_undo(account=account, actor=system, result=item["applied"])
+            except EngramError as exc:
+                if exc.status_code >= 500:
+                    raise
+                refused.append({"kept": item["kept"], "reason": exc.code})
+                continue
+            undone += 1
+        MemoryMaintenanceReport.objects.filter(pk=report.pk).update(
+            undone_at=timezone.now(), undone_by=str(actor)[:200]
+        )
+    report.refresh_from_db()
+    return {"undone": undone, "refused": refused}

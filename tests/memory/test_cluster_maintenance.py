@@ -55,7 +55,9 @@ def context_of(authed: AuthedAgent, name: str = "notes") -> MemoryContext:
     return ltm.context_create(actor=actor_for_agent(authed.agent), name=name)
 
 
-def write_all(authed: AuthedAgent, context: MemoryContext, texts: list[str], **fields: Any) -> list[MemoryEntry]:
+def write_all(
+    authed: AuthedAgent, context: MemoryContext, texts: list[str], **fields: Any
+) -> list[MemoryEntry]:
     return ltm.entries_write(
         actor=actor_for_agent(authed.agent),
         context=context,
@@ -152,7 +154,12 @@ def test_a_run_keeps_the_central_member_and_archives_the_rest_losing_nothing(
     before = state()
     dry = run(agent_client, dry_run=True)
     assert state() == before, "a dry run changes nothing"
-    assert (dry.dry_run, dry.status, dry.kept_count, dry.replaced_count) == (True, "completed", 2, 4)
+    assert (dry.dry_run, dry.status, dry.kept_count, dry.replaced_count) == (
+        True,
+        "completed",
+        2,
+        4,
+    )
     assert all(item["applied"] is None for item in dry.kept)
 
     report = run(agent_client)
@@ -194,14 +201,16 @@ def test_undo_brings_every_absorbed_entry_back(agent_client: AuthedAgent) -> Non
     report = run(agent_client)
     assert report.replaced_count == 2
     operator = actor_for_account(agent_client.agent.account_id)
-    outcome = maintenance.maintenance_report_undo(actor=operator, report=report)
+    outcome = cluster_rewrite.maintenance_report_undo(actor=operator, report=report)
     assert outcome == {"undone": 1, "refused": []}
     current = MemoryEntry.objects.filter(is_current=True, archived_at__isnull=True)
     assert {e.content for e in current} == {*DEPLOYS, *SINGLES}
     assert all("merged_into" not in e.metadata for e in current)
     assert Report.objects.get(pk=report.pk).undone_at is not None
     with pytest.raises(Exception) as refused:
-        maintenance.maintenance_report_undo(actor=operator, report=Report.objects.get(pk=report.pk))
+        cluster_rewrite.maintenance_report_undo(
+            actor=operator, report=Report.objects.get(pk=report.pk)
+        )
     assert getattr(refused.value, "code", "") == "report_not_undoable"
     assert len(entries) == 3
 
@@ -214,7 +223,9 @@ def test_a_stale_plan_is_refused_and_changes_nothing(agent_client: AuthedAgent) 
     payload = dry.kept[0]["payload"]
     json.dumps(payload)
     kept = MemoryEntry.objects.get(pk=payload["kept_id"])
-    ltm.entry_update(actor=actor_for_agent(agent_client.agent), entry=kept, fields={"content": "edited"})
+    ltm.entry_update(
+        actor=actor_for_agent(agent_client.agent), entry=kept, fields={"content": "edited"}
+    )
     before = state()
     account = agent_client.agent.account
     with pytest.raises(Exception) as stale:
@@ -282,7 +293,9 @@ def test_short_circuits_of_the_scheduled_run(agent_client: AuthedAgent, settings
     Report.objects.filter(pk=done.pk).update(created_at=timezone.now() - timedelta(days=1))
     MemoryEntry.objects.update(created_at=timezone.now() - timedelta(days=2))
     quiet = run(agent_client, check_rules=True)
-    assert quiet.short_circuit == "too_few_new" and "0 memories written" in quiet.short_circuit_detail
+    assert (
+        quiet.short_circuit == "too_few_new" and "0 memories written" in quiet.short_circuit_detail
+    )
     # Both rules can be turned off.
     settings.MEMORY_MAINTENANCE_MIN_NEW_MEMORIES = 0
     settings.MEMORY_MAINTENANCE_SKIP_IF_REPORT_TODAY = False
@@ -349,8 +362,28 @@ def test_the_llm_rewrites_each_group_and_an_invalid_answer_falls_back(
     prompt = json.dumps(llm.requests[0].body)
     assert all(text.split()[1] in prompt for text in DEPLOYS)
     # Undone: the kept memory's own words come back as a new version.
-    maintenance.maintenance_report_undo(
+    cluster_rewrite.maintenance_report_undo(
         actor=actor_for_account(agent_client.agent.account_id), report=report
     )
     restored = MemoryEntry.objects.get(lineage=kept.lineage, is_current=True)
     assert restored.content == previous.content and restored.version == 3
+
+
+def test_the_command_runs_dry_and_for_real(agent_client: AuthedAgent) -> None:
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    context = context_of(agent_client)
+    write_all(agent_client, context, DEPLOYS + SINGLES)
+    account = agent_client.agent.account_id
+    out = StringIO()
+    call_command("memory_maintenance", "--account", str(account), "--dry-run", stdout=out)
+    assert "dry run report" in out.getvalue() and "kept 1 absorbing 2" in out.getvalue()
+    out = StringIO()
+    call_command("memory_maintenance", "--account", str(account), "--json", stdout=out)
+    report = json.loads(out.getvalue())
+    assert report["replaced_count"] == 2 and report["trigger"] == "command"
+    out = StringIO()
+    call_command("memory_maintenance", "--account", str(account), "--scheduled", stdout=out)
+    assert "short-circuited" in out.getvalue()

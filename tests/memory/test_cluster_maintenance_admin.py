@@ -39,7 +39,9 @@ def person(account: Any, role: str) -> Client:
 def test_operators_preview_run_read_and_undo(agent_client: AuthedAgent) -> None:
     actor = actor_for_agent(agent_client.agent)
     context = ltm.context_create(actor=actor, name="ops")
-    ltm.entries_write(actor=actor, context=context, items=[ltm.EntryInput(content=t) for t in TEXTS])
+    ltm.entries_write(
+        actor=actor, context=context, items=[ltm.EntryInput(content=t) for t in TEXTS]
+    )
     operator = person(agent_client.agent.account, "operator")
     contexts = reverse("admin:memory_memorycontext_changelist")
 
@@ -66,10 +68,15 @@ def test_operators_preview_run_read_and_undo(agent_client: AuthedAgent) -> None:
     charts = page.context["maintenance_charts"]
     assert charts["growth"]["series"]["long_term"][-1] == 3
     assert charts["clusters"]["report_id"] == real.pk and charts["clusters"]["sizes"] == [2]
-    assert finders.find("vendor/chart.js/chart.umd.js") and finders.find("memory/maintenance_charts.js")
+    assert finders.find("vendor/chart.js/chart.umd.js") and finders.find(
+        "memory/maintenance_charts.js"
+    )
 
     detail = operator.get(reverse("admin:memory_memorymaintenancereport_change", args=[real.pk]))
-    assert detail.status_code == 200 and "clusters (sizes and members)" in detail.content.decode().lower()
+    assert (
+        detail.status_code == 200
+        and "clusters (sizes and members)" in detail.content.decode().lower()
+    )
     assert 'name="_save"' not in detail.content.decode()
 
     operator.post(
@@ -83,7 +90,9 @@ def test_operators_preview_run_read_and_undo(agent_client: AuthedAgent) -> None:
 def test_other_accounts_and_other_roles_see_nothing(agent_client: AuthedAgent) -> None:
     actor = actor_for_agent(agent_client.agent)
     context = ltm.context_create(actor=actor, name="ops")
-    ltm.entries_write(actor=actor, context=context, items=[ltm.EntryInput(content=t) for t in TEXTS])
+    ltm.entries_write(
+        actor=actor, context=context, items=[ltm.EntryInput(content=t) for t in TEXTS]
+    )
     owner = person(agent_client.agent.account, "owner")
     owner.post(
         reverse("admin:memory_memorycontext_changelist"),
@@ -92,10 +101,14 @@ def test_other_accounts_and_other_roles_see_nothing(agent_client: AuthedAgent) -
     report = MemoryMaintenanceReport.objects.get()
     stranger = person(AgentFactory.create().account, "operator")
     listed = stranger.get(reverse("admin:memory_memorymaintenancereport_changelist"))
-    assert listed.status_code == 200 and f"maintenance run {report.pk}" not in listed.content.decode()
+    assert (
+        listed.status_code == 200 and f"maintenance run {report.pk}" not in listed.content.decode()
+    )
     assert json.dumps(listed.context["maintenance_charts"]["clusters"]["sizes"]) == "[]"
     assert stranger.get(
         reverse("admin:memory_memorymaintenancereport_change", args=[report.pk])
     ).status_code in (302, 404)
     reviewer = person(agent_client.agent.account, "reviewer")
-    assert reviewer.get(reverse("admin:memory_memorymaintenancereport_changelist")).status_code == 403
+    assert (
+        reviewer.get(reverse("admin:memory_memorymaintenancereport_changelist")).status_code == 403
+    )

@@ -56,6 +56,7 @@ def written(authed: AuthedAgent, name: str = "notes") -> tuple[int, list[list[in
 
 def test_dry_run_then_real_run_through_the_api(admin_client: AuthedAgent) -> None:
     context, groups, singles = written(admin_client)
+    assert len(singles) == len(SINGLES)
     dry = post(admin_client, "maintenance", {"dry_run": True, "context_ids": [context]})
     assert dry.status_code == 201, dry.json()
     report = dry.json()
@@ -126,7 +127,9 @@ def test_an_intruders_reports_and_contexts_answer_like_missing_ones(
     # A run of the whole account maintains the caller's own contexts only.
     real = post(admin_client, "maintenance", {}).json()
     assert real["context_ids"] == [mine]
-    assert MemoryEntry.objects.filter(context_id=their_context, archived_at__isnull=False).count() == 0
+    assert (
+        MemoryEntry.objects.filter(context_id=their_context, archived_at__isnull=False).count() == 0
+    )
     assert MemoryMaintenanceReport.objects.filter(account=intruder.agent.account).count() == 1
     assert len(before) == MemoryEntry.objects.filter(version=1).count()
 

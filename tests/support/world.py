@@ -26,9 +26,9 @@ from memory.models import (
     MemoryAccessLog,
     MemoryContext,
     MemoryEntry,
+    MemoryMaintenanceReport,
     MemoryPool,
     MemoryPoolEvent,
-    MemoryMaintenanceReport,
     MemorySnapshot,
     ShortTermEntry,
 )

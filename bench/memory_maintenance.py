@@ -13,8 +13,8 @@ version is embedded by the local model): the rest are reported as ``run_limit``.
     uv run python bench/memory_maintenance.py --entries 10000 [--real]
 
 Run each size in its own process (the peak RSS is the process's). Prints one JSON object;
-docs/benchmarks.md records the figures. The bench account (``engram-bench-maintenance``) and its
-context are deleted first and rebuilt.
+docs/benchmarks.md records the figures. The bench account (``engram-bench-maintenance-<N>``)
+and its context are deleted first and rebuilt.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _setup import django_session  # noqa: E402
+from _setup import django_session
 
 
 def rss_mb() -> float:
@@ -47,9 +47,10 @@ def build(entries: int, share: float, seed: int) -> tuple[int, int, int]:
     from core.models import Account
     from memory.models import MemoryContext, MemoryEntry
 
-    Account.objects.filter(slug="engram-bench-maintenance").delete()
+    slug = f"engram-bench-maintenance-{entries}"
+    Account.objects.filter(slug=slug).delete()
     account = core_services.account_create(
-        name="Engram maintenance benchmark", slug="engram-bench-maintenance"
+        name=f"Engram maintenance benchmark {entries}", slug=slug
     )
     context = MemoryContext.objects.create(account=account, name="bench-maintenance")
     model_id = get_embedding_provider().model_id

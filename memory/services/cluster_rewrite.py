@@ -71,7 +71,7 @@ def _metadata(kept: MemoryEntry, absorbed: Sequence[MemoryEntry]) -> dict[str, A
     merged = dict(kept.metadata)
     for entry in absorbed:
         for key, value in entry.metadata.items():
-            if key in {"merged_into", "merged_into_lineage", "consolidated_by"}:
+            if key in {"merged_into", "merged_into_lineage", "consolidated_by", "consolidations"}:
                 continue
             merged.setdefault(key, value)
     return merged

@@ -1,7 +1,8 @@
 """Cluster maintenance: ``POST /api/v1/memory/maintenance`` runs it now and answers its report;
 ``GET /api/v1/memory/maintenance/reports`` and ``.../reports/{id}`` list and show reports
-(docs/memory.md, "Cluster maintenance"; docs/api.md). Every operation needs the ``admin``
-scope: a report names entries of every context of the account."""
+(docs/memory.md, "Cluster maintenance"; docs/api.md). A key with the ``admin`` scope acts on
+the whole account; a ``write`` key on the contexts its agent may write, and reads the reports of
+its own runs."""
 
 from __future__ import annotations
 
@@ -60,6 +61,7 @@ class ReportOutput(ReportSummaryOutput):
     class Meta(ReportSummaryOutput.Meta):
         fields = [
             *ReportSummaryOutput.Meta.fields,
+            "replaced",
             "params",
             "contexts",
             "clusters",
@@ -67,6 +69,11 @@ class ReportOutput(ReportSummaryOutput):
             "skipped",
         ]
 
+    replaced = serializers.ListField(
+        child=serializers.IntegerField(),
+        source="replaced_ids",
+        help_text="Entries absorbed (in a dry run: to be absorbed), now archived versions.",
+    )
     params = serializers.DictField(help_text="The clustering's parameters (seed included).")
     contexts = serializers.ListField(
         child=serializers.DictField(),
@@ -93,9 +100,8 @@ class MaintenanceRunApi(ApiView):
     """Run cluster maintenance now for the caller's account (every unarchived context, or
     ``context_ids``) and answer its report; ``dry_run`` plans without changing anything. The
     run is synchronous: its changes and its report are visible when this answers. The
-    schedule's short-circuits do not apply to a run asked for."""
-
-    required_scope = "admin"
+    schedule's short-circuits do not apply to a run asked for. A key with the ``admin`` scope
+    maintains any context of the account; a ``write`` key the contexts its agent may write."""
 
     class InputSerializer(strict.InputSerializer):
         dry_run = serializers.BooleanField(default=False)
@@ -124,9 +130,8 @@ class MaintenanceRunApi(ApiView):
 
 class MaintenanceReportListApi(ApiView):
     """The account's maintenance reports, newest first (without their clusters and plans:
-    see the report itself)."""
+    see the report itself); a key without the ``admin`` scope lists its own runs' reports."""
 
-    required_scope = "admin"
     pagination_class = CreatedCursorPagination
 
     class FilterSerializer(strict.FilterSerializer):
@@ -151,8 +156,6 @@ class MaintenanceReportListApi(ApiView):
 
 class MaintenanceReportDetailApi(ApiView):
     """One maintenance report with its clusters, what was kept, replaced and skipped."""
-
-    required_scope = "admin"
 
     @extend_schema(operation_id="memory_maintenance_report_retrieve", responses=ReportOutput)
     def get(self, request: Request, report_id: int) -> Response:

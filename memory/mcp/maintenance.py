@@ -1,5 +1,6 @@
 """Cluster maintenance as the MCP tool ``memory_maintenance`` (docs/mcp.md), thin over the same
-service as ``POST /api/v1/memory/maintenance``: admin keys only (the service checks)."""
+service as ``POST /api/v1/memory/maintenance`` (the service decides which contexts a key may
+maintain)."""
 
 from __future__ import annotations
 
@@ -34,8 +35,8 @@ TOOLS = (
         name="memory_maintenance",
         title="Merge near-duplicate memories",
         description=(
-            "Admin keys only. Cluster the account's long-term memories (or those of "
-            "`context_ids`) and rewrite each group of near-duplicates into one: the most "
+            "Cluster long-term memories (those of `context_ids`, or every context: of the "
+            "account with an admin key, that you may write otherwise) and rewrite each group of near-duplicates into one: the most "
             "central memory is kept with the others' tags and metadata, the others are "
             "archived (still readable as versions). `dry_run` plans without changing anything. "
             "Answers the maintenance report."

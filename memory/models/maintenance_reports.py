@@ -7,7 +7,7 @@ from typing import ClassVar
 
 from django.db import models
 
-from core.models import Account
+from core.models import Account, Agent
 from core.querysets import AccountScopedQuerySet
 
 
@@ -31,6 +31,10 @@ class MemoryMaintenanceReport(models.Model):
     account = models.ForeignKey(Account, on_delete=models.CASCADE, related_name="+")
     trigger = models.CharField(max_length=10, choices=Trigger.choices)
     actor = models.CharField(max_length=200, blank=True)
+    # The agent that asked for the run (an agent without the admin scope reads only its own).
+    agent = models.ForeignKey(
+        Agent, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
     dry_run = models.BooleanField(default=False)
     status = models.CharField(max_length=16, choices=Status.choices)
     short_circuit = models.CharField(max_length=12, choices=ShortCircuit.choices, blank=True)
@@ -65,6 +69,11 @@ class MemoryMaintenanceReport(models.Model):
     objects: ClassVar[AccountScopedQuerySet[MemoryMaintenanceReport]] = (
         AccountScopedQuerySet.as_manager()  # type: ignore[assignment]
     )
+
+    @property
+    def replaced_ids(self) -> list[int]:
+        """Every entry absorbed (or, in a dry run, to be absorbed) by a kept one."""
+        return [i for item in self.kept for i in item.get("absorbed", [])]
 
     class Meta:
         verbose_name = "memory maintenance report"

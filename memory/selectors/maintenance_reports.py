@@ -1,6 +1,7 @@
 """Cluster maintenance reports (docs/memory.md, "Cluster maintenance"): the actor's account's,
-newest first. Reports name entry ids of every context of the account, so they are for memory
-managers and agents whose key has the ``admin`` scope (the services' rule for running one)."""
+newest first. Reports name entry ids of every context they maintained, so the account's reports
+are for memory managers and agents whose key has the ``admin`` scope; another agent reads the
+reports of the runs it asked for (over contexts it may write)."""
 
 from __future__ import annotations
 
@@ -17,12 +18,14 @@ from memory.roles import MANAGE_MEMORY
 
 
 def reports_for(actor: Actor) -> QuerySet[MemoryMaintenanceReport]:
-    """The reports of the accounts where ``actor`` manages memory."""
-    actor.require_scope("admin")
+    """The reports of the accounts where ``actor`` manages memory; an agent whose key lacks
+    the ``admin`` scope reads only the reports of the runs it asked for."""
     accounts = actor.accounts_with(MANAGE_MEMORY)
-    return MemoryMaintenanceReport.objects.filter(account_id__in=list(accounts)).order_by(
-        "-created_at", "-id"
-    )
+    reports = MemoryMaintenanceReport.objects.filter(account_id__in=list(accounts))
+    key = actor.api_key
+    if actor.agent is not None and key is not None and not key.has_scope("admin"):
+        reports = reports.filter(agent_id=actor.agent.pk)
+    return reports.order_by("-created_at", "-id")
 
 
 def report_get(actor: Actor, report_id: int) -> MemoryMaintenanceReport:

@@ -40,6 +40,7 @@ from core.errors import Conflict, EngramError, ValidationFailed
 from core.llm import LLMError, get_llm_provider
 from core.models import Account
 from memory import clustering, indexing
+from memory.context_access import visible_contexts
 from memory.models import MemoryContext, MemoryEntry, MemoryMaintenanceReport
 from memory.roles import MANAGE_MEMORY
 from memory.selectors.long_term import context_get
@@ -355,6 +356,7 @@ def maintenance_run(
     dry_run: bool = False,
     context_ids: Sequence[int] | None = None,
     check_rules: bool = False,
+    agent_id: int | None = None,
 ) -> Report:
     """One run for one account (its unarchived contexts, or those of ``context_ids``), as
     the system; ``check_rules``: the scheduled run's short-circuits first. Returns its report
@@ -375,6 +377,7 @@ def maintenance_run(
             dry_run=dry_run,
             status=Report.Status.COMPLETED,
             context_ids=ids,
+            agent_id=agent_id,
         )
         run = _Run(report, actor=actor, dry_run=dry_run)
         model_id = get_embedding_provider().model_id
@@ -399,8 +402,19 @@ def maintenance_run(
 
 
 def _requested_contexts(actor: Actor, context_ids: Sequence[int] | None) -> list[int] | None:
+    """The contexts of a run asked for: an agent whose key lacks the ``admin`` scope maintains
+    only contexts it may write (those named: 404 ``context_not_found`` / 403
+    ``context_read_only`` otherwise; none named: every one it may write)."""
+    whole_account = actor.agent is None or actor.api_key is None or actor.api_key.has_scope("admin")
     if context_ids is None:
-        return None
+        if whole_account:
+            return None
+        return list(
+            visible_contexts(actor, writable_only=True)
+            .filter(archived_at__isnull=True)
+            .order_by("pk")
+            .values_list("pk", flat=True)
+        )
     if len(context_ids) > MAX_CONTEXT_IDS:
         raise ValidationFailed(
             f"Name at most {MAX_CONTEXT_IDS} contexts.",
@@ -409,7 +423,8 @@ def _requested_contexts(actor: Actor, context_ids: Sequence[int] | None) -> list
         )
     ids = list(dict.fromkeys(context_ids))
     for context_id in ids:
-        context = context_get(actor, context_id)  # 404 context_not_found, foreign or missing
+        # 404 context_not_found, foreign or missing alike; 403 context_read_only
+        context = context_get(actor, context_id, write=not whole_account)
         if context.is_archived:
             raise Conflict(
                 "The context is archived: unarchive it to maintain it.",
@@ -428,12 +443,13 @@ def memory_maintenance_request(
     account_id: int | None = None,
 ) -> Report:
     """A run asked for now (the API, the admin, the MCP tool, the command): by a memory
-    manager, or an agent whose key has the ``admin`` scope. Always runs (the short-circuits
+    manager, an agent whose key has the ``admin`` scope (any context of the account), or an
+    agent with the ``write`` scope (the contexts it may write). Always runs (the short-circuits
     are the schedule's); ``context_ids`` narrows it to contexts the actor may read (404
     ``context_not_found`` otherwise)."""
     account = actor.account_id if account_id is None else account_id
     actor.require(account, MANAGE_MEMORY)
-    actor.require_scope("admin")
+    actor.require_scope("write")
     ids = _requested_contexts(actor, context_ids)
     return maintenance_run(
         account_id=account,
@@ -441,6 +457,7 @@ def memory_maintenance_request(
         actor_name=str(actor),
         dry_run=dry_run,
         context_ids=ids,
+        agent_id=actor.agent_id,
     )
 
 

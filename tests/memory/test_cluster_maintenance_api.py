@@ -97,13 +97,35 @@ def test_dry_run_then_real_run_through_the_api(admin_client: AuthedAgent) -> Non
     assert detail["kept"] == real["kept"] and detail["clusters"] == real["clusters"]
 
 
-def test_maintenance_needs_the_admin_scope(agent_client: AuthedAgent) -> None:
-    for answer in (
-        post(agent_client, "maintenance", {"dry_run": True}),
-        agent_client.client.get(f"{BASE}/maintenance/reports"),
-        agent_client.client.get(f"{BASE}/maintenance/reports/1"),
-    ):
-        assert answer.status_code == 403 and code(answer) == "insufficient_scope"
+def test_a_write_key_maintains_the_contexts_its_agent_may_write(
+    agent_client: AuthedAgent,
+    admin_client: AuthedAgent,
+    make_agent_client: Callable[..., AuthedAgent],
+) -> None:
+    reader = make_agent_client(scopes=("read",), account=agent_client.agent.account)
+    assert post(reader, "maintenance", {"dry_run": True}).status_code == 403
+    assert code(post(reader, "maintenance", {"dry_run": True})) == "insufficient_scope"
+    mine, _, _ = written(agent_client)
+    # A teammate's private context: not the write key's to maintain.
+    teammate = make_agent_client(account=agent_client.agent.account)
+    theirs, _, _ = written(teammate, "theirs")
+    refused = post(agent_client, "maintenance", {"context_ids": [theirs]})
+    assert refused.status_code == 404 and code(refused) == "context_not_found"
+    report = post(agent_client, "maintenance", {"dry_run": False}).json()
+    assert report["context_ids"] == [mine] and report["replaced_count"] == 3
+    assert sorted(report["replaced"]) == sorted(i for k in report["kept"] for i in k["absorbed"])
+    assert MemoryEntry.objects.filter(context_id=theirs, archived_at__isnull=False).count() == 0
+    # Its own runs' reports only; an admin key of the account reads every report.
+    other = post(teammate, "maintenance", {"dry_run": True}).json()
+    listed = agent_client.client.get(f"{BASE}/maintenance/reports").json()["results"]
+    assert [r["id"] for r in listed] == [report["id"]]
+    hidden = agent_client.client.get(f"{BASE}/maintenance/reports/{other['id']}")
+    assert hidden.status_code == 404 and code(hidden) == "report_not_found"
+    everything = admin_client.client.get(f"{BASE}/maintenance/reports").json()["results"]
+    assert everything == []  # admin_client is another account's
+    admin = make_agent_client(scopes=("read", "write", "admin"), account=agent_client.agent.account)
+    listed = admin.client.get(f"{BASE}/maintenance/reports").json()["results"]
+    assert {r["id"] for r in listed} == {report["id"], other["id"]}
 
 
 def test_an_intruders_reports_and_contexts_answer_like_missing_ones(

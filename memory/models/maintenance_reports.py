@@ -70,11 +70,6 @@ class MemoryMaintenanceReport(models.Model):
         AccountScopedQuerySet.as_manager()  # type: ignore[assignment]
     )
 
-    @property
-    def replaced_ids(self) -> list[int]:
-        """Every entry absorbed (or, in a dry run, to be absorbed) by a kept one."""
-        return [i for item in self.kept for i in item.get("absorbed", [])]
-
     class Meta:
         verbose_name = "memory maintenance report"
         ordering = ["-created_at", "-id"]
@@ -85,3 +80,8 @@ class MemoryMaintenanceReport(models.Model):
     def __str__(self) -> str:
         kind = "dry run" if self.dry_run else "run"
         return f"maintenance {kind} {self.pk} ({self.get_status_display()})"
+
+    @property
+    def replaced_ids(self) -> list[int]:
+        """Every entry absorbed (or, in a dry run, to be absorbed) by a kept one."""
+        return [i for item in self.kept for i in item.get("absorbed", [])]

@@ -37,9 +37,9 @@ TOOLS = (
         description=(
             "Cluster long-term memories (those of `context_ids`, or every context: of the "
             "account with an admin key, that you may write otherwise) and rewrite each group "
-            "of near-duplicates into one: the most central memory is kept with the others' tags and metadata, the others are "
-            "archived (still readable as versions). `dry_run` plans without changing anything. "
-            "Answers the maintenance report."
+            "of near-duplicates into one: the most central memory is kept with the others' "
+            "tags and metadata, the others are archived (still readable as versions). "
+            "`dry_run` plans without changing anything. Answers the maintenance report."
         ),
         scope="write",
         input=MaintenanceRunApi.InputSerializer,

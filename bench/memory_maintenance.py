@@ -93,6 +93,9 @@ def build(entries: int, share: float, seed: int) -> tuple[int, int, int]:
             batch = []
     if batch:
         MemoryEntry.objects.bulk_create(batch)
+    # The corpus statistics an archive decrements (the entries have no postings: the run never
+    # searches them).
+    MemoryContext.objects.filter(pk=context.pk).update(entry_count=entries)
     return account.pk, context.pk, groups
 
 
@@ -139,6 +142,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "noise": report.contexts[0].get("noise"),
             "timings_ms": report.timings_ms,
         }
+        print(json.dumps({name: result[name]}), file=sys.stderr, flush=True)
     return result
 
 

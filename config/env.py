@@ -123,6 +123,16 @@ class EngramEnv(BaseSettings):
     # long a run's counters live after its last use.
     MEMORY_RUN_MAX_SEARCHES: int = Field(default=10, ge=1, le=10_000)
     MEMORY_RUN_TTL_SECONDS: int = Field(default=86_400, ge=60, le=30 * 86_400)
+    # Cluster maintenance (docs/memory.md, "Cluster maintenance"): the scheduled run's
+    # short-circuits, the grouping's similarity floor, the clustering's sizes and seed.
+    MEMORY_MAINTENANCE_SKIP_IF_REPORT_TODAY: bool = True
+    MEMORY_MAINTENANCE_MIN_NEW_MEMORIES: int = Field(default=10, ge=0, le=1_000_000)
+    MEMORY_MAINTENANCE_MIN_SIMILARITY: float = Field(default=0.75, gt=0, le=1)
+    MEMORY_MAINTENANCE_MIN_CLUSTER_SIZE: int = Field(default=2, ge=2, le=1000)
+    MEMORY_MAINTENANCE_SEED: int = Field(default=42, ge=0, le=2**31 - 1)
+    MEMORY_MAINTENANCE_UMAP_MIN_ENTRIES: int = Field(default=50, ge=10, le=1_000_000)
+    MEMORY_MAINTENANCE_UMAP_SAMPLE: int = Field(default=5000, ge=100, le=1_000_000)
+    MEMORY_MAINTENANCE_MAX_REWRITES: int = Field(default=500, ge=1, le=100_000)
 
     # --- admin sign-in -------------------------------------------------------------------------
     ADMIN_LOGIN_FAILURE_LIMIT: int = Field(default=5, ge=0, le=1000)

@@ -11,6 +11,7 @@ from core.jobs import PeriodicJob, job_run
 from core.llm import LLMError
 from memory import services
 from memory.services import changes, consolidation, conversations, extractions
+from memory.services import cluster_maintenance as maintenance_services
 
 PERIODIC_JOBS = [
     PeriodicJob(
@@ -113,10 +114,32 @@ PERIODIC_JOBS += [
 ]
 
 
+# --- cluster maintenance (seed 004: every 30 minutes, short-circuited most of the time) --------
+
+PERIODIC_JOBS += [
+    PeriodicJob(
+        name="memory.cluster_maintenance",
+        task="memory.tasks.cluster_maintenance",
+        description="Cluster each account's long-term memories (UMAP + HDBSCAN) and rewrite "
+        "each group of near-duplicates into one; skipped when a report exists for today or "
+        "fewer than MEMORY_MAINTENANCE_MIN_NEW_MEMORIES memories were written since the last.",
+        every_seconds=1800,
+        expires_seconds=1500,
+    ),
+]
+
+
 @shared_task(bind=True, time_limit=600, soft_time_limit=540, acks_late=True)
 def expire_pending_changes(self, dry_run: bool = False) -> dict[str, int]:  # type: ignore[no-untyped-def]
     with job_run("memory.expire_pending_changes", task_id=self.request.id or "") as run:
         run.counts = changes.pending_changes_expire(dry_run=dry_run)
+    return run.counts
+
+
+@shared_task(bind=True, time_limit=3 * 3600, soft_time_limit=3 * 3600 - 300, acks_late=True)
+def cluster_maintenance(self, dry_run: bool = False) -> dict[str, int]:  # type: ignore[no-untyped-def]
+    with job_run("memory.cluster_maintenance", task_id=self.request.id or "") as run:
+        run.counts = maintenance_services.maintenance_run_all(dry_run=dry_run)
     return run.counts
 
 

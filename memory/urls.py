@@ -12,6 +12,7 @@ from memory.apis import (
     conversations,
     extractions,
     long_term,
+    maintenance_reports,
     pools,
     router,
     short_term,
@@ -29,6 +30,18 @@ urlpatterns = [
     path("write", router.MemoryWriteApi.as_view(), name="memory-write"),
     path("stats", router.MemoryStatsApi.as_view(), name="memory-stats"),
     path("consolidate", router.MemoryConsolidateApi.as_view(), name="memory-consolidate"),
+    # --- cluster maintenance ----------------------------------------------------------------
+    path("maintenance", maintenance_reports.MaintenanceRunApi.as_view(), name="memory-maintenance"),
+    path(
+        "maintenance/reports",
+        maintenance_reports.MaintenanceReportListApi.as_view(),
+        name="memory-maintenance-reports",
+    ),
+    path(
+        "maintenance/reports/<id:report_id>",
+        maintenance_reports.MaintenanceReportDetailApi.as_view(),
+        name="memory-maintenance-report",
+    ),
     # --- memory tools for agent runs --------------------------------------------------------
     path("tools/write", tools.ToolWriteApi.as_view(), name="memory-tools-write"),
     path("tools/search", tools.ToolSearchApi.as_view(), name="memory-tools-search"),

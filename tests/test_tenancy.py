@@ -35,6 +35,7 @@ from memory.models import (
     MemoryContext,
     MemoryContextGrant,
     MemoryEntry,
+    MemoryMaintenanceReport,
     MemoryPool,
     MemoryPoolEvent,
     MemoryPoolGrant,
@@ -114,6 +115,8 @@ class Target:
     # Knowledge items: a base's name (unique per account, chosen by agents); its item's key is
     # ``memory_key``.
     knowledge_base: str
+    # A maintenance report (a dry run of the side's context).
+    report_id: int
 
     @classmethod
     def of(cls, side: Side) -> Target:
@@ -146,6 +149,7 @@ class Target:
             side.conversation.pk,  # type: ignore[union-attr]
             side.pending_change.pk,  # type: ignore[union-attr]
             side.knowledge_base_name,
+            side.maintenance_report.pk,  # type: ignore[union-attr]
         )
 
     @classmethod
@@ -179,6 +183,7 @@ class Target:
             MISSING_ID + 24,
             MISSING_ID + 26,
             f"kb-{MISSING_ID + 25}",
+            MISSING_ID + 26,
         )
 
     def values(self) -> list[str]:
@@ -217,6 +222,7 @@ class Target:
             "conversation_id": self.conversation_id,
             "change_id": self.pending_change_id,
             "base": self.knowledge_base,
+            "report_id": self.report_id,
         }
 
 
@@ -426,6 +432,12 @@ CASES.update(
         ),
         "memory_stats": Case(lambda t: ("", None, {"session_id": t.session_id})),  # type: ignore[union-attr]
         "memory_consolidate": Case(lambda t: ("", {}, None), names_ids=False),
+        # Cluster maintenance: a foreign context or report answers like a missing one.
+        "memory_maintenance_run": Case(
+            lambda t: ("", {"dry_run": True, "context_ids": [t.context_id]}, None)  # type: ignore[union-attr]
+        ),
+        "memory_maintenance_reports_list": Case(lambda t: ("", None, None), names_ids=False),
+        "memory_maintenance_report_retrieve": Case(_named()),
         # Memory tools of agent runs: runs are the caller's own names; related items are ids.
         "memory_tools_write": Case(
             lambda t: (
@@ -895,6 +907,11 @@ def _long_term_memory(account: int) -> Any:
             PendingChange.objects.filter(account=account).values_list(
                 "id", "status", "decided_at", "result"
             )
+        ),
+        list(
+            MemoryMaintenanceReport.objects.filter(account=account)
+            .order_by("pk")
+            .values_list("id", "status", "kept_count", "checks", "undone_at")
         ),
     )
 

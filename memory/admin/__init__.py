@@ -10,4 +10,4 @@ from memory.admin import long_term, pools, short_term  # noqa: F401
 
 # isort: split
 # Conversations and knowledge items have their own modules (registered on import).
-from memory.admin import changes, conversations, knowledge  # noqa: F401
+from memory.admin import changes, conversations, knowledge, maintenance_reports  # noqa: F401

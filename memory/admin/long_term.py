@@ -7,24 +7,27 @@ from __future__ import annotations
 from typing import Any
 
 from django import forms
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
+from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
 from core.actors import Actor
 from core.admin_base import AccountScopedAdmin, AccountScopedTabularInline
+from core.errors import EngramError
 from memory.admin.common import JSON_EDITOR, _report_text
 from memory.models import (
     MemoryAccessLog,
     MemoryContext,
     MemoryContextGrant,
     MemoryEntry,
+    MemoryMaintenanceReport,
     MemorySnapshot,
 )
 from memory.roles import MANAGE_MEMORY
 from memory.selectors import long_term as ltm_selectors
-from memory.services import consolidation
+from memory.services import cluster_maintenance, consolidation
 from memory.services import long_term as ltm_services
 
 # --- long-term memory ------------------------------------------------------------------------
@@ -89,7 +92,14 @@ class MemoryContextAdmin(AccountScopedAdmin):
     list_select_related = ["account", "owner"]
     search_fields = ["name", "description"]
     inlines = [MemoryContextGrantInline]
-    actions = ["archive", "unarchive", "run_consolidation", "preview_consolidation"]
+    actions = [
+        "archive",
+        "unarchive",
+        "run_consolidation",
+        "preview_consolidation",
+        "run_cluster_maintenance",
+        "preview_cluster_maintenance",
+    ]
     _fields = [
         "account",
         "name",
@@ -178,6 +188,58 @@ class MemoryContextAdmin(AccountScopedAdmin):
         self, request: HttpRequest, queryset: QuerySet[MemoryContext]
     ) -> None:
         self._consolidate(request, queryset, dry_run=True)
+
+    def _cluster_maintenance(
+        self, request: HttpRequest, queryset: QuerySet[MemoryContext], dry_run: bool
+    ) -> None:
+        """One run per account of the selected contexts; each report linked in a message."""
+        actor = self.actor(request)
+        by_account: dict[int, list[int]] = {}
+        for context in queryset.order_by("pk"):
+            by_account.setdefault(context.account_id, []).append(context.pk)
+        for account_id, context_ids in by_account.items():
+            try:
+                report = cluster_maintenance.memory_maintenance_request(
+                    actor=actor,
+                    trigger=MemoryMaintenanceReport.Trigger.ADMIN,
+                    dry_run=dry_run,
+                    context_ids=context_ids,
+                    account_id=account_id,
+                )
+            except EngramError as exc:
+                messages.error(request, exc.message)
+                continue
+            verb = "would keep" if dry_run else "kept"
+            link = reverse("admin:memory_memorymaintenancereport_change", args=[report.pk])
+            self.message_user(
+                request,
+                format_html(
+                    "Cluster maintenance of {} context(s): {} clusters; {} {} memories, "
+                    'absorbing {}; <a href="{}">report {}</a>.',
+                    len(context_ids),
+                    report.cluster_count,
+                    verb,
+                    report.kept_count,
+                    report.replaced_count,
+                    link,
+                    report.pk,
+                ),
+            )
+
+    @admin.action(
+        description="Run cluster maintenance now (merge near-duplicate memories)",
+        permissions=["change"],
+    )
+    def run_cluster_maintenance(
+        self, request: HttpRequest, queryset: QuerySet[MemoryContext]
+    ) -> None:
+        self._cluster_maintenance(request, queryset, dry_run=False)
+
+    @admin.action(description="Preview cluster maintenance (dry run)", permissions=["change"])
+    def preview_cluster_maintenance(
+        self, request: HttpRequest, queryset: QuerySet[MemoryContext]
+    ) -> None:
+        self._cluster_maintenance(request, queryset, dry_run=True)
 
 
 class MemoryEntryForm(forms.ModelForm):

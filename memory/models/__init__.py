@@ -19,6 +19,7 @@ from memory.models.long_term import (
     MemoryEntryTerm,
     MemorySnapshot,
 )
+from memory.models.maintenance_reports import MemoryMaintenanceReport
 from memory.models.pools import (
     DEFAULT_POOL_ID,
     MemoryPool,
@@ -53,6 +54,7 @@ __all__ = [
     "MemoryEntry",
     "MemoryEntryPosting",
     "MemoryEntryTerm",
+    "MemoryMaintenanceReport",
     "MemoryPool",
     "MemoryPoolEvent",
     "MemoryPoolGrant",

@@ -8,6 +8,8 @@ moved since the change was proposed, so an old approval never overwrites newer d
 - ``rot_archive``: ``{"context_id", "entry_ids"}``
 - ``importance_decay``: ``{"context_id", "computed_at", "entries": [{"id", "from", "to"}]}``
 - ``agent_write``: ``{"agent_id", "context_id", "item": entry input, "run_id"}``
+- ``cluster_rewrite``: ``memory.services.cluster_rewrite.rewrite_payload`` (cluster maintenance;
+  registered by that module)
 """
 
 from __future__ import annotations

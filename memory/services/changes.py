@@ -76,7 +76,8 @@ def change_kind_register(name: str, apply: Applier | Callable[..., Any], title: 
 
 def change_kinds() -> dict[str, ChangeKind]:
     """Every registered kind (the built-in ones are registered on first use)."""
-    import memory.services.change_kinds  # noqa: F401  (registers the built-in kinds)
+    import memory.services.change_kinds
+    import memory.services.cluster_rewrite  # noqa: F401  (registers cluster_rewrite)
 
     return _KINDS
 

@@ -18,6 +18,7 @@ from core.serializers import InputSerializer
 WRITE_TOOLS = {
     "memory_write",
     "memory_consolidate",
+    "memory_maintenance",
     "create_memory_pool",
     "write_shared_memory",
     "delete_memory_pool",

@@ -26,6 +26,7 @@ from memory.models import (
     MemoryAccessLog,
     MemoryContext,
     MemoryEntry,
+    MemoryMaintenanceReport,
     MemoryPool,
     MemoryPoolEvent,
     MemorySnapshot,
@@ -33,6 +34,7 @@ from memory.models import (
     ShortTermEntry,
 )
 from memory.services import changes as change_services
+from memory.services import cluster_maintenance
 from memory.services import conversations as conversation_services
 from memory.services import extractions as extraction_services
 from memory.services import knowledge as knowledge_services
@@ -106,6 +108,8 @@ class Side:
     # A pending change (review before change) of the context: archive its older entry (the
     # reason carries the marker).
     pending_change: PendingChange | None = None
+    # A cluster maintenance report: a dry run over the side's context.
+    maintenance_report: MemoryMaintenanceReport | None = None
     # A conversation (user id and title with the marker) with two messages (metadata with the
     # marker) and a summary.
     conversation: Conversation | None = None
@@ -216,6 +220,7 @@ def build_side(marker: str, capture_on_commit: Callable[..., Any]) -> Side:
         "memory.memoryentry": side.ltm_entry,
         "memory.memorysnapshot": side.ltm_snapshot,
         "memory.pendingchange": side.pending_change,
+        "memory.memorymaintenancereport": side.maintenance_report,
         "memory.memoryaccesslog": MemoryAccessLog.objects.get(account=account),
         "memory.conversation": side.conversation,
         "memory.extraction": Extraction.objects.filter(account=account).first(),
@@ -473,6 +478,9 @@ def _memory(
         after={"entries": [], "archived": [current.pk]},
         reason=f"{marker}CHANGE the entry went stale",
     ).change
+    report = cluster_maintenance.maintenance_run(
+        account_id=account.pk, trigger="command", dry_run=True, context_ids=[context.pk]
+    )
     # A memory written through the memory tools in a run, linked to an entry, and a search.
     written = memory_tools.memory_tool_write(
         actor=actor,
@@ -513,6 +521,7 @@ def _memory(
         "ltm_entry": MemoryEntry.objects.get(pk=current.pk),
         "ltm_snapshot": MemorySnapshot.objects.get(pk=snapshot.pk),
         "pending_change": PendingChange.objects.get(pk=pending.pk),  # type: ignore[union-attr]
+        "maintenance_report": MemoryMaintenanceReport.objects.get(pk=report.pk),
     }
 
 
@@ -562,6 +571,13 @@ RIGHTS: dict[str, dict[str, str]] = {
     # The review queue: owners and operators read it and decide through its actions and its
     # decision buttons, never by editing the form.
     "memory.pendingchange": {"owner": "v", "reviewer": "", "author": "", "operator": "v"},
+    # Maintenance reports: read-only; operators (and owners) undo a run through an action.
+    "memory.memorymaintenancereport": {
+        "owner": "v",
+        "reviewer": "",
+        "author": "",
+        "operator": "v",
+    },
     "memory.conversation": {"owner": "vd", "reviewer": "", "author": "", "operator": "vd"},
     "memory.extraction": {"owner": "vd", "reviewer": "", "author": "", "operator": "vd"},
     # Knowledge items: everyone in the account reads; operators (and owners) write.
@@ -609,6 +625,7 @@ LIST_MARKER = {
     "memory.memorysnapshot": "SNAP",
     "memory.memoryaccesslog": "LTM",
     "memory.pendingchange": "CHANGE",
+    "memory.memorymaintenancereport": "ACCOUNT",
     "memory.conversation": "CONV",
     "memory.extraction": "CONV",
     "memory.knowledgestore": "KNOWBASE",

@@ -1,0 +1,135 @@
+"""Cluster maintenance reports in the admin (docs/admin.md, "Memory maintenance"): read-only
+reports with their clusters, what was kept, replaced and skipped; the list page draws memory
+growth per tier and the latest run's cluster sizes (Chart.js, vendored under
+``core/static/vendor/chart.js``). Operators (and owners) undo a run through an action; runs
+start from the long-term memory contexts' actions (with a dry run)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.contrib import admin
+from django.db.models import QuerySet
+from django.http import HttpRequest, HttpResponse
+from django.utils import timezone
+from django.utils.html import format_html
+
+from core.admin_base import AccountScopedAdmin
+from memory.models import MemoryMaintenanceReport
+from memory.roles import MANAGE_MEMORY
+from memory.selectors import maintenance_reports as selectors
+from memory.services import cluster_rewrite
+
+GROWTH_DAYS = 30
+
+
+def _pretty(value: Any) -> str:
+    text = json.dumps(value, indent=2, ensure_ascii=False, default=str)
+    return format_html('<pre style="max-height: 30rem; overflow: auto">{}</pre>', text)
+
+
+@admin.register(MemoryMaintenanceReport)
+class MemoryMaintenanceReportAdmin(AccountScopedAdmin):
+    view_roles = change_roles = MANAGE_MEMORY
+    change_list_template = "admin/memory/memorymaintenancereport/change_list.html"
+    list_display = [
+        "__str__",
+        "account",
+        "status",
+        "dry_run",
+        "trigger",
+        "cluster_count",
+        "kept_count",
+        "replaced_count",
+        "skipped_count",
+        "short_circuit",
+        "undone_at",
+        "created_at",
+    ]
+    list_filter = ["status", "dry_run", "trigger", "account"]
+    list_select_related = ["account"]
+    list_defer = ("clusters", "kept", "skipped", "contexts", "params")
+    actions = ["undo"]
+    _summary = (
+        "account",
+        "trigger",
+        "actor",
+        "dry_run",
+        "status",
+        "short_circuit",
+        "short_circuit_detail",
+        "checks",
+        "context_ids",
+        "embedding_model",
+        "rewrite_model",
+        "entries_seen",
+        "reembedded",
+        "cluster_count",
+        "kept_count",
+        "replaced_count",
+        "skipped_count",
+        "error",
+        "undone_at",
+        "undone_by",
+        "created_at",
+        "finished_at",
+    )
+    _details = ("timings", "parameters", "per_context", "clusters_found", "kept_groups", "skips")
+    fields = readonly_fields = (*_summary, *_details)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        # Nothing to edit; the permission only guards the undo action.
+        return obj is None and super().has_change_permission(request, obj)
+
+    @admin.display(description="timings (ms)")
+    def timings(self, obj: MemoryMaintenanceReport) -> str:
+        return _pretty(obj.timings_ms)
+
+    @admin.display(description="parameters")
+    def parameters(self, obj: MemoryMaintenanceReport) -> str:
+        return _pretty(obj.params)
+
+    @admin.display(description="contexts")
+    def per_context(self, obj: MemoryMaintenanceReport) -> str:
+        return _pretty(obj.contexts)
+
+    @admin.display(description="clusters (sizes and members)")
+    def clusters_found(self, obj: MemoryMaintenanceReport) -> str:
+        return _pretty(obj.clusters)
+
+    @admin.display(description="kept (with what each absorbed)")
+    def kept_groups(self, obj: MemoryMaintenanceReport) -> str:
+        return _pretty([{k: v for k, v in item.items() if k != "payload"} for item in obj.kept])
+
+    @admin.display(description="skipped (with reasons)")
+    def skips(self, obj: MemoryMaintenanceReport) -> str:
+        return _pretty(obj.skipped)
+
+    @admin.action(
+        description="Undo the selected runs (absorbed memories come back)",
+        permissions=["change"],
+    )
+    def undo(self, request: HttpRequest, queryset: QuerySet[MemoryMaintenanceReport]) -> None:
+        actor = self.actor(request)
+        self.each(
+            request,
+            MemoryMaintenanceReport.objects.filter(pk__in=queryset.values("pk")),
+            lambda report: cluster_rewrite.maintenance_report_undo(actor=actor, report=report),
+            "Undid",
+        )
+
+    def changelist_view(
+        self, request: HttpRequest, extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
+        accounts = sorted(self.actor(request).accounts_with(self.view_roles))
+        charts = {
+            "growth": selectors.memory_growth(accounts, days=GROWTH_DAYS, now=timezone.now()),
+            "clusters": selectors.last_cluster_sizes(accounts),
+        }
+        return super().changelist_view(
+            request, {**(extra_context or {}), "maintenance_charts": charts}
+        )

@@ -1,0 +1,163 @@
+"""Cluster maintenance: ``POST /api/v1/memory/maintenance`` runs it now and answers its report;
+``GET /api/v1/memory/maintenance/reports`` and ``.../reports/{id}`` list and show reports
+(docs/memory.md, "Cluster maintenance"; docs/api.md). A key with the ``admin`` scope acts on
+the whole account; a ``write`` key on the contexts its agent may write, and reads the reports of
+its own runs."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers, status
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from core import serializers as strict
+from core.pagination import CreatedCursorPagination, paginated_response
+from core.permissions import request_actor
+from core.serializers import validated
+from core.views import ApiView
+from memory.models import MemoryMaintenanceReport
+from memory.selectors import maintenance_reports as selectors
+from memory.services import cluster_maintenance as services
+
+Report = MemoryMaintenanceReport
+
+
+class ReportSummaryOutput(serializers.ModelSerializer[Report]):
+    class Meta:
+        model = Report
+        fields = [
+            "id",
+            "trigger",
+            "actor",
+            "dry_run",
+            "status",
+            "short_circuit",
+            "short_circuit_detail",
+            "checks",
+            "context_ids",
+            "embedding_model",
+            "rewrite_model",
+            "entries_seen",
+            "reembedded",
+            "cluster_count",
+            "kept_count",
+            "replaced_count",
+            "skipped_count",
+            "timings_ms",
+            "error",
+            "undone_at",
+            "created_at",
+            "finished_at",
+        ]
+
+    context_ids = serializers.ListField(child=serializers.IntegerField())
+    timings_ms = serializers.DictField(
+        child=serializers.FloatField(), help_text="Milliseconds per stage, summed over contexts."
+    )
+
+
+class ReportOutput(ReportSummaryOutput):
+    class Meta(ReportSummaryOutput.Meta):
+        fields = [
+            *ReportSummaryOutput.Meta.fields,
+            "replaced",
+            "params",
+            "contexts",
+            "clusters",
+            "kept",
+            "skipped",
+        ]
+
+    replaced = serializers.ListField(
+        child=serializers.IntegerField(),
+        source="replaced_ids",
+        help_text="Entries absorbed (in a dry run: to be absorbed), now archived versions.",
+    )
+    params = serializers.DictField(help_text="The clustering's parameters (seed included).")
+    contexts = serializers.ListField(
+        child=serializers.DictField(),
+        help_text="Per context: entries seen, re-embedded, the reduction used, clusters, noise.",
+    )
+    clusters = serializers.ListField(
+        child=serializers.DictField(),
+        help_text="Per cluster: context_id, label, size, member entry ids, and its groups "
+        "(kept, absorbed, similarities).",
+    )
+    kept = serializers.ListField(
+        child=serializers.DictField(),
+        help_text="Per group rewritten (or, in a dry run, to be): the kept entry, the absorbed "
+        "ones, the method, the replacement, the payload applied and its result.",
+    )
+    skipped = serializers.ListField(
+        child=serializers.DictField(),
+        help_text="Entries left as they were, with the reason (below_similarity, run_limit, "
+        "cluster_changed...).",
+    )
+
+
+class MaintenanceRunApi(ApiView):
+    """Run cluster maintenance now for the caller's account (every unarchived context, or
+    ``context_ids``) and answer its report; ``dry_run`` plans without changing anything. The
+    run is synchronous: its changes and its report are visible when this answers. The
+    schedule's short-circuits do not apply to a run asked for. A key with the ``admin`` scope
+    maintains any context of the account; a ``write`` key the contexts its agent may write."""
+
+    class InputSerializer(strict.InputSerializer):
+        dry_run = serializers.BooleanField(default=False)
+        context_ids = strict.IdListField(
+            required=False,
+            max_length=services.MAX_CONTEXT_IDS,
+            help_text="Contexts to maintain (default: every unarchived context of the account); "
+            "404 context_not_found for one the caller cannot read.",
+        )
+
+    @extend_schema(
+        operation_id="memory_maintenance_run",
+        request=InputSerializer,
+        responses={201: ReportOutput},
+    )
+    def post(self, request: Request) -> Response:
+        data = validated(self.InputSerializer, request)
+        report = services.memory_maintenance_request(
+            actor=request_actor(request),
+            trigger=Report.Trigger.API,
+            dry_run=data["dry_run"],
+            context_ids=data.get("context_ids"),
+        )
+        return Response(ReportOutput(report).data, status=status.HTTP_201_CREATED)
+
+
+class MaintenanceReportListApi(ApiView):
+    """The account's maintenance reports, newest first (without their clusters and plans:
+    see the report itself); a key without the ``admin`` scope lists its own runs' reports."""
+
+    pagination_class = CreatedCursorPagination
+
+    class FilterSerializer(strict.FilterSerializer):
+        status = serializers.ChoiceField(choices=Report.Status.choices, required=False)
+        dry_run = serializers.BooleanField(required=False, allow_null=True, default=None)
+
+    @extend_schema(
+        operation_id="memory_maintenance_reports_list",
+        parameters=[FilterSerializer],
+        responses=ReportSummaryOutput(many=True),
+    )
+    def get(self, request: Request) -> Response:
+        reports = selectors.reports_for(request_actor(request)).defer(
+            "clusters", "kept", "skipped", "contexts", "params"
+        )
+        if "status" in self.filters:
+            reports = reports.filter(status=self.filters["status"])
+        if self.filters.get("dry_run") is not None:
+            reports = reports.filter(dry_run=self.filters["dry_run"])
+        return paginated_response(self, request, reports, ReportSummaryOutput)
+
+
+class MaintenanceReportDetailApi(ApiView):
+    """One maintenance report with its clusters, what was kept, replaced and skipped."""
+
+    @extend_schema(operation_id="memory_maintenance_report_retrieve", responses=ReportOutput)
+    def get(self, request: Request, report_id: int) -> Response:
+        report = selectors.report_get(request_actor(request), report_id)
+        return Response(ReportOutput(report).data)

@@ -1,0 +1,42 @@
+// The maintenance reports page's charts (templates/admin/memory/memorymaintenancereport/
+// change_list.html): data from the json_script element, drawn with the vendored Chart.js.
+(function () {
+  "use strict";
+  const data = JSON.parse(document.getElementById("maintenance-charts-data").textContent);
+  const growth = document.getElementById("memory-growth-chart");
+  if (growth && window.Chart) {
+    const names = {
+      long_term: "Long-term memories",
+      conversations: "Conversation messages",
+      short_term: "Short-term entries",
+      knowledge: "Knowledge items",
+    };
+    new window.Chart(growth, {
+      type: "line",
+      data: {
+        labels: data.growth.labels,
+        datasets: Object.entries(data.growth.series).map(([tier, values]) => ({
+          label: names[tier] || tier,
+          data: values,
+          tension: 0.2,
+        })),
+      },
+      options: { animation: false, scales: { y: { beginAtZero: true } } },
+    });
+  }
+  const sizes = document.getElementById("cluster-sizes-chart");
+  if (sizes && window.Chart) {
+    new window.Chart(sizes, {
+      type: "bar",
+      data: {
+        labels: data.clusters.labels,
+        datasets: [{ label: "Members", data: data.clusters.sizes }],
+      },
+      options: {
+        animation: false,
+        plugins: { legend: { display: false } },
+        scales: { y: { beginAtZero: true, ticks: { precision: 0 } } },
+      },
+    });
+  }
+})();

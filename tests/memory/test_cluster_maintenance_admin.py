@@ -1,0 +1,114 @@
+"""Cluster maintenance in the admin: an operator previews (dry run) and runs it from the
+contexts' actions, reads the reports with their charts, and undoes a run; people of another
+account see none of it."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from django.contrib.staticfiles import finders
+from django.test import Client
+from django.urls import reverse
+
+from core import services as core_services
+from core.actors import actor_for_agent
+from memory.models import MemoryEntry, MemoryMaintenanceReport
+from memory.services import long_term as ltm
+from tests.conftest import AuthedAgent
+from tests.factories import AgentFactory, UserFactory
+
+pytestmark = pytest.mark.django_db
+
+TEXTS = [
+    "The billing service deploys every Friday afternoon.",
+    "Billing deploys happen on Friday afternoons.",
+    "Alice prefers Python for data pipelines.",
+]
+
+
+def person(account: Any, role: str) -> Client:
+    user = UserFactory.create(is_staff=True)
+    core_services.membership_grant(account=account, user=user, role=role)
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+def test_operators_preview_run_read_and_undo(agent_client: AuthedAgent) -> None:
+    actor = actor_for_agent(agent_client.agent)
+    context = ltm.context_create(actor=actor, name="ops")
+    ltm.entries_write(
+        actor=actor, context=context, items=[ltm.EntryInput(content=t) for t in TEXTS]
+    )
+    operator = person(agent_client.agent.account, "operator")
+    contexts = reverse("admin:memory_memorycontext_changelist")
+
+    preview = operator.post(
+        contexts,
+        {"action": "preview_cluster_maintenance", "_selected_action": [context.pk]},
+        follow=True,
+    )
+    assert "would keep 1 memories, absorbing 1" in preview.content.decode()
+    dry = MemoryMaintenanceReport.objects.get()
+    assert (dry.dry_run, dry.trigger) == (True, "admin")
+    assert MemoryEntry.objects.filter(archived_at__isnull=False).count() == 0
+
+    operator.post(contexts, {"action": "run_cluster_maintenance", "_selected_action": [context.pk]})
+    real = MemoryMaintenanceReport.objects.get(dry_run=False)
+    assert real.replaced_count == 1
+    assert MemoryEntry.objects.filter(archived_at__isnull=False).count() == 1
+
+    page = operator.get(reverse("admin:memory_memorymaintenancereport_changelist"))
+    body = page.content.decode()
+    assert page.status_code == 200
+    assert "vendor/chart.js/chart.umd.js" in body and 'id="memory-growth-chart"' in body
+    assert 'id="cluster-sizes-chart"' in body
+    charts = page.context["maintenance_charts"]
+    assert charts["growth"]["series"]["long_term"][-1] == 3
+    assert charts["clusters"]["report_id"] == real.pk and charts["clusters"]["sizes"] == [2]
+    assert finders.find("vendor/chart.js/chart.umd.js") and finders.find(
+        "memory/maintenance_charts.js"
+    )
+
+    detail = operator.get(reverse("admin:memory_memorymaintenancereport_change", args=[real.pk]))
+    assert (
+        detail.status_code == 200
+        and "clusters (sizes and members)" in detail.content.decode().lower()
+    )
+    assert 'name="_save"' not in detail.content.decode()
+
+    operator.post(
+        reverse("admin:memory_memorymaintenancereport_changelist"),
+        {"action": "undo", "_selected_action": [real.pk]},
+    )
+    assert MemoryEntry.objects.filter(archived_at__isnull=False).count() == 0
+    assert MemoryMaintenanceReport.objects.get(pk=real.pk).undone_at is not None
+
+
+def test_other_accounts_and_other_roles_see_nothing(agent_client: AuthedAgent) -> None:
+    actor = actor_for_agent(agent_client.agent)
+    context = ltm.context_create(actor=actor, name="ops")
+    ltm.entries_write(
+        actor=actor, context=context, items=[ltm.EntryInput(content=t) for t in TEXTS]
+    )
+    owner = person(agent_client.agent.account, "owner")
+    owner.post(
+        reverse("admin:memory_memorycontext_changelist"),
+        {"action": "run_cluster_maintenance", "_selected_action": [context.pk]},
+    )
+    report = MemoryMaintenanceReport.objects.get()
+    stranger = person(AgentFactory.create().account, "operator")
+    listed = stranger.get(reverse("admin:memory_memorymaintenancereport_changelist"))
+    assert (
+        listed.status_code == 200 and f"maintenance run {report.pk}" not in listed.content.decode()
+    )
+    assert json.dumps(listed.context["maintenance_charts"]["clusters"]["sizes"]) == "[]"
+    assert stranger.get(
+        reverse("admin:memory_memorymaintenancereport_change", args=[report.pk])
+    ).status_code in (302, 404)
+    reviewer = person(agent_client.agent.account, "reviewer")
+    assert (
+        reviewer.get(reverse("admin:memory_memorymaintenancereport_changelist")).status_code == 403
+    )

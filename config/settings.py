@@ -256,6 +256,7 @@ SPECTACULAR_SETTINGS = {
         "SkillCategoryEnum": "skills.categories.Category",
         "ChangePolicyEnum": "memory.models.ChangePolicy",
         "PendingChangeStatusEnum": "memory.models.PendingChange.Status",
+        "MaintenanceReportStatusEnum": "memory.models.MemoryMaintenanceReport.Status",
         "PendingChangeKindEnum": "memory.services.changes.KNOWN_KINDS",
         "RotKindEnum": "memory.selectors.rot.KINDS",
     },

@@ -11,7 +11,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 # Not the product: the tests, the benchmarks (which build graphs with COPY) and the tooling.
 SKIPPED = {"rag", "tests", "bench", ".venv", ".engram", ".git", "node_modules"}
-GRAPH_TABLE = re.compile(r"rag_graph", re.IGNORECASE)
+# rag_graphnode, rag_graphedge... in any case; settings such as RAG_GRAPH_EXTRACTION are not tables.
+GRAPH_TABLE = re.compile(r"rag_graph(?!_)", re.IGNORECASE)
 RELATIONS = ROOT / "rag" / "graph" / "relations.py"
 
 

@@ -72,6 +72,8 @@ LATER = {
     "knowledge_relate",
     # issue 19: agentic RAG
     "agentic_query",
+    # issue 20: cluster maintenance
+    "memory_maintenance",
 }
 ALL_TOOLS = CONTRACT | LATER
 
@@ -201,6 +203,10 @@ def test_every_tool_answers_on_its_happy_path(url: str, side: Side) -> None:
 
         nodes = await call("search_knowledge_graph", {"query": "harbour on the coast"})
         assert nodes["results"]
+        graph_context = await call(
+            "graph_rag_context", {"query": "harbour on the coast", "token_budget": 300}
+        )
+        assert graph_context["tokens"] <= 300 and "sections" in graph_context
         near = await call(
             "get_graph_neighbors", {"node_id": node.pk, "hops": 2, "direction": "out"}
         )
@@ -308,6 +314,9 @@ def test_every_tool_answers_on_its_happy_path(url: str, side: Side) -> None:
         )
         assert context["tokens"] <= 300 and "The ferry leaves at nine." in context["context"]
 
+        planned = await call("memory_maintenance", {"dry_run": True})
+        assert planned["dry_run"] and planned["status"] == "completed", planned
+
     with_client(url, secret, walk)
     assert set(called) == ALL_TOOLS
     assert MemoryEntry.objects.get(pk=entries[0]).tags == ["x"]
@@ -336,7 +345,7 @@ def test_a_read_only_key_is_refused_on_every_write_tool(url: str) -> None:
     agent = AgentFactory.create()
     secret = _key(agent, scopes=("read",))
     writers = sorted(name for name, tool in tools().items() if tool.scope != "read")
-    assert len(writers) == 15 and {"knowledge_put", "conversation_add_messages"} <= set(writers)
+    assert len(writers) == 16 and {"knowledge_put", "memory_maintenance"} <= set(writers)
 
     async def refused(client: Client) -> dict[str, Any]:
         answers = {}

@@ -129,6 +129,7 @@ class MemoryMaintenanceReportAdmin(AccountScopedAdmin):
         charts = {
             "growth": selectors.memory_growth(accounts, days=GROWTH_DAYS, now=timezone.now()),
             "clusters": selectors.last_cluster_sizes(accounts),
+            "pending": selectors.pending_changes_by_age(accounts, now=timezone.now()),
         }
         return super().changelist_view(
             request, {**(extra_context or {}), "maintenance_charts": charts}

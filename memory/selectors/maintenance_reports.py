@@ -13,7 +13,13 @@ from django.db.models.functions import TruncDay
 
 from core.actors import Actor
 from core.errors import NotFound
-from memory.models import KnowledgeItem, MemoryEntry, MemoryMaintenanceReport, ShortTermEntry
+from memory.models import (
+    KnowledgeItem,
+    MemoryEntry,
+    MemoryMaintenanceReport,
+    PendingChange,
+    ShortTermEntry,
+)
 from memory.roles import MANAGE_MEMORY
 
 
@@ -98,3 +104,28 @@ def last_cluster_sizes(account_ids: list[int]) -> dict[str, object]:
         "labels": [f"context {c.get('context_id')} #{c.get('cluster')}" for c in clusters],
         "sizes": [int(c.get("size", 0)) for c in clusters],
     }
+
+
+# Age buckets of the pending-changes chart: (label, upper bound in days; None: no bound).
+PENDING_AGE_BUCKETS: tuple[tuple[str, int | None], ...] = (
+    ("< 1 day", 1),
+    ("1-3 days", 3),
+    ("3-7 days", 7),
+    ("7-14 days", 14),
+    (">= 14 days", None),
+)
+
+
+def pending_changes_by_age(account_ids: list[int], *, now: datetime) -> dict[str, Any]:
+    """How many changes wait for review in the accounts, by how long they have waited."""
+    created = PendingChange.objects.filter(
+        account_id__in=account_ids, status=PendingChange.Status.PENDING
+    ).values_list("created_at", flat=True)
+    counts = [0] * len(PENDING_AGE_BUCKETS)
+    for when in created:
+        age = now - when
+        for index, (_, bound) in enumerate(PENDING_AGE_BUCKETS):
+            if bound is None or age < timedelta(days=bound):
+                counts[index] += 1
+                break
+    return {"labels": [label for label, _ in PENDING_AGE_BUCKETS], "counts": counts}

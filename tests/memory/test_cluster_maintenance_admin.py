@@ -68,6 +68,8 @@ def test_operators_preview_run_read_and_undo(agent_client: AuthedAgent) -> None:
     charts = page.context["maintenance_charts"]
     assert charts["growth"]["series"]["long_term"][-1] == 3
     assert charts["clusters"]["report_id"] == real.pk and charts["clusters"]["sizes"] == [2]
+    assert 'id="pending-changes-chart"' in body
+    assert charts["pending"]["labels"][0] == "< 1 day" and sum(charts["pending"]["counts"]) == 0
     assert finders.find("vendor/chart.js/chart.umd.js") and finders.find(
         "memory/maintenance_charts.js"
     )
@@ -112,3 +114,45 @@ def test_other_accounts_and_other_roles_see_nothing(agent_client: AuthedAgent) -
     assert (
         reviewer.get(reverse("admin:memory_memorymaintenancereport_changelist")).status_code == 403
     )
+
+
+def test_pending_changes_are_counted_by_age_in_their_accounts(agent_client: AuthedAgent) -> None:
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from memory.models import PendingChange
+    from memory.selectors.maintenance_reports import pending_changes_by_age
+    from tests.factories import AgentFactory
+
+    now = timezone.now()
+    mine = agent_client.agent.account_id
+    theirs = AgentFactory.create().account_id
+    for n, (account, days, status) in enumerate(
+        [
+            (mine, 0.5, "pending"),
+            (mine, 2, "pending"),
+            (mine, 2.5, "pending"),
+            (mine, 20, "pending"),
+            (mine, 2, "approved"),  # decided: not waiting
+            (theirs, 2, "pending"),  # another account's
+        ]
+    ):
+        change = PendingChange.objects.create(
+            account_id=account,
+            kind="rot_archive",
+            fingerprint=f"f{n}",
+            proposed_by="test",
+            expires_at=now + timedelta(days=30),
+        )
+        PendingChange.objects.filter(pk=change.pk).update(
+            status=status, created_at=now - timedelta(days=days)
+        )
+    ages = pending_changes_by_age([mine], now=now)
+    assert dict(zip(ages["labels"], ages["counts"], strict=True)) == {
+        "< 1 day": 1,
+        "1-3 days": 2,
+        "3-7 days": 0,
+        "7-14 days": 0,
+        ">= 14 days": 1,
+    }

@@ -39,4 +39,19 @@
       },
     });
   }
+  const pending = document.getElementById("pending-changes-chart");
+  if (pending && window.Chart) {
+    new window.Chart(pending, {
+      type: "bar",
+      data: {
+        labels: data.pending.labels,
+        datasets: [{ label: "Pending changes", data: data.pending.counts }],
+      },
+      options: {
+        animation: false,
+        plugins: { legend: { display: false } },
+        scales: { y: { beginAtZero: true, ticks: { precision: 0 } } },
+      },
+    });
+  }
 })();

@@ -26,7 +26,7 @@ from typing import Any, Protocol
 import httpx
 from django.conf import settings
 
-from core.errors import ServiceUnavailable
+from core.errors import ServiceUnavailable, ValidationFailed
 from core.llm import get_llm_provider
 from core.llm.base import InvalidJSONError, LLMError
 from core.process_cache import PerProcess
@@ -227,3 +227,14 @@ def get_reranker() -> Reranker | None:
 def reset_reranker() -> None:
     """Forget the process's HTTP reranker (tests, reconfiguration)."""
     _http_reranker.reset()
+
+
+def reranker_required() -> Reranker:
+    """The configured reranker, for a search that asked for one (``"rerank": true``): 400
+    ``rerank_not_configured`` when reranking is off."""
+    reranker = get_reranker()
+    if reranker is None:
+        raise ValidationFailed(
+            "Reranking is not configured (RERANK_PROVIDER).", code="rerank_not_configured"
+        )
+    return reranker

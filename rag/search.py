@@ -429,13 +429,9 @@ def chunk_search(
     stage_weights = fusion_weights(weights)
     reranker = None
     if rerank:
-        from rag.rerank import get_reranker
+        from rag.rerank import reranker_required
 
-        reranker = get_reranker()
-        if reranker is None:
-            raise ValidationFailed(
-                "Reranking is not configured (RERANK_PROVIDER).", code="rerank_not_configured"
-            )
+        reranker = reranker_required()
     filters = filters or SearchFilters()
     kb_ids = knowledge_bases_for_search(actor=actor, requested=filters.knowledge_base_ids)
     depth = candidates or max(MIN_CANDIDATES, top_k * CANDIDATE_FACTOR)

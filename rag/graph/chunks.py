@@ -13,7 +13,6 @@ from typing import Any
 import numpy as np
 
 from core.actors import Actor
-from core.errors import ValidationFailed
 from rag.graph.retrieval import (
     DEFAULT_MAX_HOPS,
     GRAPH,
@@ -91,13 +90,9 @@ def chunk_search_staged(
     fusion_weights(weights)  # 400 invalid_weights before anything runs
     reranker = None
     if rerank:
-        from rag.rerank import get_reranker
+        from rag.rerank import reranker_required
 
-        reranker = get_reranker()
-        if reranker is None:
-            raise ValidationFailed(
-                "Reranking is not configured (RERANK_PROVIDER).", code="rerank_not_configured"
-            )
+        reranker = reranker_required()
     filters = filters or SearchFilters()
     kb_ids = knowledge_bases_for_search(actor=actor, requested=filters.knowledge_base_ids)
     depth = candidates or max(MIN_CANDIDATES, top_k * CANDIDATE_FACTOR)

@@ -29,21 +29,14 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import numpy as np
-from _setup import SHARED_DATA, django_session
+from _setup import SHARED_DATA, django_session, settle_tables
 
 BATCH = 500
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9])")
 _WORD = re.compile(r"\w+")
 
-# What a long-term search reads.
-SEARCH_RELATIONS = (
-    "ltm_entry_embedding_hnsw",
-    "memory_memoryentry",
-    "memory_memoryentry_pkey",
-    "ltm_posting_impact",
-    "memory_memoryentryterm",
-    "memory_memoryentryterm_pkey",
-)
+# The tables a long-term search reads (with their indexes, the HNSW index among them).
+SEARCH_TABLES = ("memory_memoryentry", "memory_memoryentryposting", "memory_memoryentryterm")
 
 
 class WordHashEmbeddings:
@@ -162,17 +155,6 @@ def build_entries(
     return build_seconds
 
 
-def prewarm(relations: Sequence[str]) -> None:
-    """Load the relations a search reads into PostgreSQL's buffers (a server that has run for a
-    while holds them)."""
-    from django.db import connection
-
-    with connection.cursor() as cursor:
-        cursor.execute("CREATE EXTENSION IF NOT EXISTS pg_prewarm")
-        for relation in relations:
-            cursor.execute("SELECT pg_prewarm(%s)", [relation])
-
-
 def run(args: argparse.Namespace) -> dict[str, Any]:
     from pathlib import Path
 
@@ -202,7 +184,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     queries = list(dataset.queries.values())
     measured = queries[: args.queries]
     warmup = queries[args.queries : args.queries + args.warmup]
-    prewarm(SEARCH_RELATIONS)
+    settle_tables(SEARCH_TABLES)
     filters = LongTermFilters(context_ids=(context.pk,))
 
     stages: dict[str, list[float]] = {}

@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from _setup import SHARED_DATA, django_session
+from _setup import SHARED_DATA, django_session, settle_tables
 from memory_long_term import _SENTENCE_END, WordHashEmbeddings, bench_actor, build_entries
 
 SESSION_SIZE = 1000
@@ -41,7 +41,9 @@ SECTIONS = 10
 # The tables a search across tiers reads (each with its indexes).
 SEARCH_TABLES = (
     "memory_memoryentry",
+    "memory_memoryentryposting",
     "memory_memoryentryterm",
+    "memory_memorypool",
     "memory_shorttermentry",
     "memory_shorttermposting",
     "memory_shorttermterm",
@@ -144,19 +146,6 @@ def _build_pools(actor: Any, sentences: list[str], pools: int, keys: int) -> flo
     return seconds
 
 
-def _prewarm_tables(tables: tuple[str, ...]) -> None:
-    from django.db import connection
-
-    with connection.cursor() as cursor:
-        cursor.execute("CREATE EXTENSION IF NOT EXISTS pg_prewarm")
-        for table in tables:
-            cursor.execute(
-                "SELECT pg_prewarm(c.oid) FROM pg_class c WHERE c.oid = %s::regclass "
-                "OR c.oid IN (SELECT indexrelid FROM pg_index WHERE indrelid = %s::regclass)",
-                [table, table],
-            )
-
-
 def run(args: argparse.Namespace) -> dict[str, Any]:
     from core.embeddings import get_embedding_provider
     from memory.models import MemoryContext, MemoryPool, PoolLeaf, ShortTermEntry
@@ -183,7 +172,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "pools_seconds": _build_pools(actor, sentences, args.pools, args.keys_per_pool),
     }
     context.refresh_from_db()
-    _prewarm_tables(SEARCH_TABLES)
+    settle_tables(SEARCH_TABLES)
 
     search = memory_search_run if args.with_service else memory_search
     filters = RouterFilters()

@@ -241,27 +241,25 @@ class CorpusStats:
 def corpus_stats(
     *, space: SearchSpace, scope_ids: Sequence[int], terms: Sequence[str]
 ) -> CorpusStats:
-    """The statistics of the given scopes of a space for the query ``terms`` (two indexed
-    reads: the scope rows, the term rows)."""
+    """The statistics of the given scopes of a space for the query ``terms``: one statement of
+    two indexed reads (the scope rows, and the term rows as a JSON object)."""
     if not scope_ids:
         return CorpusStats()
-    ids = list(scope_ids)
     with connection.cursor() as cursor:
         cursor.execute(
-            f"SELECT coalesce(sum({space.scope_count_column}), 0), "  # noqa: S608 - names are code
-            f"coalesce(sum({space.scope_terms_column}), 0) "
-            f"FROM {space.scope_table} WHERE {space.scope_key_column} = ANY(%s)",
-            [ids],
+            f"""
+            SELECT coalesce(sum(s.{space.scope_count_column}), 0),
+                   coalesce(sum(s.{space.scope_terms_column}), 0),
+                   (SELECT coalesce(json_object_agg(t.term, t.df), '{{}}')
+                    FROM (SELECT term, sum(df) AS df FROM {space.term_table}
+                          WHERE {space.scope_column} = ANY(%(ids)s) AND term = ANY(%(terms)s)
+                          GROUP BY term) t)
+            FROM {space.scope_table} s WHERE s.{space.scope_key_column} = ANY(%(ids)s)
+            """,  # noqa: S608 - names are code
+            {"ids": list(scope_ids), "terms": sorted(set(terms))},
         )
-        n, total = cursor.fetchone()
-        if not n or not terms:
-            return CorpusStats(int(n), int(total), {})
-        cursor.execute(
-            f"SELECT term, sum(df) FROM {space.term_table} "  # noqa: S608 - names are code
-            f"WHERE {space.scope_column} = ANY(%s) AND term = ANY(%s) GROUP BY term",
-            [ids, sorted(set(terms))],
-        )
-        return CorpusStats(int(n), int(total), {t: int(df) for t, df in cursor.fetchall()})
+        n, total, df = cursor.fetchone()
+    return CorpusStats(int(n), int(total), {t: int(d) for t, d in df.items()} if n else {})
 
 
 def keyword_search(

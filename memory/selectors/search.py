@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 from django.db import connection
-from django.db.models import BooleanField, ExpressionWrapper, Q
+from django.db.models import Count, Q
 from django.utils import timezone
 
 from core.actors import Actor
@@ -173,27 +173,25 @@ def _pool_filter(actor: Actor, filters: RouterFilters) -> tuple[str, dict[str, A
     """Postings of the live pools the actor may read (the access rules of
     ``memory.pool_access``), and among ``pool_ids`` when given.
 
-    The account's pools are read first, each with whether it is readable, and the filter names
-    the shorter list as a constant array: the readable pools, or the others (none: no filter).
-    PostgreSQL hashes a constant array and still walks each term's postings in impact order down
-    to the per-term cut; as a subquery the filter became a semi join that read every posting of
-    every query term (docs/benchmarks.md, "Search across tiers")."""
+    The account's pools are counted first, readable or not, and the filter names the shorter
+    list as a constant array: the readable pools, or the others (none hidden: no filter, and no
+    list read). PostgreSQL hashes a constant array and still walks each term's postings in impact
+    order down to the per-term cut; as a subquery the filter became a semi join that read every
+    posting of every query term (docs/benchmarks.md, "Search across tiers")."""
     agent = acting_agent(actor)
     readable = live() if actor.agent is None else live() & readable_by(actor.agent.pk)
     if filters.pool_ids:
         readable &= Q(pool_id__in=filters.pool_ids)
-    rows = (
-        MemoryPool.objects.filter(account_id=agent.account_id)
-        .order_by()
-        .annotate(readable=ExpressionWrapper(readable, output_field=BooleanField()))
-        .values_list("pk", "readable")
+    pools = MemoryPool.objects.filter(account_id=agent.account_id).order_by()
+    counts = pools.aggregate(
+        shown=Count("pk", filter=readable), hidden=Count("pk", filter=~readable)
     )
-    shown = [pk for pk, ok in rows if ok]
-    hidden = [pk for pk, ok in rows if not ok]
-    if not hidden:
+    if not counts["hidden"]:
         return "", {}
-    if len(hidden) < len(shown):
+    if counts["hidden"] < counts["shown"]:
+        hidden = list(pools.exclude(readable).values_list("pk", flat=True))
         return "p.pool_id <> ALL(%(hidden_pools)s::bigint[])", {"hidden_pools": hidden}
+    shown = list(pools.filter(readable).values_list("pk", flat=True))
     return "p.pool_id = ANY(%(shown_pools)s::bigint[])", {"shown_pools": shown}
 
 

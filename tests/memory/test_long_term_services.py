@@ -202,3 +202,15 @@ def test_deleting_a_context_cascades_its_index(me: Actor, context: MemoryContext
     assert not MemoryEntry.objects.filter(context_id=context.pk).exists()
     assert not MemoryEntryPosting.objects.filter(context_id=context.pk).exists()
     assert not MemoryEntryTerm.objects.filter(context_id=context.pk).exists()
+
+
+def test_entry_pages_keep_room_for_the_reads_every_search_records() -> None:
+    """Recording a search's hits updates their rows; with free space on the page PostgreSQL
+    updates them in place instead of inserting into every index, HNSW included (migration
+    0015, docs/benchmarks.md)."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT reloptions FROM pg_class WHERE oid = 'memory_memoryentry'::regclass")
+        (options,) = cursor.fetchone()
+    assert "fillfactor=80" in (options or [])

@@ -11,7 +11,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import date
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 from django.db import connection, transaction
@@ -34,6 +34,9 @@ from rag.fusion import rank_fusion as rank_fusion
 from rag.keyword import keyword_search
 from rag.models import KnowledgeBase
 from rag.spaces import CHUNKS, SearchSpace
+
+if TYPE_CHECKING:
+    from rag.rerank import Reranker
 
 Mode = Literal["vector", "keyword", "hybrid", "prf"]
 Fusion = Literal["rrf", "weighted", "simple"]
@@ -402,6 +405,86 @@ def _hydrate(hits: list[SearchHit], query_vector: np.ndarray | None) -> None:
             hit.vector_score = float(similarity)
 
 
+@dataclass
+class ChunkQuery:
+    """A chunk search's options once validated and scoped (``chunk_query_prepare``)."""
+
+    knowledge_base_ids: list[int]
+    depth: int
+    weights: dict[str, float]
+    condition: str
+    params: dict[str, Any]
+    reranker: Reranker | None
+
+
+def chunk_query_prepare(
+    *,
+    actor: Actor,
+    query: str,
+    mode: str,
+    top_k: int,
+    filters: SearchFilters | None,
+    fusion: str,
+    weights: dict[str, float] | None,
+    threshold: float | None,
+    candidates: int | None,
+    rerank: bool,
+) -> ChunkQuery:
+    """Validate a chunk search's options (400 before anything runs) and scope it to the
+    caller's knowledge bases: what every ranking of chunks starts from (``chunk_search``, and
+    ``rag.graph.chunks.chunk_search_staged`` with the graph)."""
+    search_options_validate(query=query, mode=mode, fusion=fusion, top_k=top_k)
+    threshold_check(threshold)
+    stage_weights = fusion_weights(weights)
+    reranker = None
+    if rerank:
+        from rag.rerank import reranker_required
+
+        reranker = reranker_required()
+    filters = filters or SearchFilters()
+    condition, params = filters.document_condition()
+    return ChunkQuery(
+        knowledge_base_ids=knowledge_bases_for_search(
+            actor=actor, requested=filters.knowledge_base_ids
+        ),
+        depth=candidates or max(MIN_CANDIDATES, top_k * CANDIDATE_FACTOR),
+        weights=stage_weights,
+        condition=condition,
+        params=params,
+        reranker=reranker,
+    )
+
+
+def chunk_hits_finish(
+    hits: list[SearchHit],
+    *,
+    query: str,
+    top_k: int,
+    threshold: float | None,
+    reranker: Reranker | None,
+    query_vector: np.ndarray | None,
+    stage_ms: dict[str, float],
+) -> list[SearchHit]:
+    """The ranked hits, best first, made into results: loaded (``hydrate``), kept above
+    ``threshold`` (a cosine similarity), cut to ``top_k`` (twice that for the reranker, which
+    then re-scores them); each step's time in ``stage_ms``."""
+    started = time.perf_counter()
+    keep = top_k * 2 if reranker is not None else top_k
+    if threshold is not None:
+        _hydrate(hits, query_vector)
+        hits = [h for h in hits if h.vector_score is not None and h.vector_score >= threshold]
+        hits = hits[:keep]
+    else:
+        hits = hits[:keep]
+        _hydrate(hits, query_vector)
+    stage_ms["hydrate"] = _ms(started)
+    if reranker is not None:
+        started = time.perf_counter()
+        hits = reranker.rerank(query, hits)[:top_k]
+        stage_ms["rerank"] = _ms(started)
+    return hits
+
+
 def chunk_search(
     *,
     actor: Actor,
@@ -424,32 +507,24 @@ def chunk_search(
     ``rerank`` re-scores the best candidates (twice ``top_k``) with the configured reranker; it is
     refused when none is configured.
     """
-    search_options_validate(query=query, mode=mode, fusion=fusion, top_k=top_k)
-    threshold_check(threshold)
-    stage_weights = fusion_weights(weights)
-    reranker = None
-    if rerank:
-        from rag.rerank import reranker_required
-
-        reranker = reranker_required()
-    filters = filters or SearchFilters()
-    kb_ids = knowledge_bases_for_search(actor=actor, requested=filters.knowledge_base_ids)
-    depth = candidates or max(MIN_CANDIDATES, top_k * CANDIDATE_FACTOR)
-    condition, params = filters.document_condition()
+    prepared = chunk_query_prepare(
+        actor=actor, query=query, mode=mode, top_k=top_k, filters=filters, fusion=fusion,
+        weights=weights, threshold=threshold, candidates=candidates, rerank=rerank,
+    )  # fmt: skip
     ranking = space_rank(
         space=CHUNKS,
-        scope_ids=kb_ids,
+        scope_ids=prepared.knowledge_base_ids,
         query=query,
         mode=mode,
-        depth=depth,
+        depth=prepared.depth,
         fusion=fusion,
-        weights=stage_weights,
-        filter_sql=condition,
-        filter_params=params,
+        weights=prepared.weights,
+        filter_sql=prepared.condition,
+        filter_params=prepared.params,
         embed_query=threshold is not None,
         query_vector=query_vector,
     )
-    query_vector, stage_ms = ranking.query_vector, ranking.stage_ms
+    stage_ms = ranking.stage_ms
     hits = [
         SearchHit(
             chunk_id=hit.unit_id,
@@ -461,26 +536,15 @@ def chunk_search(
         )
         for hit in ranking.hits
     ]
-
-    started = time.perf_counter()
-    keep = top_k * 2 if reranker is not None else top_k
-    if threshold is not None:
-        _hydrate(hits, query_vector)
-        hits = [h for h in hits if h.vector_score is not None and h.vector_score >= threshold]
-        hits = hits[:keep]
-    else:
-        hits = hits[:keep]
-        _hydrate(hits, query_vector)
-    stage_ms["hydrate"] = _ms(started)
-    if reranker is not None:
-        started = time.perf_counter()
-        hits = reranker.rerank(query, hits)[:top_k]
-        stage_ms["rerank"] = _ms(started)
+    hits = chunk_hits_finish(
+        hits, query=query, top_k=top_k, threshold=threshold, reranker=prepared.reranker,
+        query_vector=ranking.query_vector, stage_ms=stage_ms,
+    )  # fmt: skip
     return SearchOutcome(
         hits=hits,
         mode=mode,
         fusion=fusion if mode in FUSED_MODES else "",
-        knowledge_base_ids=kb_ids,
+        knowledge_base_ids=prepared.knowledge_base_ids,
         stage_ms=stage_ms,
         expansion=ranking.expansion,
     )

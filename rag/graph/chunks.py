@@ -5,7 +5,6 @@ reached the node mentioning the chunk, its community). Other searches are ``chun
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -24,17 +23,13 @@ from rag.graph.retrieval import (
 )
 from rag.graph.staged import staged_rank
 from rag.search import (
-    CANDIDATE_FACTOR,
     DEFAULT_FUSION,
-    MIN_CANDIDATES,
     SearchFilters,
     SearchHit,
     SearchOutcome,
-    _hydrate,
+    chunk_hits_finish,
+    chunk_query_prepare,
     chunk_search,
-    fusion_weights,
-    knowledge_bases_for_search,
-    search_options_validate,
 )
 from rag.spaces import CHUNKS
 
@@ -81,27 +76,16 @@ def chunk_search_staged(
             weights=weights, threshold=threshold, candidates=candidates, rerank=rerank,
             query_vector=query_vector,
         )  # fmt: skip
-    search_options_validate(
-        query=query, mode="hybrid" if mode == GRAPH else mode, fusion=fusion, top_k=top_k
-    )
-    from core.search import threshold_check
-
-    threshold_check(threshold)
-    fusion_weights(weights)  # 400 invalid_weights before anything runs
-    reranker = None
-    if rerank:
-        from rag.rerank import reranker_required
-
-        reranker = reranker_required()
-    filters = filters or SearchFilters()
-    kb_ids = knowledge_bases_for_search(actor=actor, requested=filters.knowledge_base_ids)
-    depth = candidates or max(MIN_CANDIDATES, top_k * CANDIDATE_FACTOR)
-    condition, params = filters.document_condition()
+    prepared = chunk_query_prepare(
+        actor=actor, query=query, mode="hybrid" if mode == GRAPH else mode, top_k=top_k,
+        filters=filters, fusion=fusion, weights=weights, threshold=threshold,
+        candidates=candidates, rerank=rerank,
+    )  # fmt: skip
     ranking = staged_rank(
-        space=CHUNKS, scope_ids=kb_ids, account_ids=list(actor.account_ids), query=query,
-        mode=mode, depth=depth, stages=stages, fusion=fusion, weights=weights,
-        filter_sql=condition, filter_params=params, query_vector=query_vector,
-        embed_query=threshold is not None, max_hops=max_hops,
+        space=CHUNKS, scope_ids=prepared.knowledge_base_ids, account_ids=list(actor.account_ids),
+        query=query, mode=mode, depth=prepared.depth, stages=stages, fusion=fusion,
+        weights=weights, filter_sql=prepared.condition, filter_params=prepared.params,
+        query_vector=query_vector, embed_query=threshold is not None, max_hops=max_hops,
     )  # fmt: skip
     stage_ms = dict(ranking.stage_ms)
     hits: list[SearchHit] = [
@@ -118,26 +102,16 @@ def chunk_search_staged(
         )
         for hit in ranking.hits
     ]
-    started = time.perf_counter()
-    keep = top_k * 2 if reranker is not None else top_k
-    if threshold is not None:
-        _hydrate(hits, ranking.query_vector)
-        hits = [h for h in hits if h.vector_score is not None and h.vector_score >= threshold]
-        hits = hits[:keep]
-    else:
-        hits = hits[:keep]
-        _hydrate(hits, ranking.query_vector)
-    stage_ms["hydrate"] = round((time.perf_counter() - started) * 1000, 3)
-    if reranker is not None:
-        started = time.perf_counter()
-        hits = reranker.rerank(query, hits)[:top_k]
-        stage_ms["rerank"] = round((time.perf_counter() - started) * 1000, 3)
+    hits = chunk_hits_finish(
+        hits, query=query, top_k=top_k, threshold=threshold, reranker=prepared.reranker,
+        query_vector=ranking.query_vector, stage_ms=stage_ms,
+    )  # fmt: skip
     graph = ranking if isinstance(ranking, GraphRanking) else None
     return GraphSearchOutcome(
         hits=hits,
         mode=mode,
         fusion=fusion if mode in ("hybrid", GRAPH) else "",
-        knowledge_base_ids=kb_ids,
+        knowledge_base_ids=prepared.knowledge_base_ids,
         stage_ms=stage_ms,
         seeds=graph.seeds if graph else None,
         communities=graph.communities if graph else None,

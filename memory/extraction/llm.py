@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from core.llm import InvalidJSONError, LLMProvider
+from core.llm.replies import reply_numbers, reply_objects, reply_text
 from memory.extraction.offline import DATE, ENTITY_TYPES, ORGANISATION, PERSON, PLACE
 
 MAX_FACTS = 50
@@ -167,30 +168,6 @@ class Decision:
     text: str = ""
 
 
-def _str(value: Any, limit: int, what: str) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise InvalidJSONError(f"{what} must be a non-empty string")
-    return " ".join(value.split())[:limit]
-
-
-def _turns(value: Any, turns: set[int]) -> list[int]:
-    if not isinstance(value, list) or not all(
-        isinstance(t, int) and not isinstance(t, bool) for t in value
-    ):
-        raise InvalidJSONError("turns must be a list of integers")
-    kept = sorted({t for t in value if t in turns})
-    if value and not kept:
-        raise InvalidJSONError(f"turns {value} are not in this stretch")
-    return kept
-
-
-def _list(answer: dict[str, Any], name: str, limit: int) -> list[Any]:
-    value = answer.get(name)
-    if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
-        raise InvalidJSONError(f"{name} must be a list of objects")
-    return value[:limit]
-
-
 def propose(provider: LLMProvider, lines: Sequence[Line]) -> Proposal:
     """The model's facts, entities and relations of the stretch (InvalidJSONError for a reply
     that does not hold, LLMError when none came)."""
@@ -202,36 +179,36 @@ def propose(provider: LLMProvider, lines: Sequence[Line]) -> Proposal:
     )
     turns = {line.turn for line in lines}
     proposal = Proposal()
-    for fact in _list(answer, "facts", MAX_FACTS):
+    for fact in reply_objects(answer, "facts", MAX_FACTS):
         confidence = fact.get("confidence", 0.7)
         if isinstance(confidence, bool) or not isinstance(confidence, int | float):
             raise InvalidJSONError("confidence must be a number")
         key = fact.get("key") or ""
         proposal.facts.append(
             ProposedFact(
-                text=_str(fact.get("text"), MAX_TEXT, "a fact's text"),
+                text=reply_text(fact.get("text"), "a fact's text", MAX_TEXT),
                 key=key.strip().lower() if isinstance(key, str) else "",
                 confidence=min(1.0, max(0.0, float(confidence))),
-                turns=_turns(fact.get("turns"), turns),
+                turns=sorted(reply_numbers(fact.get("turns"), "turns", turns)),
             )
         )
-    for entity in _list(answer, "entities", MAX_ENTITIES):
+    for entity in reply_objects(answer, "entities", MAX_ENTITIES):
         kind = str(entity.get("type") or "").strip().lower()
         kind = _TYPES.get(kind, kind)
         proposal.entities.append(
             ProposedEntity(
-                name=_str(entity.get("name"), 200, "an entity's name"),
+                name=reply_text(entity.get("name"), "an entity's name", 200),
                 entity_type=kind if kind in ENTITY_TYPES else PERSON,
-                turns=_turns(entity.get("turns"), turns),
+                turns=sorted(reply_numbers(entity.get("turns"), "turns", turns)),
             )
         )
-    for relation in _list(answer, "relations", MAX_RELATIONS):
+    for relation in reply_objects(answer, "relations", MAX_RELATIONS):
         proposal.relations.append(
             ProposedRelation(
-                source=_str(relation.get("source"), 200, "a relation's source"),
-                relation_type=_str(relation.get("type"), 100, "a relation's type"),
-                target=_str(relation.get("target"), 200, "a relation's target"),
-                turns=_turns(relation.get("turns"), turns),
+                source=reply_text(relation.get("source"), "a relation's source", 200),
+                relation_type=reply_text(relation.get("type"), "a relation's type", 100),
+                target=reply_text(relation.get("target"), "a relation's target", 200),
+                turns=sorted(reply_numbers(relation.get("turns"), "turns", turns)),
             )
         )
     return proposal
@@ -262,7 +239,7 @@ def decide(
         prompt, schema=DECIDE_SCHEMA, system=DECIDE_SYSTEM, max_tokens=2000
     )
     decided: dict[int, Decision] = {}
-    for row in _list(answer, "decisions", len(facts) * 2):
+    for row in reply_objects(answer, "decisions", len(facts) * 2):
         index, decision = row.get("fact"), row.get("decision")
         if not isinstance(index, int) or not 0 <= index < len(facts) or decision not in DECISIONS:
             raise InvalidJSONError("each decision needs a fact number and a known decision")
@@ -273,6 +250,6 @@ def decide(
             raise InvalidJSONError(f"fact {index}: not a candidate offered ({number!r})")
         text = row.get("text") or facts[index].text
         decided.setdefault(
-            index, Decision(decision, chosen, _str(text, MAX_TEXT, "a decision's text"))
+            index, Decision(decision, chosen, reply_text(text, "a decision's text", MAX_TEXT))
         )
     return [decided.get(i, Decision("add", None, fact.text)) for i, fact in enumerate(facts)]

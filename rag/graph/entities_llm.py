@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from core.llm import InvalidJSONError, LLMProvider
+from core.llm.replies import reply_numbers, reply_text
 from rag.graph.entities import (
     CONCEPT,
     ENTITY_TYPES,
@@ -68,23 +69,6 @@ SYSTEM = (
 )
 
 
-def _text(value: Any, what: str) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise InvalidJSONError(f"{what} must be a non-empty string")
-    return " ".join(value.split())[:MAX_NAME_CHARS]
-
-
-def _passages(value: Any, known: set[int]) -> list[int]:
-    if not isinstance(value, list) or not all(
-        isinstance(v, int) and not isinstance(v, bool) for v in value
-    ):
-        raise InvalidJSONError("passages must be a list of integers")
-    kept = [v for v in dict.fromkeys(value) if v in known]
-    if value and not kept:
-        raise InvalidJSONError(f"passages {value} were not given")
-    return kept
-
-
 def batches(texts: Sequence[tuple[int, str]]) -> list[list[tuple[int, str]]]:
     """Units in batches whose passages fit one call (``INPUT_CHARS``)."""
     out: list[list[tuple[int, str]]] = [[]]
@@ -118,8 +102,8 @@ def extract(provider: LLMProvider, units: Sequence[tuple[int, str]]) -> dict[int
         aliases = entity.get("aliases") or []
         if not isinstance(aliases, list):
             raise InvalidJSONError("aliases must be a list")
-        name = _text(entity.get("name"), "an entity's name")
-        for number in _passages(entity.get("passages"), known):
+        name = reply_text(entity.get("name"), "an entity's name", MAX_NAME_CHARS)
+        for number in reply_numbers(entity.get("passages"), "passages", known):
             unit = found[numbered[number]]
             if len(unit.entities) >= MAX_ENTITIES_PER_UNIT:
                 continue
@@ -140,13 +124,16 @@ def extract(provider: LLMProvider, units: Sequence[tuple[int, str]]) -> dict[int
         if not isinstance(relation, dict):
             raise InvalidJSONError("a relation must be an object")
         made = Relation(
-            source=_text(relation.get("source"), "a relation's source"),
-            target=_text(relation.get("target"), "a relation's target"),
+            source=reply_text(relation.get("source"), "a relation's source", MAX_NAME_CHARS),
+            target=reply_text(relation.get("target"), "a relation's target", MAX_NAME_CHARS),
             relation_type="_".join(
-                re.findall(r"[a-z0-9]+", _text(relation.get("type"), "a relation's type").lower())
+                re.findall(
+                    r"[a-z0-9]+",
+                    reply_text(relation.get("type"), "a relation's type", MAX_NAME_CHARS).lower(),
+                )
             )[:100]
             or "related_to",
         )
-        for number in _passages(relation.get("passages"), known):
+        for number in reply_numbers(relation.get("passages"), "passages", known):
             found[numbered[number]].relations.append(made)
     return found

@@ -383,3 +383,24 @@ def test_factory_builds_openai_provider_from_settings(
 def test_factory_rejects_bad_configuration(provider: str, model: str | None, message: str) -> None:
     with pytest.raises(LLMError, match=message):
         create_llm_provider(provider, model=model)
+
+
+def test_reply_checks_refuse_what_does_not_hold() -> None:
+    from core.llm import InvalidJSONError
+    from core.llm.replies import reply_numbers, reply_objects, reply_text
+
+    assert reply_text("  two\n words ", "a name", 5) == "two w"
+    assert reply_numbers([3, 1, 3, 9], "turns", {1, 2, 3}) == [3, 1]
+    assert reply_numbers([], "turns", {1}) == []
+    assert reply_objects({"facts": [{}, {}, {}]}, "facts", 2) == [{}, {}]
+    for bad in (
+        lambda: reply_text("   ", "a name", 5),
+        lambda: reply_text(7, "a name", 5),
+        lambda: reply_numbers([True], "turns", {1}),
+        lambda: reply_numbers("1", "turns", {1}),
+        lambda: reply_numbers([8], "turns", {1}),
+        lambda: reply_objects({"facts": [1]}, "facts", 2),
+        lambda: reply_objects({}, "facts", 2),
+    ):
+        with pytest.raises(InvalidJSONError):
+            bad()

@@ -34,8 +34,9 @@ def run(args: argparse.Namespace) -> None:
     from rag.evaluation import evaluate, load_beir
     from rag.keyword import keyword_search
     from rag.models import Chunk, KnowledgeBase
-    from rag.search import rank_fusion, vector_literal, vector_search
+    from rag.search import rank_fusion
     from rag.spaces import CHUNKS
+    from rag.vector import vector_literal, vector_search
 
     dataset = load_beir(Path(args.dataset), "train")
     kb = KnowledgeBase.objects.get(name=f"beir:{Path(args.dataset).name}:{args.chunking}")

@@ -29,6 +29,8 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from rag.graph.entities import name_runs
+
 CONFIDENCE = 0.4
 ENTITY_CONFIDENCE = 0.3
 MAX_OBJECT_WORDS = 6
@@ -248,31 +250,12 @@ def dates_of(text: str) -> list[str]:
 
 def _name_runs(sentence: str) -> list[tuple[int, list[str]]]:
     """Runs of capitalised words (connectors allowed inside), with the index of each run's
-    first word in the sentence."""
-    words = _WORD.findall(sentence)
-    runs: list[tuple[int, list[str]]] = []
-    current: list[str] = []
-    start = 0
-    for index, word in enumerate(words):
-        capital = word[:1].isupper() and not _MONTH_OR_DAY.fullmatch(word)
-        if capital and word not in _NOT_NAMES:
-            if not current:
-                start = index
-            current.append(word)
-        elif (
-            current
-            and word.lower() in _CONNECTORS
-            and index + 1 < len(words)
-            and (words[index + 1][:1].isupper())
-        ):
-            current.append(word)
-        else:
-            if current:
-                runs.append((start, current))
-            current = []
-    if current:
-        runs.append((start, current))
-    return [(s, r[:-1] if r[-1].lower() in _CONNECTORS else r) for s, r in runs]
+    first word in the sentence (``rag.graph.entities.name_runs``)."""
+    return name_runs(
+        _WORD.findall(sentence),
+        skip=lambda word: word in _NOT_NAMES or bool(_MONTH_OR_DAY.fullmatch(word)),
+        connectors=_CONNECTORS,
+    )
 
 
 def _entity_type(run: list[str], before: str, speakers: set[str]) -> str:

@@ -67,7 +67,8 @@ from memory.selectors.working import read_session
 from memory.spaces import MEMORY_ENTRIES, POOL_LEAVES, SHORT_TERM_ENTRIES, short_term_text
 from rag import keyword
 from rag.keyword import CorpusStats, KeywordHit
-from rag.search import RRF_K, vector_search
+from rag.search import RRF_K
+from rag.vector import vector_search
 
 # Candidates each list keeps per requested hit, and at least.
 CANDIDATE_FACTOR = 5

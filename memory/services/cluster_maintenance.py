@@ -48,7 +48,7 @@ from memory.services import changes, cluster_rewrite
 from memory.services.change_kinds import entry_view
 from memory.services.consolidation import account_lock
 from memory.services.maintenance_rules import short_circuit_reason, short_circuited
-from rag.search import vector_literal
+from rag.vector import vector_literal
 
 logger = logging.getLogger("engram.memory")
 

@@ -37,7 +37,7 @@ from memory.services.long_term.entries import (
     unarchived_check,
 )
 from memory.spaces import MEMORY_ENTRIES
-from rag.search import vector_search
+from rag.vector import vector_search
 
 MAX_RELATED = 10
 # Semantic search: at most this many memories, each at least this similar (cosine of the local

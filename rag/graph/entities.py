@@ -28,7 +28,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 
 PERSON, PLACE, ORGANISATION, TERM, CONCEPT = "person", "place", "organisation", "term", "concept"
@@ -131,19 +131,24 @@ def _is_term(word: str) -> bool:
     return (upper >= 2 and upper >= len(letters) - 1) or (has_digit and upper >= 1)
 
 
-def _name_runs(words: list[str]) -> list[tuple[int, list[str]]]:
+def name_runs(
+    words: Sequence[str], *, skip: Callable[[str], bool], connectors: Collection[str]
+) -> list[tuple[int, list[str]]]:
+    """Runs of capitalised words ("New York", "University of Oslo": a lower-case connector
+    inside a run is kept when a capitalised word follows), each with the index of its first
+    word; ``skip``: capitalised words that are no names (sentence openers, months). Used for
+    documents here and for conversations (``memory.extraction.offline``)."""
     runs: list[tuple[int, list[str]]] = []
     current: list[str] = []
     start = 0
     for index, word in enumerate(words):
-        capital = word[:1].isupper() and word not in _NOT_NAMES and word not in _MONTHS_DAYS
-        if capital:
+        if word[:1].isupper() and not skip(word):
             if not current:
                 start = index
             current.append(word)
         elif (
             current
-            and word.lower() in _CONNECTORS
+            and word.lower() in connectors
             and index + 1 < len(words)
             and words[index + 1][:1].isupper()
         ):
@@ -154,7 +159,13 @@ def _name_runs(words: list[str]) -> list[tuple[int, list[str]]]:
             current = []
     if current:
         runs.append((start, current))
-    return [(s, r[:-1] if r[-1].lower() in _CONNECTORS else r) for s, r in runs if r]
+    return [(s, r[:-1] if r[-1].lower() in connectors else r) for s, r in runs if r]
+
+
+def _name_runs(words: list[str]) -> list[tuple[int, list[str]]]:
+    return name_runs(
+        words, skip=lambda word: word in _NOT_NAMES or word in _MONTHS_DAYS, connectors=_CONNECTORS
+    )
 
 
 def _name_type(run: list[str], before: str) -> str:

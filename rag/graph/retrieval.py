@@ -38,10 +38,9 @@ from rag.models import GraphScope
 from rag.search import (
     RankedHit,
     Ranking,
-    vector_literal,
-    vector_search,
 )
 from rag.spaces import GRAPH_NODES, SearchSpace
+from rag.vector import vector_literal, vector_search
 
 MAX_SEED_NODES = 5
 SEED_DISTANCE_THRESHOLD = 0.8

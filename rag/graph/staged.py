@@ -39,9 +39,9 @@ from rag.search import (
     fusion_weights,
     rank_fusion,
     space_rank,
-    vector_search,
 )
 from rag.spaces import GRAPH_NODES, SearchSpace
+from rag.vector import vector_search
 
 
 def _normalised(hits: Sequence[RankedHit]) -> list[tuple[int, float]]:

@@ -43,9 +43,9 @@ from rag.search import (
     knowledge_bases_for_search,
     rank_fusion,
     search_options_validate,
-    unit_similarities,
 )
 from rag.spaces import CHUNKS
+from rag.vector import unit_similarities
 
 logger = logging.getLogger("engram.rag")
 

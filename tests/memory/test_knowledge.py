@@ -523,7 +523,7 @@ def test_the_index_is_rebuilt_from_the_items(agent_client: AuthedAgent) -> None:
 def test_the_vector_stage_uses_the_partial_hnsw_index(agent_client: AuthedAgent) -> None:
     import numpy as np
 
-    from rag.search import vector_literal
+    from rag.vector import vector_literal
 
     put(agent_client, "facts", "seed", "A first item makes the base.")
     store = KnowledgeStore.objects.get(name="facts")

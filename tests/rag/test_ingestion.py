@@ -258,7 +258,7 @@ def test_chunk_vector_query_uses_the_hnsw_index(ingest, kb) -> None:
     """The exact query vector_search runs, on enough rows that the planner has a real choice."""
     import numpy as np
 
-    from rag.search import vector_literal
+    from rag.vector import vector_literal
 
     document = ingest("# Seed\n\nA seed document.")
     rng = np.random.default_rng(3)
@@ -324,7 +324,7 @@ def test_recovery_job_requeues_stuck_documents(ingest, kb, actor, monkeypatch) -
 
 
 def test_vector_search_ignores_chunks_of_another_embedding_model(ingest, kb) -> None:
-    from rag.search import vector_search
+    from rag.vector import vector_search
 
     document = ingest("# Backups\n\nBack up the database nightly.")
     query = get_embedding_provider().embed_query("database backups")

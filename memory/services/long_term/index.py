@@ -22,7 +22,7 @@ from memory import indexing
 from memory.models import MemoryContext, MemoryEntry
 from memory.spaces import MEMORY_ENTRIES
 from rag import keyword
-from rag.search import vector_literal
+from rag.vector import vector_literal
 
 
 @dataclass

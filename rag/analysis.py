@@ -49,9 +49,10 @@ STOP_WORDS = frozenset(
     ]
 )
 # Query analysis: words that ask rather than name (question words, auxiliaries, pronouns). They
-# are indexed like any word, but a query's own are dropped when it names anything else:
+# are indexed like any word, but a question's own are dropped when it names anything else:
 # "What did she research?" searches for "research". Measured in docs/benchmarks.md ("Recall
-# quality"): LoCoMo Recall@10 +0.016 / +0.021 on the two dev conversations.
+# quality"): LoCoMo Recall@10 +0.016 / +0.021 on the two dev conversations; applied to
+# statements too it cost SciFact (claims) 0.0012 nDCG@10, so only questions are analysed.
 QUERY_FUNCTION_WORDS = True
 FUNCTION_WORDS = frozenset(
     [
@@ -128,6 +129,21 @@ FUNCTION_WORDS = frozenset(
     ]
 )
 _TOKEN = re.compile(r"\w+", re.UNICODE)
+# How a question opens (a query holding "?" asks too).
+_OPENERS = frozenset(
+    ["what", "when", "where", "who", "whom", "whose", "which", "why", "how", "is", "are", "was",
+     "were", "do", "does", "did", "can", "could", "will", "would", "should", "has", "have", "had"]
+)  # fmt: skip
+
+
+def asks(text: str) -> bool:
+    """Whether a query is a question: it holds "?" or opens with a question word or an
+    auxiliary. A statement's auxiliaries and pronouns may be its content ("Vitamin D has no
+    effect on ..."): only a question's frame is dropped."""
+    first = _TOKEN.search(text.lower())
+    return "?" in text or (first is not None and first.group(0) in _OPENERS)
+
+
 # snowballstemmer hands out PyStemmer's C implementation of the same Snowball algorithm when it
 # is installed (a dependency): identical stems, about twenty times faster.
 _stemmer = snowballstemmer.stemmer("english")
@@ -149,8 +165,9 @@ def analyze(text: str) -> list[str]:
 
 
 def analyze_query(text: str) -> list[str]:
-    """A query's terms: ``analyze``, less its function words when anything else is left."""
-    if not QUERY_FUNCTION_WORDS:
+    """A query's terms: ``analyze``; for a question (``asks``), less its function words when
+    anything else is left."""
+    if not QUERY_FUNCTION_WORDS or not asks(text):
         return analyze(text)
     words = [t for t in _TOKEN.findall(text.lower()) if t not in FUNCTION_WORDS]
     content = analyze(" ".join(words))

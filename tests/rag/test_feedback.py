@@ -113,6 +113,18 @@ def test_query_analysis_drops_question_words_only_when_something_else_is_left(
     )
 
 
+def test_query_analysis_leaves_statements_whole() -> None:
+    """A claim's auxiliaries and pronouns may be what it says; only a question's frame goes."""
+    from rag import analysis
+
+    claim = "Vitamin D has no effect on her bones"
+    assert not analysis.asks(claim)
+    assert analysis.analyze_query(claim) == analysis.analyze(claim)
+    assert analysis.asks("has she moved")
+    assert analysis.asks("the dog's name?")
+    assert analysis.analyze_query("has she moved") == analysis.analyze("moved")
+
+
 @pytest.mark.django_db
 def test_a_document_with_several_matching_chunks_lifts_them(actor, kb, ingest, monkeypatch):
     from rag import granularity

@@ -13,6 +13,11 @@ from django.db import connection, transaction
 from core.embeddings import get_embedding_provider
 from rag.spaces import SearchSpace
 
+# Scopes holding at most this many units are searched exactly, by comparing the query with each
+# of their units, instead of through the HNSW index the whole space shares (docs/benchmarks.md,
+# "Context assembly": a conversation of 1,000 turns in an account of 100k memories).
+EXACT_SCAN_UNITS = 5_000
+
 
 def vector_literal(vector: np.ndarray) -> str:
     """A vector as a pgvector literal, for raw SQL (cast it: ``%s::vector``)."""
@@ -30,7 +35,8 @@ def vector_search(
 ) -> list[tuple[int, float]]:
     """(unit id, cosine similarity) of a space's nearest units, through its HNSW index.
 
-    Only units embedded by the current model are compared: after a model change, vectors of the
+    Scopes of at most ``EXACT_SCAN_UNITS`` units are searched exactly. Only units embedded by
+    the current model are compared: after a model change, vectors of the
     old model are meaningless to the new one until they are re-embedded. ``filter_sql`` is a
     condition over the space's ``unit_filter_join`` with named placeholders.
     """
@@ -46,21 +52,35 @@ def vector_search(
         "limit": limit,
         "model": get_embedding_provider().model_id,
     }
+    nearest = f"""
+        SELECT u.id, u.{space.embedding_column} <=> %(q)s::vector AS distance
+        FROM {space.unit_table} u {join}
+        WHERE u.{space.scope_column} = ANY(%(scopes)s)
+          AND u.{space.model_column} = %(model)s {where}
+    """  # noqa: S608 - names are code; filter_sql is built from validated filters
     with transaction.atomic(), connection.cursor() as cursor:
-        # Enough candidates for the limit, and iterative scans so filters cannot starve results.
-        cursor.execute("SELECT set_config('hnsw.ef_search', %s, true)", [str(max(40, limit))])
-        cursor.execute("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true)")
+        # Enough candidates for the limit, iterative scans so filters cannot starve results, and
+        # how many units the scopes hold.
         cursor.execute(
             f"""
-            SELECT u.id, u.{space.embedding_column} <=> %(q)s::vector AS distance
-            FROM {space.unit_table} u {join}
-            WHERE u.{space.scope_column} = ANY(%(scopes)s)
-              AND u.{space.model_column} = %(model)s {where}
-            ORDER BY distance
-            LIMIT %(limit)s
-            """,  # noqa: S608 - names are code; filter_sql is built from validated filters
-            params,
+            SELECT set_config('hnsw.ef_search', %s, true),
+                   set_config('hnsw.iterative_scan', 'relaxed_order', true),
+                   (SELECT coalesce(sum({space.scope_count_column}), 0) FROM {space.scope_table}
+                    WHERE {space.scope_key_column} = ANY(%s))
+            """,  # noqa: S608 - names are code
+            [str(max(40, limit)), params["scopes"]],
         )
+        units = cursor.fetchone()[2]
+        if units <= EXACT_SCAN_UNITS:
+            # Every unit compared (the subquery keeps the HNSW index out): exact, and faster
+            # than walking a graph of every scope's units for the few of these scopes.
+            cursor.execute(
+                f"SELECT id, distance FROM ({nearest} OFFSET 0) exact "  # noqa: S608 - as above
+                "ORDER BY distance, id LIMIT %(limit)s",
+                params,
+            )
+        else:
+            cursor.execute(f"{nearest} ORDER BY distance LIMIT %(limit)s", params)
         rows = cursor.fetchall()
     rows.sort(key=lambda row: (row[1], row[0]))  # relaxed_order may return near-sorted rows
     return [(int(unit_id), 1.0 - float(distance)) for unit_id, distance in rows]

@@ -7,6 +7,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from datetime import timedelta
 
+import numpy as np
 import pytest
 from django.db import connection
 from django.utils import timezone
@@ -894,3 +895,33 @@ def test_a_new_title_reaches_the_index(
     services.document_update(actor=actor, document=document, doc_type="manual", tags=["ops"])
     document.refresh_from_db()
     assert (document.status, document.doc_type) == ("indexed", "manual")
+
+
+def test_vector_search_of_a_small_scope_is_exact_and_agrees_with_the_index(
+    ingest, kb, monkeypatch
+) -> None:
+    """Scopes of at most EXACT_SCAN_UNITS units compare every unit; larger ones go through the
+    HNSW index. On a small base both find the same nearest chunks, in the same order, and the
+    exact path reads no index of vectors."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from rag import vector
+
+    for topic in ("database backups", "network routing", "garden soil", "tax returns"):
+        ingest(f"# {topic.title()}\n\nNotes on {topic}, written down for later.")
+    query = get_embedding_provider().embed_query("restoring a database from backups")
+    with CaptureQueriesContext(connection) as exact_queries:
+        exact = vector.vector_search(space=CHUNKS, scope_ids=[kb.pk], query_vector=query, limit=3)
+    assert any("OFFSET 0" in q["sql"] for q in exact_queries.captured_queries)
+    everything = sorted(
+        (1 - float(np.dot(query, np.asarray(c.embedding))), c.pk)
+        for c in Chunk.objects.filter(knowledge_base=kb)
+    )
+    assert [unit for unit, _ in exact] == [pk for _, pk in everything[:3]]
+
+    monkeypatch.setattr(vector, "EXACT_SCAN_UNITS", 0)
+    with CaptureQueriesContext(connection) as index_queries:
+        indexed = vector.vector_search(space=CHUNKS, scope_ids=[kb.pk], query_vector=query, limit=3)
+    assert not any("OFFSET 0" in q["sql"] for q in index_queries.captured_queries)
+    assert [unit for unit, _ in indexed] == [unit for unit, _ in exact]

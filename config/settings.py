@@ -320,6 +320,8 @@ MEMORY_MAINTENANCE_SEED = ENV.MEMORY_MAINTENANCE_SEED
 MEMORY_MAINTENANCE_UMAP_MIN_ENTRIES = ENV.MEMORY_MAINTENANCE_UMAP_MIN_ENTRIES
 MEMORY_MAINTENANCE_UMAP_SAMPLE = ENV.MEMORY_MAINTENANCE_UMAP_SAMPLE
 MEMORY_MAINTENANCE_MAX_REWRITES = ENV.MEMORY_MAINTENANCE_MAX_REWRITES
+# Threads per process for independent reads of one call (core.side_by_side; 0: one after another).
+SIDE_BY_SIDE_THREADS = ENV.SIDE_BY_SIDE_THREADS
 
 # --- logging -------------------------------------------------------------------------------------
 LOGGING: dict[str, Any] = {

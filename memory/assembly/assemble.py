@@ -28,6 +28,7 @@ from core.actors import Actor
 from core.embeddings import get_embedding_provider
 from core.errors import ValidationFailed
 from core.search import MAX_QUERY_CHARS
+from core.side_by_side import side_by_side
 from memory import task_types
 from memory.assembly import budget, sources
 from memory.assembly.packing import (
@@ -189,27 +190,38 @@ def _gather(
         found[name] = read()
         timings[name] = round((time.perf_counter() - started) * 1000, 2)
 
-    if conversation is not None:
-        timed("recent_turns", lambda: sources.recent_turns(conversation, DEFAULT_RECENT_TURNS))
-        timed("summaries", lambda: sources.summaries(conversation))
-        timed(
-            "history",
-            lambda: sources.history(
-                actor,
-                conversation,
-                request.query,
-                vector,
-                limit=sources.history_candidates(request.token_budget),
-            )[0],
-        )
-    timed("memories", lambda: sources.memories(actor, request.query, vector)[0])
+    def timed_read(name: str, read: Callable[[], list[Candidate]]) -> Callable[[], float]:
+        def run() -> float:
+            started = time.perf_counter()
+            found[name] = read()
+            return round((time.perf_counter() - started) * 1000, 2)
+
+        return run
+
     store_ids: list[int] | None = None
     document_base_ids: list[int] | None = None
     if request.knowledge_base_ids:
         store_ids, document_base_ids = sources.base_ids_split(actor, request.knowledge_base_ids)
-    timed(
-        "knowledge",
-        lambda: sources.knowledge(actor, request.query, vector, task_type, store_ids),
+    # The three searches that cost the most run side by side (core.side_by_side).
+    searches: dict[str, Callable[[], list[Candidate]]] = {}
+    if conversation is not None:
+        timed("recent_turns", lambda: sources.recent_turns(conversation, DEFAULT_RECENT_TURNS))
+        timed("summaries", lambda: sources.summaries(conversation))
+        searches["history"] = lambda: sources.history(
+            actor,
+            conversation,
+            request.query,
+            vector,
+            limit=sources.history_candidates(request.token_budget),
+        )[0]
+    searches["memories"] = lambda: sources.memories(actor, request.query, vector)[0]
+    searches["knowledge"] = lambda: sources.knowledge(
+        actor, request.query, vector, task_type, store_ids
+    )
+    timings.update(
+        side_by_side(
+            {name: timed_read(name, read) for name, read in searches.items() if name in wanted}
+        )
     )
     timed(
         "documents",

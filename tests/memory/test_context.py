@@ -334,3 +334,44 @@ def test_turns_of_a_speaker_the_query_names_rank_higher(
         assert boosted[text] == pytest.approx(score * factor)
     best = max(boosted, key=boosted.__getitem__)
     assert best == "Ana: I take the ferry to the island on Fridays."
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_searches_run_side_by_side_and_give_the_same_context(
+    django_capture_on_commit_callbacks: Any, settings: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Outside a transaction, history, memories and knowledge run on threads of their own, each
+    with its own connection (core.side_by_side); the context is the one they give in turn."""
+    import threading
+
+    from memory.assembly import sources
+
+    side = build_side("SIDEQX", django_capture_on_commit_callbacks)
+    assert side.conversation is not None
+    actor = actor_for_agent(side.agent)
+    threads: dict[str, str] = {}
+    for name in ("history", "memories", "knowledge"):
+        real = getattr(sources, name)
+
+        def recorded(*args: Any, _real: Any = real, _name: str = name, **kwargs: Any) -> Any:
+            threads[_name] = threading.current_thread().name
+            return _real(*args, **kwargs)
+
+        monkeypatch.setattr(sources, name, recorded)
+    request = ContextRequest(
+        query="SIDEQX deploy Fridays release train harbour notes tomatoes basil",
+        conversation_id=side.conversation.pk,
+        token_budget=4000,
+        task_type=task_types.PROBLEM_SOLVING,
+    )
+    settings.SIDE_BY_SIDE_THREADS = 2
+    together = context_assemble(actor=actor, request=request)
+    assert sum(name.startswith("engram-side") for name in threads.values()) == 2, threads
+    assert {"history", "memories", "knowledge"} <= set(together.timings_ms)
+    settings.SIDE_BY_SIDE_THREADS = 0
+    threads.clear()
+    in_turn = context_assemble(actor=actor, request=request)
+    assert set(threads.values()) == {threading.current_thread().name}
+    assert together.context == in_turn.context
+    kinds = {item["kind"] for section in together.sections for item in section["items"]}
+    assert {"turn", "memory", "knowledge"} <= kinds

@@ -44,6 +44,13 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--warmup", type=int, default=20)
     parser.add_argument("--rebuild", action="store_true")
+    parser.add_argument(
+        "--noise",
+        type=float,
+        default=0.6,
+        help="norm of the random noise around a vector's unit community centroid (nodes, chunks"
+        " and queries; a build keeps the noise it was made with: --rebuild after changing it)",
+    )
     args = parser.parse_args()
     with django_session():
         print(json.dumps(run(args), indent=2))
@@ -77,7 +84,7 @@ def build(account: Any, args: argparse.Namespace) -> tuple[Any, np.ndarray]:
         scope, _ = GraphScope.objects.get_or_create(account=account)
         vectors = _unit(
             centroids[[c for _, _, c in node_rows]]
-            + 0.6 * rng.normal(size=(len(node_rows), dims)) / np.sqrt(dims) * 8
+            + args.noise * rng.normal(size=(len(node_rows), dims)) / np.sqrt(dims)
         )
         made = GraphNode.objects.bulk_create(
             [
@@ -127,7 +134,7 @@ def build(account: Any, args: argparse.Namespace) -> tuple[Any, np.ndarray]:
         chunk_community = rng.integers(0, 200, size=args.chunks)
         chunk_vectors = _unit(
             centroids[chunk_community]
-            + 0.6 * rng.normal(size=(args.chunks, dims)) / np.sqrt(dims) * 8
+            + args.noise * rng.normal(size=(args.chunks, dims)) / np.sqrt(dims)
         )
         chunks = Chunk.objects.bulk_create(
             [
@@ -200,7 +207,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     dims = get_embedding_provider().dimensions
     centroids = _unit(np.random.default_rng(SEED).normal(size=(200, dims)))
     report: dict[str, Any] = {"nodes": args.nodes, "edges": args.edges, "chunks": args.chunks,
-                              "build_seconds": build_seconds}  # fmt: skip
+                              "noise": args.noise, "build_seconds": build_seconds}  # fmt: skip
 
     graph, ids = communities._graph(account.pk)
     started = time.perf_counter()
@@ -218,7 +225,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
     def vectors(n: int) -> list[np.ndarray]:
         picks = rng.integers(0, 200, size=n)
-        return list(_unit(centroids[picks] + 4.8 * rng.normal(size=(n, dims)) / np.sqrt(dims)))
+        noise = args.noise * rng.normal(size=(n, dims)) / np.sqrt(dims)
+        return list(_unit(centroids[picks] + noise))
 
     for hops in (1, 2, 3):
         times: list[float] = []

@@ -101,6 +101,26 @@ def bench_actor(name: str = "bench-memory") -> Any:
     return actor_for_agent(agent)
 
 
+def bench_setup(dataset_dir: str, context_name: str) -> tuple[Any, Any, WordHashEmbeddings, Any]:
+    """The SciFact train split, the benchmark actor, the embedding stand-in and the actor's
+    long-term context ``context_name`` (created once)."""
+    from pathlib import Path
+
+    from core.embeddings import get_embedding_provider
+    from memory.models import MemoryContext
+    from memory.services import long_term as ltm
+    from rag.evaluation import load_beir
+
+    dataset = load_beir(Path(dataset_dir), "train")
+    actor = bench_actor()
+    provider = get_embedding_provider()
+    stand_in = WordHashEmbeddings(provider.model_id, provider.dimensions)
+    context = MemoryContext.objects.filter(
+        account_id=actor.agent.account_id, name=context_name
+    ).first() or ltm.context_create(actor=actor, name=context_name)
+    return dataset, actor, stand_in, context
+
+
 def build_entries(
     *, actor: Any, context: Any, dataset: Any, entries: int, stand_in: WordHashEmbeddings
 ) -> float:
@@ -156,21 +176,12 @@ def build_entries(
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    from pathlib import Path
-
     from core.embeddings import get_embedding_provider
-    from memory.models import MemoryContext
     from memory.selectors.long_term import LongTermFilters, long_term_search
-    from memory.services import long_term as ltm
-    from rag.evaluation import load_beir, percentiles
+    from rag.evaluation import percentiles
 
-    dataset = load_beir(Path(args.dataset), "train")
-    actor = bench_actor()
+    dataset, actor, stand_in, context = bench_setup(args.dataset, args.context)
     provider = get_embedding_provider()
-    stand_in = WordHashEmbeddings(provider.model_id, provider.dimensions)
-    context = MemoryContext.objects.filter(
-        account_id=actor.agent.account_id, name=args.context
-    ).first() or ltm.context_create(actor=actor, name=args.context)
 
     # 1. The entries, through the services (only the embeddings stand in).
     build_seconds = 0.0

@@ -29,11 +29,10 @@ import argparse
 import json
 import os
 import time
-from pathlib import Path
 from typing import Any
 
 from _setup import SHARED_DATA, django_session, settle_tables
-from memory_long_term import _SENTENCE_END, WordHashEmbeddings, bench_actor, build_entries
+from memory_long_term import _SENTENCE_END, bench_setup, build_entries
 
 SESSION_SIZE = 1000
 SECTIONS = 10
@@ -147,22 +146,14 @@ def _build_pools(actor: Any, sentences: list[str], pools: int, keys: int) -> flo
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    from core.embeddings import get_embedding_provider
-    from memory.models import MemoryContext, MemoryPool, PoolLeaf, ShortTermEntry
+    from memory.models import MemoryPool, PoolLeaf, ShortTermEntry
     from memory.selectors.router import RouterFilters
     from memory.selectors.search import memory_search
-    from memory.services import long_term as ltm
     from memory.services.search import memory_search_run
-    from rag.evaluation import load_beir, percentiles
+    from rag.evaluation import percentiles
 
-    dataset = load_beir(Path(args.dataset), "train")
+    dataset, actor, stand_in, context = bench_setup(args.dataset, args.context)
     sentences = _sentences(dataset)
-    actor = bench_actor()
-    provider = get_embedding_provider()
-    stand_in = WordHashEmbeddings(provider.model_id, provider.dimensions)
-    context = MemoryContext.objects.filter(
-        account_id=actor.agent.account_id, name=args.context
-    ).first() or ltm.context_create(actor=actor, name=args.context)
 
     build = {
         "long_term_seconds": build_entries(

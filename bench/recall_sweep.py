@@ -90,7 +90,7 @@ def _contexts(path: Path, rebuild: bool) -> dict[str, tuple[Any, Any, int, dict[
     from core.actors import actor_for_account, actor_for_agent
     from core.models import Account, Agent
     from memory.evaluation.locomo import load_locomo
-    from memory.evaluation.retrieval import turn_content
+    from memory.evaluation.retrieval import turns_write
     from memory.models import MemoryContext, MemoryEntry
     from memory.services import long_term as ltm
 
@@ -113,24 +113,14 @@ def _contexts(path: Path, rebuild: bool) -> dict[str, tuple[Any, Any, int, dict[
         context = MemoryContext.objects.filter(account=account, name=name).first()
         if context is None:
             context = ltm.context_create(actor=actor, name=name)
-            items = [
-                ltm.EntryInput(
-                    content=turn_content(turn.speaker, turn.text),
-                    occurred_at=turn.occurred_at,
-                    thread=f"session_{turn.session}",
-                    position=turn.position,
-                    metadata={"dia_id": turn.dia_id},
+            dia_of = turns_write(actor, context, conversation)
+        else:
+            dia_of = {
+                pk: meta["dia_id"]
+                for pk, meta in MemoryEntry.objects.filter(context=context).values_list(
+                    "pk", "metadata"
                 )
-                for turn in conversation.turns
-            ]
-            for start in range(0, len(items), 500):
-                ltm.entries_write(actor=actor, context=context, items=items[start : start + 500])
-        dia_of = {
-            pk: meta["dia_id"]
-            for pk, meta in MemoryEntry.objects.filter(context=context).values_list(
-                "pk", "metadata"
-            )
-        }
+            }
         found[conversation.sample_id] = (conversation, actor, context.pk, dia_of)
     return found
 

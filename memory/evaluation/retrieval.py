@@ -82,6 +82,39 @@ def summarise(results: Sequence[QuestionResult]) -> dict[str, Any]:
     return report
 
 
+def turns_write(
+    actor: Any,
+    context: Any,
+    conversation: Conversation,
+    *,
+    on_progress: Callable[[str], None] | None = None,
+) -> dict[int, str]:
+    """Write a conversation's turns into a long-term context, one entry a turn (the session its
+    thread, the turn's ``dia_id`` in its metadata), in batches through ``entries_write``; returns
+    each entry's ``dia_id`` by entry id. ``memory_eval`` and bench/recall_sweep.py write alike."""
+    from memory.services import long_term as ltm
+
+    items = [
+        ltm.EntryInput(
+            content=turn_content(turn.speaker, turn.text),
+            occurred_at=turn.occurred_at,
+            thread=f"session_{turn.session}",
+            position=turn.position,
+            metadata={"dia_id": turn.dia_id},
+        )
+        for turn in conversation.turns
+    ]
+    dia_of: dict[int, str] = {}
+    for start in range(0, len(items), WRITE_BATCH):
+        written = ltm.entries_write(
+            actor=actor, context=context, items=items[start : start + WRITE_BATCH]
+        )
+        dia_of.update((entry.pk, entry.metadata["dia_id"]) for entry in written)
+        if on_progress:
+            on_progress(f"{conversation.sample_id}: {len(dia_of)} entries written")
+    return dia_of
+
+
 def evaluate_conversation(
     conversation: Conversation,
     *,
@@ -111,24 +144,7 @@ def evaluate_conversation(
         )
         actor = actor_for_agent(agent)
         context = ltm.context_create(actor=actor, name=f"locomo:{conversation.sample_id}")
-        items = [
-            ltm.EntryInput(
-                content=turn_content(turn.speaker, turn.text),
-                occurred_at=turn.occurred_at,
-                thread=f"session_{turn.session}",
-                position=turn.position,
-                metadata={"dia_id": turn.dia_id},
-            )
-            for turn in conversation.turns
-        ]
-        dia_of: dict[int, str] = {}
-        for start in range(0, len(items), WRITE_BATCH):
-            written = ltm.entries_write(
-                actor=actor, context=context, items=items[start : start + WRITE_BATCH]
-            )
-            dia_of.update((entry.pk, entry.metadata["dia_id"]) for entry in written)
-            if on_progress:
-                on_progress(f"{conversation.sample_id}: {len(dia_of)} entries written")
+        dia_of = turns_write(actor, context, conversation, on_progress=on_progress)
         if "graph" in modes or "graph" in stages:
             from memory.services.graph_links import context_graph_index
 

@@ -217,32 +217,37 @@ def space_rank(
         query_vector = get_embedding_provider().embed_query(query)
         stage_ms["embed"] = _ms(started)
 
-    ranked: dict[str, list[tuple[int, float]]] = {}
-    if mode in VECTOR_MODES:
-        assert query_vector is not None
-        started = time.perf_counter()
-        ranked["vector"] = vector_search(
+    def nearest(vector: np.ndarray) -> list[tuple[int, float]]:
+        return vector_search(
             space=space,
             scope_ids=scope_ids,
-            query_vector=query_vector,
+            query_vector=vector,
             limit=depth,
             filter_sql=filter_sql,
             filter_params=filter_params,
         )
+
+    def bm25(term_weights: Mapping[str, float] | None = None) -> list[tuple[int, float]]:
+        found = keyword_search(
+            space=space,
+            scope_ids=scope_ids,
+            query=query,
+            limit=depth,
+            filter_sql=filter_sql,
+            filter_params=filter_params,
+            term_weights=term_weights,
+        )
+        return [(hit.unit_id, hit.score) for hit in found]
+
+    ranked: dict[str, list[tuple[int, float]]] = {}
+    if mode in VECTOR_MODES:
+        assert query_vector is not None
+        started = time.perf_counter()
+        ranked["vector"] = nearest(query_vector)
         stage_ms["vector"] = _ms(started)
     if mode in KEYWORD_MODES:
         started = time.perf_counter()
-        ranked["keyword"] = [
-            (hit.unit_id, hit.score)
-            for hit in keyword_search(
-                space=space,
-                scope_ids=scope_ids,
-                query=query,
-                limit=depth,
-                filter_sql=filter_sql,
-                filter_params=filter_params,
-            )
-        ]
+        ranked["keyword"] = bm25()
         stage_ms["keyword"] = _ms(started)
 
     started = time.perf_counter()
@@ -255,30 +260,12 @@ def space_rank(
         from rag import feedback as prf
 
         if prf.VECTOR_FEEDBACK > 0 and query_vector is not None:
-            ranked["vector"] = vector_search(
-                space=space,
-                scope_ids=scope_ids,
-                query_vector=prf.feedback_vector(
-                    space=space, query_vector=query_vector, ranked=order
-                ),
-                limit=depth,
-                filter_sql=filter_sql,
-                filter_params=filter_params,
+            ranked["vector"] = nearest(
+                prf.feedback_vector(space=space, query_vector=query_vector, ranked=order)
             )
         feedback = prf.expand(space=space, scope_ids=scope_ids, query=query, ranked=order)
         expansion = feedback.added
-        ranked["keyword"] = [
-            (hit.unit_id, hit.score)
-            for hit in keyword_search(
-                space=space,
-                scope_ids=scope_ids,
-                query=query,
-                limit=depth,
-                filter_sql=filter_sql,
-                filter_params=filter_params,
-                term_weights=feedback.weights,
-            )
-        ]
+        ranked["keyword"] = bm25(feedback.weights)
         order = rank_fusion(ranked, method=fusion, weights=weights)
         stage_ms["prf"] = _ms(started)
         started = time.perf_counter()

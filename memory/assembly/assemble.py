@@ -183,20 +183,19 @@ def _gather(
     wanted = set(request.sources or SOURCES)
     found: dict[str, list[Candidate]] = {name: [] for name in SOURCES}
 
-    def timed(name: str, read: Callable[[], list[Candidate]]) -> None:
-        if name not in wanted:
-            return
-        started = time.perf_counter()
-        found[name] = read()
-        timings[name] = round((time.perf_counter() - started) * 1000, 2)
-
     def timed_read(name: str, read: Callable[[], list[Candidate]]) -> Callable[[], float]:
+        """``read`` storing its candidates in ``found`` and answering its milliseconds."""
+
         def run() -> float:
             started = time.perf_counter()
             found[name] = read()
             return round((time.perf_counter() - started) * 1000, 2)
 
         return run
+
+    def timed(name: str, read: Callable[[], list[Candidate]]) -> None:
+        if name in wanted:
+            timings[name] = timed_read(name, read)()
 
     store_ids: list[int] | None = None
     document_base_ids: list[int] | None = None

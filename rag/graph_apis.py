@@ -109,7 +109,9 @@ class NodePageOutput(serializers.Serializer):
 _PAGE_PARAMETERS = [
     OpenApiParameter("cursor", OpenApiTypes.STR, description="Lists only: the page to read."),
     OpenApiParameter(
-        "page_size", OpenApiTypes.INT, description="Lists only: 1 to 500 nodes a page."
+        "page_size",
+        {"type": "integer", "minimum": 1, "maximum": CreatedCursorPagination.max_page_size},
+        description="Lists only: 1 to 500 nodes a page (a search checks it and ignores it).",
     ),
 ]
 
@@ -174,6 +176,8 @@ class NodeListCreateApi(ApiView):
         actor = request_actor(request)
         query = self.filters.get("query")
         if query is not None:
+            # The page parameters are declared for both answers, so both check them.
+            self.pagination_class().get_page_size(request)
             hits = graph.node_search(
                 actor=actor,
                 query=query,

@@ -93,3 +93,19 @@ def test_ids_in_query_strings_stop_where_path_ids_do(
     assert largest.status_code == 200
     past = _call(agent_client, method, path, {"skill_id": str(10**18)})
     assert past.status_code == 400 and "skill_id" in past.json()["error"]["details"]
+
+
+@pytest.mark.parametrize("value", ["5.05e-139", "0", "501", "٣"])
+def test_a_graph_search_checks_the_page_size_it_declares(
+    agent_client: AuthedAgent, urls: dict[str, tuple[str, str, str, dict[str, str]]], value: str
+) -> None:
+    """``GET /graph/nodes`` both lists and searches; its page parameters are declared for both,
+    so a search with a malformed ``page_size`` is a 400 too, not a silently ignored value."""
+    for params in ({"query": "harbour"}, {}):
+        response = _call(agent_client, "get", "/api/v1/graph/nodes", {**params, "page_size": value})
+        assert response.status_code == 400, (params, value, response.content[:300])
+        assert code(response) == "invalid_page_size"
+    searched = _call(
+        agent_client, "get", "/api/v1/graph/nodes", {"query": "harbour", "page_size": "5"}
+    )
+    assert searched.status_code == 200 and searched.json()["results"]

@@ -84,8 +84,11 @@ def _cache_query_embeddings() -> None:
     provider.embed_query = lru_cache(maxsize=None)(provider.embed_query)  # type: ignore[method-assign]
 
 
-def _contexts(path: Path, rebuild: bool) -> dict[str, tuple[Any, Any, int, dict[int, str]]]:
-    """Each conversation's (actor, context id, dia_id by entry id), written once."""
+def _contexts(
+    path: Path, rebuild: bool, graph: bool = False
+) -> dict[str, tuple[Any, Any, int, dict[int, str]]]:
+    """Each conversation's (actor, context id, dia_id by entry id), written once; with ``graph``
+    each context's turns linked to the knowledge graph too (as ``memory_eval --mode graph``)."""
     from core import services as core_services
     from core.actors import actor_for_account, actor_for_agent
     from core.models import Account, Agent
@@ -121,6 +124,10 @@ def _contexts(path: Path, rebuild: bool) -> dict[str, tuple[Any, Any, int, dict[
                     "pk", "metadata"
                 )
             }
+        if graph:
+            from memory.services.graph_links import context_graph_index
+
+            context_graph_index(actor=actor, context=context)  # idempotent: mentions replaced
         found[conversation.sample_id] = (conversation, actor, context.pk, dia_of)
     return found
 
@@ -133,7 +140,9 @@ def locomo(path: Path, mode: str, *, rebuild: bool) -> dict[str, Any]:
     out: dict[str, Any] = {}
     all_rows: list[tuple[int, float]] = []
     times: list[float] = []
-    for sample_id, (conversation, actor, context_id, dia_of) in _contexts(path, rebuild).items():
+    for sample_id, (conversation, actor, context_id, dia_of) in _contexts(
+        path, rebuild, mode == "graph"
+    ).items():
         rows: list[tuple[int, float]] = []
         for question in conversation.questions:
             if not question.evidence or question.category == 5:
@@ -167,9 +176,10 @@ def _block(rows: list[tuple[int, float]]) -> float:
 
 def scifact(path: Path, mode: str, limit: int, loaded_only: bool = False) -> dict[str, Any]:
     from rag.evaluation import evaluate, load_beir
+    from rag.graph.chunks import chunk_search_staged
     from rag.management.commands.rag_eval import _eval_actor
     from rag.models import Document, KnowledgeBase
-    from rag.search import SearchFilters, chunk_search
+    from rag.search import SearchFilters
 
     dataset = load_beir(path, "train")
     actor = _eval_actor()
@@ -183,7 +193,7 @@ def scifact(path: Path, mode: str, limit: int, loaded_only: bool = False) -> dic
     run: dict[str, dict[str, float]] = {}
     times: list[float] = []
     for qid, text in queries:
-        outcome = chunk_search(
+        outcome = chunk_search_staged(
             actor=actor,
             query=text,
             mode=mode,

@@ -163,6 +163,7 @@ class DocumentAdmin(AccountScopedAdmin):
         "chunks_embedded",
         "indexed_model",
         "indexed_at",
+        "graph_indexed_at",
         "token_count",
         "created_at",
     ]

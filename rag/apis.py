@@ -166,6 +166,7 @@ class DocumentOutput(serializers.ModelSerializer[Document]):
             "token_count",
             "indexed_model",
             "indexed_at",
+            "graph_indexed_at",
             "created_at",
             "updated_at",
         ]

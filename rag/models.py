@@ -109,6 +109,10 @@ class Document(TimeStampedModel):
     # What built the chunks: ``rag.chunking.chunker_signature`` (version and settings).
     indexed_chunker = models.CharField(max_length=100, blank=True, editable=False)
     indexed_at = models.DateTimeField(null=True, blank=True, editable=False)
+    # The ``indexed_at`` of the chunks whose entities are in the knowledge graph: it differs
+    # from ``indexed_at`` while the graph lags behind (the task not run yet, the broker down,
+    # a failure), and the periodic ``rag.graph_index_pending`` job catches up.
+    graph_indexed_at = models.DateTimeField(null=True, blank=True, editable=False)
     token_count = models.PositiveIntegerField(default=0, editable=False)
 
     objects: ClassVar[AccountScopedQuerySet[Document]] = AccountScopedQuerySet.as_manager()  # type: ignore[assignment]

@@ -33,6 +33,15 @@ PERIODIC_JOBS = [
         expires_seconds=6 * 3600,
     ),
     PeriodicJob(
+        name="rag.graph_index_pending",
+        task="rag.tasks.graph_index_pending",
+        description="Link to the knowledge graph the indexed documents whose chunks' entities it "
+        "does not hold yet (their graph task was never sent, the broker being down, or failed), "
+        "at most GRAPH_CATCH_UP_DOCUMENTS a run.",
+        every_seconds=600,
+        expires_seconds=540,
+    ),
+    PeriodicJob(
         name="rag.graph_communities",
         task="rag.tasks.graph_communities",
         description="Recompute the Leiden communities (and their summaries) of every account "
@@ -41,6 +50,10 @@ PERIODIC_JOBS = [
         expires_seconds=3300,
     ),
 ]
+
+# Documents one run of rag.graph_index_pending links to the graph, at most (the offline
+# extractor takes about 20 ms a document of SciFact's size).
+GRAPH_CATCH_UP_DOCUMENTS = 2000
 
 DOCUMENT_SOFT_TIME_LIMIT, DOCUMENT_TIME_LIMIT = settings.RAG_DOCUMENT_TASK_TIME_LIMITS
 BATCH_SOFT_TIME_LIMIT, BATCH_TIME_LIMIT = settings.RAG_BATCH_TASK_TIME_LIMITS
@@ -147,9 +160,27 @@ def graph_communities(self, dry_run: bool = False) -> dict[str, int]:  # type: i
 
 
 @shared_task(bind=True, time_limit=1800, soft_time_limit=1740, acks_late=True)
+def graph_index_pending(self, dry_run: bool = False) -> dict[str, int]:  # type: ignore[no-untyped-def]
+    """The periodic catch-up of ``graph_index_documents`` (``documents_graph_catch_up``)."""
+    from rag.services.graph_build import documents_graph_catch_up, documents_graph_pending
+
+    with job_run("rag.graph_index_pending", task_id=self.request.id or "") as run:
+        if not settings.RAG_GRAPH_EXTRACTION:
+            run.counts = {"pending": 0, "indexed": 0, "mentions": 0}
+        elif dry_run:
+            pending = documents_graph_pending().count()
+            run.counts = {"pending": pending, "indexed": 0, "mentions": 0, "dry_run": 1}
+        else:
+            taken, outcome = documents_graph_catch_up(limit=GRAPH_CATCH_UP_DOCUMENTS)
+            run.counts = {"pending": taken, "indexed": taken, "mentions": outcome.mentions}
+    return run.counts
+
+
+@shared_task(bind=True, time_limit=1800, soft_time_limit=1740, acks_late=True)
 def graph_index_documents(self, document_ids: list[int]) -> dict[str, int]:  # type: ignore[no-untyped-def]
     """The entities of newly indexed documents' chunks (``rag.services.graph_build``); never
-    fails ingestion: an error is logged and ``graph_rebuild`` makes the graph exact again."""
+    fails ingestion: an error is logged, the documents stay pending and
+    ``rag.graph_index_pending`` indexes them later."""
     from rag.services.graph_build import documents_graph_index
 
     try:

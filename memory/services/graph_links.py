@@ -54,10 +54,7 @@ def entries_graph_index(
         outcome = mentions_replace(
             account_id=account_id, space=MEMORY_ENTRIES, units=units, origin="memory"
         )
-        total.units += outcome.units
-        total.mentions += outcome.mentions
-        total.nodes_created += outcome.nodes_created
-        total.edges += outcome.edges
+        total.add(outcome)
     return total
 
 

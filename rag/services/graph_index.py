@@ -63,6 +63,14 @@ class IndexOutcome:
     nodes_touched: int = 0
     edges: int = 0
 
+    def add(self, other: IndexOutcome) -> None:
+        """Count ``other``'s counts in this one."""
+        self.units += other.units
+        self.mentions += other.mentions
+        self.nodes_created += other.nodes_created
+        self.nodes_touched += other.nodes_touched
+        self.edges += other.edges
+
 
 def _keys_of(node: GraphNode) -> set[str]:
     return {node.name_key, *node.alias_keys} - {""}

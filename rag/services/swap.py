@@ -71,12 +71,15 @@ def _swap(
         for kb_id, items in by_kb.items():
             _swap_in_knowledge_base(kbs[kb_id], items, model_id)
         # One statement for the group (the checksum was verified under the row lock above).
+        # clock_timestamp(), not now(): two indexings in one transaction still differ, which
+        # is how the graph tells chunks it holds from newer ones (Document.graph_indexed_at).
         with connection.cursor() as cursor:
             cursor.execute(
                 "UPDATE rag_document AS d SET status = %s, error = '', processing_task_id = '', "
                 "chunks_total = t.chunks, chunks_embedded = t.chunks, "
-                "indexed_checksum = d.checksum, indexed_model = %s, indexed_at = now(), "
-                "token_count = t.tokens, indexed_chunker = t.chunker, updated_at = now() "
+                "indexed_checksum = d.checksum, indexed_model = %s, "
+                "indexed_at = clock_timestamp(), token_count = t.tokens, "
+                "indexed_chunker = t.chunker, updated_at = now() "
                 "FROM unnest(%s::bigint[], %s::int[], %s::int[], %s::varchar[]) "
                 "AS t(id, chunks, tokens, chunker) WHERE d.id = t.id",
                 [

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -123,3 +124,80 @@ def test_graph_search_explains_the_seed_and_path(
         SEARCH, {"query": "x", "mode": "vector", "stages": ["graph"]}, format="json"
     )
     assert refused.status_code == 400 and refused.json()["error"]["code"] == "invalid_stages"
+
+
+def test_a_document_whose_graph_task_never_ran_is_linked_by_the_periodic_job(
+    actor: Actor, ingest: Callable[..., Document], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The broker is down when the chunks commit: the document is indexed and searchable, the
+    graph lags (``graph_indexed_at`` differs from ``indexed_at``), and ``rag.graph_index_pending``
+    links it; indexed again later, it is pending again until the graph holds the new chunks."""
+    from kombu.exceptions import OperationalError
+
+    from core.models import JobRun
+    from rag import tasks
+    from rag.services.graph_build import documents_graph_pending
+
+    def broker_down(*args: object, **kwargs: object) -> None:
+        raise OperationalError("connection refused")
+
+    monkeypatch.setattr(tasks.graph_index_documents, "delay", broker_down)
+    document = ingest(CURIE)
+    assert document.status == Document.Status.INDEXED and document.graph_indexed_at is None
+    assert not GraphMention.objects.exists()
+    assert list(documents_graph_pending()) == [document]
+
+    assert tasks.graph_index_pending.delay(dry_run=True).get() == {
+        "pending": 1, "indexed": 0, "mentions": 0, "dry_run": 1,
+    }  # fmt: skip
+    assert not GraphMention.objects.exists()
+    counts = tasks.graph_index_pending.delay().get()
+    assert counts["indexed"] == 1 and counts["mentions"] > 0
+    assert GraphNode.objects.filter(name_key="marie curie").exists()
+    document.refresh_from_db()
+    assert document.graph_indexed_at == document.indexed_at
+    assert not documents_graph_pending().exists()
+    assert JobRun.objects.filter(job="rag.graph_index_pending").count() == 2
+
+    forced = services.document_reprocess(
+        actor=actor_for_account(document.account_id), document=document, force=True
+    )
+    assert services.document_process(document_id=forced.pk) == "indexed"
+    assert list(documents_graph_pending()) == [document]  # the new chunks are not linked yet
+    assert not GraphMention.objects.filter(unit_id__in=current_chunk_ids(document)).exists()
+    assert tasks.graph_index_pending.delay().get()["indexed"] == 1
+    assert GraphMention.objects.filter(unit_id__in=current_chunk_ids(document)).exists()
+    assert not documents_graph_pending().exists()
+
+
+def test_the_graph_mark_is_the_indexing_read_not_a_later_one(
+    ingest: Callable[..., Document],
+) -> None:
+    """A document indexed again while its graph is being built keeps the older mark: the
+    statement that marks it compares ``indexed_at`` with the one read with the chunks."""
+    from unittest import mock
+
+    from django.utils import timezone
+
+    from rag.services import graph_build
+    from rag.services.graph_build import documents_graph_index, documents_graph_pending
+
+    document = ingest(CURIE)
+    assert not documents_graph_pending().exists()
+    Document.objects.filter(pk=document.pk).update(graph_indexed_at=None)
+    later = timezone.now()
+    units_index = graph_build.units_index
+
+    def index_then_reindex(**kwargs: Any) -> Any:
+        outcome = units_index(**kwargs)
+        Document.objects.filter(pk=document.pk).update(indexed_at=later)  # another worker
+        return outcome
+
+    with mock.patch.object(graph_build, "units_index", side_effect=index_then_reindex):
+        documents_graph_index(document_ids=[document.pk])
+    document.refresh_from_db()
+    assert document.graph_indexed_at is None and document.indexed_at == later
+    assert list(documents_graph_pending()) == [document]
+    documents_graph_index(document_ids=[document.pk])
+    document.refresh_from_db()
+    assert document.graph_indexed_at == later

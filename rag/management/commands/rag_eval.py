@@ -16,11 +16,11 @@ from core.models import Account, Agent
 from rag import services
 from rag.evaluation import evaluate, load_beir, percentiles
 from rag.graph.chunks import chunk_search_staged
-from rag.models import Document, GraphMention, KnowledgeBase
+from rag.models import Document, GraphCommunity, KnowledgeBase
 from rag.search import DEFAULT_FUSION, FUSIONS, SEARCH_MODES, SearchFilters, SearchHit
 from rag.services.agentic import DEFAULT_MAX_ROUNDS, agentic_query
 from rag.services.communities import communities_compute
-from rag.services.graph_build import knowledge_base_graph_rebuild
+from rag.services.graph_build import documents_graph_catch_up
 
 EVAL_ACCOUNT = "engram-eval"
 # Modes beyond the engine's: agentic RAG, scored by the order of its sources.
@@ -121,18 +121,19 @@ class Command(BaseCommand):
             )
 
     def _graph(self, kb: KnowledgeBase, *, quiet: bool) -> None:
-        """The knowledge base's graph and communities, built once (documents loaded by this
-        command are indexed without a worker to run their graph task)."""
-        if GraphMention.objects.filter(space="chunks", scope_id=kb.pk).exists():
-            return
+        """The knowledge base's graph and communities: the documents the graph does not hold
+        yet are linked (all of them after a load: no worker runs their graph task here; only
+        the missing ones after a load that was cut short), then communities are computed."""
         started = time.perf_counter()
-        outcome = knowledge_base_graph_rebuild(kb=kb)
+        taken, outcome = documents_graph_catch_up(knowledge_base_id=kb.pk)
+        if not taken and GraphCommunity.objects.filter(account_id=kb.account_id).exists():
+            return
         run = communities_compute(account_id=kb.account_id)
         if not quiet:
             self.stdout.write(
-                f"graph: {outcome.mentions} mentions, {outcome.nodes_created} nodes, "
-                f"{sum(run.communities.values())} communities in "
-                f"{time.perf_counter() - started:.0f} s"
+                f"graph: {taken} documents linked, {outcome.mentions} mentions, "
+                f"{outcome.nodes_created} nodes, {sum(run.communities.values())} communities "
+                f"in {time.perf_counter() - started:.0f} s"
             )
 
     def _load(

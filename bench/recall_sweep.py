@@ -5,7 +5,8 @@ The LoCoMo conversations are written once into long-term contexts of a kept acco
 (``recall-sweep``) exactly as ``memory_eval`` writes them, and the SciFact knowledge base is the
 one ``manage.py rag_eval --dataset DIR --split train`` loads; later runs only search, so a variant
 costs seconds, not the tens of minutes of embedding. A variant is a mode plus module constants
-set for the run (``--set rag.feedback.FEEDBACK_TERMS=20``): the engine's own code runs.
+set for the run (``--set rag.feedback.FEEDBACK_TERMS=20``; an object's attribute too:
+``--set rag.spaces.CHUNKS.graph_weight=0.1``): the engine's own code runs.
 
     uv run python bench/recall_sweep.py --modes hybrid,prf [--set MODULE.NAME=VALUE ...]
         [--skip-scifact] [--skip-locomo] [--rebuild-locomo]
@@ -54,10 +55,9 @@ def main() -> None:
             saved = []
             for assignment in assignments:
                 target, value = assignment.split("=", 1)
-                module, name = target.rsplit(".", 1)
-                owner = importlib.import_module(module)
+                owner, name = _owner(target)
                 saved.append((owner, name, getattr(owner, name)))
-                setattr(owner, name, json.loads(value))
+                object.__setattr__(owner, name, json.loads(value))  # frozen dataclasses too
             report: dict[str, Any] = {"set": assignments, "modes": {}}
             for mode in args.modes.split(","):
                 row: dict[str, Any] = {}
@@ -71,7 +71,22 @@ def main() -> None:
                 report["modes"][mode] = row
             print(json.dumps(report), flush=True)
             for owner, name, value in reversed(saved):
-                setattr(owner, name, value)
+                object.__setattr__(owner, name, value)
+
+
+def _owner(target: str) -> tuple[Any, str]:
+    """What ``MODULE.NAME`` or ``MODULE.OBJECT.NAME`` (``rag.spaces.CHUNKS.graph_weight``) sets
+    the attribute of, and the attribute's name."""
+    parts = target.split(".")
+    for cut in range(len(parts) - 1, 0, -1):
+        try:
+            owner = importlib.import_module(".".join(parts[:cut]))
+        except ModuleNotFoundError:
+            continue
+        for part in parts[cut:-1]:
+            owner = getattr(owner, part)
+        return owner, parts[-1]
+    raise SystemExit(f"no module in {target}")
 
 
 def _cache_query_embeddings() -> None:

@@ -55,8 +55,6 @@ UNITS_PER_NODE = 50
 SIMILARITY_WEIGHT = 0.5
 GRAPH = "graph"
 STAGES = ("vector", "keyword", GRAPH)
-# The graph stage's weight in a hybrid fusion unless the caller gives one.
-DEFAULT_GRAPH_WEIGHT = 0.3
 # Graph feedback in a fused search: the nodes of the other stages' best hits start the walk too.
 FEEDBACK_UNITS = 3
 FEEDBACK_NODES = 4

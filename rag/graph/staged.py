@@ -12,7 +12,6 @@ from django.db import connection
 
 from core.embeddings import get_embedding_provider
 from rag.graph.retrieval import (
-    DEFAULT_GRAPH_WEIGHT,
     DEFAULT_MAX_HOPS,
     FEEDBACK_UNITS,
     GRAPH,
@@ -77,7 +76,7 @@ def staged_rank(
     vector and keyword stages (the graph alone finds nothing for text whose entities it does
     not reach; ``stages: ["graph"]`` on a hybrid search ranks by it alone); a hybrid search
     whose ``stages`` name ``graph`` fuses it with the stages it names (weight
-    ``DEFAULT_GRAPH_WEIGHT`` unless ``weights`` gives one). Other searches are
+    the space's ``graph_weight`` unless ``weights`` gives one). Other searches are
     ``space_rank``'s."""
     stages = stages_check(mode, stages)
     if mode == GRAPH:
@@ -129,7 +128,7 @@ def staged_rank(
     stage_weights = fusion_weights(
         {
             **{name: 0.0 for name in ("vector", "keyword") if name not in stages},
-            GRAPH: DEFAULT_GRAPH_WEIGHT,
+            GRAPH: space.graph_weight,
             **(weights or {}),
         }
     )

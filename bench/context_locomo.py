@@ -55,6 +55,7 @@ def _variants() -> dict[str, Callable[[], contextlib.AbstractContextManager[None
         "summaries_2": lambda: patched(sources, "MAX_SUMMARIES", 2),
         "no_speaker_boost": lambda: patched(sources, "SPEAKER_BOOST", 0.0),
         "depth_10": lambda: patched(sources, "HISTORY_DEPTH_FACTOR", 10),
+        "depth_2": lambda: patched(sources, "HISTORY_DEPTH_FACTOR", 2),
         "per_candidate_12": lambda: patched(sources, "HISTORY_TOKENS_PER_CANDIDATE", 12),
         "speaker_boost_0.1": lambda: patched(sources, "SPEAKER_BOOST", 0.1),
         "speaker_boost_0.5": lambda: patched(sources, "SPEAKER_BOOST", 0.5),

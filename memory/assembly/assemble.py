@@ -201,42 +201,62 @@ def _gather(
     document_base_ids: list[int] | None = None
     if request.knowledge_base_ids:
         store_ids, document_base_ids = sources.base_ids_split(actor, request.knowledge_base_ids)
-    # The three searches that cost the most run side by side (core.side_by_side).
-    searches: dict[str, Callable[[], list[Candidate]]] = {}
+
+    def task() -> None:
+        """Working memory and the pools, read together (``task_context``)."""
+        tiers = [t for t, s in (("working", "working"), ("shared", "pools")) if s in wanted]
+        if not tiers:
+            return
+        started = time.perf_counter()
+        read = sources.task_context(
+            actor, request.query, vector, session_id=request.session_id, tiers=tiers
+        )
+        found["working"] = [c for c in read if c.kind == "working"]
+        found["pools"] = [c for c in read if c.kind == "pool"]
+        timings["task"] = round((time.perf_counter() - started) * 1000, 2)
+
+    def knowledge_and_the_rest() -> float:
+        """The knowledge items, then the sources that cost little each, one after another
+        (each on the pool of its own queued behind the searches: measured, slower)."""
+        started = time.perf_counter()
+        timed(
+            "knowledge",
+            lambda: sources.knowledge(actor, request.query, vector, task_type, store_ids),
+        )
+        timed(
+            "documents",
+            lambda: sources.documents(actor, request.query, vector, document_base_ids),
+        )
+        timed("pages", lambda: sources.pages(actor, request.query, vector))
+        timed("skills", lambda: sources.skills(actor, request.query, vector))
+        task()
+        return round((time.perf_counter() - started) * 1000, 2)
+
     if conversation is not None:
         timed("recent_turns", lambda: sources.recent_turns(conversation, DEFAULT_RECENT_TURNS))
         timed("summaries", lambda: sources.summaries(conversation))
-        searches["history"] = lambda: sources.history(
-            actor,
-            conversation,
-            request.query,
-            vector,
-            limit=sources.history_candidates(request.token_budget),
-        )[0]
-    searches["memories"] = lambda: sources.memories(actor, request.query, vector)[0]
-    searches["knowledge"] = lambda: sources.knowledge(
-        actor, request.query, vector, task_type, store_ids
-    )
-    timings.update(
-        side_by_side(
-            {name: timed_read(name, read) for name, read in searches.items() if name in wanted}
+    # The costly searches run side by side (core.side_by_side): the conversation's history,
+    # the memories, and the knowledge items with the cheap sources after them.
+    searches: dict[str, Callable[[], float]] = {}
+    if conversation is not None and "history" in wanted:
+        searches["history"] = timed_read(
+            "history",
+            lambda: sources.history(
+                actor,
+                conversation,
+                request.query,
+                vector,
+                limit=sources.history_candidates(request.token_budget),
+            )[0],
         )
-    )
-    timed(
-        "documents",
-        lambda: sources.documents(actor, request.query, vector, document_base_ids),
-    )
-    timed("pages", lambda: sources.pages(actor, request.query, vector))
-    timed("skills", lambda: sources.skills(actor, request.query, vector))
-    tiers = [t for t, s in (("working", "working"), ("shared", "pools")) if s in wanted]
-    if tiers:
-        started = time.perf_counter()
-        task = sources.task_context(
-            actor, request.query, vector, session_id=request.session_id, tiers=tiers
+    if "memories" in wanted:
+        searches["memories"] = timed_read(
+            "memories", lambda: sources.memories(actor, request.query, vector)[0]
         )
-        found["working"] = [c for c in task if c.kind == "working"]
-        found["pools"] = [c for c in task if c.kind == "pool"]
-        timings["task"] = round((time.perf_counter() - started) * 1000, 2)
+    searches["rest"] = knowledge_and_the_rest
+    ran = side_by_side(searches)
+    ran.pop("rest")
+    timings.update(ran)
     return found
 
 

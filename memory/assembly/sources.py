@@ -17,7 +17,7 @@ from core.actors import Actor
 from memory.context_access import readable_contexts
 from memory.models import Conversation, MemoryContext, MemoryEntry
 from memory.selectors import conversations as conversation_selectors
-from memory.selectors.long_term import LongTermFilters, long_term_ranked, long_term_search
+from memory.selectors.long_term import LongTermFilters, long_term_ranked
 from memory.selectors.router import SHARED, WORKING, RouterFilters
 from memory.selectors.search import memory_search
 
@@ -31,6 +31,10 @@ HISTORY_TOKENS_PER_CANDIDATE = 20
 # conversation is small next to a whole memory, a few per hit suffice for its fusion.
 HISTORY_DEPTH_FACTOR = 3
 MEMORY_CANDIDATES = 20
+# Candidates per retrieval stage for the memories: the floor long-term search keeps for any
+# page (100), not its ten per hit (200 for 20): the 20 best of 100 per stage, at about two
+# thirds of the vector stage's time over 100k memories (docs/benchmarks.md).
+MEMORY_DEPTH = 100
 KNOWLEDGE_CANDIDATES = 10
 DOCUMENT_CANDIDATES = 10
 PAGE_CANDIDATES = 5
@@ -184,6 +188,7 @@ def _named_speakers(conversation: Conversation, query: str) -> set[str]:
     speakers = (
         conversation_selectors.messages_of(conversation)
         .exclude(speaker="")
+        .order_by()  # DISTINCT over the speaker alone, not over the turn order's columns too
         .values_list("speaker", flat=True)
         .distinct()
     )
@@ -218,12 +223,13 @@ def memories(
     )
     if not context_ids:
         return [], {}
-    found = long_term_search(
+    found = long_term_ranked(
         actor=actor,
         query=query,
-        top_k=MEMORY_CANDIDATES,
+        limit=MEMORY_CANDIDATES,
         filters=LongTermFilters(context_ids=tuple(context_ids)),
         query_vector=vector,
+        depth=MEMORY_DEPTH,
     )
     out = []
     for rank, hit in enumerate(found.hits):

@@ -1,8 +1,9 @@
 """LoCoMo as a long-term memory retrieval benchmark (``manage.py memory_eval``).
 
 Each conversation is written into a fresh agent's long-term context through the services, one
-entry per dialogue turn ("Speaker: text", thread = session, position = turn within the session,
-``occurred_at`` = the session's date, ``metadata.dia_id``), exactly as an agent would store it.
+entry per dialogue turn (its text, ``speaker``, thread = session, position = turn within the
+session, ``occurred_at`` = the session's date, ``metadata.dia_id``), exactly as an agent would
+store it; an entry with a speaker is indexed as "Speaker: text" (``memory.indexing``).
 Each question is then asked through ``long_term_search`` and scored against its evidence turns:
 Recall@5, Recall@10 and nDCG@10 (binary relevance, trec_eval semantics, ``rag.evaluation``), per
 category and over categories 1-4. Category 5 (adversarial: the answer is not in the conversation)
@@ -35,10 +36,6 @@ class QuestionResult:
     metrics: Mapping[str, float]
     latency_ms: float  # the whole long_term_search call, query embedding included
     search_ms: float  # its stages without the query embedding
-
-
-def turn_content(speaker: str, text: str) -> str:
-    return f"{speaker}: {text}"
 
 
 def score_question(retrieved: Sequence[str], evidence: Iterable[str]) -> dict[str, float]:
@@ -96,10 +93,11 @@ def turns_write(
 
     items = [
         ltm.EntryInput(
-            content=turn_content(turn.speaker, turn.text),
+            content=turn.text,
             occurred_at=turn.occurred_at,
             thread=f"session_{turn.session}",
             position=turn.position,
+            speaker=turn.speaker,
             metadata={"dia_id": turn.dia_id},
         )
         for turn in conversation.turns

@@ -3,7 +3,8 @@ explains every hit (``effective_relevance_score`` and its components, docs/memor
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, NamedTuple
@@ -47,6 +48,11 @@ FUSION_WEIGHTS = {"vector": 0.4, "keyword": 0.6}
 # outrank the other's hits; LoCoMo Recall@10 (docs/benchmarks.md): 50 -> 0.741, 100 -> 0.756,
 # 200 -> 0.755, 400 -> 0.762. 100 takes most of the gain within the latency budget at 100k entries.
 MIN_CANDIDATES = 100
+# Query analysis of named speakers: how much an entry spoken by a speaker the query names gains
+# (``_speaker_lift``); chosen by leave-one-conversation-out on LoCoMo dev (docs/benchmarks.md).
+SPEAKER_LIFT = 1.0
+# The modes whose scores the session and speaker lifts adjust (fused scores, 0 to 1).
+LIFTED_MODES = frozenset({*FUSED_MODES, GRAPH})
 CANDIDATE_FACTOR = 10
 MAX_RANKED = 500
 MAX_DEPTH = 1000
@@ -200,23 +206,30 @@ def relevance_components(
 
 
 def scoring_rows(
-    entry_ids: Sequence[int], now: datetime, *, threads: dict[int, str] | None = None
+    entry_ids: Sequence[int],
+    now: datetime,
+    *,
+    threads: dict[int, str] | None = None,
+    speakers: dict[int, str] | None = None,
 ) -> dict[int, tuple[float, float, float]]:
     """(importance, confidence, days since written or last read) of each entry: one statement,
-    no model instances (every search scores up to two hundred candidates). ``threads``, when
-    given, receives each threaded entry's thread from the same statement."""
+    no model instances (every search scores up to two hundred candidates). ``threads`` and
+    ``speakers``, when given, receive each threaded entry's thread and each spoken entry's
+    speaker from the same statement."""
     if not entry_ids:
         return {}
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT id, importance, confidence, extract(epoch from (%s::timestamptz - "
-            "greatest(created_at, coalesce(last_accessed_at, created_at)))) / 86400.0, thread "
-            "FROM memory_memoryentry WHERE id = ANY(%s)",
+            "greatest(created_at, coalesce(last_accessed_at, created_at)))) / 86400.0, thread, "
+            "speaker FROM memory_memoryentry WHERE id = ANY(%s)",
             [now, list(entry_ids)],
         )
         rows = cursor.fetchall()
     if threads is not None:
         threads.update((row[0], row[4]) for row in rows if row[4])
+    if speakers is not None:
+        speakers.update((row[0], row[5]) for row in rows if row[5])
     return {row[0]: (row[1], row[2], float(row[3])) for row in rows}
 
 
@@ -291,11 +304,13 @@ def long_term_ranked(
     depth: int | None = None,
     stages: Sequence[str] = (),
     max_hops: int = DEFAULT_MAX_HOPS,
+    speaker_lift: bool = True,
 ) -> LongTermSearch:
     """``long_term_search`` for callers inside Engram that need more than a page of hits (up to
     ``MAX_RANKED``; context assembly packs a budget with them): the same ranking, the options
     already validated. ``depth``: candidates per stage (default: ten per hit, 100 to
-    ``MAX_DEPTH``)."""
+    ``MAX_DEPTH``). ``speaker_lift`` False: no lift for named speakers (a caller that weighs
+    speakers its own way)."""
     top_k = max(1, min(limit, MAX_RANKED))
     if depth is None:
         depth = max(MIN_CANDIDATES, min(top_k * CANDIDATE_FACTOR, MAX_DEPTH))
@@ -325,8 +340,12 @@ def long_term_ranked(
     ranked = ranking.hits
     now = timezone.now()
     threads: dict[int, str] = {}
-    scoring = scoring_rows([hit.unit_id for hit in ranked], now, threads=threads)
-    ranked = _session_lift(ranked, threads) if mode in FUSED_MODES else ranked
+    speakers: dict[int, str] = {}
+    scoring = scoring_rows([hit.unit_id for hit in ranked], now, threads=threads, speakers=speakers)
+    if mode in LIFTED_MODES:
+        ranked = _session_lift(ranked, threads)
+        if speaker_lift:
+            ranked = _speaker_lift(ranked, speakers, query)
     if mode == "keyword" and ranked:
         # BM25 scores are unbounded: relative to the best hit, like the fused scores.
         best = ranked[0].score or 1.0
@@ -361,6 +380,32 @@ def long_term_ranked(
         if unit_id in whole  # deleted meanwhile: gone
     ]
     return LongTermSearch(hits, ranking.stage_ms)
+
+
+def speakers_named(query: str, speakers: Iterable[str]) -> set[str]:
+    """The speakers the query names: each word of the name a word of the query (any case)."""
+    words = set(re.findall(r"[\w'-]+", query.lower()))
+    return {speaker for speaker in set(speakers) if set(speaker.lower().split()) <= words}
+
+
+def _speaker_lift(ranked: list[RankedHit], speakers: dict[int, str], query: str) -> list[RankedHit]:
+    """Query analysis of named speakers: when the query names a speaker of the candidates
+    (every word of the name in the query), that speaker's entries gain ``SPEAKER_LIFT`` of
+    their score; the scores are then divided by the best when it passes 1."""
+    if SPEAKER_LIFT <= 0 or not speakers:
+        return ranked
+    named = speakers_named(query, speakers.values())
+    if not named:
+        return ranked
+    for hit in ranked:
+        if speakers.get(hit.unit_id) in named:
+            hit.score *= 1 + SPEAKER_LIFT
+    # Back to the fused scale (the best 1 at most), so relevance still tells the lifted apart.
+    best = max(hit.score for hit in ranked)
+    if best > 1:
+        for hit in ranked:
+            hit.score /= best
+    return sorted(ranked, key=lambda hit: -hit.score)
 
 
 def _session_lift(ranked: list[RankedHit], threads: dict[int, str]) -> list[RankedHit]:

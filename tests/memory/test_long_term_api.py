@@ -503,3 +503,47 @@ def test_entries_go_to_the_named_context_or_the_agents_own_memory(
     ).json()
     versions = client.get(f"{BASE}/entries/{patched['id']}/versions").json()["results"]
     assert [v["version"] for v in versions] == [2, 1]
+
+
+def test_a_search_naming_a_speaker_lifts_their_entries(
+    agent_client: AuthedAgent, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Query analysis of named speakers (``SPEAKER_LIFT``): the entries of the speaker a query
+    names gain that share of their fused score against the others'; a query naming nobody
+    ranks as before."""
+    from memory.selectors import long_term
+
+    cid = create_context(agent_client)["id"]
+    jon = add_entry(agent_client, cid, "I went to a pottery class on Sunday.", speaker="Jon")
+    gina = add_entry(
+        agent_client, cid, "On Sunday Jon and I went to the pottery class.", speaker="Gina"
+    )
+    assert (jon["speaker"], gina["speaker"]) == ("Jon", "Gina")
+    add_entry(agent_client, cid, "Cats sleep most of the day.")
+
+    def scores(query: str) -> dict[int, float]:
+        response = search(agent_client, query)
+        assert response.status_code == 200, response.json()
+        return {hit["id"]: hit["retrieval"]["score"] for hit in response.json()["results"]}
+
+    lift = long_term.SPEAKER_LIFT
+    assert lift > 0
+    lifted = scores("When did Jon go to the pottery class on Sunday?")
+    nobody = scores("When did they go to the pottery class on Sunday?")
+    monkeypatch.setattr(long_term, "SPEAKER_LIFT", 0.0)
+    plain = scores("When did Jon go to the pottery class on Sunday?")
+    # The named speaker's entry gains (1 + lift) against the other's; the scores stay on the
+    # fused scale (the best 1).
+    ratio = plain[jon["id"]] / plain[gina["id"]]
+    assert lifted[jon["id"]] / lifted[gina["id"]] == pytest.approx(ratio * (1 + lift))
+    assert max(lifted.values()) == pytest.approx(1.0)
+    assert nobody == scores("When did they go to the pottery class on Sunday?")
+    assert next(iter(lifted)) == jon["id"]
+
+
+def test_an_entry_speaker_is_bounded(agent_client: AuthedAgent) -> None:
+    cid = create_context(agent_client)["id"]
+    response = agent_client.client.post(
+        f"{BASE}/contexts/{cid}/entries", {"content": "x", "speaker": "s" * 201}, format="json"
+    )
+    assert response.status_code == 400 and code(response) == "validation_error"

@@ -54,6 +54,7 @@ class MemoryEntryOutput(serializers.ModelSerializer[MemoryEntry]):
             "occurred_at",
             "thread",
             "position",
+            "speaker",
             "importance",
             "confidence",
             "embedding_model",
@@ -98,6 +99,14 @@ class MemoryEntryInput(strict.InputSerializer):
     )
     position = serializers.IntegerField(
         required=False, allow_null=True, default=None, min_value=0, max_value=INT32_MAX
+    )
+    speaker = serializers.CharField(
+        max_length=200,
+        required=False,
+        default="",
+        allow_blank=True,
+        help_text="Who said it, for a conversation turn: a search whose query names a speaker "
+        "ranks that speaker's entries higher.",
     )
     importance = strict.FiniteFloatField(required=False, default=0.5, min_value=0, max_value=1)
     confidence = strict.FiniteFloatField(required=False, default=1.0, min_value=0, max_value=1)

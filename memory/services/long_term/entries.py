@@ -50,6 +50,9 @@ class EntryInput:
     occurred_at: datetime | None = None
     thread: str = ""
     position: int | None = None
+    # Who said it, for a conversation's turn written as an entry (a search whose query names a
+    # speaker lifts that speaker's entries: ``memory.selectors.long_term.SPEAKER_LIFT``).
+    speaker: str = ""
     importance: float = 0.5
     confidence: float = 1.0
 
@@ -95,7 +98,7 @@ def entry_build(
         thread=item.thread,
         position=item.position,
         role=role,
-        speaker=speaker,
+        speaker=speaker or item.speaker,
         importance=item.importance,
         confidence=item.confidence,
         author=author,

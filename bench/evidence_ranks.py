@@ -28,28 +28,16 @@ def main() -> None:
         import recall_sweep
 
         from memory.evaluation.locomo import CATEGORIES
-        from memory.selectors.long_term import LongTermFilters, long_term_search
 
         contexts = recall_sweep._contexts(Path(args.locomo), False, args.mode == "graph")
         ranks: dict[int, list[int]] = defaultdict(list)
-        for sample_id, (conversation, actor, context_id, dia_of) in contexts.items():
-            for question in conversation.questions:
-                if not question.evidence or question.category == 5:
-                    continue
-                hits, _ = long_term_search(
-                    actor=actor,
-                    query=question.question,
-                    top_k=max(DEPTHS),
-                    filters=LongTermFilters(context_ids=(context_id,)),
-                    mode=args.mode,
-                )
-                found = [dia_of[h.entry.pk] for h in hits if h.entry.pk in dia_of]
-                for turn in question.evidence:
-                    rank = found.index(turn) + 1 if turn in found else max(DEPTHS) + 1
-                    ranks[question.category].append(rank)
-                    if args.misses and question.category == 1 and rank > 10:
-                        shown = rank if rank <= max(DEPTHS) else f"> {max(DEPTHS)}"
-                        print(f"{sample_id} {question.question!r} {turn} rank {shown}")
+        for sample_id, question, found, _ in recall_sweep.asked(contexts, args.mode, max(DEPTHS)):
+            for turn in question.evidence:
+                rank = found.index(turn) + 1 if turn in found else max(DEPTHS) + 1
+                ranks[question.category].append(rank)
+                if args.misses and question.category == 1 and rank > 10:
+                    shown = rank if rank <= max(DEPTHS) else f"> {max(DEPTHS)}"
+                    print(f"{sample_id} {question.question!r} {turn} rank {shown}")
         print(f"{'category':14} {'turns':>5} " + " ".join(f"{'@' + str(d):>6}" for d in DEPTHS))
         for category, found_ranks in sorted(ranks.items()):
             shares = [sum(r <= d for r in found_ranks) / len(found_ranks) for d in DEPTHS]

@@ -18,6 +18,7 @@ import argparse
 import importlib
 import json
 import math
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -147,33 +148,42 @@ def _contexts(
     return found
 
 
-def locomo(path: Path, mode: str, *, rebuild: bool) -> dict[str, Any]:
-    from memory.evaluation.locomo import CATEGORIES
-    from memory.evaluation.retrieval import score_question
+def asked(
+    contexts: dict[str, tuple[Any, Any, int, dict[int, str]]], mode: str, top_k: int
+) -> Iterator[tuple[str, Any, list[str], dict[str, float]]]:
+    """Each scored question of the conversations (categories 1-4, with evidence) asked through
+    long-term search: (sample id, question, dia_ids found best first, stage times)."""
     from memory.selectors.long_term import LongTermFilters, long_term_search
 
-    out: dict[str, Any] = {}
-    all_rows: list[tuple[int, float]] = []
-    times: list[float] = []
-    for sample_id, (conversation, actor, context_id, dia_of) in _contexts(
-        path, rebuild, mode == "graph"
-    ).items():
-        rows: list[tuple[int, float]] = []
+    for sample_id, (conversation, actor, context_id, dia_of) in contexts.items():
         for question in conversation.questions:
             if not question.evidence or question.category == 5:
                 continue
             hits, stage_ms = long_term_search(
                 actor=actor,
                 query=question.question,
-                top_k=10,
+                top_k=top_k,
                 filters=LongTermFilters(context_ids=(context_id,)),
                 mode=mode,
             )
-            times.append(sum(v for k, v in stage_ms.items() if k != "embed"))
-            retrieved = [dia_of[h.entry.pk] for h in hits if h.entry.pk in dia_of]
-            rows.append(
-                (question.category, score_question(retrieved, question.evidence)["recall@10"])
-            )
+            found = [dia_of[h.entry.pk] for h in hits if h.entry.pk in dia_of]
+            yield sample_id, question, found, stage_ms
+
+
+def locomo(path: Path, mode: str, *, rebuild: bool) -> dict[str, Any]:
+    from memory.evaluation.locomo import CATEGORIES
+    from memory.evaluation.retrieval import score_question
+
+    out: dict[str, Any] = {}
+    all_rows: list[tuple[int, float]] = []
+    times: list[float] = []
+    per_conversation: dict[str, list[tuple[int, float]]] = {}
+    contexts = _contexts(path, rebuild, mode == "graph")
+    for sample_id, question, found, stage_ms in asked(contexts, mode, 10):
+        times.append(sum(v for k, v in stage_ms.items() if k != "embed"))
+        recall = score_question(found, question.evidence)["recall@10"]
+        per_conversation.setdefault(sample_id, []).append((question.category, recall))
+    for sample_id, rows in per_conversation.items():
         out[sample_id] = _block(rows)
         all_rows.extend(rows)
     out["all"] = _block(all_rows)

@@ -383,9 +383,14 @@ def long_term_ranked(
 
 
 def speakers_named(query: str, speakers: Iterable[str]) -> set[str]:
-    """The speakers the query names: each word of the name a word of the query (any case)."""
-    words = set(re.findall(r"[\w'-]+", query.lower()))
-    return {speaker for speaker in set(speakers) if set(speaker.lower().split()) <= words}
+    """The speakers the query names: each word of the name a word of the query (any case,
+    punctuation aside: "Dr. Ana Lima" is named by "What did Dr Ana Lima say?")."""
+
+    def words(text: str) -> set[str]:
+        return set(re.findall(r"[\w'-]+", text.lower()))
+
+    asked = words(query)
+    return {speaker for speaker in set(speakers) if (name := words(speaker)) and name <= asked}
 
 
 def _speaker_lift(ranked: list[RankedHit], speakers: dict[int, str], query: str) -> list[RankedHit]:

@@ -547,3 +547,12 @@ def test_an_entry_speaker_is_bounded(agent_client: AuthedAgent) -> None:
         f"{BASE}/contexts/{cid}/entries", {"content": "x", "speaker": "s" * 201}, format="json"
     )
     assert response.status_code == 400 and code(response) == "validation_error"
+
+
+def test_speakers_named_by_a_query() -> None:
+    from memory.selectors.long_term import speakers_named
+
+    speakers = ["Jon", "Dr. Ana Lima", "Gina", "", "?"]
+    assert speakers_named("What did Dr Ana Lima say to jon?", speakers) == {"Jon", "Dr. Ana Lima"}
+    assert speakers_named("What did Ana say?", speakers) == set()  # every word of the name
+    assert speakers_named("When did they meet?", speakers) == set()

@@ -215,10 +215,10 @@ def _gather(
         found["pools"] = [c for c in read if c.kind == "pool"]
         timings["task"] = round((time.perf_counter() - started) * 1000, 2)
 
-    def knowledge_and_the_rest() -> float:
+    def knowledge_and_the_rest() -> None:
         """The knowledge items, then the sources that cost little each, one after another
-        (each on the pool of its own queued behind the searches: measured, slower)."""
-        started = time.perf_counter()
+        (each on the pool of its own queued behind the searches: measured, slower); each
+        records its own time."""
         timed(
             "knowledge",
             lambda: sources.knowledge(actor, request.query, vector, task_type, store_ids),
@@ -230,14 +230,13 @@ def _gather(
         timed("pages", lambda: sources.pages(actor, request.query, vector))
         timed("skills", lambda: sources.skills(actor, request.query, vector))
         task()
-        return round((time.perf_counter() - started) * 1000, 2)
 
     if conversation is not None:
         timed("recent_turns", lambda: sources.recent_turns(conversation, DEFAULT_RECENT_TURNS))
         timed("summaries", lambda: sources.summaries(conversation))
     # The costly searches run side by side (core.side_by_side): the conversation's history,
     # the memories, and the knowledge items with the cheap sources after them.
-    searches: dict[str, Callable[[], float]] = {}
+    searches: dict[str, Callable[[], float | None]] = {}
     if conversation is not None and "history" in wanted:
         searches["history"] = timed_read(
             "history",
@@ -255,8 +254,7 @@ def _gather(
         )
     searches["rest"] = knowledge_and_the_rest
     ran = side_by_side(searches)
-    ran.pop("rest")
-    timings.update(ran)
+    timings.update({name: ms for name, ms in ran.items() if ms is not None})
     return found
 
 

@@ -217,10 +217,10 @@ def messages_append(
                     occurred_at=message.occurred_at or now,
                     thread=thread,
                     position=last + offset,
+                    speaker=message.name,
                 ),
                 actor.agent,
                 role=message.role,
-                speaker=message.name,
             )
             for offset, message in enumerate(messages, start=1)
         ]

@@ -69,10 +69,9 @@ def entry_build(
     index: int | None = None,
     *,
     role: str = "",
-    speaker: str = "",
 ) -> MemoryEntry:
     """A new entry of ``context`` (unsaved), validated (``index``: its place in a batch, for
-    the error message); ``role`` and ``speaker`` for a conversation's message."""
+    the error message); ``role`` for a conversation's message."""
     where = f"entries[{index}]: " if index is not None else ""
     if not item.content.strip() and item.data is None:
         raise ValidationFailed(f"{where}content or data is required.", code="empty_entry")
@@ -98,7 +97,7 @@ def entry_build(
         thread=item.thread,
         position=item.position,
         role=role,
-        speaker=speaker or item.speaker,
+        speaker=item.speaker,
         importance=item.importance,
         confidence=item.confidence,
         author=author,

@@ -183,19 +183,12 @@ def _gather(
     wanted = set(request.sources or SOURCES)
     found: dict[str, list[Candidate]] = {name: [] for name in SOURCES}
 
-    def timed_read(name: str, read: Callable[[], list[Candidate]]) -> Callable[[], float]:
-        """``read`` storing its candidates in ``found`` and answering its milliseconds."""
-
-        def run() -> float:
+    def timed(name: str, read: Callable[[], list[Candidate]]) -> None:
+        """``read``'s candidates stored in ``found``, its milliseconds in ``timings``."""
+        if name in wanted:
             started = time.perf_counter()
             found[name] = read()
-            return round((time.perf_counter() - started) * 1000, 2)
-
-        return run
-
-    def timed(name: str, read: Callable[[], list[Candidate]]) -> None:
-        if name in wanted:
-            timings[name] = timed_read(name, read)()
+            timings[name] = round((time.perf_counter() - started) * 1000, 2)
 
     store_ids: list[int] | None = None
     document_base_ids: list[int] | None = None
@@ -215,10 +208,32 @@ def _gather(
         found["pools"] = [c for c in read if c.kind == "pool"]
         timings["task"] = round((time.perf_counter() - started) * 1000, 2)
 
+    def history() -> None:
+        if conversation is not None:
+            timed(
+                "history",
+                lambda: sources.history(
+                    actor,
+                    conversation,
+                    request.query,
+                    vector,
+                    limit=sources.history_candidates(request.token_budget),
+                )[0],
+            )
+
+    def memories_and_the_conversation() -> None:
+        """The memories, then the conversation's last turns and summaries (two small reads)."""
+        timed("memories", lambda: sources.memories(actor, request.query, vector)[0])
+        if conversation is not None:
+            timed(
+                "recent_turns",
+                lambda: sources.recent_turns(conversation, DEFAULT_RECENT_TURNS),
+            )
+            timed("summaries", lambda: sources.summaries(conversation))
+
     def knowledge_and_the_rest() -> None:
         """The knowledge items, then the sources that cost little each, one after another
-        (each on the pool of its own queued behind the searches: measured, slower); each
-        records its own time."""
+        (each on the pool of its own queued behind the searches: measured, slower)."""
         timed(
             "knowledge",
             lambda: sources.knowledge(actor, request.query, vector, task_type, store_ids),
@@ -231,30 +246,16 @@ def _gather(
         timed("skills", lambda: sources.skills(actor, request.query, vector))
         task()
 
-    if conversation is not None:
-        timed("recent_turns", lambda: sources.recent_turns(conversation, DEFAULT_RECENT_TURNS))
-        timed("summaries", lambda: sources.summaries(conversation))
-    # The costly searches run side by side (core.side_by_side): the conversation's history,
-    # the memories, and the knowledge items with the cheap sources after them.
-    searches: dict[str, Callable[[], float | None]] = {}
-    if conversation is not None and "history" in wanted:
-        searches["history"] = timed_read(
-            "history",
-            lambda: sources.history(
-                actor,
-                conversation,
-                request.query,
-                vector,
-                limit=sources.history_candidates(request.token_budget),
-            )[0],
-        )
-    if "memories" in wanted:
-        searches["memories"] = timed_read(
-            "memories", lambda: sources.memories(actor, request.query, vector)[0]
-        )
-    searches["rest"] = knowledge_and_the_rest
-    ran = side_by_side(searches)
-    timings.update({name: ms for name, ms in ran.items() if ms is not None})
+    # Three lanes side by side (core.side_by_side), each about a third of the work: the
+    # conversation's history; the memories with the conversation's own small reads; the
+    # knowledge items with the cheap sources after them.
+    side_by_side(
+        {
+            "history": history,
+            "memories": memories_and_the_conversation,
+            "rest": knowledge_and_the_rest,
+        }
+    )
     return found
 
 

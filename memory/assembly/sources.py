@@ -84,6 +84,11 @@ def _day(entry: MemoryEntry) -> str:
     return f"{when.day} {when:%B %Y}" if when else ""
 
 
+# The fields of an entry a turn or a memory candidate reads (only these are loaded).
+TURN_FIELDS = ("speaker", "role", "content", "metadata", "position", "occurred_at")
+MEMORY_FIELDS = ("context_id", "content", "data", "metadata", "occurred_at")
+
+
 def turn_candidate(conversation: Conversation, entry: MemoryEntry, score: float) -> Candidate:
     speaker = entry.speaker or entry.role or "unknown"
     return Candidate(
@@ -167,9 +172,15 @@ def history(
         # The history weighs the speakers a query names itself (SPEAKER_BOOST, chosen on
         # context recall); the engine's lift on top lost 0.004 on conv-30 at 2,000 tokens.
         speaker_lift=False,
+        fields=TURN_FIELDS,
     )
     hits = [(hit.entry, hit.score) for hit in found.hits]
-    named = _named_speakers(conversation, query) if SPEAKER_BOOST and hits else set()
+    # Only a speaker among the candidates can be boosted: their names are the ones to look for.
+    named = (
+        {name.lower() for name in speakers_named(query, {entry.speaker for entry, _ in hits})}
+        if SPEAKER_BOOST
+        else set()
+    )
     if named:
         boost = 1 + SPEAKER_BOOST
         hits = sorted(
@@ -182,18 +193,6 @@ def history(
     return [turn_candidate(conversation, entry, score) for entry, score in hits], dict(
         found.timings_ms
     )
-
-
-def _named_speakers(conversation: Conversation, query: str) -> set[str]:
-    """The conversation's speakers the query names (lower case, whole words)."""
-    speakers = (
-        conversation_selectors.messages_of(conversation)
-        .exclude(speaker="")
-        .order_by()  # DISTINCT over the speaker alone, not over the turn order's columns too
-        .values_list("speaker", flat=True)
-        .distinct()
-    )
-    return {name.lower() for name in speakers_named(query, speakers)}
 
 
 # The heading of the caller's memories among the conversation's turns.
@@ -231,6 +230,7 @@ def memories(
         filters=LongTermFilters(context_ids=tuple(context_ids)),
         query_vector=vector,
         depth=MEMORY_DEPTH,
+        fields=MEMORY_FIELDS,
     )
     out = []
     for rank, hit in enumerate(found.hits):

@@ -305,12 +305,15 @@ def long_term_ranked(
     stages: Sequence[str] = (),
     max_hops: int = DEFAULT_MAX_HOPS,
     speaker_lift: bool = True,
+    fields: Sequence[str] = (),
 ) -> LongTermSearch:
     """``long_term_search`` for callers inside Engram that need more than a page of hits (up to
     ``MAX_RANKED``; context assembly packs a budget with them): the same ranking, the options
     already validated. ``depth``: candidates per stage (default: ten per hit, 100 to
     ``MAX_DEPTH``). ``speaker_lift`` False: no lift for named speakers (a caller that weighs
-    speakers its own way)."""
+    speakers its own way). ``fields``: the only fields of the hits' entries the caller reads
+    (loading a hundred entries whole was a tenth of a context's history search); every field
+    but the embedding when empty."""
     top_k = max(1, min(limit, MAX_RANKED))
     if depth is None:
         depth = max(MIN_CANDIDATES, min(top_k * CANDIDATE_FACTOR, MAX_DEPTH))
@@ -355,7 +358,7 @@ def long_term_ranked(
     # Every candidate is scored on the few fields relevance needs, read as values; only the
     # results are loaded whole, without their vector. Loading every candidate whole (embedding
     # included) was most of a search's time at 100k entries (docs/benchmarks.md).
-    scored: list[tuple[float, int, dict[str, float], dict[str, Any]]] = []
+    scored: list[tuple[float, int, dict[str, float], RankedHit]] = []
     for hit in ranked:
         row = scoring.get(hit.unit_id)
         if row is None:
@@ -367,16 +370,21 @@ def long_term_ranked(
             confidence=confidence,
             idle_days=idle_days,
         )
-        retrieval = {"score": hit.score, **hit.stages()}
-        scored.append((effective_relevance_score(components), hit.unit_id, components, retrieval))
+        scored.append((effective_relevance_score(components), hit.unit_id, components, hit))
     scored.sort(key=lambda item: (-item[0], item[1]))
     if threshold is not None:
         scored = [item for item in scored if item[0] >= threshold]
     scored = scored[:top_k]
-    whole = MemoryEntry.objects.defer("embedding").in_bulk([item[1] for item in scored])
+    loaded = MemoryEntry.objects.only(*fields) if fields else MemoryEntry.objects.defer("embedding")
+    whole = loaded.in_bulk([item[1] for item in scored])
     hits = [
-        LongTermHit(entry=whole[unit_id], score=score, components=components, retrieval=retrieval)
-        for score, unit_id, components, retrieval in scored
+        LongTermHit(
+            entry=whole[unit_id],
+            score=score,
+            components=components,
+            retrieval={"score": hit.score, **hit.stages()},
+        )
+        for score, unit_id, components, hit in scored
         if unit_id in whole  # deleted meanwhile: gone
     ]
     return LongTermSearch(hits, ranking.stage_ms)

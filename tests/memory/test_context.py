@@ -324,11 +324,16 @@ def test_turns_of_a_speaker_the_query_names_rank_higher(
     query = "When does Ana take the ferry to the island?"
     vector = np.asarray(get_embedding_provider().embed_query(query), dtype=np.float32)
     actor = actor_for_agent(agent_client.agent)
-    assert sources._named_speakers(conversation, query) == {"ana"}
-    assert sources._named_speakers(conversation, "When does the ferry leave?") == set()
     boosted = {c.text: c.score for c in sources.history(actor, conversation, query, vector)[0]}
+    unnamed = "When does the ferry leave?"
+    unnamed_vector = np.asarray(get_embedding_provider().embed_query(unnamed), dtype=np.float32)
+    unnamed_boosted = sources.history(actor, conversation, unnamed, unnamed_vector)[0]
     monkeypatch.setattr(sources, "SPEAKER_BOOST", 0.0)
     plain = {c.text: c.score for c in sources.history(actor, conversation, query, vector)[0]}
+    # A query that names nobody is not boosted.
+    assert [(c.text, c.score) for c in unnamed_boosted] == [
+        (c.text, c.score) for c in sources.history(actor, conversation, unnamed, unnamed_vector)[0]
+    ]
     for text, score in plain.items():
         factor = 1 + 0.25 if text.startswith("Ana: ") else 1.0
         assert boosted[text] == pytest.approx(score * factor)
@@ -375,3 +380,45 @@ def test_the_searches_run_side_by_side_and_give_the_same_context(
     assert together.context == in_turn.context
     kinds = {item["kind"] for section in together.sections for item in section["items"]}
     assert {"turn", "memory", "knowledge"} <= kinds
+
+
+def test_history_and_memories_read_as_many_statements_whatever_they_find(
+    agent_client: AuthedAgent,
+) -> None:
+    """The hits' entries are loaded with the fields their candidates read (``TURN_FIELDS``,
+    ``MEMORY_FIELDS``) in one statement: a field left out would be read once per hit."""
+    import numpy as np
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from core.embeddings import get_embedding_provider
+    from memory.assembly import sources
+    from memory.services import long_term as ltm
+
+    actor = actor_for_agent(agent_client.agent)
+    memory = ltm.agent_memory_context(actor=actor)
+    query = "When did Ana's ferry leave the harbour?"
+    vector = np.asarray(get_embedding_provider().embed_query(query), dtype=np.float32)
+    reads, written = [], 0
+    for count in (3, 30):
+        conversation = _conversation(
+            agent_client,
+            [("Ana", f"The ferry left the harbour at {n} o'clock.") for n in range(count)],
+        )
+        ltm.entries_write(
+            actor=actor,
+            context=memory,
+            items=[ltm.EntryInput(f"Ferry timetable note {count}-{n}.") for n in range(count)],
+        )
+        with CaptureQueriesContext(connection) as history_reads:
+            turns = sources.history(actor, conversation, query, vector)[0]
+        with CaptureQueriesContext(connection) as memory_reads:
+            memories = sources.memories(actor, query, vector)[0]
+        assert len(turns) == count
+        written += count
+        assert len(memories) == min(written, sources.MEMORY_CANDIDATES)
+        assert all(c.text.startswith("Ana: The ferry") and c.metadata["dia_id"] for c in turns)
+        assert all(c.text.startswith("Ferry timetable") and c.prefix == "" for c in memories)
+        reads.append((len(history_reads), len(memory_reads)))
+    # As many statements for 33 memories and 30 turns as for 3 (a fixed few).
+    assert reads[0] == reads[1] and max(reads[0]) <= 10, reads

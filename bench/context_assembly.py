@@ -71,6 +71,7 @@ LOCOMO = SHARED_DATA / "locomo" / "locomo-dev.json"
 SCIFACT = SHARED_DATA / "scifact"
 START = datetime(2023, 1, 1, 9, tzinfo=UTC)
 
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--data", default=str(SHARED_DATA), help="../shared/data")

@@ -7,6 +7,7 @@ import os
 import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED_DATA = ROOT.parent / "shared" / "data"
@@ -55,3 +56,22 @@ def settle_tables(tables: Sequence[str]) -> None:
                 "OR c.oid IN (SELECT indexrelid FROM pg_index WHERE indrelid = %s::regclass)",
                 [table, table],
             )
+
+
+def beir_train_base(dataset_dir: str, chunking: str | None) -> tuple[Any, Any, dict[int, str]]:
+    """The BEIR train split, the knowledge base ``rag_eval`` loaded it into
+    (``beir:<name>:<chunking>``; the first of any chunking when None) and each of its chunks'
+    document id, for benchmarks that score rankings offline."""
+    from rag.evaluation import load_beir
+    from rag.models import Chunk, KnowledgeBase
+
+    name = Path(dataset_dir).name
+    dataset = load_beir(Path(dataset_dir), "train")
+    bases = KnowledgeBase.objects.filter(name__startswith=f"beir:{name}:").order_by("pk")
+    kb = (bases.filter(name=f"beir:{name}:{chunking}") if chunking else bases).first()
+    if kb is None:
+        raise SystemExit("load the corpus first: manage.py rag_eval --dataset ... --split train")
+    doc_of = dict(
+        Chunk.objects.filter(knowledge_base=kb).values_list("id", "document__source_path")
+    )
+    return dataset, kb, doc_of

@@ -15,7 +15,7 @@ import itertools
 import json
 import time
 
-from _setup import SHARED_DATA, django_session
+from _setup import SHARED_DATA, beir_train_base, django_session
 
 
 def main() -> None:
@@ -30,20 +30,12 @@ def main() -> None:
 
 
 def run(args: argparse.Namespace) -> None:
-    from pathlib import Path
 
     from rag import keyword
-    from rag.evaluation import evaluate, load_beir, percentiles
-    from rag.models import Chunk, KnowledgeBase
+    from rag.evaluation import evaluate, percentiles
     from rag.spaces import CHUNKS
 
-    dataset = load_beir(Path(args.dataset), "train")
-    kb = KnowledgeBase.objects.filter(name__startswith=f"beir:{Path(args.dataset).name}:").first()
-    if kb is None:
-        raise SystemExit("load the corpus first: manage.py rag_eval --dataset ... --split train")
-    doc_of = dict(
-        Chunk.objects.filter(knowledge_base=kb).values_list("id", "document__source_path")
-    )
+    dataset, kb, doc_of = beir_train_base(args.dataset, None)
 
     def score(postings: int) -> tuple[float, dict[str, float]]:
         run: dict[str, dict[str, float]] = {}

@@ -25,7 +25,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from _setup import SHARED_DATA, django_session
+from _setup import SHARED_DATA, beir_train_base, django_session
 
 GRID = (0.05, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5)
 
@@ -46,18 +46,13 @@ def run(args: argparse.Namespace) -> None:
     import numpy as np
 
     from core.embeddings import get_embedding_provider
-    from rag.evaluation import evaluate, load_beir
+    from rag.evaluation import evaluate
     from rag.keyword import keyword_search
-    from rag.models import Chunk, KnowledgeBase
     from rag.search import rank_fusion
     from rag.spaces import CHUNKS
     from rag.vector import vector_search
 
-    dataset = load_beir(Path(args.dataset), "train")
-    kb = KnowledgeBase.objects.get(name=f"beir:{Path(args.dataset).name}:{args.chunking}")
-    doc_of = dict(
-        Chunk.objects.filter(knowledge_base=kb).values_list("id", "document__source_path")
-    )
+    dataset, kb, doc_of = beir_train_base(args.dataset, args.chunking)
     provider = get_embedding_provider()
     cache = Path(args.cache)
     cache.mkdir(parents=True, exist_ok=True)

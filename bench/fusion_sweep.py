@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from _setup import SHARED_DATA, django_session
+from _setup import SHARED_DATA, beir_train_base, django_session
 
 
 def main() -> None:
@@ -26,23 +26,17 @@ def main() -> None:
 
 
 def run(args: argparse.Namespace) -> None:
-    from pathlib import Path
 
     from django.db import connection
 
     from core.embeddings import get_embedding_provider
-    from rag.evaluation import evaluate, load_beir
+    from rag.evaluation import evaluate
     from rag.keyword import keyword_search
-    from rag.models import Chunk, KnowledgeBase
     from rag.search import rank_fusion
     from rag.spaces import CHUNKS
     from rag.vector import vector_literal, vector_search
 
-    dataset = load_beir(Path(args.dataset), "train")
-    kb = KnowledgeBase.objects.get(name=f"beir:{Path(args.dataset).name}:{args.chunking}")
-    doc_of = dict(
-        Chunk.objects.filter(knowledge_base=kb).values_list("id", "document__source_path")
-    )
+    dataset, kb, doc_of = beir_train_base(args.dataset, args.chunking)
     provider = get_embedding_provider()
     stages = {}
     for qid, text in dataset.queries.items():

@@ -26,7 +26,6 @@ def main() -> None:
 
 
 def run(args: argparse.Namespace) -> None:
-
     from django.db import connection
 
     from core.embeddings import get_embedding_provider

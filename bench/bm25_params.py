@@ -30,7 +30,6 @@ def main() -> None:
 
 
 def run(args: argparse.Namespace) -> None:
-
     from rag import keyword
     from rag.evaluation import evaluate, percentiles
     from rag.spaces import CHUNKS

@@ -238,10 +238,27 @@ def effective_relevance_score(components: dict[str, float]) -> float:
 
 
 def searchable_contexts(actor: Actor, requested: Sequence[int]) -> list[int]:
-    """The unarchived contexts the actor may read: the requested ones (all must be visible)."""
-    visible = readable_contexts(actor).filter(archived_at__isnull=True)
+    """The unarchived contexts the actor may read: the requested ones (all must be visible).
+
+    One context of the agent's own (its memory, one of its conversations: what context
+    assembly's history asks for on every call) is found without the sharing rules, which only
+    widen what an owner reads."""
     if not requested:
+        visible = readable_contexts(actor).filter(archived_at__isnull=True)
         return sorted(set(visible.values_list("id", flat=True)))
+    agent = actor.agent
+    if agent is not None and len(set(requested)) == 1:
+        own = list(
+            MemoryContext.objects.filter(
+                pk=requested[0],
+                owner_id=agent.pk,
+                account_id=agent.account_id,
+                archived_at__isnull=True,
+            ).values_list("id", flat=True)
+        )
+        if own:
+            return own
+    visible = readable_contexts(actor).filter(archived_at__isnull=True)
     found = set(visible.filter(pk__in=requested).values_list("id", flat=True))
     missing = sorted(set(requested) - found)
     if missing:

@@ -556,3 +556,37 @@ def test_speakers_named_by_a_query() -> None:
     assert speakers_named("What did Dr Ana Lima say to jon?", speakers) == {"Jon", "Dr. Ana Lima"}
     assert speakers_named("What did Ana say?", speakers) == set()  # every word of the name
     assert speakers_named("When did they meet?", speakers) == set()
+
+
+def test_one_context_of_ones_own_is_searched_without_the_sharing_rules(
+    agent_client: AuthedAgent, teammate: AuthedAgent, other_agent_client: AuthedAgent
+) -> None:
+    """``searchable_contexts`` finds a single context of the agent's own with one plain read;
+    anyone else's context (a teammate's, another account's), and an archived one of its own,
+    still answer 404 as before."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from core.actors import actor_for_agent
+    from core.errors import NotFound
+    from memory.models import MemoryContext
+    from memory.selectors.long_term import searchable_contexts
+
+    mine = create_context(agent_client, "mine")["id"]
+    theirs = create_context(teammate, "theirs")["id"]
+    foreign = create_context(other_agent_client, "foreign")["id"]
+    actor = actor_for_agent(agent_client.agent)
+    with CaptureQueriesContext(connection) as reads:
+        assert searchable_contexts(actor, [mine]) == [mine]
+    assert len(reads) == 1
+    assert "grant" not in reads[0]["sql"] and "team" not in reads[0]["sql"]
+    for context_id in (theirs, foreign):
+        with pytest.raises(NotFound):
+            searchable_contexts(actor, [context_id])
+    # Shared with the agent, a teammate's context is read through the rules, as before.
+    MemoryContext.objects.filter(pk=theirs).update(scope=MemoryContext.Scope.ACCOUNT)
+    assert searchable_contexts(actor, [theirs]) == [theirs]
+    archived = agent_client.client.post(f"{BASE}/contexts/{mine}/archive", format="json")
+    assert archived.status_code in (200, 204), archived.content
+    with pytest.raises(NotFound):
+        searchable_contexts(actor, [mine])

@@ -26,7 +26,8 @@ def test_an_operator_uploads_a_document_and_sees_only_their_account(
     browser: Any, live_server: Any, tmp_path: Path
 ) -> None:
     from selenium.webdriver.common.by import By
-    from selenium.webdriver.support.ui import Select
+    from selenium.webdriver.support import expected_conditions
+    from selenium.webdriver.support.ui import Select, WebDriverWait
 
     orchard = AccountFactory.create(name="Orchard", slug="orchard")
     bramble = AccountFactory.create(name="Bramble", slug="bramble")
@@ -48,10 +49,17 @@ def test_an_operator_uploads_a_document_and_sees_only_their_account(
     def go(path: str) -> None:
         browser.get(f"{live_server.url}{path}")
 
+    def submit(button: Any) -> None:
+        """Click and wait for the answer to replace the page (reading it at once may still
+        read the form: seen on a loaded machine)."""
+        page = browser.find_element(By.TAG_NAME, "html")
+        button.click()
+        WebDriverWait(browser, 60).until(expected_conditions.staleness_of(page))
+
     go(reverse("admin:login"))
     browser.find_element(By.ID, "id_username").send_keys("olive")
     browser.find_element(By.ID, "id_password").send_keys(PASSWORD)
-    browser.find_element(By.CSS_SELECTOR, "input[type=submit]").click()
+    submit(browser.find_element(By.CSS_SELECTOR, "input[type=submit]"))
     assert "Engram administration" in browser.title, browser.page_source[:2000]
 
     go(reverse("admin:rag_document_add"))
@@ -62,7 +70,7 @@ def test_an_operator_uploads_a_document_and_sees_only_their_account(
     upload.write_text("# Harvest\n\nApples are picked in September.\n\n## Storage\n\nKeep cool.")
     browser.find_element(By.ID, "id_upload").send_keys(str(upload))
     browser.find_element(By.ID, "id_title").send_keys("Harvest notes")
-    browser.find_element(By.NAME, "_save").click()
+    submit(browser.find_element(By.NAME, "_save"))
     errors = [e.text for e in browser.find_elements(By.CSS_SELECTOR, ".errornote, .errorlist")]
     messages = [e.text for e in browser.find_elements(By.CSS_SELECTOR, ".messagelist li")]
     assert "was added successfully" in browser.page_source, (browser.current_url, errors, messages)

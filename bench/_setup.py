@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -75,3 +75,31 @@ def beir_train_base(dataset_dir: str, chunking: str | None) -> tuple[Any, Any, d
         Chunk.objects.filter(knowledge_base=kb).values_list("id", "document__source_path")
     )
     return dataset, kb, doc_of
+
+
+def chunk_stages(kb: Any, queries: Mapping[str, str], depth: int) -> dict[str, dict[str, Any]]:
+    """Each query's two stages over a knowledge base's chunks, fetched once for offline
+    fusion: ``query_vector`` (the local model's), ``vector`` and ``keyword`` ((chunk id,
+    score), best first, ``depth`` of each)."""
+    import numpy as np
+
+    from core.embeddings import get_embedding_provider
+    from rag.keyword import keyword_search
+    from rag.spaces import CHUNKS
+    from rag.vector import vector_search
+
+    provider = get_embedding_provider()
+    stages = {}
+    for qid, text in queries.items():
+        vector = np.asarray(provider.embed_query(text), dtype=np.float32)
+        stages[qid] = {
+            "query_vector": vector,
+            "vector": vector_search(
+                space=CHUNKS, scope_ids=[kb.pk], query_vector=vector, limit=depth
+            ),
+            "keyword": [
+                (h.unit_id, h.score)
+                for h in keyword_search(space=CHUNKS, scope_ids=[kb.pk], query=text, limit=depth)
+            ],
+        }
+    return stages

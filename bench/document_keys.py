@@ -25,7 +25,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from _setup import SHARED_DATA, beir_train_base, django_session
+from _setup import SHARED_DATA, beir_train_base, chunk_stages, django_session
 
 GRID = (0.05, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5)
 
@@ -47,10 +47,7 @@ def run(args: argparse.Namespace) -> None:
 
     from core.embeddings import get_embedding_provider
     from rag.evaluation import evaluate
-    from rag.keyword import keyword_search
     from rag.search import rank_fusion
-    from rag.spaces import CHUNKS
-    from rag.vector import vector_search
 
     dataset, kb, doc_of = beir_train_base(args.dataset, args.chunking)
     provider = get_embedding_provider()
@@ -62,21 +59,9 @@ def run(args: argparse.Namespace) -> None:
         stages = cached["stages"]
         vectors = {q: np.asarray(v, dtype=np.float32) for q, v in cached["vectors"].items()}
     else:
-        stages, vectors = {}, {}
-        for qid, text in dataset.queries.items():
-            if qid not in dataset.qrels:
-                continue
-            vector = np.asarray(provider.embed_query(text), dtype=np.float32)
-            vectors[qid] = vector
-            stages[qid] = {
-                "vector": vector_search(
-                    space=CHUNKS, scope_ids=[kb.pk], query_vector=vector, limit=200
-                ),
-                "keyword": [
-                    (h.unit_id, h.score)
-                    for h in keyword_search(space=CHUNKS, scope_ids=[kb.pk], query=text, limit=200)
-                ],
-            }
+        judged = {q: t for q, t in dataset.queries.items() if q in dataset.qrels}
+        stages = chunk_stages(kb, judged, 200)
+        vectors = {q: stage.pop("query_vector") for q, stage in stages.items()}
         stages_file.write_text(
             json.dumps({"stages": stages, "vectors": {q: v.tolist() for q, v in vectors.items()}})
         )

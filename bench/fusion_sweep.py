@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from _setup import SHARED_DATA, beir_train_base, django_session
+from _setup import SHARED_DATA, beir_train_base, chunk_stages, django_session
 
 
 def main() -> None:
@@ -28,27 +28,16 @@ def main() -> None:
 def run(args: argparse.Namespace) -> None:
     from django.db import connection
 
-    from core.embeddings import get_embedding_provider
     from rag.evaluation import evaluate
     from rag.keyword import keyword_search
     from rag.search import rank_fusion
     from rag.spaces import CHUNKS
-    from rag.vector import vector_literal, vector_search
+    from rag.vector import vector_literal
 
     dataset, kb, doc_of = beir_train_base(args.dataset, args.chunking)
-    provider = get_embedding_provider()
-    stages = {}
+    stages = chunk_stages(kb, dataset.queries, args.depth)
     for qid, text in dataset.queries.items():
-        vector = vector_search(
-            space=CHUNKS,
-            scope_ids=[kb.pk],
-            query_vector=provider.embed_query(text),
-            limit=args.depth,
-        )
-        keyword = [
-            (h.unit_id, h.score)
-            for h in keyword_search(space=CHUNKS, scope_ids=[kb.pk], query=text, limit=args.depth)
-        ]
+        vector, keyword = stages[qid]["vector"], stages[qid]["keyword"]
         # For "fill-in" fusion: both scores for every candidate either stage returned.
         union = {chunk_id for chunk_id, _ in vector + keyword}
         bm25 = {
@@ -60,14 +49,10 @@ def run(args: argparse.Namespace) -> None:
         with connection.cursor() as cursor:
             cursor.execute(
                 "SELECT id, 1 - (embedding <=> %s::vector) FROM rag_chunk WHERE id = ANY(%s)",
-                [vector_literal(provider.embed_query(text)), list(union)],
+                [vector_literal(stages[qid]["query_vector"]), list(union)],
             )
             cosine = dict(cursor.fetchall())
-        stages[qid] = {
-            "vector": vector,
-            "keyword": keyword,
-            "filled": {c: (float(cosine[c]), bm25.get(c, 0.0)) for c in union},
-        }
+        stages[qid]["filled"] = {c: (float(cosine[c]), bm25.get(c, 0.0)) for c in union}
 
     def score(fuse) -> float:  # type: ignore[no-untyped-def]
         run = {}

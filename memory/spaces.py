@@ -44,6 +44,10 @@ MEMORY_ENTRIES = SearchSpace(
     # and speaker lifts: 0.3 0.8117 / 0.8300, 0.2 0.8150 / 0.8300, 0.1 0.8117 / 0.8177: each
     # fold chooses 0.2 (docs/benchmarks.md, "Graph weight per space").
     graph_weight=0.2,
+    # Graph searches re-score their best 30 entries by late interaction (rag.late_interaction):
+    # chosen by leave-one-conversation-out on LoCoMo dev (docs/benchmarks.md, "Late
+    # interaction").
+    late_weight=0.5,
 )
 
 

@@ -152,6 +152,8 @@ class RankedHit:
     vector_score: float | None = None
     keyword_rank: int | None = None
     keyword_score: float | None = None
+    # Set where late interaction re-scored the hit (``rag.late_interaction``).
+    late_score: float | None = None
 
     def stages(self) -> dict[str, Any]:
         """The hit's rank and score in each stage (None where a stage did not find it)."""

@@ -95,6 +95,10 @@ class SearchSpace:
     # ``graph``, or ``graph`` in a hybrid search's ``stages``) and the caller gives none, next
     # to theirs; chosen per space on development data (docs/benchmarks.md).
     graph_weight: float = 0.3
+    # How much a graph search's best candidates gain from their late-interaction score
+    # (``rag.late_interaction``), chosen per space on development data (docs/benchmarks.md);
+    # 0: off.
+    late_weight: float = 0.0
 
 
 def _chunk_rebuild_rows(knowledge_base_id: int) -> Iterable[RebuildRow]:

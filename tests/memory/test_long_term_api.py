@@ -4,13 +4,16 @@ relevance, and the access log."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
 from core.models import AuditEvent
 from memory.models import MemoryAccessLog, MemoryEntry, MemoryEntryPosting, MemoryEntryTerm
+from memory.selectors import long_term as ltm_selectors
 from memory.services.long_term import MAX_BATCH
+from memory.spaces import MEMORY_ENTRIES
 from tests.conftest import AuthedAgent
 from tests.factories import TeamFactory
 from tests.memory.conftest import code
@@ -384,6 +387,37 @@ def test_search_in_prf_mode_explains_its_stages(agent_client: AuthedAgent) -> No
     assert {"vector", "keyword", "prf"} <= set(body["timings_ms"])
 
 
+def test_graph_search_rescores_its_best_entries_by_late_interaction(
+    agent_client: AuthedAgent, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cid = create_context(agent_client)["id"]
+    for text in (
+        "Melanie went camping in the mountains with her kids.",
+        "Melanie signed up for a pottery class last week.",
+        "Melanie painted a sunset over the lake.",
+        "Melanie thinks the weather was nice yesterday.",
+        "The train to Lisbon was late again.",
+    ):
+        add_entry(agent_client, cid, text)
+    question = "What activities does Melanie partake in?"
+    body = search(agent_client, question, mode="graph").json()
+    assert "late" in body["timings_ms"]
+    scores = [hit["retrieval"]["late_score"] for hit in body["results"]]
+    assert len(scores) == 5 and all(-1 <= score <= 1 for score in scores)
+
+    # Weighed heavily, the late score alone orders the hits.
+    monkeypatch.setattr(ltm_selectors, "MEMORY_ENTRIES", replace(MEMORY_ENTRIES, late_weight=1e3))
+    heavy = search(agent_client, question, mode="graph").json()["results"]
+    late = [hit["retrieval"]["late_score"] for hit in heavy]
+    assert late == sorted(late, reverse=True)
+    assert heavy[-1]["content"] == "The train to Lisbon was late again."
+    # Off, a graph search reads no token states.
+    monkeypatch.setattr(ltm_selectors, "MEMORY_ENTRIES", replace(MEMORY_ENTRIES, late_weight=0))
+    off = search(agent_client, question, mode="graph").json()
+    assert "late" not in off["timings_ms"]
+    assert all(hit["retrieval"]["late_score"] is None for hit in off["results"])
+
+
 def test_search_explains_components_and_logs_access(agent_client: AuthedAgent) -> None:
     cid = create_context(agent_client)["id"]
     deploy = add_entry(agent_client, cid, "The deploy runs on Fridays at noon.", importance=0.9)
@@ -410,8 +444,10 @@ def test_search_explains_components_and_logs_access(agent_client: AuthedAgent) -
         "graph_rank",
         "graph_score",
         "graph",
+        "late_score",
     }
     assert hit["retrieval"]["graph"] is None  # a hybrid search without the graph stage
+    assert hit["retrieval"]["late_score"] is None  # late interaction re-scores graph searches
     assert {"vector", "keyword"} <= set(body["timings_ms"])
 
     filtered = search(

@@ -86,6 +86,12 @@ class RetrievalOutput(serializers.Serializer):
     graph = GraphHitExplanation(
         allow_null=True, required=False, help_text="Graph searches: how the entry was reached."
     )
+    late_score = strict.FiniteFloatField(
+        allow_null=True,
+        required=False,
+        help_text="Graph searches: the entry's late-interaction score (its tokens against the"
+        " query's, -1 to 1), for the best 30 candidates; null elsewhere.",
+    )
 
 
 class LongTermHitOutput(serializers.Serializer):

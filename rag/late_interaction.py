@@ -1,0 +1,95 @@
+"""Late interaction: re-score a search's best candidates by how well each content word of the
+query is matched by some token of the candidate.
+
+A sentence vector is one point per text, so a question about "activities" and a turn about
+pottery meet only if their averages do. Late interaction keeps every token: each query token's
+contextual state is compared with each of the candidate's, the best match per query token kept,
+and those maxima averaged (MaxSim, as ColBERT scores). It reads question and candidate
+token by token, which is what a reranker adds, with the model Engram ships: all-MiniLM-L6-v2's
+states before pooling. That model was trained for pooled sentence vectors, not for MaxSim, so
+this is a weaker signal than a model trained for late interaction would give; measured on LoCoMo
+dev by leave-one-conversation-out (docs/benchmarks.md, "Late interaction").
+
+The cost is one forward pass over the candidates (``DEPTH`` of them, 10-40 ms on two cores for
+chat turns), so a space takes it only in the modes that pay for depth anyway: the long-term
+entries' graph mode (``SearchSpace.late_weight``). It always runs on the local model, whichever
+embedding provider is configured: its token states are what it reads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from core.embeddings import get_embedding_provider
+from core.embeddings.local import LocalEmbeddingProvider
+from core.process_cache import PerProcess
+from rag.analysis import FUNCTION_WORDS, STOP_WORDS
+from rag.search import RankedHit
+
+# How many of the best candidates are re-scored (LoCoMo dev: 30, 50 and 100 rank alike, since a
+# candidate below 30 seldom climbs into the first ten; docs/benchmarks.md).
+DEPTH = 30
+# Query tokens that name nothing: a question's function words and the index's stop words.
+_QUIET = FUNCTION_WORDS | STOP_WORDS
+# Whether only the query's content tokens are matched (docs/benchmarks.md, "Late interaction").
+CONTENT_ONLY = True
+
+_own_model: PerProcess[LocalEmbeddingProvider] = PerProcess(LocalEmbeddingProvider)
+
+
+def late_model() -> LocalEmbeddingProvider:
+    """The local model: the configured provider's when it is local, else one of its own."""
+    provider = get_embedding_provider()
+    if isinstance(provider, LocalEmbeddingProvider):
+        return provider
+    return _own_model.get()
+
+
+def _content(token: str) -> bool:
+    """A query token that names something: a word's first piece, not a function word."""
+    return token[:1].isalnum() and token.lower() not in _QUIET
+
+
+def late_scores(query: str, texts: Sequence[str]) -> list[float]:
+    """Each text's MaxSim score for ``query`` (the mean over the query's content tokens of
+    their best cosine with a token of the text; every token when none is content), -1 to 1."""
+    if not texts:
+        return []
+    (query_tokens, query_states), *candidates = late_model().token_states([query, *texts])
+    keep = [i for i, token in enumerate(query_tokens) if _content(token) or not CONTENT_ONLY]
+    if keep:
+        query_states = query_states[keep]
+    if not len(query_states):
+        return [0.0] * len(texts)
+    return [
+        float((query_states @ states.T).max(axis=1).mean()) if len(states) else 0.0
+        for _, states in candidates
+    ]
+
+
+def late_rerank(
+    ranked: list[RankedHit],
+    texts: Mapping[int, str],
+    *,
+    query: str,
+    weight: float,
+    depth: int = DEPTH,
+) -> list[RankedHit]:
+    """The first ``depth`` hits (those with a text) gain ``weight`` times their late score above
+    the lowest of them; the scores are then divided by the best when it passes 1, as the
+    speaker lift does, and the list re-sorted. Each re-scored hit keeps its ``late_score``."""
+    head = [hit for hit in ranked[:depth] if hit.unit_id in texts]
+    if weight <= 0 or len(head) < 2:
+        return ranked
+    scores = np.asarray(late_scores(query, [texts[hit.unit_id] for hit in head]))
+    low = float(scores.min())
+    for hit, score in zip(head, scores, strict=True):
+        hit.late_score = float(score)
+        hit.score += weight * (float(score) - low)
+    best = max(hit.score for hit in ranked)
+    if best > 1:
+        for hit in ranked:
+            hit.score /= best
+    return sorted(ranked, key=lambda hit: -hit.score)

@@ -98,6 +98,10 @@ def page_search(
     """The actor's pages best matching ``query`` by title, aliases and the start of their text:
     the search over their graph nodes (``rag.graph.node_search``, entity type "page"), so a
     page is found once its link sync has made its node."""
+    if not page_list(actor=actor).exists():
+        # Nothing to find; the node search's vector stage would otherwise scan the account's
+        # whole graph for a page node (context assembly asks on every call).
+        return []
     hits = node_search(
         actor=actor,
         query=query,

@@ -10,14 +10,17 @@ states before pooling. That model was trained for pooled sentence vectors, not f
 this is a weaker signal than a model trained for late interaction would give; measured on LoCoMo
 dev by leave-one-conversation-out (docs/benchmarks.md, "Late interaction").
 
-The cost is one forward pass over the candidates (``DEPTH`` of them, 10-40 ms on two cores for
-chat turns), so a space takes it only in the modes that pay for depth anyway: the long-term
-entries' graph mode (``SearchSpace.late_weight``). It always runs on the local model, whichever
-embedding provider is configured: its token states are what it reads.
+The cost is one forward pass over the candidates (``DEPTH`` of them: about 300 ms on two cores
+for 30 chat turns; the states of texts scored lately are kept, ``StateCache``), so a space takes
+it only in the modes that pay for depth anyway: the long-term entries' graph mode
+(``SearchSpace.late_weight``). It always runs on the local model, whichever embedding provider is
+configured: its token states are what it reads.
 """
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -52,12 +55,67 @@ def _content(token: str) -> bool:
     return token[:1].isalnum() and token.lower() not in _QUIET
 
 
+class StateCache:
+    """The token states of the texts scored last, kept (as float16) until ``max_tokens`` is
+    passed, the least recently used dropped first. The same turns come back query after query
+    in one conversation, and their states cost the model's pass; a text's states depend on
+    its words only, so the text is the key. Shared by a process's threads."""
+
+    def __init__(self, max_tokens: int) -> None:
+        self.max_tokens = max_tokens
+        self.tokens = 0
+        self._states: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._states)
+
+    def get(self, text: str) -> np.ndarray | None:
+        with self._lock:
+            states = self._states.get(text)
+            if states is not None:
+                self._states.move_to_end(text)
+            return states
+
+    def put(self, text: str, states: np.ndarray) -> None:
+        with self._lock:
+            if text in self._states or len(states) > self.max_tokens:
+                return
+            self._states[text] = states.astype(np.float16)
+            self.tokens += len(states)
+            while self.tokens > self.max_tokens:
+                _, dropped = self._states.popitem(last=False)
+                self.tokens -= len(dropped)
+
+
+# About 25 MB a process (384 float16 values a token).
+CACHE_TOKENS = 32_768
+_cache = StateCache(CACHE_TOKENS)
+
+
+def _text_states(texts: Sequence[str]) -> list[np.ndarray]:
+    """Each text's token states, from the cache or, for those it lacks, one model call."""
+    found: dict[str, np.ndarray] = {}
+    for text in texts:
+        cached = _cache.get(text)
+        if cached is not None:
+            found[text] = cached.astype(np.float32)
+    missing = list(dict.fromkeys(text for text in texts if text not in found))
+    for text, (_, states) in zip(missing, late_model().token_states(missing), strict=True):
+        _cache.put(text, states)
+        # Rounded as the cache keeps them: a text scores the same, cached or not.
+        found[text] = states.astype(np.float16).astype(np.float32)
+    return [found[text] for text in texts]
+
+
 def late_scores(query: str, texts: Sequence[str]) -> list[float]:
     """Each text's MaxSim score for ``query`` (the mean over the query's content tokens of
-    their best cosine with a token of the text; every token when none is content), -1 to 1."""
+    their best cosine with a token of the text; every token when none is content), -1 to 1.
+    The texts' states come from ``StateCache`` when it has them."""
     if not texts:
         return []
-    (query_tokens, query_states), *candidates = late_model().token_states([query, *texts])
+    ((query_tokens, query_states),) = late_model().token_states([query])
+    candidates = _text_states(texts)
     keep = [i for i, token in enumerate(query_tokens) if _content(token) or not CONTENT_ONLY]
     if keep:
         query_states = query_states[keep]
@@ -65,7 +123,7 @@ def late_scores(query: str, texts: Sequence[str]) -> list[float]:
         return [0.0] * len(texts)
     return [
         float((query_states @ states.T).max(axis=1).mean()) if len(states) else 0.0
-        for _, states in candidates
+        for states in candidates
     ]
 
 

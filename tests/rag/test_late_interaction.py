@@ -8,7 +8,7 @@ import pytest
 
 from core.embeddings.local import LocalEmbeddingProvider
 from rag import late_interaction
-from rag.late_interaction import late_rerank, late_scores
+from rag.late_interaction import StateCache, late_rerank, late_scores
 from rag.search import RankedHit
 
 
@@ -58,3 +58,36 @@ def test_rerank_lifts_the_best_late_scores_within_depth_and_keeps_the_scale(
     ]
     single = late_rerank(_hits(1.0), texts, query="q", weight=1.0)
     assert single[0].late_score is None
+
+
+def test_states_of_texts_scored_lately_are_not_computed_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(late_interaction, "_cache", StateCache(10_000))
+    model = late_interaction.late_model()
+    asked: list[list[str]] = []
+    real = model.token_states
+
+    def counted(texts: list[str]) -> list[tuple[list[str], np.ndarray]]:
+        asked.append(list(texts))
+        return real(texts)
+
+    monkeypatch.setattr(model, "token_states", counted)
+    texts = ["Caroline: I went to a pride parade.", "Melanie: I love pottery."]
+    first = late_scores("What events has Caroline joined?", texts)
+    again = late_scores("What events has Caroline joined?", [texts[1], "Jon: I dance.", texts[0]])
+    assert asked[1] == texts and asked[3] == ["Jon: I dance."]  # [0], [2]: the query's own
+    assert again[0] == first[1] and again[2] == first[0]  # the same, cached or not
+
+
+def test_the_cache_drops_the_least_recently_used_past_its_size() -> None:
+    cache = StateCache(max_tokens=5)
+    states = {name: np.ones((2, 384), dtype=np.float32) for name in "abc"}
+    cache.put("a", states["a"])
+    cache.put("b", states["b"])
+    assert cache.get("a") is not None  # "a" used last: "b" goes first
+    cache.put("c", states["c"])
+    assert cache.get("b") is None and cache.get("a") is not None and cache.get("c") is not None
+    assert cache.tokens == 4 and len(cache) == 2
+    cache.put("huge", np.ones((6, 384), dtype=np.float32))  # more than the whole cache
+    assert cache.get("huge") is None and len(cache) == 2

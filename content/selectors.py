@@ -97,19 +97,14 @@ def page_search(
 ) -> list[PageHit]:
     """The actor's pages best matching ``query`` by title, aliases and the start of their text:
     the search over their graph nodes (``rag.graph.node_search``, entity type "page"), so a
-    page is found once its link sync has made its node."""
+    page is found once its link sync has made its node. Without pages, one EXISTS: the node
+    search's filtered vector scan would walk the whole graph index for none."""
     if not page_list(actor=actor).exists():
-        # Nothing to find; the node search's vector stage would otherwise scan the account's
-        # whole graph for a page node (context assembly asks on every call).
         return []
     hits = node_search(
-        actor=actor,
-        query=query,
-        top_k=top_k,
-        mode=mode,
-        entity_type="page",
+        actor=actor, query=query, top_k=top_k, mode=mode, entity_type="page",
         query_vector=query_vector,
-    )
+    )  # fmt: skip
     found = page_list(actor=actor).filter(node_id__in=[hit.node.pk for hit in hits])
     pages = {page.node_id: page for page in found}
     return [

@@ -81,7 +81,7 @@ class StateCache:
         with self._lock:
             if text in self._states or len(states) > self.max_tokens:
                 return
-            self._states[text] = states.astype(np.float16)
+            self._states[text] = states.astype(np.float16, copy=False)
             self.tokens += len(states)
             while self.tokens > self.max_tokens:
                 _, dropped = self._states.popitem(last=False)
@@ -93,19 +93,22 @@ CACHE_TOKENS = 32_768
 _cache = StateCache(CACHE_TOKENS)
 
 
-def _text_states(texts: Sequence[str]) -> list[np.ndarray]:
-    """Each text's token states, from the cache or, for those it lacks, one model call."""
+def _states(query: str, texts: Sequence[str]) -> tuple[list[str], np.ndarray, list[np.ndarray]]:
+    """The query's tokens and states, and each text's states: the texts' from the cache where
+    it has them, the rest with the query in one model call."""
     found: dict[str, np.ndarray] = {}
     for text in texts:
         cached = _cache.get(text)
         if cached is not None:
             found[text] = cached.astype(np.float32)
     missing = list(dict.fromkeys(text for text in texts if text not in found))
-    for text, (_, states) in zip(missing, late_model().token_states(missing), strict=True):
-        _cache.put(text, states)
+    (query_tokens, query_states), *computed = late_model().token_states([query, *missing])
+    for text, (_, states) in zip(missing, computed, strict=True):
         # Rounded as the cache keeps them: a text scores the same, cached or not.
-        found[text] = states.astype(np.float16).astype(np.float32)
-    return [found[text] for text in texts]
+        rounded = states.astype(np.float16)
+        _cache.put(text, rounded)
+        found[text] = rounded.astype(np.float32)
+    return query_tokens, query_states, [found[text] for text in texts]
 
 
 def late_scores(query: str, texts: Sequence[str]) -> list[float]:
@@ -114,8 +117,7 @@ def late_scores(query: str, texts: Sequence[str]) -> list[float]:
     The texts' states come from ``StateCache`` when it has them."""
     if not texts:
         return []
-    ((query_tokens, query_states),) = late_model().token_states([query])
-    candidates = _text_states(texts)
+    query_tokens, query_states, candidates = _states(query, texts)
     keep = [i for i, token in enumerate(query_tokens) if _content(token) or not CONTENT_ONLY]
     if keep:
         query_states = query_states[keep]

@@ -18,6 +18,7 @@ from django.utils import timezone
 from core.actors import Actor
 from core.errors import NotFound, PermissionDenied, ValidationFailed
 from memory.context_access import readable_contexts, visible_contexts
+from memory.indexing import entry_text
 from memory.models import (
     MemoryAccessLog,
     MemoryContext,
@@ -420,13 +421,11 @@ def long_term_ranked(
 
 
 def _late_texts(entry_ids: Sequence[int]) -> dict[int, str]:
-    """What late interaction reads of each entry: its speaker and its text, as a turn reads."""
-    return {
-        pk: f"{speaker}: {content}" if speaker else content
-        for pk, speaker, content in MemoryEntry.objects.filter(pk__in=entry_ids).values_list(
-            "pk", "speaker", "content"
-        )
-    }
+    """What late interaction reads of each entry: its own text, as the index reads it."""
+    rows = MemoryEntry.objects.filter(pk__in=entry_ids).values_list(
+        "pk", "content", "data", "speaker"
+    )
+    return {pk: entry_text(content, data, speaker) for pk, content, data, speaker in rows}
 
 
 def speakers_named(query: str, speakers: Iterable[str]) -> set[str]:

@@ -51,6 +51,12 @@ TOOL_CASES: dict[str, Case] = {
             "filters": {"session_id": t.session_id},
         }
     ),
+    "long_term_memory_search": _ids(
+        lambda t: {
+            "query": f"{INTRUDER}LTM notes about the deploy on Fridays",
+            "filters": {"context_ids": [t.context_id]},
+        }
+    ),
     "memory_consolidate": _ids(lambda t: {"session_id": t.session_id, "dry_run": True}),
     "memory_maintenance": _ids(lambda t: {"dry_run": True, "context_ids": [t.context_id]}),
     "memory_stats": _ids(lambda t: {"session_id": t.session_id}),
@@ -147,6 +153,10 @@ MORE_CASES: dict[str, tuple[str, Case]] = {
     "search_knowledge_graph_walk": (
         "search_knowledge_graph",
         _none({"query": f"{INTRUDER}NODE city river", "mode": "graph", "max_hops": 3}),
+    ),
+    "long_term_memory_search_graph": (
+        "long_term_memory_search",
+        _none({"query": f"{INTRUDER}LTM the office is in Lisbon", "mode": "graph"}),
     ),
     "read_page_by_title": ("read_page", _ids(lambda t: {"title": t.page_title})),
     "page_backlinks_by_title": ("page_backlinks", _ids(lambda t: {"title": t.page_title})),

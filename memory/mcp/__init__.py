@@ -4,6 +4,7 @@ memory tools of agent runs, knowledge items."""
 from memory.mcp.context import TOOLS as CONTEXT_TOOLS
 from memory.mcp.conversations import TOOLS as CONVERSATION_TOOLS
 from memory.mcp.knowledge import TOOLS as KNOWLEDGE_TOOLS
+from memory.mcp.long_term import TOOLS as LONG_TERM_TOOLS
 from memory.mcp.maintenance import TOOLS as MAINTENANCE_TOOLS
 from memory.mcp.pools import TOOLS as POOL_TOOLS
 from memory.mcp.router import TOOLS as ROUTER_TOOLS
@@ -11,6 +12,7 @@ from memory.mcp.tools import TOOLS as MEMORY_TOOLS
 
 TOOLS = (
     *ROUTER_TOOLS,
+    *LONG_TERM_TOOLS,
     *POOL_TOOLS,
     *MEMORY_TOOLS,
     *CONVERSATION_TOOLS,

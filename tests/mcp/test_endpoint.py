@@ -52,6 +52,18 @@ def _rest(agent: AuthedAgent, method: str, path: str, body: Any = None) -> dict[
             "/memory/write",
         ),
         ("memory_write", {"tier": "short_term", "key": "k", "value": 1}, "post", "/memory/write"),
+        (
+            "long_term_memory_search",
+            {"query": "x", "mode": "psychic"},
+            "post",
+            "/memory/long-term/search",
+        ),
+        (
+            "long_term_memory_search",
+            {"query": "x", "mode": "graph", "max_hops": 9},
+            "post",
+            "/memory/long-term/search",
+        ),
         ("search_documents", {"query": QUERY_TOO_LONG}, "post", "/rag/search"),
         ("search_documents", {"query": "x", "mode": "psychic"}, "post", "/rag/search"),
         ("discover_skills", {"description": "x", "top_k": 101}, "post", "/skills/discover"),

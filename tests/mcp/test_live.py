@@ -74,6 +74,8 @@ LATER = {
     "agentic_query",
     # issue 20: cluster maintenance
     "memory_maintenance",
+    # issue 19: long-term memory search in every mode, graph included
+    "long_term_memory_search",
 }
 ALL_TOOLS = CONTRACT | LATER
 
@@ -160,6 +162,11 @@ def test_every_tool_answers_on_its_happy_path(url: str, side: Side) -> None:
         assert (read["tier"], read["value"]) == ("working", {"step": 1})
         found = await call("memory_search", {"query": "release train Fridays", "top_k": 5})
         assert found["results"][0]["content"] == "The release train leaves on Fridays."
+        graph = await call(
+            "long_term_memory_search",
+            {"query": "When does the release train leave?", "mode": "graph"},
+        )
+        assert graph["results"][0]["retrieval"]["late_score"] is not None
         assert (await call("memory_stats", {"session_id": session}))["working"]["keys"] >= 1
         assert (await call("memory_consolidate", {"session_id": session, "dry_run": True}))[
             "dry_run"

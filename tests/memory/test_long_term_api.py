@@ -17,6 +17,7 @@ from memory.spaces import MEMORY_ENTRIES
 from tests.conftest import AuthedAgent
 from tests.factories import TeamFactory
 from tests.memory.conftest import code
+from tests.support.mcp import error_code, tool_call
 
 pytestmark = pytest.mark.django_db
 
@@ -416,6 +417,39 @@ def test_graph_search_rescores_its_best_entries_by_late_interaction(
     off = search(agent_client, question, mode="graph").json()
     assert "late" not in off["timings_ms"]
     assert all(hit["retrieval"]["late_score"] is None for hit in off["results"])
+
+
+def test_the_mcp_tool_searches_as_the_api_does(agent_client: AuthedAgent) -> None:
+    cid = create_context(agent_client)["id"]
+    for text in (
+        "Caroline moved to Porto to study marine biology.",
+        "Caroline adopted a grey cat called Miso.",
+        "The ferry timetable changes in October.",
+    ):
+        add_entry(agent_client, cid, text)
+    bodies: list[dict[str, Any]] = [
+        {"query": "Where does Caroline study?", "mode": "graph", "max_hops": 3},
+        {"query": "Caroline's cat", "stages": ["vector", "keyword", "graph"], "top_k": 2},
+    ]
+    for body in bodies:
+        result = tool_call(agent_client.secret, "long_term_memory_search", body)
+        assert not result["isError"], result
+        through_mcp = result["structuredContent"]["results"]
+        through_api = search(agent_client, **body).json()["results"]
+        assert through_mcp and [hit["id"] for hit in through_mcp] == [
+            hit["id"] for hit in through_api
+        ]
+        assert [hit["retrieval"]["graph_rank"] for hit in through_mcp] == [
+            hit["retrieval"]["graph_rank"] for hit in through_api
+        ]
+    late = [hit["retrieval"]["late_score"] for hit in through_mcp]
+    assert late == [None] * len(through_mcp) or all(-1 <= score <= 1 for score in late)
+    refused = tool_call(
+        agent_client.secret,
+        "long_term_memory_search",
+        {"query": "cat", "stages": ["graph"], "mode": "vector"},
+    )
+    assert error_code(refused) == "invalid_stages"
 
 
 def test_search_explains_components_and_logs_access(agent_client: AuthedAgent) -> None:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from core import serializers as strict
+from core.actors import Actor
 from core.permissions import request_actor
 from core.serializers import validated
 from core.views import ApiView
@@ -126,28 +129,33 @@ class LongTermSearchApi(ApiView):
     )
     def post(self, request: Request) -> Response:
         actor = request_actor(request)
-        data = validated(LongTermSearchInput, request)
-        raw = data.get("filters") or LongTermFiltersInput().run_validation({})
-        filters = selectors.LongTermFilters(
-            context_ids=tuple(raw["context_ids"]),
-            entry_types=tuple(raw["entry_types"]),
-            memory_types=tuple(raw["memory_types"]),
-            sources=tuple(raw["sources"]),
-            tags_any=tuple(raw["tags_any"]),
-            occurred_from=raw["occurred_from"],
-            occurred_to=raw["occurred_to"],
-            thread=raw["thread"],
-        )
-        found = services.long_term_search_run(
-            actor=actor,
-            query=data["query"],
-            top_k=data["top_k"],
-            filters=filters,
-            mode=data["mode"],
-            fusion=data["fusion"],
-            weights=data.get("weights"),
-            threshold=data["threshold"],
-            stages=data.get("stages") or (),
-            max_hops=data["max_hops"],
-        )
+        found = run_long_term_search(actor, validated(LongTermSearchInput, request))
         return Response(self.OutputSerializer(found).data)
+
+
+def run_long_term_search(actor: Actor, data: dict[str, Any]) -> selectors.LongTermSearch:
+    """The search a validated ``LongTermSearchInput`` asks for: the API's and the MCP tool
+    ``long_term_memory_search``'s one call."""
+    raw = data.get("filters") or LongTermFiltersInput().run_validation({})
+    filters = selectors.LongTermFilters(
+        context_ids=tuple(raw["context_ids"]),
+        entry_types=tuple(raw["entry_types"]),
+        memory_types=tuple(raw["memory_types"]),
+        sources=tuple(raw["sources"]),
+        tags_any=tuple(raw["tags_any"]),
+        occurred_from=raw["occurred_from"],
+        occurred_to=raw["occurred_to"],
+        thread=raw["thread"],
+    )
+    return services.long_term_search_run(
+        actor=actor,
+        query=data["query"],
+        top_k=data["top_k"],
+        filters=filters,
+        mode=data["mode"],
+        fusion=data["fusion"],
+        weights=data.get("weights"),
+        threshold=data["threshold"],
+        stages=data.get("stages") or (),
+        max_hops=data["max_hops"],
+    )

@@ -38,6 +38,8 @@ DEPTH = 30
 _QUIET = FUNCTION_WORDS | STOP_WORDS
 # Whether only the query's content tokens are matched (docs/benchmarks.md, "Late interaction").
 CONTENT_ONLY = True
+# The least weight of a query token that every candidate has (``rarity_weights``).
+RARITY_FLOOR = 0.1
 
 _own_model: PerProcess[LocalEmbeddingProvider] = PerProcess(LocalEmbeddingProvider)
 
@@ -55,36 +57,40 @@ def _content(token: str) -> bool:
     return token[:1].isalnum() and token.lower() not in _QUIET
 
 
+Read = tuple[tuple[str, ...], np.ndarray]  # a text's tokens and their states
+
+
 class StateCache:
-    """The token states of the texts scored last, kept (as float16) until ``max_tokens`` is
-    passed, the least recently used dropped first. The same turns come back query after query
-    in one conversation, and their states cost the model's pass; a text's states depend on
-    its words only, so the text is the key. Shared by a process's threads."""
+    """The tokens and token states of the texts scored last, kept (the states as float16)
+    until ``max_tokens`` is passed, the least recently used dropped first. The same turns come
+    back query after query in one conversation, and their states cost the model's pass; a
+    text's states depend on its words only, so the text is the key. Shared by a process's
+    threads."""
 
     def __init__(self, max_tokens: int) -> None:
         self.max_tokens = max_tokens
         self.tokens = 0
-        self._states: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._states: OrderedDict[str, Read] = OrderedDict()
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
         return len(self._states)
 
-    def get(self, text: str) -> np.ndarray | None:
+    def get(self, text: str) -> Read | None:
         with self._lock:
-            states = self._states.get(text)
-            if states is not None:
+            read = self._states.get(text)
+            if read is not None:
                 self._states.move_to_end(text)
-            return states
+            return read
 
-    def put(self, text: str, states: np.ndarray) -> None:
+    def put(self, text: str, tokens: Sequence[str], states: np.ndarray) -> None:
         with self._lock:
             if text in self._states or len(states) > self.max_tokens:
                 return
-            self._states[text] = states.astype(np.float16, copy=False)
+            self._states[text] = (tuple(tokens), states.astype(np.float16, copy=False))
             self.tokens += len(states)
             while self.tokens > self.max_tokens:
-                _, dropped = self._states.popitem(last=False)
+                _, (dropped, _) = self._states.popitem(last=False)
                 self.tokens -= len(dropped)
 
 
@@ -93,39 +99,60 @@ CACHE_TOKENS = 32_768
 _cache = StateCache(CACHE_TOKENS)
 
 
-def _states(query: str, texts: Sequence[str]) -> tuple[list[str], np.ndarray, list[np.ndarray]]:
-    """The query's tokens and states, and each text's states: the texts' from the cache where
-    it has them, the rest with the query in one model call."""
-    found: dict[str, np.ndarray] = {}
+def _states(query: str, texts: Sequence[str]) -> tuple[list[str], np.ndarray, list[Read]]:
+    """The query's tokens and states, and each text's: the texts' from the cache where it has
+    them, the rest with the query in one model call."""
+    found: dict[str, Read] = {}
     for text in texts:
         cached = _cache.get(text)
         if cached is not None:
-            found[text] = cached.astype(np.float32)
+            found[text] = (cached[0], cached[1].astype(np.float32))
     missing = list(dict.fromkeys(text for text in texts if text not in found))
     (query_tokens, query_states), *computed = late_model().token_states([query, *missing])
-    for text, (_, states) in zip(missing, computed, strict=True):
+    for text, (tokens, states) in zip(missing, computed, strict=True):
         # Rounded as the cache keeps them: a text scores the same, cached or not.
         rounded = states.astype(np.float16)
-        _cache.put(text, rounded)
-        found[text] = rounded.astype(np.float32)
+        _cache.put(text, tokens, rounded)
+        found[text] = (tuple(tokens), rounded.astype(np.float32))
     return query_tokens, query_states, [found[text] for text in texts]
 
 
+def rarity_weights(query_tokens: Sequence[str], candidates: Sequence[Sequence[str]]) -> np.ndarray:
+    """Each query token's weight in the mean: its inverse document frequency among the
+    candidates (BM25's, ``log((n + 1) / (df + 0.5))``, at least ``RARITY_FLOOR``), the weights
+    summing to 1. A word every candidate has (the speaker a question names, whose turns the
+    speaker lift has put first) tells the candidates apart by nothing; a word few of them have
+    is what the question turns on."""
+    sets = [set(tokens) for tokens in candidates]
+    n = len(sets)
+    weights = np.asarray(
+        [
+            max(RARITY_FLOOR, float(np.log((n + 1) / (sum(t in c for c in sets) + 0.5))))
+            for t in query_tokens
+        ],
+        dtype=np.float32,
+    )
+    return weights / weights.sum()
+
+
 def late_scores(query: str, texts: Sequence[str]) -> list[float]:
-    """Each text's MaxSim score for ``query`` (the mean over the query's content tokens of
-    their best cosine with a token of the text; every token when none is content), -1 to 1.
-    The texts' states come from ``StateCache`` when it has them."""
+    """Each text's MaxSim score for ``query``: the mean over the query's content tokens (every
+    token when none is content) of their best cosine with a token of the text, weighted by
+    the tokens' rarity among ``texts`` (``rarity_weights``), -1 to 1. A text's score depends
+    on the texts scored with it. Their states come from ``StateCache`` when it has them."""
     if not texts:
         return []
     query_tokens, query_states, candidates = _states(query, texts)
     keep = [i for i, token in enumerate(query_tokens) if _content(token) or not CONTENT_ONLY]
     if keep:
         query_states = query_states[keep]
+        query_tokens = [query_tokens[i] for i in keep]
     if not len(query_states):
         return [0.0] * len(texts)
+    weights = rarity_weights(query_tokens, [tokens for tokens, _ in candidates])
     return [
-        float((query_states @ states.T).max(axis=1).mean()) if len(states) else 0.0
-        for states in candidates
+        float((query_states @ states.T).max(axis=1) @ weights) if len(states) else 0.0
+        for _, states in candidates
     ]
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from core.embeddings.local import LocalEmbeddingProvider
 from rag import late_interaction
-from rag.late_interaction import StateCache, late_rerank, late_scores
+from rag.late_interaction import StateCache, late_rerank, late_scores, rarity_weights
 from rag.search import RankedHit
 
 
@@ -34,6 +34,31 @@ def test_a_candidate_naming_what_the_query_asks_scores_higher() -> None:
     assert scores[0] > scores[1]
     assert all(-1 <= score <= 1 for score in scores)
     assert late_scores("anything", []) == []
+
+
+def test_query_tokens_weigh_by_their_rarity_among_the_candidates() -> None:
+    candidates = [["melanie", ":", "pottery"], ["melanie", ":", "camping"], ["melanie", "paints"]]
+    weights = rarity_weights(["activities", "melanie", "pottery"], candidates)
+    assert weights.sum() == pytest.approx(1)
+    # Every candidate has "melanie": the least; none has "activities": the most.
+    assert weights[0] > weights[2] > weights[1]
+    assert weights[1] / weights[0] == pytest.approx(np.log(4 / 3.5) / np.log(4 / 0.5), rel=1e-5)
+    # Among many candidates, a word all of them have weighs the floor.
+    many = rarity_weights(["melanie", "pottery"], [["melanie", str(i)] for i in range(30)])
+    assert many[0] / many[1] == pytest.approx(0.1 / np.log(31 / 0.5), rel=1e-5)
+    # Equal rarity: the plain mean.
+    assert np.allclose(rarity_weights(["a", "b"], [["c"], ["d"]]), [0.5, 0.5])
+
+
+def test_a_word_every_candidate_shares_does_not_decide_the_order() -> None:
+    """The named speaker is in every turn; what the question asks about decides."""
+    texts = [
+        "Melanie: I took my kids camping in the mountains last weekend.",
+        "Melanie: Melanie here, Melanie says hi from Melanie's house.",
+        "Melanie: I signed up for a pottery class.",
+    ]
+    scores = late_scores("What activities does Melanie partake in?", texts)
+    assert scores[1] < scores[0] and scores[1] < scores[2]
 
 
 def _hits(*scores: float) -> list[RankedHit]:
@@ -74,21 +99,25 @@ def test_states_of_texts_scored_lately_are_not_computed_again(
 
     monkeypatch.setattr(model, "token_states", counted)
     texts = ["Caroline: I went to a pride parade.", "Melanie: I love pottery."]
-    first = late_scores("What events has Caroline joined?", texts)
-    again = late_scores("What events has Caroline joined?", [texts[1], "Jon: I dance.", texts[0]])
-    question = "What events has Caroline joined?"  # asked with the texts the cache lacks
-    assert asked == [[question, *texts], [question, "Jon: I dance."]]
-    assert again[0] == first[1] and again[2] == first[0]  # the same, cached or not
+    question = "What events has Caroline joined?"
+    first = late_scores(question, texts)
+    again = late_scores(question, [texts[1], texts[0]])
+    assert again == first[::-1]  # the same, cached or not
+    late_scores(question, [texts[1], "Jon: I dance.", texts[0]])
+    # The query goes with the texts the cache lacks; cached texts are not asked for again.
+    assert asked == [[question, *texts], [question], [question, "Jon: I dance."]]
 
 
 def test_the_cache_drops_the_least_recently_used_past_its_size() -> None:
     cache = StateCache(max_tokens=5)
     states = {name: np.ones((2, 384), dtype=np.float32) for name in "abc"}
-    cache.put("a", states["a"])
-    cache.put("b", states["b"])
+    cache.put("a", ["a", "x"], states["a"])
+    cache.put("b", ["b", "x"], states["b"])
     assert cache.get("a") is not None  # "a" used last: "b" goes first
-    cache.put("c", states["c"])
+    cache.put("c", ["c", "x"], states["c"])
     assert cache.get("b") is None and cache.get("a") is not None and cache.get("c") is not None
     assert cache.tokens == 4 and len(cache) == 2
-    cache.put("huge", np.ones((6, 384), dtype=np.float32))  # more than the whole cache
+    kept = cache.get("c")
+    assert kept is not None and kept[0] == ("c", "x") and kept[1].dtype == np.float16
+    cache.put("huge", list("abcdef"), np.ones((6, 384), dtype=np.float32))  # larger than it
     assert cache.get("huge") is None and len(cache) == 2

@@ -93,7 +93,8 @@ class RetrievalOutput(serializers.Serializer):
         allow_null=True,
         required=False,
         help_text="Graph searches: the entry's late-interaction score (its tokens against the"
-        " query's, -1 to 1), for the best 30 candidates; null elsewhere.",
+        " query's, each query word weighted by its rarity among the best 30 candidates, -1 to"
+        " 1), for those 30; null elsewhere. It compares the hits of one search.",
     )
 
 

@@ -173,6 +173,9 @@ def history(
         # context recall); the engine's lift on top lost 0.004 on conv-30 at 2,000 tokens.
         speaker_lift=False,
         fields=TURN_FIELDS,
+        # The conversation was read through its access rules (``conversation_get``), its
+        # context with it: not checked again on every call.
+        scope_ids=None if conversation.context.archived_at else (conversation.context_id,),
     )
     hits = [(hit.entry, hit.score) for hit in found.hits]
     # Only a speaker among the candidates can be boosted: their names are the ones to look for.
@@ -215,11 +218,13 @@ def memories(
 ) -> tuple[list[Candidate], dict[str, float]]:
     """The memories the actor may read outside conversations (each conversation is its own
     history), most relevant first."""
-    context_ids = list(
-        readable_contexts(actor)
-        .exclude(context_type=MemoryContext.ContextType.CONVERSATION)
-        .values_list("pk", flat=True)
-        .distinct()
+    context_ids = sorted(
+        set(
+            readable_contexts(actor)
+            .filter(archived_at__isnull=True)
+            .exclude(context_type=MemoryContext.ContextType.CONVERSATION)
+            .values_list("pk", flat=True)
+        )
     )
     if not context_ids:
         return [], {}
@@ -227,10 +232,10 @@ def memories(
         actor=actor,
         query=query,
         limit=MEMORY_CANDIDATES,
-        filters=LongTermFilters(context_ids=tuple(context_ids)),
         query_vector=vector,
         depth=MEMORY_DEPTH,
         fields=MEMORY_FIELDS,
+        scope_ids=context_ids,  # read above through the access rules, the archived left out
     )
     out = []
     for rank, hit in enumerate(found.hits):

@@ -10,8 +10,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from django.conf import settings
-from django.db import connection
 from django.db.models import QuerySet
 from django.utils import timezone
 
@@ -26,6 +24,13 @@ from memory.models import (
     MemoryEntry,
     MemorySnapshot,
 )
+from memory.selectors.entry_loading import entries_by_id
+from memory.selectors.relevance import (
+    best_rows,
+    effective_relevance_score,
+    relevance_components,
+    scoring_rows,
+)
 from memory.spaces import MEMORY_ENTRIES
 from rag import granularity, late_interaction
 from rag.graph.retrieval import DEFAULT_MAX_HOPS, GRAPH, max_hops_check, stages_check
@@ -38,9 +43,6 @@ from rag.search import (
     search_options_validate,
 )
 
-# effective_relevance_score = sum of weight x component (docs/memory.md). Similarity leads:
-# importance, confidence and recency order memories that are about equally relevant.
-RELEVANCE_WEIGHTS = {"similarity": 0.7, "importance": 0.1, "confidence": 0.1, "recency": 0.1}
 # Hybrid fusion of memory entries leans on BM25: on short chat turns it beats the small local
 # embedding model, and 0.4 / 0.6 retrieves more evidence than the documents' 0.5 / 0.5 on LoCoMo
 # (docs/benchmarks.md, "LoCoMo retrieval"). A weight the caller gives overrides its stage's.
@@ -191,54 +193,6 @@ class LongTermSearch(NamedTuple):
     timings_ms: dict[str, float]
 
 
-def recency(idle_days: float) -> float:
-    """1 for a memory written or used just now, halving every MEMORY_RECENCY_HALF_LIFE_DAYS."""
-    return float(0.5 ** (max(0.0, idle_days) / settings.MEMORY_RECENCY_HALF_LIFE_DAYS))
-
-
-def relevance_components(
-    *, similarity: float, importance: float, confidence: float, idle_days: float
-) -> dict[str, float]:
-    return {
-        "similarity": round(similarity, 6),
-        "importance": importance,
-        "confidence": confidence,
-        "recency": round(recency(idle_days), 6),
-    }
-
-
-def scoring_rows(
-    entry_ids: Sequence[int],
-    now: datetime,
-    *,
-    threads: dict[int, str] | None = None,
-    speakers: dict[int, str] | None = None,
-) -> dict[int, tuple[float, float, float]]:
-    """(importance, confidence, days since written or last read) of each entry: one statement,
-    no model instances (every search scores up to two hundred candidates). ``threads`` and
-    ``speakers``, when given, receive each threaded entry's thread and each spoken entry's
-    speaker from the same statement."""
-    if not entry_ids:
-        return {}
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT id, importance, confidence, extract(epoch from (%s::timestamptz - "
-            "greatest(created_at, coalesce(last_accessed_at, created_at)))) / 86400.0, thread, "
-            "speaker FROM memory_memoryentry WHERE id = ANY(%s)",
-            [now, list(entry_ids)],
-        )
-        rows = cursor.fetchall()
-    if threads is not None:
-        threads.update((row[0], row[4]) for row in rows if row[4])
-    if speakers is not None:
-        speakers.update((row[0], row[5]) for row in rows if row[5])
-    return {row[0]: (row[1], row[2], float(row[3])) for row in rows}
-
-
-def effective_relevance_score(components: dict[str, float]) -> float:
-    return round(sum(RELEVANCE_WEIGHTS[name] * components[name] for name in RELEVANCE_WEIGHTS), 6)
-
-
 def searchable_contexts(actor: Actor, requested: Sequence[int]) -> list[int]:
     """The unarchived contexts the actor may read: the requested ones (all must be visible).
 
@@ -325,6 +279,7 @@ def long_term_ranked(
     max_hops: int = DEFAULT_MAX_HOPS,
     speaker_lift: bool = True,
     fields: Sequence[str] = (),
+    scope_ids: Sequence[int] | None = None,
 ) -> LongTermSearch:
     """``long_term_search`` for callers inside Engram that need more than a page of hits (up to
     ``MAX_RANKED``; context assembly packs a budget with them): the same ranking, the options
@@ -332,14 +287,17 @@ def long_term_ranked(
     ``MAX_DEPTH``). ``speaker_lift`` False: no lift for named speakers (a caller that weighs
     speakers its own way). ``fields``: the only fields of the hits' entries the caller reads
     (loading a hundred entries whole was a tenth of a context's history search); every field
-    but the embedding when empty."""
+    but the embedding when empty. ``scope_ids``: the contexts to search, which the caller has
+    already checked the actor may read and none archived (the conversation context assembly has
+    read); ``filters.context_ids`` and the access rules are then not read again."""
     top_k = max(1, min(limit, MAX_RANKED))
     if depth is None:
         depth = max(MIN_CANDIDATES, min(top_k * CANDIDATE_FACTOR, MAX_DEPTH))
     if threshold is not None and not 0 <= threshold <= 1:
         raise ValidationFailed("threshold must be from 0 to 1.", code="invalid_threshold")
     filters = filters or LongTermFilters()
-    scope_ids = searchable_contexts(actor, filters.context_ids)
+    if scope_ids is None:
+        scope_ids = searchable_contexts(actor, filters.context_ids)
     if not scope_ids:
         return LongTermSearch([], {})
     condition, params = filters.condition()
@@ -386,14 +344,11 @@ def long_term_ranked(
     else:
         similarity = {hit.unit_id: max(0.0, min(1.0, hit.score)) for hit in ranked}
     # Every candidate is scored on the few fields relevance needs, read as values; only the
-    # results are loaded whole, without their vector. Loading every candidate whole (embedding
+    # results are loaded, without their vector. Loading every candidate whole (embedding
     # included) was most of a search's time at 100k entries (docs/benchmarks.md).
+    kept = best_rows(ranked, similarity, scoring, top_k)
     scored: list[tuple[float, int, dict[str, float], RankedHit]] = []
-    for hit in ranked:
-        row = scoring.get(hit.unit_id)
-        if row is None:
-            continue
-        importance, confidence, idle_days = row
+    for hit, (importance, confidence, idle_days) in kept:
         components = relevance_components(
             similarity=similarity[hit.unit_id],
             importance=importance,
@@ -405,8 +360,7 @@ def long_term_ranked(
     if threshold is not None:
         scored = [item for item in scored if item[0] >= threshold]
     scored = scored[:top_k]
-    loaded = MemoryEntry.objects.only(*fields) if fields else MemoryEntry.objects.defer("embedding")
-    whole = loaded.in_bulk([item[1] for item in scored])
+    whole = entries_by_id([item[1] for item in scored], fields)
     hits = [
         LongTermHit(
             entry=whole[unit_id],

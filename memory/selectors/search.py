@@ -43,13 +43,11 @@ from memory.errors import MemoryUnavailable
 from memory.models import MemoryEntry, MemoryPool, ShortTermEntry
 from memory.pool_access import live, readable_by
 from memory.redis_store import working_memory_available
-from memory.selectors.long_term import (
-    FUSION_WEIGHTS,
-    LongTermFilters,
+from memory.selectors.long_term import FUSION_WEIGHTS, LongTermFilters, searchable_contexts
+from memory.selectors.relevance import (
     effective_relevance_score,
     relevance_components,
     scoring_rows,
-    searchable_contexts,
 )
 from memory.selectors.router import (
     LONG_TERM,

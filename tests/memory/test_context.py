@@ -422,3 +422,28 @@ def test_history_and_memories_read_as_many_statements_whatever_they_find(
         reads.append((len(history_reads), len(memory_reads)))
     # As many statements for 33 memories and 30 turns as for 3 (a fixed few).
     assert reads[0] == reads[1] and max(reads[0]) <= 10, reads
+
+
+def test_an_archived_context_of_the_agent_is_left_out_not_an_error(
+    agent_client: AuthedAgent,
+) -> None:
+    """Memories come from the contexts the agent may read that are not archived: archiving
+    one of them leaves its entries out of the context (it was a 404 ``context_not_found``
+    while the archived context was still asked for by id)."""
+    from memory.services import long_term as ltm
+
+    actor = actor_for_agent(agent_client.agent)
+    live = ltm.agent_memory_context(actor=actor)
+    old = ltm.context_create(actor=actor, name="old notes")
+    ltm.entries_write(actor=actor, context=live, items=[ltm.EntryInput("The ferry leaves at 9.")])
+    ltm.entries_write(actor=actor, context=old, items=[ltm.EntryInput("The ferry left at 7.")])
+    ltm.context_archive(actor=actor, context=old, archived=True)
+    conversation = _conversation(agent_client, [("Ana", "Shall we take the ferry?")])
+
+    answer = _ask(agent_client, query="When does the ferry leave?", conversation_id=conversation.pk)
+
+    memories = [item["text"] for item in _items(answer) if item["kind"] == "memory"]
+    assert memories == ["The ferry leaves at 9."]
+    assert [item["text"] for item in _items(answer) if item["kind"] == "turn"] == [
+        "Ana: Shall we take the ferry?"
+    ]

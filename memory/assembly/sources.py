@@ -309,6 +309,7 @@ def knowledge(
         knowledge_types=KNOWLEDGE_TYPES[task_type],
         top_k=KNOWLEDGE_CANDIDATES,
         query_vector=vector,
+        load_sources=False,
     )
     return [
         Candidate(

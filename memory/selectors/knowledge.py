@@ -204,6 +204,7 @@ def knowledge_search(
     knowledge_types: Sequence[str] = (),
     top_k: int = 10,
     query_vector: np.ndarray | None = None,
+    load_sources: bool = True,
 ) -> KnowledgeSearch:
     """The ``top_k`` best current, valid knowledge items for ``query`` (hybrid: vector and
     BM25, weighted fusion), each with its score and an explanation of its stages.
@@ -212,7 +213,9 @@ def knowledge_search(
     actor's: 404 ``knowledge_base_not_found``), narrowed to ``knowledge_types`` when given;
     every base of the account when neither names nor ids are given. ``query_vector``: the
     query's embedding when the caller has it already (one embedding serves several searches).
-    Bounds: ``query`` 1..4,000 characters, ``top_k`` 1..100, lists of at most 100.
+    ``load_sources`` False: the hits' items without their sources (a caller that shows none,
+    as context assembly: a statement fewer on its hot path). Bounds: ``query`` 1..4,000
+    characters, ``top_k`` 1..100, lists of at most 100.
     """
     search_query_check(query)
     if not query.strip():
@@ -238,11 +241,13 @@ def knowledge_search(
     timings.update(ranking.stage_ms)
     started = time.perf_counter()
     ranked = ranking.hits[:top_k]
-    items = _with_sources(
-        KnowledgeItem.objects.filter(
-            pk__in=[h.unit_id for h in ranked], is_current=True, valid_to__isnull=True
-        )
-    ).in_bulk()
+    found = KnowledgeItem.objects.filter(
+        pk__in=[h.unit_id for h in ranked], is_current=True, valid_to__isnull=True
+    )
+    loaded = (
+        _with_sources(found) if load_sources else found.defer("embedding").select_related("store")
+    )
+    items = loaded.in_bulk()
     hits = [
         KnowledgeHit(item=items[h.unit_id], score=round(h.score, 6), ranked=h)
         for h in ranked

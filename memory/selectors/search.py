@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -306,17 +306,20 @@ def memory_search(
         corpora[WORKING].hits = keyword.bm25_rank(
             query=query, texts=working_texts, idf_stats=merged
         )[:depth]
-    for tier, space, (condition, params) in (
-        (
-            SHORT_TERM,
-            SHORT_TERM_ENTRIES,
-            _short_term_filter(agent.pk, filters, now) if SHORT_TERM in corpora else ("", {}),
-        ),
-        (LONG_TERM, MEMORY_ENTRIES, lt_filters.condition()),
-        (SHARED, POOL_LEAVES, _pool_filter(actor, filters) if SHARED in corpora else ("", {})),
+    conditions: dict[str, Callable[[], tuple[str, dict[str, Any]]]] = {
+        SHORT_TERM: lambda: _short_term_filter(agent.pk, filters, now),
+        LONG_TERM: lt_filters.condition,
+        SHARED: lambda: _pool_filter(actor, filters),
+    }
+    for tier, space in (
+        (SHORT_TERM, SHORT_TERM_ENTRIES),
+        (LONG_TERM, MEMORY_ENTRIES),
+        (SHARED, POOL_LEAVES),
     ):
-        if tier not in corpora:
+        # No query term in the tier's corpus (no pool at all, say): BM25 has nothing to find.
+        if tier not in corpora or not corpora[tier].stats.df:
             continue
+        condition, params = conditions[tier]()
         corpora[tier].hits = keyword.keyword_search(
             space=space,
             scope_ids=scopes[tier],

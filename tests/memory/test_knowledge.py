@@ -572,3 +572,22 @@ def test_memories_link_to_knowledge_items_the_caller_may_read(
         "/api/v1/memory/tools/write", {"text": text, "related": related}, format="json"
     )
     assert (foreign.status_code, code(foreign)) == (404, "related_not_found")
+
+
+def test_a_search_without_sources_reads_a_statement_fewer(agent_client: AuthedAgent) -> None:
+    """``load_sources=False`` (context assembly's knowledge) loads the same items, their base
+    with them, without the sources' statement."""
+    from django.test.utils import CaptureQueriesContext
+
+    actor = actor_for_agent(agent_client.agent)
+    services.knowledge_item_put(actor=actor, base="facts", key="tide", content="High tide at 6.")
+    counts, found = [], []
+    for load_sources in (True, False):
+        with CaptureQueriesContext(connection) as captured:
+            result = selectors.knowledge_search(
+                actor=actor, query="tide", load_sources=load_sources
+            )
+        counts.append(len(captured))
+        found.append([(h.item.pk, h.score, h.item.store.name) for h in result.hits])
+    assert found[0] == found[1] and found[0][0][2] == "facts"
+    assert counts[1] == counts[0] - 1

@@ -107,6 +107,26 @@ def test_pool_hits_follow_the_access_rules(
     assert hits == []
 
 
+def test_a_tier_holding_no_query_term_is_not_searched(me: Actor) -> None:
+    """A tier whose corpus holds none of the query's terms (an account without pools: every
+    context assembly asks) answers nothing without its access filter or its BM25 statement;
+    once a pool holds a term, both run and the pool is found."""
+    from django.test.utils import CaptureQueriesContext
+
+    def statements(query: str) -> list[str]:
+        with CaptureQueriesContext(connection) as captured:
+            search(me, query, tiers=["shared"])
+        return [q["sql"] for q in captured.captured_queries]
+
+    quiet = statements("heron plan")
+    assert not any("memory_memorypool" in sql for sql in quiet), quiet
+    assert len(quiet) == 1  # the corpus statistics only
+    pool_services.pool_create(actor=me, pool_id="mine", data={"plan": "the heron plan"})
+    assert len(statements("heron plan")) > 1
+    assert [h.pool_id for h in search(me, "heron plan", tiers=["shared"])] == ["mine"]
+    assert search(me, "osprey", tiers=["shared"]) == []
+
+
 def test_pools_hidden_among_many_readable_ones_stay_hidden(
     agent_client: AuthedAgent, clock: Any
 ) -> None:

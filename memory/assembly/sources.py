@@ -160,7 +160,11 @@ def history(
 ) -> tuple[list[Candidate], dict[str, float]]:
     """This conversation's turns most relevant to the query (the engine's hybrid search with
     neighbour windows, ``long_term_search``), best first, shown in turn order. (Adding the
-    turns next to the best hits was measured and added nothing: docs/benchmarks.md.)"""
+    turns next to the best hits was measured and added nothing: docs/benchmarks.md.) An
+    archived conversation is left out of searches, as every archived context is: its last turns
+    and summaries still show, its history is not searched."""
+    if conversation.context.archived_at is not None:
+        return [], {}
     found = long_term_ranked(
         actor=actor,
         query=query,
@@ -175,7 +179,7 @@ def history(
         fields=TURN_FIELDS,
         # The conversation was read through its access rules (``conversation_get``), its
         # context with it: not checked again on every call.
-        scope_ids=None if conversation.context.archived_at else (conversation.context_id,),
+        scope_ids=(conversation.context_id,),
     )
     hits = [(hit.entry, hit.score) for hit in found.hits]
     # Only a speaker among the candidates can be boosted: their names are the ones to look for.

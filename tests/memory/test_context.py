@@ -447,3 +447,28 @@ def test_an_archived_context_of_the_agent_is_left_out_not_an_error(
     assert [item["text"] for item in _items(answer) if item["kind"] == "turn"] == [
         "Ana: Shall we take the ferry?"
     ]
+
+
+def test_an_archived_conversation_shows_its_last_turns_and_searches_no_history(
+    agent_client: AuthedAgent,
+) -> None:
+    from memory.services import long_term as ltm
+
+    actor = actor_for_agent(agent_client.agent)
+    lines = [("Ana", f"Note {n} about the weather.") for n in range(12)]
+    conversation = _conversation(agent_client, [("Ana", "The ferry leaves at 9."), *lines])
+    asked = {"query": "When does the ferry leave?", "conversation_id": conversation.pk}
+    found = [item["text"] for item in _items(_ask(agent_client, **asked))]
+    assert "Ana: The ferry leaves at 9." in found  # found by the history search
+    ltm.context_archive(actor=actor, context=conversation.context, archived=True)
+
+    answer = _ask(agent_client, **asked)
+
+    sections = {section["name"]: section["items"] for section in answer["sections"]}
+    assert [item["text"] for item in sections["immediate"]] == [
+        f"Ana: Note {n} about the weather." for n in range(7, 12)
+    ]
+    # The older turns are still read, newest first, to fill the budget, but none is ranked:
+    # the search found nothing in an archived context.
+    assert {item["score"] for item in sections["history"]} == {0.0}
+    assert "Ana: The ferry leaves at 9." in [item["text"] for item in sections["history"]]

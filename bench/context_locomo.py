@@ -65,6 +65,12 @@ def _variants() -> dict[str, Callable[[], contextlib.AbstractContextManager[None
         "weights_v3_k7": lambda: patched(
             sources, "HISTORY_WEIGHTS", {"vector": 0.3, "keyword": 0.7}
         ),
+        "immediate_max_0.2": lambda: patched(assemble, "IMMEDIATE_MAX", 0.2),
+        "summaries_share_0.04": shares(recent=0.04),
+        "speaker_boost_0.35": lambda: patched(sources, "SPEAKER_BOOST", 0.35),
+        "depth_4": lambda: patched(sources, "HISTORY_DEPTH_FACTOR", 4),
+        "speaker_boost_0.3": lambda: patched(sources, "SPEAKER_BOOST", 0.3),
+        "speaker_boost_0.4": lambda: patched(sources, "SPEAKER_BOOST", 0.4),
     }
 
 

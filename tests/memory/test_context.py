@@ -328,6 +328,8 @@ def test_turns_of_a_speaker_the_query_names_rank_higher(
     unnamed = "When does the ferry leave?"
     unnamed_vector = np.asarray(get_embedding_provider().embed_query(unnamed), dtype=np.float32)
     unnamed_boosted = sources.history(actor, conversation, unnamed, unnamed_vector)[0]
+    boost = sources.SPEAKER_BOOST
+    assert boost > 0
     monkeypatch.setattr(sources, "SPEAKER_BOOST", 0.0)
     plain = {c.text: c.score for c in sources.history(actor, conversation, query, vector)[0]}
     # A query that names nobody is not boosted.
@@ -335,7 +337,7 @@ def test_turns_of_a_speaker_the_query_names_rank_higher(
         (c.text, c.score) for c in sources.history(actor, conversation, unnamed, unnamed_vector)[0]
     ]
     for text, score in plain.items():
-        factor = 1 + 0.25 if text.startswith("Ana: ") else 1.0
+        factor = 1 + boost if text.startswith("Ana: ") else 1.0
         assert boosted[text] == pytest.approx(score * factor)
     best = max(boosted, key=boosted.__getitem__)
     assert best == "Ana: I take the ferry to the island on Fridays."

@@ -24,6 +24,8 @@ def entries_by_id(entry_ids: Sequence[int], fields: Sequence[str] = ()) -> dict[
         return MemoryEntry.objects.defer("embedding").in_bulk(list(entry_ids))
     meta = MemoryEntry._meta
     wanted = {meta.pk.attname, *fields}
+    for name in fields:
+        meta.get_field(name)  # an unknown name raises FieldDoesNotExist, as ``only()`` would
     # In the model's field order: ``from_db`` takes the values of a partial row in that order.
     loaded = [f for f in meta.concrete_fields if f.attname in wanted or f.name in wanted]
     columns = ", ".join(connection.ops.quote_name(f.column or f.attname) for f in loaded)

@@ -96,3 +96,11 @@ def test_entries_load_as_the_orm_loads_them(
         if fields:
             assert entry.get_deferred_fields() >= {"embedding", "importance"}
         assert "embedding" in entry.get_deferred_fields()
+
+
+@pytest.mark.django_db
+def test_an_unknown_field_is_an_error_not_a_query_per_entry() -> None:
+    from django.core.exceptions import FieldDoesNotExist
+
+    with pytest.raises(FieldDoesNotExist):
+        entries_by_id([1], ("content", "no_such_field"))

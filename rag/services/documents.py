@@ -248,10 +248,15 @@ def document_reprocess(*, actor: Actor, document: Document, force: bool = False)
 
 
 def document_delete(*, actor: Actor, document: Document) -> None:
-    """Delete a document, its chunks and its index data, keeping corpus statistics exact."""
+    """Delete a document, its chunks and its index data, keeping corpus statistics exact. A
+    document deleted meanwhile (by another request, or with its knowledge base) is 404
+    ``document_not_found``, as a missing one."""
     actor.require(document.account_id, WRITE_DOCUMENTS)
     with transaction.atomic():
-        kb = KnowledgeBase.objects.select_for_update().get(pk=document.knowledge_base_id)
+        kb = KnowledgeBase.objects.select_for_update().filter(pk=document.knowledge_base_id).first()
+        # Under the base's lock no other delete of it or its documents runs: check it is there.
+        if kb is None or not Document.objects.filter(pk=document.pk).exists():
+            raise NotFound("No such document.", code="document_not_found")
         chunks, terms = keyword.postings_remove_documents(
             knowledge_base_id=kb.pk, document_ids=[document.pk]
         )

@@ -115,6 +115,26 @@ def test_delete_removes_chunks_and_index_data(ingest, kb) -> None:
     assert_index_consistent(kb)
 
 
+def test_a_document_deleted_meanwhile_is_not_found_not_an_error(ingest, kb) -> None:
+    """Two requests racing (the document deleted twice, or with its knowledge base, between a
+    request's read of it and its delete: the fuzzer found it as a 500): 404, nothing changed."""
+    from core.errors import NotFound
+
+    actor = actor_for_account(kb.account_id)
+    keep = ingest("# Keep\n\nValkey keeps working memory.")
+    twice = ingest(GUIDE)
+    stale = Document.objects.get(pk=twice.pk)
+    services.document_delete(actor=actor, document=twice)
+    with pytest.raises(NotFound) as raised:
+        services.document_delete(actor=actor, document=stale)
+    assert raised.value.code == "document_not_found"
+    assert Chunk.objects.filter(document=keep).exists()
+    assert_index_consistent(kb)
+    services.knowledge_base_delete(actor=actor, kb=kb)
+    with pytest.raises(NotFound):
+        services.document_delete(actor=actor, document=keep)
+
+
 def test_failure_is_visible_and_retryable(ingest, kb, monkeypatch) -> None:
     def broken(*args, **kwargs):
         raise ValueError("chunker exploded")

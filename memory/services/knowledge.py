@@ -291,7 +291,7 @@ def knowledge_item_put(
     text = knowledge_item_text(key, content)
     vector = np.asarray(get_embedding_provider().embed_documents([text])[0])
     with transaction.atomic():
-        locked = KnowledgeStore.objects.select_for_update().get(pk=store.pk)
+        locked = _store_lock(store.pk)
         # Under the store's lock: the current version as it is now.
         previous = (
             KnowledgeItem.objects.select_for_update()
@@ -378,6 +378,15 @@ def _node_for(actor: Actor, item: KnowledgeItem, base: str, vector: np.ndarray) 
     return node
 
 
+def _store_lock(store_id: int) -> KnowledgeStore:
+    """The base's row, locked; one deleted since the caller read it (a write racing the base's
+    deletion) is 404 ``knowledge_base_not_found``, as a missing one."""
+    locked = KnowledgeStore.objects.select_for_update().filter(pk=store_id).first()
+    if locked is None:
+        raise selectors.base_not_found()
+    return locked
+
+
 def knowledge_item_invalidate(
     *, actor: Actor, item: KnowledgeItem, at: datetime | None = None, reason: str = ""
 ) -> KnowledgeItem:
@@ -389,7 +398,7 @@ def knowledge_item_invalidate(
     if when < item.valid_from:
         raise ValidationFailed("valid_to cannot precede valid_from.", code="invalid_valid_to")
     with transaction.atomic():
-        locked = KnowledgeStore.objects.select_for_update().get(pk=item.store_id)
+        locked = _store_lock(item.store_id)
         changed = KnowledgeItem.objects.filter(
             pk=item.pk, is_current=True, valid_to__isnull=True
         ).update(valid_to=when)

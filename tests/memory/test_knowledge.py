@@ -591,3 +591,26 @@ def test_a_search_without_sources_reads_a_statement_fewer(agent_client: AuthedAg
         found.append([(h.item.pk, h.score, h.item.store.name) for h in result.hits])
     assert found[0] == found[1] and found[0][0][2] == "facts"
     assert counts[1] == counts[0] - 1
+
+
+def test_writes_racing_a_deletion_are_not_found_not_an_error(agent_client: AuthedAgent) -> None:
+    """A write that read its knowledge base, or its context, before another request deleted
+    it answers 404 with the code of a missing one, not a 500 (the fuzzer found the same race
+    on documents)."""
+    from core.errors import NotFound
+    from memory.models import KnowledgeStore
+    from memory.services import long_term as ltm
+    from memory.services.long_term.index import context_lock
+
+    actor = actor_for_agent(agent_client.agent)
+    item = services.knowledge_item_put(actor=actor, base="facts", key="moon", content="Full.")
+    services.store_delete(actor=actor, store=KnowledgeStore.objects.get(pk=item.item.store_id))
+    with pytest.raises(NotFound) as raised:
+        services.knowledge_item_invalidate(actor=actor, item=item.item)
+    assert raised.value.code == "knowledge_base_not_found"
+
+    context = ltm.context_create(actor=actor, name="scratch")
+    ltm.context_delete(actor=actor, context=context)
+    with transaction.atomic(), pytest.raises(NotFound) as raised:
+        context_lock(context.pk)
+    assert raised.value.code == "context_not_found"

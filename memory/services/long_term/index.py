@@ -18,6 +18,7 @@ import numpy as np
 from django.db import connection
 
 from core.embeddings import get_embedding_provider
+from core.errors import NotFound
 from memory import indexing
 from memory.models import MemoryContext, MemoryEntry
 from memory.spaces import MEMORY_ENTRIES
@@ -74,7 +75,12 @@ def index_plan(
 
 
 def context_lock(context_id: int) -> MemoryContext:
-    return MemoryContext.objects.select_for_update().get(pk=context_id)
+    """The context's row, locked; one deleted since the caller read it (a request racing its
+    deletion) is 404 ``context_not_found``, as a missing one."""
+    locked = MemoryContext.objects.select_for_update().filter(pk=context_id).first()
+    if locked is None:
+        raise NotFound("No such memory context.", code="context_not_found")
+    return locked
 
 
 def index_apply(context: MemoryContext, plan: IndexPlan, *, leaving: Sequence[int] = ()) -> None:

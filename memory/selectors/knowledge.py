@@ -51,11 +51,13 @@ def store_get(actor: Actor, name: str) -> KnowledgeStore:
     return found
 
 
+def _with_store(items: QuerySet[KnowledgeItem]) -> QuerySet[KnowledgeItem]:
+    return items.defer("embedding").select_related("store")
+
+
 def _with_sources(items: QuerySet[KnowledgeItem]) -> QuerySet[KnowledgeItem]:
-    return (
-        items.defer("embedding")
-        .select_related("store")
-        .prefetch_related(Prefetch("sources", queryset=KnowledgeSource.objects.order_by("id")))
+    return _with_store(items).prefetch_related(
+        Prefetch("sources", queryset=KnowledgeSource.objects.order_by("id"))
     )
 
 
@@ -244,10 +246,7 @@ def knowledge_search(
     found = KnowledgeItem.objects.filter(
         pk__in=[h.unit_id for h in ranked], is_current=True, valid_to__isnull=True
     )
-    loaded = (
-        _with_sources(found) if load_sources else found.defer("embedding").select_related("store")
-    )
-    items = loaded.in_bulk()
+    items = (_with_sources(found) if load_sources else _with_store(found)).in_bulk()
     hits = [
         KnowledgeHit(item=items[h.unit_id], score=round(h.score, 6), ranked=h)
         for h in ranked

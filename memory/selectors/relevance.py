@@ -75,9 +75,8 @@ def best_rows(
     effective relevance computed plainly (no rounding, no components), and any within
     rounding of the last of them. Only these are then scored exactly (a context's history
     scores 450 candidates for its 100)."""
-    weights, half_life = RELEVANCE_WEIGHTS, settings.MEMORY_RECENCY_HALF_LIFE_DAYS
     w_sim, w_imp, w_conf, w_rec = (
-        weights[name] for name in ("similarity", "importance", "confidence", "recency")
+        RELEVANCE_WEIGHTS[name] for name in ("similarity", "importance", "confidence", "recency")
     )
     rough = []
     for hit in ranked:
@@ -85,7 +84,7 @@ def best_rows(
         if row is not None:
             importance, confidence, idle = row
             value = w_sim * similarity[hit.unit_id] + w_imp * importance + w_conf * confidence
-            rough.append((value + w_rec * 0.5 ** (max(0.0, idle) / half_life), hit, row))
+            rough.append((value + w_rec * recency(idle), hit, row))
     if len(rough) <= top_k:
         return [(hit, row) for _, hit, row in rough]
     rough.sort(key=lambda item: -item[0])

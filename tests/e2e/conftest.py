@@ -6,8 +6,11 @@ from __future__ import annotations
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+
+from tests.e2e.admin_browser import AdminBrowser
 
 # Headless in a container: no sandbox, GPU, QUIC or background traffic, a fresh profile.
 CHROMIUM_FLAGS = [
@@ -60,3 +63,8 @@ def browser(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[object]
         yield chrome
     finally:
         chrome.quit()
+
+
+@pytest.fixture
+def admin(browser: Any, live_server: Any) -> AdminBrowser:
+    return AdminBrowser(browser, live_server.url)

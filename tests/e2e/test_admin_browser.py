@@ -15,6 +15,7 @@ from core.actors import actor_for_account
 from core.models import AuditEvent
 from rag import services as rag_services
 from rag.models import Chunk, Document
+from tests.e2e.admin_browser import AdminBrowser
 from tests.factories import AccountFactory, UserFactory
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
@@ -23,11 +24,10 @@ PASSWORD = "correct horse battery staple"
 
 
 def test_an_operator_uploads_a_document_and_sees_only_their_account(
-    browser: Any, live_server: Any, tmp_path: Path
+    admin: AdminBrowser, browser: Any, tmp_path: Path
 ) -> None:
     from selenium.webdriver.common.by import By
-    from selenium.webdriver.support import expected_conditions
-    from selenium.webdriver.support.ui import Select, WebDriverWait
+    from selenium.webdriver.support.ui import Select
 
     orchard = AccountFactory.create(name="Orchard", slug="orchard")
     bramble = AccountFactory.create(name="Bramble", slug="bramble")
@@ -46,23 +46,9 @@ def test_an_operator_uploads_a_document_and_sees_only_their_account(
     operator = UserFactory.create(username="olive", is_staff=True)
     services.membership_grant(account=orchard, user=operator, role="operator")
 
-    def go(path: str) -> None:
-        browser.get(f"{live_server.url}{path}")
+    admin.sign_in("olive", PASSWORD)
 
-    def submit(button: Any) -> None:
-        """Click and wait for the answer to replace the page (reading it at once may still
-        read the form: seen on a loaded machine)."""
-        page = browser.find_element(By.TAG_NAME, "html")
-        button.click()
-        WebDriverWait(browser, 60).until(expected_conditions.staleness_of(page))
-
-    go(reverse("admin:login"))
-    browser.find_element(By.ID, "id_username").send_keys("olive")
-    browser.find_element(By.ID, "id_password").send_keys(PASSWORD)
-    submit(browser.find_element(By.CSS_SELECTOR, "input[type=submit]"))
-    assert "Engram administration" in browser.title, browser.page_source[:2000]
-
-    go(reverse("admin:rag_document_add"))
+    admin.go(reverse("admin:rag_document_add"))
     choices = Select(browser.find_element(By.ID, "id_knowledge_base"))
     assert [o.text for o in choices.options if o.get_attribute("value")] == ["Orchard handbook"]
     choices.select_by_visible_text("Orchard handbook")
@@ -70,7 +56,7 @@ def test_an_operator_uploads_a_document_and_sees_only_their_account(
     upload.write_text("# Harvest\n\nApples are picked in September.\n\n## Storage\n\nKeep cool.")
     browser.find_element(By.ID, "id_upload").send_keys(str(upload))
     browser.find_element(By.ID, "id_title").send_keys("Harvest notes")
-    submit(browser.find_element(By.NAME, "_save"))
+    admin.submit(browser.find_element(By.NAME, "_save"))
     errors = [e.text for e in browser.find_elements(By.CSS_SELECTOR, ".errornote, .errorlist")]
     messages = [e.text for e in browser.find_elements(By.CSS_SELECTOR, ".messagelist li")]
     assert "was added successfully" in browser.page_source, (browser.current_url, errors, messages)
@@ -78,7 +64,7 @@ def test_an_operator_uploads_a_document_and_sees_only_their_account(
     # Reload the list until the new document's row says it is indexed.
     deadline = time.monotonic() + 120
     while True:
-        go(reverse("admin:rag_document_changelist"))
+        admin.go(reverse("admin:rag_document_changelist"))
         rows = [r.text for r in browser.find_elements(By.CSS_SELECTOR, "#result_list tbody tr")]
         harvest = [r for r in rows if "Harvest notes" in r]
         if harvest and "Indexed" in harvest[0]:
@@ -89,7 +75,7 @@ def test_an_operator_uploads_a_document_and_sees_only_their_account(
     assert "Bramble" not in page and "Orchard handbook" in page
 
     # Another account's document: as absent as a missing one.
-    go(reverse("admin:rag_document_change", args=[secret.pk]))
+    admin.go(reverse("admin:rag_document_change", args=[secret.pk]))
     assert "Page not found" in browser.page_source
     assert "Bramble" not in browser.page_source
 

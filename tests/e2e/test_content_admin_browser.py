@@ -19,6 +19,7 @@ from content.models import Page
 from core import services
 from core.actors import actor_for_agent
 from core.models import AuditEvent
+from tests.e2e.admin_browser import AdminBrowser
 from tests.factories import AccountFactory, AgentFactory, UserFactory
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
@@ -26,10 +27,9 @@ pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 PASSWORD = "correct horse battery staple"
 
 
-def test_an_author_links_pages_and_sees_the_backlinks(browser: Any, live_server: Any) -> None:
+def test_an_author_links_pages_and_sees_the_backlinks(admin: AdminBrowser, browser: Any) -> None:
     from selenium.webdriver.common.by import By
-    from selenium.webdriver.support import expected_conditions
-    from selenium.webdriver.support.ui import Select, WebDriverWait
+    from selenium.webdriver.support.ui import Select
 
     orchard = AccountFactory.create(name="Orchard", slug="orchard")
     bramble = AccountFactory.create(name="Bramble", slug="bramble")
@@ -52,33 +52,13 @@ def test_an_author_links_pages_and_sees_the_backlinks(browser: Any, live_server:
         account=bramble, user=UserFactory.create(username="bea", is_staff=True), role="author"
     )
 
-    def go(path: str) -> None:
-        browser.get(f"{live_server.url}{path}")
-
-    def messages() -> list[str]:
-        return [e.text for e in browser.find_elements(By.CSS_SELECTOR, ".messagelist li")]
-
     def panel(name: str) -> str:
         return str(browser.find_element(By.ID, name).text)
 
-    def submit(button: Any) -> None:
-        """Click and wait until the answer's page has replaced this one."""
-        page = browser.find_element(By.TAG_NAME, "html")
-        button.click()
-        WebDriverWait(browser, 60).until(expected_conditions.staleness_of(page))
-
-    def sign_in(username: str) -> None:
-        browser.delete_all_cookies()
-        go(reverse("admin:login"))
-        browser.find_element(By.ID, "id_username").send_keys(username)
-        browser.find_element(By.ID, "id_password").send_keys(PASSWORD)
-        submit(browser.find_element(By.CSS_SELECTOR, "input[type=submit]"))
-        assert "Engram administration" in browser.title, browser.page_source[:2000]
-
-    sign_in("ada")
+    admin.sign_in("ada", PASSWORD)
 
     # Write a page with a link, in the add form (the only account she writes is chosen).
-    go(reverse("admin:content_page_add"))
+    admin.go(reverse("admin:content_page_add"))
     account = Select(browser.find_element(By.ID, "id_account"))
     assert account.first_selected_option.text == "Orchard"
     assert [o.text for o in account.options if o.get_attribute("value")] == ["Orchard"]
@@ -87,9 +67,9 @@ def test_an_author_links_pages_and_sees_the_backlinks(browser: Any, live_server:
     browser.find_element(By.ID, "id_content").send_keys(
         "Boats leave from [[Harbour Notes]] at dawn.\nSee also [[Timetable]]."
     )
-    submit(browser.find_element(By.NAME, "_continue"))
-    assert any("was added successfully" in m for m in messages()), (
-        messages(),
+    admin.submit(browser.find_element(By.NAME, "_continue"))
+    assert any("was added successfully" in m for m in admin.messages()), (
+        admin.messages(),
         [e.text for e in browser.find_elements(By.CSS_SELECTOR, ".errornote, .errorlist")],
     )
     ferry = Page.objects.get(title="Ferry Times")
@@ -102,15 +82,15 @@ def test_an_author_links_pages_and_sees_the_backlinks(browser: Any, live_server:
     assert browser.find_elements(By.CSS_SELECTOR, "#preview .wikilink.broken")
 
     # Following the link: the target's page, whose backlinks panel has the new page.
-    submit(link)
+    admin.submit(link)
     assert browser.current_url.endswith(reverse("admin:content_page_change", args=[target.pk]))
     backlinks = panel("backlinks")
     assert "Ferry Times" in backlinks and "Boats leave from [[Harbour Notes]]" in backlinks
     assert "Moorings" in panel("unlinked-mentions") and "Moorings" not in backlinks
 
     # "Link it": the mention becomes a link, and a backlink.
-    submit(browser.find_element(By.CSS_SELECTOR, "#unlinked-mentions button[name=link_it]"))
-    assert messages() == ["Linked “Harbour Notes” in “Moorings”."], messages()
+    admin.submit(browser.find_element(By.CSS_SELECTOR, "#unlinked-mentions button[name=link_it]"))
+    assert admin.messages() == ["Linked “Harbour Notes” in “Moorings”."], admin.messages()
     assert "Moorings" in panel("backlinks")
     assert "Moorings" not in panel("unlinked-mentions")
     mentioning.refresh_from_db()
@@ -120,15 +100,15 @@ def test_an_author_links_pages_and_sees_the_backlinks(browser: Any, live_server:
     ).exists()
 
     # Another account's author: none of Orchard's pages, anywhere.
-    sign_in("bea")
-    go(reverse("admin:content_page_changelist"))
+    admin.sign_in("bea", PASSWORD)
+    admin.go(reverse("admin:content_page_changelist"))
     rows = [r.text for r in browser.find_elements(By.CSS_SELECTOR, "#result_list tbody tr")]
     assert len(rows) == 1 and "Bramble Secrets" in rows[0], rows
     for page in (target, ferry, mentioning):
-        go(reverse("admin:content_page_change", args=[page.pk]))
+        admin.go(reverse("admin:content_page_change", args=[page.pk]))
         assert "Page not found" in browser.page_source
         assert "Orchard" not in browser.page_source and page.title not in browser.title
-    go(reverse("admin:content_page_change", args=[secret.pk]))
+    admin.go(reverse("admin:content_page_change", args=[secret.pk]))
     source = browser.page_source
     # Her link names no page of hers: broken, never Orchard's page of that title.
     assert "[[Harbour Notes]]" in panel("broken-links")

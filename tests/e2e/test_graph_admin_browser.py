@@ -13,6 +13,7 @@ from content import services as content_services
 from core import services
 from core.actors import actor_for_agent
 from rag.services import graph as graph_services
+from tests.e2e.admin_browser import AdminBrowser
 from tests.factories import AccountFactory, AgentFactory, UserFactory
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
@@ -20,10 +21,11 @@ pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 PASSWORD = "correct horse battery staple"
 
 
-def test_a_pages_graph_is_drawn_and_a_click_follows_a_node(browser: Any, live_server: Any) -> None:
+def test_a_pages_graph_is_drawn_and_a_click_follows_a_node(
+    admin: AdminBrowser, browser: Any
+) -> None:
     from selenium.webdriver.common.action_chains import ActionChains
     from selenium.webdriver.common.by import By
-    from selenium.webdriver.support import expected_conditions
     from selenium.webdriver.support.ui import WebDriverWait
 
     orchard = AccountFactory.create(name="Orchard", slug="orchard")
@@ -50,20 +52,13 @@ def test_a_pages_graph_is_drawn_and_a_click_follows_a_node(browser: Any, live_se
     )
     wait = WebDriverWait(browser, 60)
 
-    def submit(element: Any) -> None:
-        page = browser.find_element(By.TAG_NAME, "html")
-        element.click()
-        wait.until(expected_conditions.staleness_of(page))
-
-    browser.get(f"{live_server.url}{reverse('admin:login')}")
+    admin.go(reverse("admin:login"))
     assert "Django" not in browser.title and "Engram" in browser.title
-    browser.find_element(By.ID, "id_username").send_keys("ada")
-    browser.find_element(By.ID, "id_password").send_keys(PASSWORD)
-    submit(browser.find_element(By.CSS_SELECTOR, "input[type=submit]"))
+    admin.sign_in("ada", PASSWORD)
 
     # The page's form links to its graph.
-    browser.get(f"{live_server.url}{reverse('admin:content_page_change', args=[target.pk])}")
-    submit(browser.find_element(By.ID, "page-graph"))
+    admin.go(reverse("admin:content_page_change", args=[target.pk]))
+    admin.submit(browser.find_element(By.ID, "page-graph"))
     assert browser.title.startswith("Graph of “Harbour Notes”"), browser.title
     wait.until(
         lambda b: b.find_element(By.ID, "graph-canvas").get_attribute("data-ready") == "true"
@@ -95,12 +90,15 @@ def test_a_pages_graph_is_drawn_and_a_click_follows_a_node(browser: Any, live_se
         "const p = n.renderedPosition(); return [p.x, p.y];"
     )
     canvas = browser.find_element(By.ID, "graph-canvas")
-    page = browser.find_element(By.TAG_NAME, "html")
     size = canvas.size
-    ActionChains(browser).move_to_element_with_offset(
-        canvas, int(x - size["width"] / 2), int(y - size["height"] / 2)
-    ).click().perform()
-    wait.until(expected_conditions.staleness_of(page))
+    admin.navigate_by(
+        ActionChains(browser)
+        .move_to_element_with_offset(
+            canvas, int(x - size["width"] / 2), int(y - size["height"] / 2)
+        )
+        .click()
+        .perform
+    )
     assert browser.current_url.endswith(reverse("admin:content_page_change", args=[ferry.pk])), (
         browser.current_url
     )

@@ -13,6 +13,7 @@ from core import services
 from core.actors import actor_for_agent
 from memory.models import MemoryEntry
 from memory.services import long_term as ltm
+from tests.e2e.admin_browser import AdminBrowser
 from tests.factories import AccountFactory, AgentFactory, UserFactory
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
@@ -22,11 +23,10 @@ DUPLICATE = "The staging database runs on port 5433."
 
 
 def test_an_operator_edits_memory_and_runs_consolidation_for_a_context(
-    browser: Any, live_server: Any
+    admin: AdminBrowser, browser: Any
 ) -> None:
     from selenium.webdriver.common.by import By
-    from selenium.webdriver.support import expected_conditions
-    from selenium.webdriver.support.ui import Select, WebDriverWait
+    from selenium.webdriver.support.ui import Select
 
     orchard = AccountFactory.create(name="Orchard", slug="orchard")
     bramble = AccountFactory.create(name="Bramble", slug="bramble")
@@ -46,47 +46,31 @@ def test_an_operator_edits_memory_and_runs_consolidation_for_a_context(
     operator = UserFactory.create(username="olive", is_staff=True)
     services.membership_grant(account=orchard, user=operator, role="operator")
 
-    def go(path: str) -> None:
-        browser.get(f"{live_server.url}{path}")
-
-    def messages() -> list[str]:
-        return [e.text for e in browser.find_elements(By.CSS_SELECTOR, ".messagelist li")]
-
-    def submit(button: Any) -> None:
-        """Click and wait until the answer's page has replaced this one."""
-        page = browser.find_element(By.TAG_NAME, "html")
-        button.click()
-        WebDriverWait(browser, 30).until(expected_conditions.staleness_of(page))
-
-    go(reverse("admin:login"))
-    browser.find_element(By.ID, "id_username").send_keys("olive")
-    browser.find_element(By.ID, "id_password").send_keys(PASSWORD)
-    submit(browser.find_element(By.CSS_SELECTOR, "input[type=submit]"))
-    assert "Engram administration" in browser.title, browser.page_source[:2000]
+    admin.sign_in("olive", PASSWORD)
 
     # Edit an entry: the content change is a new version, and the page shows the history.
-    go(reverse("admin:memory_memoryentry_change", args=[fact.pk]))
+    admin.go(reverse("admin:memory_memoryentry_change", args=[fact.pk]))
     content = browser.find_element(By.ID, "id_content")
     content.clear()
     content.send_keys("Apples are picked in late September.")
-    submit(browser.find_element(By.NAME, "_continue"))
+    admin.submit(browser.find_element(By.NAME, "_continue"))
     current = MemoryEntry.objects.get(lineage=fact.lineage, is_current=True)
     assert (current.version, current.content) == (2, "Apples are picked in late September.")
-    go(reverse("admin:memory_memoryentry_change", args=[current.pk]))
+    admin.go(reverse("admin:memory_memoryentry_change", args=[current.pk]))
     page = browser.page_source
     assert "Apples are picked in September." in page and "current" in page
 
     # The contexts list: only this account's; preview, then run consolidation for one context.
-    go(reverse("admin:memory_memorycontext_changelist"))
+    admin.go(reverse("admin:memory_memorycontext_changelist"))
     page = browser.page_source
     assert "Orchard notes" in page and "Bramble" not in page
 
     def act(action: str) -> list[str]:
-        go(reverse("admin:memory_memorycontext_changelist"))
+        admin.go(reverse("admin:memory_memorycontext_changelist"))
         browser.find_element(By.CSS_SELECTOR, f"input.action-select[value='{notes.pk}']").click()
         Select(browser.find_element(By.NAME, "action")).select_by_value(action)
-        submit(browser.find_element(By.CSS_SELECTOR, "button[name=index]"))
-        return messages()
+        admin.submit(browser.find_element(By.CSS_SELECTOR, "button[name=index]"))
+        return admin.messages()
 
     preview = act("preview_consolidation")
     assert any("Orchard notes would change: dedup: pairs 1, merged 1" in m for m in preview), (

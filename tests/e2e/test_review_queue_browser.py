@@ -14,6 +14,7 @@ from core.actors import actor_for_agent
 from memory.models import MemoryEntry, PendingChange
 from memory.services import long_term as ltm
 from memory.services import upkeep
+from tests.e2e.admin_browser import AdminBrowser
 from tests.factories import AccountFactory, AgentFactory, UserFactory
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
@@ -23,11 +24,9 @@ DUPLICATE = "The staging database runs on port 5433."
 
 
 def test_an_operator_approves_a_pending_merge_and_another_account_never_sees_it(
-    browser: Any, live_server: Any
+    admin: AdminBrowser, browser: Any
 ) -> None:
     from selenium.webdriver.common.by import By
-    from selenium.webdriver.support import expected_conditions
-    from selenium.webdriver.support.ui import WebDriverWait
 
     orchard = AccountFactory.create(name="Orchard", slug="orchard")
     bramble = AccountFactory.create(name="Bramble", slug="bramble")
@@ -59,35 +58,19 @@ def test_an_operator_approves_a_pending_merge_and_another_account_never_sees_it(
         person = UserFactory.create(username=username, is_staff=True)
         services.membership_grant(account=account, user=person, role="operator")
 
-    def go(path: str) -> None:
-        browser.get(f"{live_server.url}{path}")
-
-    def submit(button: Any) -> None:
-        page = browser.find_element(By.TAG_NAME, "html")
-        button.click()
-        WebDriverWait(browser, 30).until(expected_conditions.staleness_of(page))
-
-    def sign_in(username: str) -> None:
-        browser.delete_all_cookies()
-        go(reverse("admin:login"))
-        browser.find_element(By.ID, "id_username").send_keys(username)
-        browser.find_element(By.ID, "id_password").send_keys(PASSWORD)
-        submit(browser.find_element(By.CSS_SELECTOR, "input[type=submit]"))
-        assert "Engram administration" in browser.title, browser.page_source[:2000]
-
-    sign_in("olive")
-    go(reverse("admin:memory_pendingchange_changelist") + "?status__exact=pending")
+    admin.sign_in("olive", PASSWORD)
+    admin.go(reverse("admin:memory_pendingchange_changelist") + "?status__exact=pending")
     listing = browser.page_source
     assert "dedup_merge" in listing and "Orchard notes" in listing
     assert "Bramble" not in listing
 
-    go(reverse("admin:memory_pendingchange_change", args=[change.pk]))
+    admin.go(reverse("admin:memory_pendingchange_change", args=[change.pk]))
     page = browser.page_source
     assert "near-duplicates" in page and "change-diff" in page and "kept" in page
     assert f'"id": {twin.pk}' in browser.find_element(By.CSS_SELECTOR, ".change-diff").text
     # Until approved, nothing changed.
     assert MemoryEntry.objects.get(pk=twin.pk).archived_at is None
-    submit(browser.find_element(By.ID, "approve-change"))
+    admin.submit(browser.find_element(By.ID, "approve-change"))
     shown = [e.text for e in browser.find_elements(By.CSS_SELECTOR, ".messagelist li")]
     assert any("approved" in m.lower() for m in shown), shown
     assert PendingChange.objects.get(pk=change.pk).status == "approved"
@@ -96,15 +79,15 @@ def test_an_operator_approves_a_pending_merge_and_another_account_never_sees_it(
     assert "Approve and apply" not in browser.page_source  # decided: no buttons any more
 
     # The result: the absorbed entry is archived into the kept one, readable on its page.
-    go(reverse("admin:memory_memoryentry_change", args=[twin.pk]))
+    admin.go(reverse("admin:memory_memoryentry_change", args=[twin.pk]))
     assert "merged_into" in browser.page_source
 
     # The other account's operator never sees it: not listed, and its URL is a plain 404.
-    sign_in("bram")
-    go(reverse("admin:memory_pendingchange_changelist"))
+    admin.sign_in("bram", PASSWORD)
+    admin.go(reverse("admin:memory_pendingchange_changelist"))
     listing = browser.page_source
     assert "Bramble secrets" in listing and "Orchard" not in listing
-    go(reverse("admin:memory_pendingchange_change", args=[change.pk]))
+    admin.go(reverse("admin:memory_pendingchange_change", args=[change.pk]))
     assert "Approve and apply" not in browser.page_source
     assert "not found" in browser.page_source.lower()
     assert PendingChange.objects.get(pk=foreign.pk).status == "pending"

@@ -30,6 +30,16 @@ M = TypeVar("M", bound=models.Model)
 Conflicts = Mapping[str, Callable[[], EngramError]]
 
 
+def row_locked(rows: models.QuerySet[M], pk: int, *, missing: Callable[[], EngramError]) -> M:
+    """The row ``pk`` of ``rows``, locked until the caller's transaction ends. A row deleted
+    since the caller read it (a request racing its deletion) raises ``missing()``, the same 404
+    as a row that never was."""
+    locked = rows.select_for_update().filter(pk=pk).first()
+    if locked is None:
+        raise missing()
+    return locked
+
+
 def changes_of(instance: models.Model, fields: Mapping[str, Any], allowed: Iterable[str]) -> dict:
     """The given fields whose values differ from ``instance``; 400 ``unknown_field`` for a field
     the operation does not change."""

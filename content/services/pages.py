@@ -22,7 +22,7 @@ from core.actors import WRITE_CONTENT, Actor, actor_for_account
 from core.audit import audit_record
 from core.errors import Conflict, PayloadTooLarge, PermissionDenied, ValidationFailed
 from core.queue import task_send_on_commit
-from core.writes import changes_of, row_delete, row_update
+from core.writes import changes_of, row_delete, row_locked, row_update
 from rag.models import GraphNode
 from rag.services import graph as graph_services
 
@@ -273,9 +273,9 @@ def page_link_mention(*, actor: Actor, page: Page, target: Page) -> Page:
     if target.account_id != page.account_id or target.pk == page.pk:
         raise selectors.page_not_found()
     with transaction.atomic():
-        locked = Page.objects.select_for_update().defer("embedding").filter(pk=page.pk).first()
-        if locked is None:
-            raise selectors.page_not_found()
+        locked = row_locked(
+            Page.objects.defer("embedding"), page.pk, missing=selectors.page_not_found
+        )
         text = wikilinks.link_first_mention(
             locked.content, names=[target.title, *target.aliases], title=target.title
         )
@@ -316,9 +316,7 @@ def page_rename(*, actor: Actor, page: Page, title: str, rewrite_links: bool = T
         raise ValidationFailed("The page has this title already.", code="title_unchanged")
     old_title, old_slug = page.title, page.slug
     with transaction.atomic():
-        locked = Page.objects.select_for_update().filter(pk=page.pk).first()
-        if locked is None:
-            raise selectors.page_not_found()
+        locked = row_locked(Page.objects.all(), page.pk, missing=selectors.page_not_found)
         rewritten: list[RewrittenPage] = []
         if rewrite_links:
             candidates = links.linking_candidates(

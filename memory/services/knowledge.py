@@ -23,7 +23,7 @@ from core.actors import Actor
 from core.audit import audit_record
 from core.embeddings import get_embedding_provider
 from core.errors import Conflict, PayloadTooLarge, ValidationFailed
-from core.writes import changes_of, changes_validate, row_update
+from core.writes import changes_of, changes_validate, row_locked, row_update
 from memory import names
 from memory.models import KnowledgeItem, KnowledgeSource, KnowledgeStore
 from memory.models.knowledge import MAX_BASE_NAME_LENGTH, MAX_KEY_LENGTH
@@ -381,10 +381,7 @@ def _node_for(actor: Actor, item: KnowledgeItem, base: str, vector: np.ndarray) 
 def _store_lock(store_id: int) -> KnowledgeStore:
     """The base's row, locked; one deleted since the caller read it (a write racing the base's
     deletion) is 404 ``knowledge_base_not_found``, as a missing one."""
-    locked = KnowledgeStore.objects.select_for_update().filter(pk=store_id).first()
-    if locked is None:
-        raise selectors.base_not_found()
-    return locked
+    return row_locked(KnowledgeStore.objects.all(), store_id, missing=selectors.base_not_found)
 
 
 def knowledge_item_invalidate(

@@ -22,7 +22,7 @@ from core.actors import Actor
 from core.audit import audit_record
 from core.errors import Conflict, NotFound, ValidationFailed
 from core.models import Agent
-from core.writes import row_delete
+from core.writes import row_delete, row_locked
 from rag import graph
 from rag.graph import DEPENDS_ON
 from rag.models import GraphNode
@@ -332,9 +332,7 @@ def skill_update(
     try:
         with transaction.atomic():
             scope = scope_locked(skill.account_id)
-            current = Skill.objects.select_for_update().filter(pk=skill.pk).first()
-            if current is None:
-                raise skill_not_found()
+            current = row_locked(Skill.objects.all(), skill.pk, missing=skill_not_found)
             if "status" in changes and current.status != skill.status:
                 raise Conflict(
                     "The skill's status changed meanwhile: read it again.",

@@ -28,8 +28,10 @@ from django.utils import timezone
 from core.actors import Actor
 from core.audit import audit_record
 from core.errors import Conflict, NotFound, PermissionDenied, ValidationFailed
+from core.writes import row_locked
 from skills.models import Skill, SkillVersion
 from skills.roles import MANAGE_SKILLS, require_reviewer
+from skills.selectors.catalog import skill_not_found
 from skills.semver import version_parse
 from skills.services.indexing import Embedded, embed_skill, index_skill, scope_locked
 
@@ -209,9 +211,7 @@ def version_create(
     try:
         with transaction.atomic():
             scope_locked(skill.account_id)
-            current = Skill.objects.select_for_update().filter(pk=skill.pk).first()
-            if current is None:
-                raise NotFound("No such skill.", code="skill_not_found")
+            current = row_locked(Skill.objects.all(), skill.pk, missing=skill_not_found)
             _writable(current)
             # Again under the lock: the skill may have gone live, or versions changed, meanwhile.
             going_live_check(
@@ -268,9 +268,7 @@ def traffic_set(*, actor: Actor, skill: Skill, traffic: Mapping[str, float]) -> 
     embedded = _embedded_for(skill, contents[_primary(shares, ids)])
     with transaction.atomic():
         scope_locked(skill.account_id)
-        current = Skill.objects.select_for_update().filter(pk=skill.pk).first()
-        if current is None:
-            raise NotFound("No such skill.", code="skill_not_found")
+        current = row_locked(Skill.objects.all(), skill.pk, missing=skill_not_found)
         _writable(current)
         versions_now = _versions(current)
         if set(versions_now) != set(existing):

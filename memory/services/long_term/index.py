@@ -19,6 +19,7 @@ from django.db import connection
 
 from core.embeddings import get_embedding_provider
 from core.errors import NotFound
+from core.writes import row_locked
 from memory import indexing
 from memory.models import MemoryContext, MemoryEntry
 from memory.spaces import MEMORY_ENTRIES
@@ -77,10 +78,11 @@ def index_plan(
 def context_lock(context_id: int) -> MemoryContext:
     """The context's row, locked; one deleted since the caller read it (a request racing its
     deletion) is 404 ``context_not_found``, as a missing one."""
-    locked = MemoryContext.objects.select_for_update().filter(pk=context_id).first()
-    if locked is None:
-        raise NotFound("No such memory context.", code="context_not_found")
-    return locked
+    return row_locked(
+        MemoryContext.objects.all(),
+        context_id,
+        missing=lambda: NotFound("No such memory context.", code="context_not_found"),
+    )
 
 
 def index_apply(context: MemoryContext, plan: IndexPlan, *, leaving: Sequence[int] = ()) -> None:

@@ -71,6 +71,10 @@ def _variants() -> dict[str, Callable[[], contextlib.AbstractContextManager[None
         "depth_4": lambda: patched(sources, "HISTORY_DEPTH_FACTOR", 4),
         "speaker_boost_0.3": lambda: patched(sources, "SPEAKER_BOOST", 0.3),
         "speaker_boost_0.4": lambda: patched(sources, "SPEAKER_BOOST", 0.4),
+        "knowledge_share_0": shares(knowledge=0.0),
+        "knowledge_similarity_0": lambda: patched(sources, "KNOWLEDGE_MIN_SIMILARITY", 0.0),
+        "knowledge_similarity_0.4": lambda: patched(sources, "KNOWLEDGE_MIN_SIMILARITY", 0.4),
+        "knowledge_similarity_0.6": lambda: patched(sources, "KNOWLEDGE_MIN_SIMILARITY", 0.6),
     }
 
 

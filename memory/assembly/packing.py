@@ -84,8 +84,13 @@ class Packer:
         return self.group_tokens[group]
 
     def duplicate(self, candidate: Candidate) -> bool:
-        key = " ".join(candidate.text.split()).lower()
-        return (candidate.same[0] != "" and candidate.same in self.taken) or key in self.texts
+        """Kept already: the same item or text, or everything it was made from (a knowledge
+        item extracted from turns the context shows)."""
+        if candidate.same[0] != "" and candidate.same in self.taken:
+            return True
+        if candidate.made_from and self.taken.issuperset(candidate.made_from):
+            return True
+        return " ".join(candidate.text.split()).lower() in self.texts
 
     def whole(self, section: Section, index: int) -> int:
         """The tokens of candidate ``index``'s whole line, counted in batches of the next

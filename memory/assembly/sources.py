@@ -35,6 +35,11 @@ MEMORY_CANDIDATES = 20
 # thirds of the vector stage's time over 100k memories (docs/benchmarks.md).
 MEMORY_DEPTH = 100
 KNOWLEDGE_CANDIDATES = 10
+# A knowledge item is shown only when it is on topic: its embedding's cosine similarity to the
+# query's at least this, the floor the memory tools' semantic search keeps (0.5 is clearly on
+# topic for all-MiniLM-L6-v2). The fused score ranks but is relative to the query's other hits:
+# its best is near 1 however far off it is. Measured on LoCoMo dev, docs/benchmarks.md.
+KNOWLEDGE_MIN_SIMILARITY = 0.5
 DOCUMENT_CANDIDATES = 10
 PAGE_CANDIDATES = 5
 SKILL_CANDIDATES = 5
@@ -69,6 +74,9 @@ class Candidate:
     group: str = ""
     order: tuple[Any, ...] = ()
     same: tuple[str, Any] = ("", None)
+    # What it was made from (a knowledge item's source turns): once all of them are in the
+    # context, it says again what they say.
+    made_from: tuple[tuple[str, Any], ...] = ()
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -303,7 +311,7 @@ def knowledge(
 ) -> list[Candidate]:
     """Current, valid knowledge items of the types the task reads, most relevant first
     (``base_ids``: only those bases; None: every base of the account)."""
-    from memory.selectors.knowledge import knowledge_search
+    from memory.selectors.knowledge import knowledge_search, source_messages
 
     if base_ids is not None and not base_ids:
         return []
@@ -316,6 +324,9 @@ def knowledge(
         query_vector=vector,
         load_sources=False,
     )
+    # A hit found by its words alone has no similarity measured: not shown as on topic.
+    hits = [h for h in found.hits if (h.ranked.vector_score or 0.0) >= KNOWLEDGE_MIN_SIMILARITY]
+    made_from = source_messages([hit.item.pk for hit in hits])
     return [
         Candidate(
             kind="knowledge",
@@ -331,8 +342,9 @@ def knowledge(
             prefix=f"[{hit.item.store.name}/{hit.item.key}] ",
             order=(rank,),
             same=("knowledge", hit.item.pk),
+            made_from=tuple(("entry", pk) for pk in made_from.get(hit.item.pk, ())),
         )
-        for rank, hit in enumerate(found.hits)
+        for rank, hit in enumerate(hits)
     ]
 
 

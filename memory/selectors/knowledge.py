@@ -51,6 +51,19 @@ def store_get(actor: Actor, name: str) -> KnowledgeStore:
     return found
 
 
+def source_messages(item_ids: Sequence[int]) -> dict[int, list[int]]:
+    """The conversation messages (long-term entry ids) each of these item versions was
+    extracted from; an item with none is absent."""
+    out: dict[int, list[int]] = {}
+    rows = KnowledgeSource.objects.filter(
+        item_id__in=item_ids, source_type=KnowledgeSource.SourceType.CONVERSATION_MESSAGE
+    ).values_list("item_id", "source_id")
+    for item_id, source_id in rows:
+        if source_id.isdigit():
+            out.setdefault(item_id, []).append(int(source_id))
+    return out
+
+
 def _with_store(items: QuerySet[KnowledgeItem]) -> QuerySet[KnowledgeItem]:
     return items.defer("embedding").select_related("store")
 

@@ -13,7 +13,7 @@ from rest_framework.test import APIClient
 from core import services as core_services
 from core.actors import actor_for_account, actor_for_agent
 from memory import task_types
-from memory.assembly import ContextRequest, context_assemble
+from memory.assembly import ContextRequest, context_assemble, sources
 from memory.assembly.budget import fit_sentences, sentences
 from memory.models import Conversation
 from memory.services import conversations as conversations_services
@@ -140,6 +140,14 @@ def test_sections_in_seed_order_and_each_item_once(agent_client: AuthedAgent) ->
     assert answer["context"].rstrip().endswith("How many tomato seedlings did Ana plant?")
 
 
+@pytest.fixture
+def any_knowledge(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every knowledge item found is a candidate, on topic or not: a query naming every store's
+    marker is close to none of them (the floor has tests of its own)."""
+    monkeypatch.setattr(sources, "KNOWLEDGE_MIN_SIMILARITY", 0.0)
+
+
+@pytest.mark.usefixtures("any_knowledge")
 def test_every_kind_of_item_says_where_it_came_from(
     django_capture_on_commit_callbacks: Any,
 ) -> None:
@@ -179,6 +187,7 @@ def test_every_kind_of_item_says_where_it_came_from(
     assert answer.tokens == count_tokens_one(answer.context)
 
 
+@pytest.mark.usefixtures("any_knowledge")
 def test_another_accounts_conversation_and_stores_never_contribute(
     django_capture_on_commit_callbacks: Any,
 ) -> None:
@@ -314,7 +323,6 @@ def test_turns_of_a_speaker_the_query_names_rank_higher(
     import numpy as np
 
     from core.embeddings import get_embedding_provider
-    from memory.assembly import sources
 
     lines = [("Ben", "I take the ferry to the island every Monday.")] + [
         ("Ana", f"Filler line number {n} about the weather.") for n in range(10)
@@ -344,14 +352,13 @@ def test_turns_of_a_speaker_the_query_names_rank_higher(
 
 
 @pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("any_knowledge")
 def test_the_searches_run_side_by_side_and_give_the_same_context(
     django_capture_on_commit_callbacks: Any, settings: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Outside a transaction, history, memories and knowledge run on threads of their own, each
     with its own connection (core.side_by_side); the context is the one they give in turn."""
     import threading
-
-    from memory.assembly import sources
 
     side = build_side("SIDEQX", django_capture_on_commit_callbacks)
     assert side.conversation is not None
@@ -394,7 +401,6 @@ def test_history_and_memories_read_as_many_statements_whatever_they_find(
     from django.test.utils import CaptureQueriesContext
 
     from core.embeddings import get_embedding_provider
-    from memory.assembly import sources
     from memory.services import long_term as ltm
 
     actor = actor_for_agent(agent_client.agent)

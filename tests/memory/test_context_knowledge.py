@@ -1,0 +1,90 @@
+"""Knowledge items in a context: only those on topic are shown (cosine similarity to the query at
+least ``KNOWLEDGE_MIN_SIMILARITY``, the fused score being relative to the other hits), and one
+extracted from turns the context already shows is not said twice."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from core.actors import actor_for_agent
+from memory import task_types
+from memory.assembly import ContextRequest, context_assemble, sources
+from memory.selectors import conversations as conversation_selectors
+from memory.services import conversations as conversations_services
+from memory.services import knowledge as knowledge_services
+from tests.conftest import AuthedAgent
+
+pytestmark = pytest.mark.django_db
+
+FERRY = "The island ferry leaves the harbour at seven every morning."
+TOMATOES = "Tomato seedlings need six hours of direct sun."
+
+
+def _knowledge(
+    authed: AuthedAgent, **items: tuple[str, list[knowledge_services.SourceInput]]
+) -> None:
+    actor = actor_for_agent(authed.agent)
+    knowledge_services.store_create(actor=actor, name="facts")
+    for key, (content, made_from) in items.items():
+        knowledge_services.knowledge_item_put(
+            actor=actor, base="facts", key=key, content=content, sources=made_from
+        )
+
+
+def _shown(authed: AuthedAgent, query: str, **request: Any) -> dict[str, list[str]]:
+    answer = context_assemble(
+        actor=actor_for_agent(authed.agent),
+        request=ContextRequest(
+            query=query, task_type=task_types.CONVERSATION, token_budget=4000, **request
+        ),
+    )
+    shown: dict[str, list[str]] = {}
+    for section in answer.sections:
+        for item in section["items"]:
+            shown.setdefault(item["kind"], []).append(item["text"])
+            assert item["text"] in answer.context
+    return shown
+
+
+def test_only_knowledge_on_topic_is_shown(
+    agent_client: AuthedAgent, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _knowledge(agent_client, ferry=(FERRY, []), tomatoes=(TOMATOES, []))
+    query = "When does the island ferry leave the harbour in the morning?"
+    assert _shown(agent_client, query)["knowledge"] == [FERRY]
+    # Without the floor the off-topic item fills the section's share: the search finds it.
+    monkeypatch.setattr(sources, "KNOWLEDGE_MIN_SIMILARITY", 0.0)
+    assert sorted(_shown(agent_client, query)["knowledge"]) == sorted([FERRY, TOMATOES])
+
+
+def test_knowledge_extracted_from_turns_shown_is_not_said_again(
+    agent_client: AuthedAgent,
+) -> None:
+    actor = actor_for_agent(agent_client.agent)
+    conversation = conversations_services.conversation_create(
+        actor=actor, title="chat", summary_every=0
+    )
+    conversations_services.messages_append(
+        actor=actor,
+        conversation=conversation,
+        messages=[
+            conversations_services.MessageInput("user", "Morning! " + FERRY, "Ana"),
+            *(
+                conversations_services.MessageInput("user", f"Weather note {n}: drizzle.", "Ben")
+                for n in range(8)
+            ),
+        ],
+    )
+    said = next(m for m in conversation_selectors.messages_of(conversation) if FERRY in m.content)
+    message = knowledge_services.SourceInput("conversation_message", str(said.pk))
+    _knowledge(agent_client, ferry=(FERRY, [message]))
+    query = "When does the island ferry leave the harbour in the morning?"
+
+    shown = _shown(agent_client, query, conversation_id=conversation.pk)
+    assert "Ana: Morning! " + FERRY in shown["turn"]
+    assert "knowledge" not in shown, shown
+    # Without the turn in the context, the item is what says it.
+    alone = _shown(agent_client, query, conversation_id=conversation.pk, sources=["knowledge"])
+    assert alone == {"knowledge": [FERRY]}

@@ -9,7 +9,9 @@ import pytest
 from django.utils import timezone
 
 from core.actors import Actor, actor_for_agent
+from memory.models import Conversation
 from memory.redis_store import memory_redis, redis_prefix
+from memory.services import conversations as conversations_services
 from tests.conftest import AuthedAgent
 from tests.factories import AgentFactory
 
@@ -59,3 +61,23 @@ def code(response: Any) -> str:
     body = response.json()
     assert set(body) == {"error"}, body
     return str(body["error"]["code"])
+
+
+def conversation_of(authed: AuthedAgent, lines: list[tuple[str, str]]) -> Conversation:
+    """A conversation of the agent's, one message per (speaker, text), each with its LoCoMo-style
+    ``metadata.dia_id``; no rolling summaries."""
+    actor = actor_for_agent(authed.agent)
+    conversation = conversations_services.conversation_create(
+        actor=actor, title="chat", summary_every=0
+    )
+    conversations_services.messages_append(
+        actor=actor,
+        conversation=conversation,
+        messages=[
+            conversations_services.MessageInput(
+                "user", text, name, metadata={"dia_id": f"D1:{n}", "n": n}
+            )
+            for n, (name, text) in enumerate(lines, start=1)
+        ],
+    )
+    return conversation

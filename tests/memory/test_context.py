@@ -15,35 +15,16 @@ from core.actors import actor_for_account, actor_for_agent
 from memory import task_types
 from memory.assembly import ContextRequest, context_assemble, sources
 from memory.assembly.budget import fit_sentences, sentences
-from memory.models import Conversation
 from memory.services import conversations as conversations_services
 from rag.tokens import count_tokens_one
 from tests.conftest import AuthedAgent
-from tests.memory.conftest import code
+from tests.memory.conftest import code, conversation_of
 from tests.support.world import build_side
 
 pytestmark = pytest.mark.django_db
 URL = "/api/v1/memory/context"
 ORDER = ["immediate", "recent", "history", "knowledge", "documents", "pages", "skills", "task"]
 SENTENCE_END = re.compile(r"[.!?][\"')\]]*$")
-
-
-def _conversation(authed: AuthedAgent, lines: list[tuple[str, str]]) -> Conversation:
-    actor = actor_for_agent(authed.agent)
-    conversation = conversations_services.conversation_create(
-        actor=actor, title="chat", summary_every=0
-    )
-    conversations_services.messages_append(
-        actor=actor,
-        conversation=conversation,
-        messages=[
-            conversations_services.MessageInput(
-                "user", text, name, metadata={"dia_id": f"D1:{n}", "n": n}
-            )
-            for n, (name, text) in enumerate(lines, start=1)
-        ],
-    )
-    return conversation
 
 
 def _ask(authed: AuthedAgent, **body: Any) -> dict[str, Any]:
@@ -77,7 +58,7 @@ def test_the_budget_is_never_exceeded_with_items_of_any_size(
 ) -> None:
     lines = [("Ana", f"The harbour lighthouse was painted blue in year {n}.") for n in range(60)]
     lines += [("Ana", LONG), ("Ben", RUN_ON.strip()), ("Ana", "Short one. " * 200)]
-    conversation = _conversation(agent_client, lines)
+    conversation = conversation_of(agent_client, lines)
     answer = _ask(
         agent_client,
         query="When was the harbour lighthouse painted, and what did the keeper report?",
@@ -104,7 +85,7 @@ def test_the_budget_is_never_exceeded_with_items_of_any_size(
 
 def test_sections_in_seed_order_and_each_item_once(agent_client: AuthedAgent) -> None:
     lines = [("Ana", f"I planted {n} tomato seedlings in the garden today.") for n in range(1, 31)]
-    conversation = _conversation(agent_client, lines)
+    conversation = conversation_of(agent_client, lines)
     conversations_services.summary_create(
         actor=actor_for_agent(agent_client.agent), conversation=conversation, end_turn=25
     )
@@ -238,7 +219,7 @@ def test_bad_input_is_a_4xx_with_a_code(
 def test_the_task_type_is_given_or_classified_and_sources_narrow(
     agent_client: AuthedAgent,
 ) -> None:
-    conversation = _conversation(agent_client, [("Ana", "We fixed the build by pinning gcc.")])
+    conversation = conversation_of(agent_client, [("Ana", "We fixed the build by pinning gcc.")])
     given = _ask(agent_client, query="hello there", task_type="analysis")
     assert (given["task_type"], given["task_type_source"]) == ("analysis", "given")
     classified = _ask(
@@ -263,7 +244,7 @@ def test_the_task_type_is_given_or_classified_and_sources_narrow(
 def test_a_person_reads_contexts_of_the_accounts_conversations(
     agent_client: AuthedAgent,
 ) -> None:
-    conversation = _conversation(agent_client, [("Ana", "The boat leaves at noon.")])
+    conversation = conversation_of(agent_client, [("Ana", "The boat leaves at noon.")])
     tool = actor_for_account(agent_client.agent.account_id)
     answer = context_assemble(
         actor=tool, request=ContextRequest(query="boat", conversation_id=conversation.pk)
@@ -301,7 +282,7 @@ def test_unused_share_flows_on_and_the_final_fill_uses_the_rest(
     agent_client: AuthedAgent,
 ) -> None:
     lines = [("Ana", f"Note {n}: the ferry schedule changed on day {n}.") for n in range(400)]
-    conversation = _conversation(agent_client, lines)
+    conversation = conversation_of(agent_client, lines)
     answer = _ask(
         agent_client,
         query="When did the ferry schedule change?",
@@ -328,7 +309,7 @@ def test_turns_of_a_speaker_the_query_names_rank_higher(
         ("Ana", f"Filler line number {n} about the weather.") for n in range(10)
     ]
     lines += [("Ana", "I take the ferry to the island on Fridays.")]
-    conversation = _conversation(agent_client, lines)
+    conversation = conversation_of(agent_client, lines)
     query = "When does Ana take the ferry to the island?"
     vector = np.asarray(get_embedding_provider().embed_query(query), dtype=np.float32)
     actor = actor_for_agent(agent_client.agent)
@@ -409,7 +390,7 @@ def test_history_and_memories_read_as_many_statements_whatever_they_find(
     vector = np.asarray(get_embedding_provider().embed_query(query), dtype=np.float32)
     reads, written = [], 0
     for count in (3, 30):
-        conversation = _conversation(
+        conversation = conversation_of(
             agent_client,
             [("Ana", f"The ferry left the harbour at {n} o'clock.") for n in range(count)],
         )
@@ -446,7 +427,7 @@ def test_an_archived_context_of_the_agent_is_left_out_not_an_error(
     ltm.entries_write(actor=actor, context=live, items=[ltm.EntryInput("The ferry leaves at 9.")])
     ltm.entries_write(actor=actor, context=old, items=[ltm.EntryInput("The ferry left at 7.")])
     ltm.context_archive(actor=actor, context=old, archived=True)
-    conversation = _conversation(agent_client, [("Ana", "Shall we take the ferry?")])
+    conversation = conversation_of(agent_client, [("Ana", "Shall we take the ferry?")])
 
     answer = _ask(agent_client, query="When does the ferry leave?", conversation_id=conversation.pk)
 
@@ -464,7 +445,7 @@ def test_an_archived_conversation_shows_its_last_turns_and_searches_no_history(
 
     actor = actor_for_agent(agent_client.agent)
     lines = [("Ana", f"Note {n} about the weather.") for n in range(12)]
-    conversation = _conversation(agent_client, [("Ana", "The ferry leaves at 9."), *lines])
+    conversation = conversation_of(agent_client, [("Ana", "The ferry leaves at 9."), *lines])
     asked = {"query": "When does the ferry leave?", "conversation_id": conversation.pk}
     found = [item["text"] for item in _items(_ask(agent_client, **asked))]
     assert "Ana: The ferry leaves at 9." in found  # found by the history search

@@ -12,9 +12,9 @@ from core.actors import actor_for_agent
 from memory import task_types
 from memory.assembly import ContextRequest, context_assemble, sources
 from memory.selectors import conversations as conversation_selectors
-from memory.services import conversations as conversations_services
 from memory.services import knowledge as knowledge_services
 from tests.conftest import AuthedAgent
+from tests.memory.conftest import conversation_of
 
 pytestmark = pytest.mark.django_db
 
@@ -62,20 +62,9 @@ def test_only_knowledge_on_topic_is_shown(
 def test_knowledge_extracted_from_turns_shown_is_not_said_again(
     agent_client: AuthedAgent,
 ) -> None:
-    actor = actor_for_agent(agent_client.agent)
-    conversation = conversations_services.conversation_create(
-        actor=actor, title="chat", summary_every=0
-    )
-    conversations_services.messages_append(
-        actor=actor,
-        conversation=conversation,
-        messages=[
-            conversations_services.MessageInput("user", "Morning! " + FERRY, "Ana"),
-            *(
-                conversations_services.MessageInput("user", f"Weather note {n}: drizzle.", "Ben")
-                for n in range(8)
-            ),
-        ],
+    conversation = conversation_of(
+        agent_client,
+        [("Ana", "Morning! " + FERRY), *(("Ben", f"Weather note {n}: drizzle.") for n in range(8))],
     )
     said = next(m for m in conversation_selectors.messages_of(conversation) if FERRY in m.content)
     message = knowledge_services.SourceInput("conversation_message", str(said.pk))

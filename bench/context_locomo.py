@@ -41,6 +41,13 @@ def _variants() -> dict[str, Callable[[], contextlib.AbstractContextManager[None
         finally:
             setattr(target, name, old)
 
+    @contextlib.contextmanager
+    def stacked(*managers: contextlib.AbstractContextManager[None]) -> Iterator[None]:
+        with contextlib.ExitStack() as stack:
+            for manager in managers:
+                stack.enter_context(manager)
+            yield
+
     def shares(**changes: float) -> Callable[[], contextlib.AbstractContextManager[None]]:
         conversation = {**assemble.SHARES["conversation"], **changes}
         table = {**assemble.SHARES, "conversation": conversation}
@@ -75,6 +82,12 @@ def _variants() -> dict[str, Callable[[], contextlib.AbstractContextManager[None
         "knowledge_similarity_0": lambda: patched(sources, "KNOWLEDGE_MIN_SIMILARITY", 0.0),
         "knowledge_similarity_0.4": lambda: patched(sources, "KNOWLEDGE_MIN_SIMILARITY", 0.4),
         "knowledge_similarity_0.6": lambda: patched(sources, "KNOWLEDGE_MIN_SIMILARITY", 0.6),
+        # The reference point: the turns BM25 ranks highest, packed (with --sources
+        # history, nothing else in the context).
+        "bm25_packing": lambda: stacked(
+            patched(sources, "HISTORY_WEIGHTS", {"vector": 0.0, "keyword": 1.0}),
+            patched(sources, "SPEAKER_BOOST", 0.0),
+        ),
     }
 
 
@@ -105,6 +118,7 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--budgets", default="1000,2000")
     parser.add_argument("--variants", default="")
+    parser.add_argument("--sources", default="", help="the request's sources (default: all)")
     args = parser.parse_args()
     budgets = [int(b) for b in args.budgets.split(",")]
     variants = _variants()
@@ -126,6 +140,7 @@ def main() -> None:
                                     query=question.question,
                                     conversation_id=chat.pk,
                                     token_budget=budget,
+                                    sources=[s for s in args.sources.split(",") if s] or None,
                                 ),
                             )
                             recalls.append(evidence_recall(answer.sections, question.evidence))

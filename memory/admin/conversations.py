@@ -1,18 +1,23 @@
 """Conversations in the admin: each with its messages (the last ``SHOWN_MESSAGES``, turn by
 turn), its summaries and its extractions; operators (and owners) see them, like the rest of
-long-term memory, and may summarise a conversation now or delete it (with its messages and
-context). Extractions also have a read-only list of their own."""
+long-term memory, may preview the context its agent would get for a query
+(``memory.admin.context_preview``), and may summarise a conversation now or delete it (with its
+messages and context). Extractions also have a read-only list of their own."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from django.contrib import admin
+from django.contrib.admin.utils import unquote
+from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse
+from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 
 from core.admin_base import AccountScopedAdmin
+from memory.admin.context_preview import context_preview_view
 from memory.models import Conversation, Extraction
 from memory.roles import MANAGE_MEMORY
 from memory.selectors import conversations as selectors
@@ -52,6 +57,7 @@ class ConversationAdmin(AccountScopedAdmin):
         "last_message_at",
         "created_at",
         "extracted_through",
+        "context_preview",
         "summaries",
         "extractions",
         "messages",
@@ -61,6 +67,34 @@ class ConversationAdmin(AccountScopedAdmin):
     def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         # Nothing to edit by hand; the permission guards the summarise action.
         return obj is None and super().has_change_permission(request, obj)
+
+    def get_urls(self) -> list[Any]:
+        return [
+            path(
+                "<path:object_id>/context/",
+                self.admin_site.admin_view(self.context_view),
+                name="memory_conversation_context",
+            ),
+            *super().get_urls(),
+        ]
+
+    def context_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        """The context the conversation's agent would get for a query (a GET form)."""
+        conversation = self.get_object(request, unquote(object_id))
+        if conversation is None:
+            return self._get_obj_does_not_exist_redirect(request, self.opts, object_id)
+        if not self.has_view_permission(request, conversation):
+            raise PermissionDenied
+        return context_preview_view(self, request, conversation)
+
+    @admin.display(description="context preview")
+    def context_preview(self, obj: Conversation) -> str:
+        return format_html(
+            '<a href="{}" id="context-preview-link">Preview the context {} would get for a '
+            "query…</a>",
+            reverse("admin:memory_conversation_context", args=[obj.pk]),
+            obj.agent,
+        )
 
     def delete_model(self, request: HttpRequest, obj: Conversation) -> None:
         services.conversation_delete(actor=self.actor(request), conversation=obj)

@@ -11,6 +11,7 @@ from memory.assembly.assemble import (
     ContextResult,
     context_assemble,
 )
+from memory.assembly.preview import context_preview
 
 __all__ = [
     "DEFAULT_BUDGET",
@@ -21,4 +22,5 @@ __all__ = [
     "ContextRequest",
     "ContextResult",
     "context_assemble",
+    "context_preview",
 ]

@@ -1,6 +1,7 @@
 """An operator in a real browser manages long-term memory: edits an entry (a new version, the
-history on its page), previews and runs consolidation for one context and reads its report, and
-never sees another account's contexts."""
+history on its page), previews and runs consolidation for one context and reads its report,
+previews the context a conversation's agent would get for a query, and never sees another
+account's contexts or conversations."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from django.urls import reverse
 from core import services
 from core.actors import actor_for_agent
 from memory.models import MemoryEntry
+from memory.services import conversations
 from memory.services import long_term as ltm
 from tests.e2e.admin_browser import AdminBrowser
 from tests.factories import AccountFactory, AgentFactory, UserFactory
@@ -83,3 +85,46 @@ def test_an_operator_edits_memory_and_runs_consolidation_for_a_context(
     second.refresh_from_db()
     assert first.archived_at is None and second.archived_at is not None
     assert second.metadata["merged_into"] == first.pk
+
+
+def test_an_operator_previews_the_context_a_conversations_agent_would_get(
+    admin: AdminBrowser, browser: Any
+) -> None:
+    from selenium.webdriver.common.by import By
+
+    orchard = AccountFactory.create(name="Orchard", slug="orchard")
+    bramble = AccountFactory.create(name="Bramble", slug="bramble")
+    picker = actor_for_agent(AgentFactory.create(account=orchard, name="picker"))
+    spy = actor_for_agent(AgentFactory.create(account=bramble, name="spy"))
+    chat = conversations.conversation_create(actor=picker, title="harvest chat")
+    conversations.messages_append(
+        actor=picker,
+        conversation=chat,
+        messages=[
+            conversations.MessageInput("user", "The pear trees flowered early this year."),
+            conversations.MessageInput("assistant", "Then the pears may be ready in August."),
+        ],
+    )
+    theirs = conversations.conversation_create(actor=spy, title="Bramble chat")
+    conversations.messages_append(
+        actor=spy,
+        conversation=theirs,
+        messages=[conversations.MessageInput("user", "Bramble pears flowered early too.")],
+    )
+    operator = UserFactory.create(username="olive", is_staff=True)
+    services.membership_grant(account=orchard, user=operator, role="operator")
+
+    admin.sign_in("olive", PASSWORD)
+    admin.go(reverse("admin:memory_conversation_change", args=[chat.pk]))
+    admin.navigate_by(browser.find_element(By.ID, "context-preview-link").click)
+    browser.find_element(By.ID, "id_query").send_keys("When did the pear trees flower?")
+    budget = browser.find_element(By.ID, "id_token_budget")
+    budget.clear()
+    budget.send_keys("300")
+    admin.submit(browser.find_element(By.ID, "assemble"))
+    context = browser.find_element(By.CSS_SELECTOR, "#context-text pre").text
+    assert "The pear trees flowered early this year." in context
+    assert "Bramble" not in browser.page_source
+    rows = browser.find_elements(By.CSS_SELECTOR, "tr.context-item")
+    assert any(f"conversation_id {chat.pk}" in row.text for row in rows), [r.text for r in rows]
+    assert "of 300 tokens" in browser.find_element(By.ID, "context-summary").text

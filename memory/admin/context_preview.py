@@ -11,6 +11,7 @@ from django import forms
 from django.contrib import admin
 from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
+from django.urls import NoReverseMatch, reverse
 
 from core.errors import EngramError
 from core.search import MAX_QUERY_CHARS
@@ -37,8 +38,26 @@ class ContextPreviewForm(forms.Form):
     format = forms.ChoiceField(choices=[(f, f) for f in FORMATS], initial="text")
 
 
+# The admin page of each kind of item (by the item's id); turns, summaries, working memory and
+# pools have none of their own (the conversation's page shows its turns and summaries).
+CHANGE_URLS = {
+    "memory": "admin:memory_memoryentry_change",
+    "knowledge": "admin:memory_knowledgeitem_change",
+    "chunk": "admin:rag_chunk_change",
+    "page": "admin:content_page_change",
+    "skill": "admin:skills_skill_change",
+}
+
+
 def _source(source: dict[str, Any]) -> str:
     return ", ".join(f"{key} {value}" for key, value in source.items() if value not in (None, ""))
+
+
+def _url(item: dict[str, Any]) -> str:
+    try:
+        return reverse(CHANGE_URLS[item["kind"]], args=[item["id"]])
+    except (KeyError, NoReverseMatch):
+        return ""
 
 
 def context_preview_view(
@@ -68,7 +87,10 @@ def context_preview_view(
         else:
             context["result"] = result
             context["sections"] = [
-                (section, [(item, _source(item["source"])) for item in section["items"]])
+                (
+                    section,
+                    [(item, _source(item["source"]), _url(item)) for item in section["items"]],
+                )
                 for section in result.sections
                 if section["items"]
             ]

@@ -89,6 +89,8 @@ def test_an_operator_sees_the_agents_context_with_provenance(
     text = page.content.decode()
     assert "My sister Ines moved to Lisbon last spring." in text
     assert "ceramicist" in text and "spare key" not in text and "INTRUDER" not in text
+    memory_page = reverse("admin:memory_memoryentry_change", args=[kinds["memory"]["id"]])
+    assert memory_page in text and client.get(memory_page).status_code == 200
     # The same items as the agent asking itself.
     preview = context_preview(
         actor=actor_for_user(operator), conversation=chat, request=ContextRequest(query=QUERY)

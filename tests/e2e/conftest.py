@@ -5,12 +5,16 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from core.actors import Actor, actor_for_agent
+from core.models import Account
 from tests.e2e.admin_browser import AdminBrowser
+from tests.factories import AccountFactory, AgentFactory
 
 # Headless in a container: no sandbox, GPU, QUIC or background traffic, a fresh profile.
 CHROMIUM_FLAGS = [
@@ -68,3 +72,26 @@ def browser(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[object]
 @pytest.fixture
 def admin(browser: Any, live_server: Any) -> AdminBrowser:
     return AdminBrowser(browser, live_server.url)
+
+
+@dataclass(frozen=True)
+class TwoAccounts:
+    """The person's account (Orchard, its agent ``ours``) and the intruder's (Bramble, its
+    agent ``theirs``), for browser tests that check one never sees the other."""
+
+    orchard: Account
+    bramble: Account
+    ours: Actor
+    theirs: Actor
+
+
+@pytest.fixture
+def accounts() -> TwoAccounts:
+    orchard = AccountFactory.create(name="Orchard", slug="orchard")
+    bramble = AccountFactory.create(name="Bramble", slug="bramble")
+    return TwoAccounts(
+        orchard=orchard,
+        bramble=bramble,
+        ours=actor_for_agent(AgentFactory.create(account=orchard, name="orchard agent")),
+        theirs=actor_for_agent(AgentFactory.create(account=bramble, name="bramble agent")),
+    )

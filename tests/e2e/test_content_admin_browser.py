@@ -17,24 +17,24 @@ from django.urls import reverse
 from content import services as content_services
 from content.models import Page
 from core import services
-from core.actors import actor_for_agent
 from core.models import AuditEvent
 from tests.e2e.admin_browser import AdminBrowser
-from tests.factories import AccountFactory, AgentFactory, UserFactory
+from tests.e2e.conftest import TwoAccounts
+from tests.factories import UserFactory
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
 PASSWORD = "correct horse battery staple"
 
 
-def test_an_author_links_pages_and_sees_the_backlinks(admin: AdminBrowser, browser: Any) -> None:
+def test_an_author_links_pages_and_sees_the_backlinks(
+    admin: AdminBrowser, browser: Any, accounts: TwoAccounts
+) -> None:
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import Select
 
-    orchard = AccountFactory.create(name="Orchard", slug="orchard")
-    bramble = AccountFactory.create(name="Bramble", slug="bramble")
-    writer = actor_for_agent(AgentFactory.create(account=orchard, name="scribe"))
-    spy = actor_for_agent(AgentFactory.create(account=bramble, name="spy"))
+    orchard, bramble = accounts.orchard, accounts.bramble
+    writer, spy = accounts.ours, accounts.theirs
     # Committed at once: their link sync has run when these return.
     target = content_services.page_create(
         actor=writer, title="Harbour Notes", content="Tides and moorings.", status="published"

@@ -11,12 +11,12 @@ import pytest
 from django.urls import reverse
 
 from core import services
-from core.actors import actor_for_agent
 from memory.models import MemoryEntry
 from memory.services import conversations
 from memory.services import long_term as ltm
 from tests.e2e.admin_browser import AdminBrowser
-from tests.factories import AccountFactory, AgentFactory, UserFactory
+from tests.e2e.conftest import TwoAccounts
+from tests.factories import UserFactory
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
@@ -25,15 +25,13 @@ DUPLICATE = "The staging database runs on port 5433."
 
 
 def test_an_operator_edits_memory_and_runs_consolidation_for_a_context(
-    admin: AdminBrowser, browser: Any
+    admin: AdminBrowser, browser: Any, accounts: TwoAccounts
 ) -> None:
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import Select
 
-    orchard = AccountFactory.create(name="Orchard", slug="orchard")
-    bramble = AccountFactory.create(name="Bramble", slug="bramble")
-    picker = actor_for_agent(AgentFactory.create(account=orchard, name="picker"))
-    spy = actor_for_agent(AgentFactory.create(account=bramble, name="spy"))
+    orchard = accounts.orchard
+    picker, spy = accounts.ours, accounts.theirs
     notes = ltm.context_create(actor=picker, name="Orchard notes")
     ltm.context_create(actor=spy, name="Bramble secrets")
     fact, first, second = ltm.entries_write(
@@ -88,14 +86,12 @@ def test_an_operator_edits_memory_and_runs_consolidation_for_a_context(
 
 
 def test_an_operator_previews_the_context_a_conversations_agent_would_get(
-    admin: AdminBrowser, browser: Any
+    admin: AdminBrowser, browser: Any, accounts: TwoAccounts
 ) -> None:
     from selenium.webdriver.common.by import By
 
-    orchard = AccountFactory.create(name="Orchard", slug="orchard")
-    bramble = AccountFactory.create(name="Bramble", slug="bramble")
-    picker = actor_for_agent(AgentFactory.create(account=orchard, name="picker"))
-    spy = actor_for_agent(AgentFactory.create(account=bramble, name="spy"))
+    orchard = accounts.orchard
+    picker, spy = accounts.ours, accounts.theirs
     chat = conversations.conversation_create(actor=picker, title="harvest chat")
     conversations.messages_append(
         actor=picker,

@@ -10,12 +10,12 @@ import pytest
 from django.urls import reverse
 
 from core import services
-from core.actors import actor_for_agent
 from memory.models import MemoryEntry, PendingChange
 from memory.services import long_term as ltm
 from memory.services import upkeep
 from tests.e2e.admin_browser import AdminBrowser
-from tests.factories import AccountFactory, AgentFactory, UserFactory
+from tests.e2e.conftest import TwoAccounts
+from tests.factories import UserFactory
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
@@ -24,14 +24,12 @@ DUPLICATE = "The staging database runs on port 5433."
 
 
 def test_an_operator_approves_a_pending_merge_and_another_account_never_sees_it(
-    admin: AdminBrowser, browser: Any
+    admin: AdminBrowser, browser: Any, accounts: TwoAccounts
 ) -> None:
     from selenium.webdriver.common.by import By
 
-    orchard = AccountFactory.create(name="Orchard", slug="orchard")
-    bramble = AccountFactory.create(name="Bramble", slug="bramble")
-    picker = actor_for_agent(AgentFactory.create(account=orchard, name="picker"))
-    spy = actor_for_agent(AgentFactory.create(account=bramble, name="spy"))
+    orchard, bramble = accounts.orchard, accounts.bramble
+    picker, spy = accounts.ours, accounts.theirs
     notes = ltm.context_create(actor=picker, name="Orchard notes", change_policy="review")
     kept, twin = ltm.entries_write(
         actor=picker,

@@ -7,8 +7,15 @@ from collections.abc import Callable
 
 from django.core.exceptions import BadRequest, PermissionDenied, SuspiciousOperation
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.template.response import SimpleTemplateResponse
 
-from core.errors import EngramError, error_body, internal_error_response, translate_exception
+from core.errors import (
+    EngramError,
+    ServiceUnavailable,
+    error_body,
+    internal_error_response,
+    translate_exception,
+)
 from core.logging import reset_request_id, set_request_id
 from core.parsers import bad_text
 
@@ -71,6 +78,17 @@ class RequestIdMiddleware:
             return response
         if isinstance(exception, _EXPECTED):
             return None  # Django's own handler answers 404 / 403 / 400
+        if isinstance(translated, ServiceUnavailable):
+            # A page (the admin's) whose provider or store is down: 503 with what is down,
+            # not a server error; nothing was written (the request's transaction rolled back).
+            logger.warning("unavailable on %s %s: %s", request.method, request.path, translated)
+            page = SimpleTemplateResponse(
+                "503.html",
+                {"message": translated.message, "retry_after": translated.retry_after},
+                status=503,
+            )
+            page["Retry-After"] = str(translated.retry_after)
+            return page.render()
         logger.exception("unhandled error on %s %s", request.method, request.path)
         if request.path.startswith("/api/"):
             return internal_error_response(request)

@@ -18,7 +18,7 @@ from rest_framework.test import APIClient
 
 from core.embeddings import reset_embedding_provider
 from rag.models import Document, KnowledgeBase, SearchQuery
-from tests.factories import UserFactory
+from tests.factories import AccountFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -237,6 +237,25 @@ def test_an_embedding_outage_is_503_with_retry_after(agent_client, kb, settings)
     assert response.status_code == 503 and code(response) == "provider_unavailable"
     assert response.json()["error"]["details"]["provider"] == "embeddings"
     assert int(response["Retry-After"]) > 0
+
+
+def test_an_admin_page_whose_store_is_down_is_a_503_page(monkeypatch) -> None:
+    """Not a server error: the page says what is down and when to try again."""
+    import redis
+    from django.test import Client
+
+    from memory.admin import rot as rot_admin
+
+    def down(**kwargs):
+        raise redis.ConnectionError("Connection refused")
+
+    monkeypatch.setattr(rot_admin.rot, "rot_report", down)
+    AccountFactory.create()
+    client = Client()
+    client.force_login(UserFactory.create(is_staff=True, is_superuser=True))
+    page = client.get(reverse("admin:memory_rot_report"))
+    assert page.status_code == 503 and page["Retry-After"] == "10"
+    assert "Redis is unavailable." in page.content.decode()
 
 
 def test_a_database_outage_is_503(agent_client, monkeypatch) -> None:

@@ -1,7 +1,8 @@
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 from rest_framework.test import APIClient
@@ -47,3 +48,21 @@ def agent_client(make_agent_client: Callable[..., AuthedAgent]) -> AuthedAgent:
 def other_agent_client(make_agent_client: Callable[..., AuthedAgent]) -> AuthedAgent:
     """An agent in a different account: tenancy tests prove it sees nothing of ``agent_client``."""
     return make_agent_client()
+
+
+@pytest.fixture
+def embeddings_down(settings: Any) -> Iterator[Callable[[], None]]:
+    """Call it to take the embedding provider down (after the test has written what it
+    needs): the OpenAI-compatible client pointed at the discard port, where nothing listens
+    (a refused connection, at once). The provider is rebuilt after the test."""
+    from core.embeddings import reset_embedding_provider
+
+    def down() -> None:
+        settings.EMBEDDING_PROVIDER = "openai"
+        settings.EMBEDDING_MODEL = "m"
+        settings.EMBEDDING_BASE_URL = "http://127.0.0.1:9/v1"
+        settings.EMBEDDING_TIMEOUT = 2
+        reset_embedding_provider()
+
+    yield down
+    reset_embedding_provider()

@@ -16,7 +16,6 @@ from django.db import OperationalError, connection
 from django.urls import reverse
 from rest_framework.test import APIClient
 
-from core.embeddings import reset_embedding_provider
 from rag.models import Document, KnowledgeBase, SearchQuery
 from tests.factories import AccountFactory, UserFactory
 
@@ -224,16 +223,9 @@ def test_a_base64_upload_at_the_size_limit_fits_in_a_request(
     assert Document.objects.get().size_bytes == size
 
 
-def test_an_embedding_outage_is_503_with_retry_after(agent_client, kb, settings) -> None:
-    settings.EMBEDDING_PROVIDER = "openai"
-    settings.EMBEDDING_MODEL = "m"
-    settings.EMBEDDING_BASE_URL = "http://127.0.0.1:9/v1"  # discard port: nothing listens
-    settings.EMBEDDING_TIMEOUT = 2
-    reset_embedding_provider()
-    try:
-        response = agent_client.client.post("/api/v1/rag/search", {"query": "x"}, format="json")
-    finally:
-        reset_embedding_provider()
+def test_an_embedding_outage_is_503_with_retry_after(agent_client, kb, embeddings_down) -> None:
+    embeddings_down()
+    response = agent_client.client.post("/api/v1/rag/search", {"query": "x"}, format="json")
     assert response.status_code == 503 and code(response) == "provider_unavailable"
     assert response.json()["error"]["details"]["provider"] == "embeddings"
     assert int(response["Retry-After"]) > 0

@@ -6,6 +6,7 @@ form error, never a server error."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -14,7 +15,6 @@ from django.urls import reverse
 
 from core import services as core_services
 from core.actors import actor_for_agent, actor_for_user
-from core.embeddings import reset_embedding_provider
 from core.errors import PermissionDenied
 from memory.assembly import ContextRequest, context_assemble, context_preview
 from memory.models import Conversation
@@ -145,18 +145,11 @@ def test_people_without_a_memory_role_may_not_preview(agent_client: AuthedAgent)
 
 
 def test_an_embedding_outage_is_a_503_page_not_a_server_error(
-    agent_client: AuthedAgent, settings: Any
+    agent_client: AuthedAgent, embeddings_down: Callable[[], None]
 ) -> None:
     chat = conversation_of(agent_client, TURNS)
     _, client = _person(agent_client, "operator")
-    settings.EMBEDDING_PROVIDER = "openai"
-    settings.EMBEDDING_MODEL = "m"
-    settings.EMBEDDING_BASE_URL = "http://127.0.0.1:9/v1"  # discard port: nothing listens
-    settings.EMBEDDING_TIMEOUT = 2
-    reset_embedding_provider()
-    try:
-        page = _page(client, chat, query=QUERY, token_budget=2000, format="text")
-    finally:
-        reset_embedding_provider()
+    embeddings_down()
+    page = _page(client, chat, query=QUERY, token_budget=2000, format="text")
     assert page.status_code == 503 and int(page["Retry-After"]) > 0
     assert "The embedding provider is unavailable." in page.content.decode()

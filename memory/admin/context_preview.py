@@ -8,11 +8,11 @@ from __future__ import annotations
 from typing import Any
 
 from django import forms
-from django.contrib import admin
 from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 from django.urls import NoReverseMatch, reverse
 
+from core.admin_base import AccountScopedAdmin
 from core.errors import EngramError
 from core.search import MAX_QUERY_CHARS
 from memory.assembly import (
@@ -61,7 +61,7 @@ def _url(item: dict[str, Any]) -> str:
 
 
 def context_preview_view(
-    model_admin: admin.ModelAdmin[Any], request: HttpRequest, conversation: Conversation
+    model_admin: AccountScopedAdmin, request: HttpRequest, conversation: Conversation
 ) -> HttpResponse:
     form = ContextPreviewForm(request.GET if "query" in request.GET else None)
     context: dict[str, Any] = {
@@ -74,7 +74,7 @@ def context_preview_view(
     if form.is_valid():
         try:
             result = context_preview(
-                actor=model_admin.actor(request),  # type: ignore[attr-defined]
+                actor=model_admin.actor(request),
                 conversation=conversation,
                 request=ContextRequest(
                     query=form.cleaned_data["query"],

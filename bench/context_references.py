@@ -80,10 +80,10 @@ def main() -> None:
         tokens = count_tokens(lines)
         questions = [q for q in conversation.questions if q.evidence and q.category <= 4]
         index = {t.dia_id: i for i, t in enumerate(turns)}
+        docs = [Counter(_words(line, frozenset())) for line in lines]
+        df: Counter[str] = Counter(w for doc in docs for w in doc)
+        avg = statistics.fmean(sum(d.values()) for d in docs)
         for label, stop in (("bm25", frozenset()), ("bm25_no_stop_words", STOP_WORDS)):
-            docs = [Counter(_words(line, frozenset())) for line in lines]
-            df: Counter[str] = Counter(w for doc in docs for w in doc)
-            avg = statistics.fmean(sum(d.values()) for d in docs)
             orders = [_bm25_order(docs, _words(q.question, stop), df, avg) for q in questions]
             for budget in budgets:
                 recalls = []

@@ -80,7 +80,7 @@ class RequestIdMiddleware:
             return None  # Django's own handler answers 404 / 403 / 400
         if isinstance(translated, ServiceUnavailable):
             # A page (the admin's) whose provider or store is down: 503 with what is down,
-            # not a server error; nothing was written (the request's transaction rolled back).
+            # not a server error.
             logger.warning("unavailable on %s %s: %s", request.method, request.path, translated)
             page = SimpleTemplateResponse(
                 "503.html",

@@ -22,7 +22,9 @@ During the build every embedding comes from bench/memory_long_term.py's word-has
 Latency: the LoCoMo questions (categories 1-4, both conversations, the first ``--queries``)
 through ``context_assemble`` in process, with the conversation, budget 2,000, the task type
 classified; the query is embedded by the same stand-in, so ``embed`` is ~0.1 ms, and the figure
-without it (``total - embed``) is reported next to the whole call's.
+without it (``total - embed``) is reported next to the whole call's. After the warm-up the
+process's heap is frozen (``core.heap``), as the web server's workers freeze theirs at start-up;
+``--no-freeze`` measures without.
 
 Throughput: the web server as ``./engram run`` serves it (gunicorn, gthread workers,
 config.wsgi; bench/memory_working.py's ``start_web``), 8 client threads each with its own
@@ -31,7 +33,7 @@ after a warm-up. The server embeds each query with the configured model (local O
 query embedding is included there.
 
     uv run python bench/context_assembly.py [--no-build] [--queries 200] [--seconds 30]
-        [--clients 8] [--profile] [--skip-http]
+        [--clients 8] [--profile] [--skip-http] [--no-freeze]
 
 Prints one JSON object.
 """
@@ -86,6 +88,11 @@ def main() -> None:
         "--profile", action="store_true", help="cProfile the measured queries (to stderr)"
     )
     parser.add_argument("--skip-http", action="store_true", help="no throughput run")
+    parser.add_argument(
+        "--no-freeze",
+        action="store_true",
+        help="in process: leave the heap to the collector (the server freezes it at start-up)",
+    )
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--seconds", type=float, default=30.0)
     parser.add_argument("--workers", type=int, default=2, help="web workers (WEB_CONCURRENCY)")
@@ -275,6 +282,11 @@ def latency(args: argparse.Namespace, actor: Any, chat_id: int, stand_in: Any) -
     with mock.patch.object(core.embeddings._cached, "get", return_value=stand_in):
         for query in warmup:
             ask(query)
+        if not args.no_freeze:
+            # As the web server's workers do once started (config/wsgi.py, core.heap).
+            from core.heap import freeze_startup_objects
+
+            freeze_startup_objects()
         for collected in (timings, calls, tokens):
             collected.clear()
         task_types.clear()

@@ -41,10 +41,11 @@ def test_freezing_collects_start_up_garbage_first_and_freezes_the_rest(unfrozen:
 
 
 @pytest.mark.slow
-def test_the_web_server_module_imports_its_views_then_freezes_its_heap() -> None:
-    """What gunicorn imports (config.wsgi): the URLconf's views loaded and frozen at start-up."""
+@pytest.mark.parametrize("entry_point", ["config.wsgi", "config.asgi"])
+def test_the_web_server_module_imports_its_views_then_freezes_its_heap(entry_point: str) -> None:
+    """What gunicorn imports: the URLconf's views loaded and frozen at start-up."""
     probe = (
-        "import gc, sys, config.wsgi; print(gc.get_freeze_count(), "
+        f"import gc, sys, {entry_point}; print(gc.get_freeze_count(), "
         "'memory.apis' in sys.modules, 'rag.graph_rag_apis' in sys.modules)"
     )
     done = subprocess.run(

@@ -2,7 +2,6 @@ import os
 import sys
 
 from django.core.wsgi import get_wsgi_application
-from django.urls import get_resolver
 
 from config.embedded import ensure_environment
 from core.heap import freeze_startup_objects
@@ -15,13 +14,12 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 try:
     ensure_environment()  # in production: refuses to run without SECRET_KEY, DATABASE_URL, ...
     application = get_wsgi_application()
-    # Every view imported now, not on the worker's first request, so that they are frozen too.
-    get_resolver().url_patterns  # noqa: B018 - the property imports the URLconf
 except SystemExit as exc:  # invalid configuration: the message names the setting
     if exc.code not in (None, 0):
         sys.stderr.write(f"{exc.code if isinstance(exc.code, str) else 'invalid configuration'}\n")
         sys.exit(WORKER_BOOT_ERROR)
     raise
 
-# What start-up made lives as long as the worker: out of the collector's way (core.heap).
+# Every view imported now, not on the worker's first request, and what start-up made (it lives
+# as long as the worker) kept out of the collector's way (core.heap).
 freeze_startup_objects()

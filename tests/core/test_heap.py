@@ -34,7 +34,9 @@ def test_freezing_collects_start_up_garbage_first_and_freezes_the_rest(unfrozen:
     frozen = freeze_startup_objects()
 
     assert gone() is None  # collected, not frozen forever
-    assert frozen == gc.get_freeze_count() > 0
+    # Frozen objects still die by reference count (another thread's, a worker's), never by the
+    # collector: the count only falls after the freeze.
+    assert 0 < gc.get_freeze_count() <= frozen
     assert not any(o is kept for o in gc.get_objects())  # out of every generation
     gc.unfreeze()
     assert any(o is kept for o in gc.get_objects())

@@ -44,6 +44,10 @@ MEMORY_ENTRIES = SearchSpace(
     # and speaker lifts: 0.3 0.8117 / 0.8300, 0.2 0.8150 / 0.8300, 0.1 0.8117 / 0.8177: each
     # fold chooses 0.2 (docs/benchmarks.md, "Graph weight per space").
     graph_weight=0.2,
+    # A conversation's graph walk keeps a fifth of a node's score per hop (documents: half):
+    # LoCoMo dev in graph mode, conv-26 flat from 0.1 to 0.5 and conv-30 best from 0.1 to 0.3;
+    # 0.2 is the middle of what both folds share (docs/benchmarks.md, "Hop decay per space").
+    hop_decay=0.2,
     # Graph searches re-score their best 30 entries by late interaction (rag.late_interaction,
     # query tokens weighted by their rarity among the 30): chosen by leave-one-conversation-out
     # on LoCoMo dev, the middle of the plateau both folds share (1.0 to 1.5; 1.75 loses

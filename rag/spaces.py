@@ -95,6 +95,9 @@ class SearchSpace:
     # ``graph``, or ``graph`` in a hybrid search's ``stages``) and the caller gives none, next
     # to theirs; chosen per space on development data (docs/benchmarks.md).
     graph_weight: float = 0.3
+    # What a node reached by the graph walk keeps of its parent's score per hop
+    # (``rag.graph.retrieval``), chosen per space on development data (docs/benchmarks.md).
+    hop_decay: float = 0.5
     # How much a graph search's best candidates gain from their late-interaction score
     # (``rag.late_interaction``), chosen per space on development data (docs/benchmarks.md);
     # 0: off.

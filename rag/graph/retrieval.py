@@ -6,7 +6,8 @@ document chunks, long-term memory entries (docs/rag.md, "Graph mode").
    than ``SEED_DISTANCE_THRESHOLD`` (cosine distance).
 2. **The walk**: from the seeds, ``max_hops`` levels of breadth-first search over every edge
    (either way), following at most ``FANOUT`` heaviest edges of a node and reaching at most
-   ``MAX_REACHED`` nodes; a node scores its seed's similarity times ``HOP_DECAY`` per hop.
+   ``MAX_REACHED`` nodes; a node scores its seed's similarity times the space's ``hop_decay``
+   per hop.
 3. **Communities**: the Leiden communities (``rag.services.communities``; each node's finest
    level) of the nodes reached, best first by their best member, at most ``MAX_COMMUNITIES``;
    a reached node outside them is dropped (nodes in no community are kept: small components,
@@ -48,7 +49,6 @@ MAX_COMMUNITIES = 10
 COMMUNITY_MIN_SIZE = 3
 DEFAULT_MAX_HOPS = 2
 MAX_GRAPH_HOPS = 5
-HOP_DECAY = 0.5
 FANOUT = 25
 MAX_REACHED = 300
 UNITS_PER_NODE = 50
@@ -204,8 +204,9 @@ def _feedback(
     return sorted(found.values(), key=lambda s: (-s.similarity, s.node_id))
 
 
-def _walk(seeds: Sequence[Seed], max_hops: int) -> dict[int, Reach]:
-    """Breadth-first from the seeds, one query per level (step 2)."""
+def _walk(seeds: Sequence[Seed], max_hops: int, hop_decay: float) -> dict[int, Reach]:
+    """Breadth-first from the seeds, one query per level (step 2); a node reached keeps
+    ``hop_decay`` of its parent's score."""
     reached: dict[int, Reach] = {
         s.node_id: Reach(
             s.node_id, s.name, s.entity_type, s.node_id, 0, s.similarity, [(s.name, "")]
@@ -247,7 +248,7 @@ def _walk(seeds: Sequence[Seed], max_hops: int) -> dict[int, Reach]:
                 entity_type,
                 parent.seed_id,
                 hops,
-                parent.score * HOP_DECAY,
+                parent.score * hop_decay,
                 [*parent.path, (name, relation)],
             )
             following.append(other)
@@ -331,7 +332,7 @@ def graph_rank(
         starts += _feedback(space, feedback_units[:FEEDBACK_UNITS], {s.node_id for s in seeds})
     stage_ms["graph_seeds"] = _ms(started)
     started = time.perf_counter()
-    reached = _walk(starts, max_hops)
+    reached = _walk(starts, max_hops, space.hop_decay)
     communities = _communities(reached)
     stage_ms["graph_walk"] = _ms(started)
     started = time.perf_counter()

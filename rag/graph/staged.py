@@ -178,7 +178,7 @@ def node_walk(
             )
             names = {row[0]: (row[1], row[2]) for row in cursor.fetchall()}
     seeds = [Seed(i, *names[i], similarity=s) for i, s in kept if i in names]
-    reached = _walk(seeds, max_hops)
+    reached = _walk(seeds, max_hops, GRAPH_NODES.hop_decay)
     communities = _communities(reached)
     similarity = {s.node_id: s.similarity for s in seeds}
     ranked = sorted(reached.values(), key=lambda r: (-r.score, r.hops, r.node_id))[:top_k]

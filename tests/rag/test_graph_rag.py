@@ -176,6 +176,40 @@ def test_seed_constants_are_enforced(
     assert retrieval.COMMUNITY_MIN_SIZE == 3
 
 
+def test_the_walk_decays_by_the_space_s_hop_decay(
+    actor: Actor, corpus: list[Document], monkeypatch: Any
+) -> None:
+    from core.embeddings import get_embedding_provider
+    from memory.spaces import MEMORY_ENTRIES
+
+    vector = get_embedding_provider().embed_query("Marie Curie radium")
+    seeds = retrieval.seed_nodes(
+        account_ids=[actor.account_id], space=CHUNKS, scope_ids=[corpus[0].knowledge_base_id],
+        vector=vector,
+    )  # fmt: skip
+    similarity = {s.node_id: s.similarity for s in seeds}
+    for decay in (0.5, 0.2):
+        reached = retrieval._walk(seeds, 2, decay)
+        assert any(r.hops >= 1 for r in reached.values())  # nodes past the seeds
+        for node in reached.values():
+            assert node.score == pytest.approx(similarity[node.seed_id] * decay**node.hops)
+    # Each space walks with its own decay (chosen on its development data).
+    assert (CHUNKS.hop_decay, MEMORY_ENTRIES.hop_decay) == (0.5, 0.2)
+    used: list[float] = []
+    walk = retrieval._walk
+
+    def spy(starts: Any, hops: int, decay: float) -> dict[int, retrieval.Reach]:
+        used.append(decay)
+        return walk(starts, hops, decay)
+
+    monkeypatch.setattr(retrieval, "_walk", spy)
+    retrieval.graph_rank(
+        space=CHUNKS, scope_ids=[corpus[0].knowledge_base_id], account_ids=[actor.account_id],
+        query="Marie Curie radium", depth=10, query_vector=vector,
+    )  # fmt: skip
+    assert used == [CHUNKS.hop_decay]
+
+
 # --- the LLM paths (the stand-in server: the protocol, not the quality) ---------------------
 
 

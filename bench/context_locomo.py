@@ -30,16 +30,17 @@ DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo" / "loc
 
 
 def _variants() -> dict[str, Callable[[], contextlib.AbstractContextManager[None]]]:
+    from memory import spaces
     from memory.assembly import assemble, sources
 
     @contextlib.contextmanager
     def patched(target: Any, name: str, value: Any) -> Iterator[None]:
         old = getattr(target, name)
-        setattr(target, name, value)
+        object.__setattr__(target, name, value)  # a module's constant or a frozen dataclass's
         try:
             yield
         finally:
-            setattr(target, name, old)
+            object.__setattr__(target, name, old)
 
     @contextlib.contextmanager
     def stacked(*managers: contextlib.AbstractContextManager[None]) -> Iterator[None]:
@@ -82,6 +83,9 @@ def _variants() -> dict[str, Callable[[], contextlib.AbstractContextManager[None
         "knowledge_similarity_0": lambda: patched(sources, "KNOWLEDGE_MIN_SIMILARITY", 0.0),
         "knowledge_similarity_0.4": lambda: patched(sources, "KNOWLEDGE_MIN_SIMILARITY", 0.4),
         "knowledge_similarity_0.6": lambda: patched(sources, "KNOWLEDGE_MIN_SIMILARITY", 0.6),
+        # The session lift of conversation turns (the engine's, every long-term search).
+        "group_weight_0.3": lambda: patched(spaces.MEMORY_ENTRIES, "group_weight", 0.3),
+        "group_weight_0.35": lambda: patched(spaces.MEMORY_ENTRIES, "group_weight", 0.35),
         # The issue's reference point: the turns BM25 ranks highest, packed (with --sources
         # history, nothing else in the context).
         "bm25_packing": lambda: stacked(

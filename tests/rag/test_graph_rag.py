@@ -134,24 +134,26 @@ def test_communities_are_stored_replaced_and_listed(
     assert dry["communities"] >= 1 and dry["summaries"] == "extractive"
 
 
+def _seeds(actor: Actor, corpus: list[Document], vector: Any) -> list[retrieval.Seed]:
+    """The seed nodes of the query ``vector`` in the corpus's knowledge base."""
+    return retrieval.seed_nodes(
+        account_ids=[actor.account_id], space=CHUNKS, scope_ids=[corpus[0].knowledge_base_id],
+        vector=vector,
+    )  # fmt: skip
+
+
 def test_seed_constants_are_enforced(
     agent_client: AuthedAgent, actor: Actor, corpus: list[Document], monkeypatch: Any
 ) -> None:
     from core.embeddings import get_embedding_provider
 
     vector = get_embedding_provider().embed_query("Marie Curie radium")
-    seeds = retrieval.seed_nodes(
-        account_ids=[actor.account_id], space=CHUNKS, scope_ids=[corpus[0].knowledge_base_id],
-        vector=vector,
-    )  # fmt: skip
+    seeds = _seeds(actor, corpus, vector)
     assert 1 <= len(seeds) <= retrieval.MAX_SEED_NODES == 5
     assert all(1 - s.similarity <= retrieval.SEED_DISTANCE_THRESHOLD == 0.8 for s in seeds)
     # A query unlike every node seeds nothing: nodes farther than the threshold are refused.
     monkeypatch.setattr(retrieval, "SEED_DISTANCE_THRESHOLD", -1.0)
-    assert retrieval.seed_nodes(
-        account_ids=[actor.account_id], space=CHUNKS, scope_ids=[corpus[0].knowledge_base_id],
-        vector=vector,
-    ) == []  # fmt: skip
+    assert _seeds(actor, corpus, vector) == []
     # At most MAX_COMMUNITIES communities, however many the walk reaches.
     from rag.graph.entities import Entity
     from rag.services.graph_index import nodes_resolve
@@ -183,10 +185,7 @@ def test_the_walk_decays_by_the_space_s_hop_decay(
     from memory.spaces import MEMORY_ENTRIES
 
     vector = get_embedding_provider().embed_query("Marie Curie radium")
-    seeds = retrieval.seed_nodes(
-        account_ids=[actor.account_id], space=CHUNKS, scope_ids=[corpus[0].knowledge_base_id],
-        vector=vector,
-    )  # fmt: skip
+    seeds = _seeds(actor, corpus, vector)
     similarity = {s.node_id: s.similarity for s in seeds}
     for decay in (0.5, 0.2):
         reached = retrieval._walk(seeds, 2, decay)

@@ -32,11 +32,15 @@ import time
 import urllib.error
 import urllib.request
 from collections import defaultdict
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from _setup import SHARED_DATA
+from _setup import ROOT, SHARED_DATA
+
+sys.path.insert(0, str(ROOT))  # the project's evaluation helpers (plain Python, no Django)
+from memory.evaluation.context import evidence_recall
+from memory.evaluation.locomo import session_date
+from rag.evaluation import percentiles
 
 
 class Client:
@@ -63,11 +67,6 @@ class Client:
         return answer
 
 
-def session_time(text: str) -> str:
-    """LoCoMo's "1:56 pm on 8 May, 2023" as ISO 8601 (UTC)."""
-    return datetime.strptime(text, "%I:%M %p on %d %B, %Y").isoformat() + "Z"
-
-
 def write(client: Client, sample: dict[str, Any], *, dates: bool) -> int:
     dialogue = sample["conversation"]
     first = dialogue["speaker_a"]
@@ -82,8 +81,9 @@ def write(client: Client, sample: dict[str, Any], *, dates: bool) -> int:
                 "content": turn["text"],
                 "metadata": {"dia_id": turn["dia_id"]},
             }
-            if dates:
-                message["occurred_at"] = session_time(dialogue[f"session_{number}_date_time"])
+            when = session_date(dialogue[f"session_{number}_date_time"])
+            if dates and when is not None:
+                message["occurred_at"] = when.isoformat()
             messages.append(message)
         client.expect(
             201, "POST", f"/memory/conversations/{made['id']}/messages", {"messages": messages}
@@ -113,14 +113,10 @@ def ask(client: Client, sample: dict[str, Any], conversation_id: int, budget: in
         latency.append((time.perf_counter() - started) * 1000)
         tokens_max = max(tokens_max, answer["tokens"])
         violations += answer["tokens"] > budget
-        turns = set()
         for section in answer["sections"]:
-            for item in section["items"]:
-                violations += item["text"] not in answer["context"]
-                if item["kind"] == "turn":
-                    turns.add(item["metadata"].get("dia_id"))
-        evidence = set(question["evidence"])
-        recall[question["category"]].append(len(evidence & turns) / len(evidence))
+            violations += sum(item["text"] not in answer["context"] for item in section["items"])
+        evidence = tuple(dict.fromkeys(question["evidence"]))
+        recall[question["category"]].append(evidence_recall(answer["sections"], evidence))
     every = [value for values in recall.values() for value in values]
     return {
         "questions": len(every),
@@ -129,8 +125,7 @@ def ask(client: Client, sample: dict[str, Any], conversation_id: int, budget: in
         "tokens_max": tokens_max,
         "violations": violations,
         "latency_ms": {
-            "p50": round(statistics.median(latency), 1),
-            "p95": round(statistics.quantiles(latency, n=20)[-1], 1),
+            name: round(value, 1) for name, value in percentiles(latency, (50, 95)).items()
         },
     }
 

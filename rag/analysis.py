@@ -144,6 +144,43 @@ def asks(text: str) -> bool:
     return "?" in text or (first is not None and first.group(0) in _OPENERS)
 
 
+# Query analysis: words by which a question asks for several answers ("What do they both
+# like?", "How many times ...?", "What are some ...?").
+_SEVERAL = frozenset(["both", "all", "many", "some", "ways", "times", "kinds", "types"])
+# The question's own verb after its object: "What books *has* she read?".
+_AUXILIARIES = frozenset(
+    ["do", "does", "did", "has", "have", "had", "is", "are", "was", "were", "can", "could",
+     "will", "would", "shall", "should", "may", "might", "must"]
+)  # fmt: skip
+# How far after "what" / "which" the plural object may be ("Which classical musicians does").
+_PLURAL_REACH = 3
+
+
+def asks_for_several(text: str) -> bool:
+    """Whether a question asks for several answers: it holds a word of ``_SEVERAL``, or it
+    opens "what" / "which" + a plural noun (within ``_PLURAL_REACH`` words) + an auxiliary:
+    "What books has she read?", "Which events did he attend?"; not "What book did she read?"
+    nor "What does she read?". A word of more than three letters ending in "s" but not "ss",
+    "us" or "is" counts as plural; the auxiliary after it tells a noun from a verb ("Which song
+    motivates her?"). English only, and a heuristic: a singular noun ending in "s" ("What
+    news did ...") passes for a plural."""
+    if not asks(text):
+        return False
+    words = _TOKEN.findall(text.lower())
+    if _SEVERAL.intersection(words):
+        return True
+    if len(words) < 3 or words[0] not in ("what", "which"):
+        return False
+    for position in range(1, min(1 + _PLURAL_REACH, len(words) - 1)):
+        word = words[position]
+        if word in _AUXILIARIES:
+            return False
+        plural = len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is"))
+        if plural and words[position + 1] in _AUXILIARIES:
+            return True
+    return False
+
+
 # snowballstemmer hands out PyStemmer's C implementation of the same Snowball algorithm when it
 # is installed (a dependency): identical stems, about twenty times faster.
 _stemmer = snowballstemmer.stemmer("english")

@@ -6,6 +6,10 @@ a lone match; so each candidate's fused score gets the space's ``group_weight`` 
 score (then divided by 1 + that weight, to stay from 0 to 1), the mean
 of the group's best ``GROUP_TOP`` candidate scores relative to the best group's. Units without a
 group (an empty thread) are their own group. Measured in docs/benchmarks.md.
+
+The other way round, ``group_diversify`` spreads the best candidates over their groups, for a
+query that asks for several things found in several places (long-term search: questions such
+as "What books has she read?", ``memory.selectors.long_term.SESSION_DIVERSITY``).
 """
 
 from __future__ import annotations
@@ -21,6 +25,8 @@ from rag.spaces import SearchSpace
 # all (the benchmarks' sweeps).
 GROUP_WEIGHT: float | None = None
 GROUP_TOP = 3
+# How many of the best candidates a diversified ranking reorders (``group_diversify``).
+DIVERSITY_DEPTH = 50
 
 
 def group_weight(space: SearchSpace) -> float:
@@ -71,3 +77,42 @@ def group_lift(
     ]
     lifted.sort(key=lambda pair: (-pair[1], pair[0]))
     return lifted
+
+
+def group_diversify(
+    order: Sequence[tuple[int, float]],
+    groups: Mapping[int, Hashable],
+    *,
+    weight: float,
+    depth: int | None = None,
+) -> list[tuple[int, float]]:
+    """``order`` (unit, score, best first) with its first ``depth`` units spread over their
+    groups: picked greedily, each candidate's score counts ``(1 - weight) ** n``, n the units
+    of its group picked before it. A question asking for several things ("What books has she
+    read?") finds them in several sessions; a second match from the same session then ranks
+    below a first one from another session unless it scores ``1 / (1 - weight)`` times more.
+    Only the order changes: the ranks keep their scores (the best still 1), so one group (a
+    single thread) leaves the ranking exactly as it was. ``depth``: ``DIVERSITY_DEPTH``."""
+    if weight <= 0 or len(order) < 2:
+        return list(order)
+    depth = DIVERSITY_DEPTH if depth is None else depth
+    head, tail = list(order[:depth]), list(order[depth:])
+    scores = sorted((score for _, score in head), reverse=True)
+    picked: dict[Hashable, int] = {}
+    spread: list[int] = []
+    while head:
+        # The first of equals: the earlier rank wins a tie.
+        best = max(
+            range(len(head)),
+            key=lambda i: head[i][1] * (1 - weight) ** picked.get(_group(groups, head[i][0]), 0),
+        )
+        unit_id, _ = head.pop(best)
+        group = _group(groups, unit_id)
+        picked[group] = picked.get(group, 0) + 1
+        spread.append(unit_id)
+    return [*zip(spread, scores, strict=True), *tail]
+
+
+def _group(groups: Mapping[int, Hashable], unit_id: int) -> Hashable:
+    """A unit's group; a unit without one is its own."""
+    return groups.get(unit_id, ("unit", unit_id))

@@ -33,6 +33,7 @@ from memory.selectors.relevance import (
 )
 from memory.spaces import MEMORY_ENTRIES
 from rag import granularity, late_interaction
+from rag.analysis import asks_for_several
 from rag.graph.retrieval import DEFAULT_MAX_HOPS, GRAPH, max_hops_check, stages_check
 from rag.graph.staged import staged_rank
 from rag.search import (
@@ -57,6 +58,12 @@ MIN_CANDIDATES = 100
 SPEAKER_LIFT = 1.0
 # The modes whose scores the session and speaker lifts adjust (fused scores, 0 to 1).
 LIFTED_MODES = frozenset({*FUSED_MODES, GRAPH})
+# Query analysis of questions asking for several things (``rag.analysis.asks_for_several``):
+# their best entries are spread over sessions (``_session_diversity``), each further entry of a
+# session counting (1 - this) ** n of its score. Chosen by leave-one-conversation-out on LoCoMo
+# dev, hybrid and graph modes (0.1 to 0.25 at or above none in every fold of both; 0.35 loses
+# one; applied to every question it cost single-hop): docs/benchmarks.md, "Sessions spread".
+SESSION_DIVERSITY = 0.2
 CANDIDATE_FACTOR = 10
 MAX_RANKED = 500
 MAX_DEPTH = 1000
@@ -337,6 +344,8 @@ def long_term_ranked(
             depth=late_depth,
         )
         ranking.stage_ms["late"] = round((time.perf_counter() - started) * 1000, 2)
+    if (mode == GRAPH or GRAPH in stages) and SESSION_DIVERSITY > 0 and asks_for_several(query):
+        ranked = _session_diversity(ranked, threads)
     if mode == "keyword" and ranked:
         # BM25 scores are unbounded: relative to the best hit, like the fused scores.
         best = ranked[0].score or 1.0
@@ -429,3 +438,14 @@ def _session_lift(ranked: list[RankedHit], threads: dict[int, str]) -> list[Rank
     for unit_id, score in lifted:
         by_id[unit_id].score = score
     return [by_id[unit_id] for unit_id, _ in lifted]
+
+
+def _session_diversity(ranked: list[RankedHit], threads: dict[int, str]) -> list[RankedHit]:
+    """The engine's group diversity (``rag.granularity``) over the entries' threads."""
+    spread = granularity.group_diversify(
+        [(hit.unit_id, hit.score) for hit in ranked], threads, weight=SESSION_DIVERSITY
+    )
+    by_id = {hit.unit_id: hit for hit in ranked}
+    for unit_id, score in spread:
+        by_id[unit_id].score = score
+    return [by_id[unit_id] for unit_id, _ in spread]

@@ -214,3 +214,45 @@ def test_entry_pages_keep_room_for_the_reads_every_search_records() -> None:
         cursor.execute("SELECT reloptions FROM pg_class WHERE oid = 'memory_memoryentry'::regclass")
         (options,) = cursor.fetchone()
     assert "fillfactor=80" in (options or [])
+
+
+def test_a_question_asking_for_several_things_spreads_its_best_over_sessions(
+    me: Actor, context: MemoryContext, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``SESSION_DIVERSITY``: "What books ...?" asks for several things, so a graph search
+    spreads its best entries over their threads (``rag.granularity.group_diversify``), the ranks
+    keeping their scores; "What book ...?", and any hybrid search, rank as without."""
+    from memory.selectors import long_term
+    from rag.granularity import group_diversify
+
+    first = [
+        "Melanie: I read a book about whales, the best book I read.",
+        "Melanie: I read another book, a book about stars.",
+        "Melanie: The book about stars is a book I read twice.",
+    ]
+    for position, line in enumerate(first):
+        write(me, context, line, thread="session_1", position=position)
+    write(me, context, "Melanie: My club read a mystery novel.", thread="session_2", position=0)
+    write(
+        me, context, "Caroline: The weather was lovely at the lake.", thread="session_3", position=0
+    )
+    threads = dict(MemoryEntry.objects.filter(context=context).values_list("pk", "thread"))
+
+    def ranked(query: str, weight: float, mode: str = "graph") -> list[tuple[int, float]]:
+        monkeypatch.setattr(long_term, "SESSION_DIVERSITY", weight)
+        hits, _ = long_term_search(actor=me, query=query, mode=mode, top_k=5)
+        return [(hit.entry.pk, hit.retrieval["score"]) for hit in hits]
+
+    several = "What books has Melanie read?"
+    plain = ranked(several, 0.0)
+    spread = ranked(several, 0.9)
+    assert [unit for unit, _ in spread] == [
+        unit for unit, _ in group_diversify(plain, threads, weight=0.9)
+    ]
+    assert [unit for unit, _ in spread] != [unit for unit, _ in plain]
+    assert [score for _, score in spread] == pytest.approx([score for _, score in plain])
+    novel = next(pk for pk, thread in threads.items() if thread == "session_2")
+    assert [unit for unit, _ in spread].index(novel) == 1
+    one = "What book did Melanie read twice?"
+    assert ranked(one, 0.9) == ranked(one, 0.0)
+    assert ranked(several, 0.9, "hybrid") == ranked(several, 0.0, "hybrid")

@@ -148,3 +148,46 @@ def test_a_document_with_several_matching_chunks_lifts_them(actor, kb, ingest, m
     several = max(set(plain), key=plain.count)  # the document with two chunks found
     assert plain.count(several) == 2 and plain[0] != several
     assert lifted[:2] == [several, several]
+
+
+@pytest.mark.parametrize(
+    ("question", "several"),
+    [
+        ("What books has Melanie read?", True),
+        ("Which classical musicians does she enjoy listening to?", True),
+        ("What transgender-specific events has Caroline attended?", True),
+        ("How many times has she been to the beach?", True),
+        ("What do Jon and Gina both like?", True),
+        ("What are some changes she has faced?", True),
+        ("What book did Melanie read?", False),  # singular
+        ("What does Melanie do to destress?", False),  # no object before the auxiliary
+        ("Which song motivates Caroline?", False),  # a verb in "s", no auxiliary after it
+        ("What Jon thinks the ideal studio looks like?", False),
+        ("When did Melanie paint a sunset?", False),
+        ("Tomatoes has many vitamins", False),  # a statement: not a question
+    ],
+)
+def test_query_analysis_tells_questions_asking_for_several_things(
+    question: str, several: bool
+) -> None:
+    from rag.analysis import asks_for_several
+
+    assert asks_for_several(question) is several
+
+
+def test_group_diversity_spreads_the_best_over_their_groups_and_keeps_the_ranks_scores() -> None:
+    from rag.granularity import group_diversify
+
+    order = [(1, 1.0), (2, 0.95), (3, 0.9), (4, 0.85), (5, 0.5), (6, 0.4)]
+    groups = {1: "s1", 2: "s1", 3: "s1", 4: "s2", 5: "s3", 6: "s1"}
+    spread = group_diversify(order, groups, weight=0.2, depth=5)
+    # Unit 2 (0.95 x 0.8 = 0.76) yields to unit 4, the first of its session (0.85); unit 3
+    # (0.9 x 0.8 ** 2 = 0.576) still passes unit 5 (0.5); unit 6 is beyond the depth and stays
+    # last.
+    assert [unit for unit, _ in spread] == [1, 4, 2, 3, 5, 6]
+    assert [score for _, score in spread] == [score for _, score in order]
+    # One group, or no weight: the ranking as it was.
+    assert group_diversify(order, dict.fromkeys(range(1, 7), "s1"), weight=0.2) == order
+    assert group_diversify(order, groups, weight=0.0) == order
+    # Units without a group are each their own: nothing to spread.
+    assert group_diversify(order, {}, weight=0.9) == order

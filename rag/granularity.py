@@ -62,7 +62,7 @@ def group_lift(
         return list(order)
     members: dict[Hashable, list[float]] = {}
     for unit_id, score in order:
-        members.setdefault(groups.get(unit_id, ("unit", unit_id)), []).append(score)
+        members.setdefault(_group(groups, unit_id), []).append(score)
     group_score = {
         key: math.fsum(sorted(scores, reverse=True)[:top]) / top for key, scores in members.items()
     }
@@ -70,8 +70,7 @@ def group_lift(
     lifted = [
         (
             unit_id,
-            (score + weight * group_score[groups.get(unit_id, ("unit", unit_id))] / best)
-            / (1 + weight),
+            (score + weight * group_score[_group(groups, unit_id)] / best) / (1 + weight),
         )
         for unit_id, score in order
     ]

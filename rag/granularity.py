@@ -95,21 +95,20 @@ def group_diversify(
     if weight <= 0 or len(order) < 2:
         return list(order)
     depth = DIVERSITY_DEPTH if depth is None else depth
-    head, tail = list(order[:depth]), list(order[depth:])
-    scores = sorted((score for _, score in head), reverse=True)
+    head = [(unit_id, score, _group(groups, unit_id)) for unit_id, score in order[:depth]]
+    scores = sorted((score for _, score, _ in head), reverse=True)
     picked: dict[Hashable, int] = {}
     spread: list[int] = []
     while head:
         # The first of equals: the earlier rank wins a tie.
         best = max(
             range(len(head)),
-            key=lambda i: head[i][1] * (1 - weight) ** picked.get(_group(groups, head[i][0]), 0),
+            key=lambda i: head[i][1] * (1 - weight) ** picked.get(head[i][2], 0),
         )
-        unit_id, _ = head.pop(best)
-        group = _group(groups, unit_id)
+        unit_id, _, group = head.pop(best)
         picked[group] = picked.get(group, 0) + 1
         spread.append(unit_id)
-    return [*zip(spread, scores, strict=True), *tail]
+    return [*zip(spread, scores, strict=True), *order[depth:]]
 
 
 def _group(groups: Mapping[int, Hashable], unit_id: int) -> Hashable:

@@ -58,11 +58,13 @@ MIN_CANDIDATES = 100
 SPEAKER_LIFT = 1.0
 # The modes whose scores the session and speaker lifts adjust (fused scores, 0 to 1).
 LIFTED_MODES = frozenset({*FUSED_MODES, GRAPH})
-# Query analysis of questions asking for several things (``rag.analysis.asks_for_several``):
-# their best entries are spread over sessions (``_session_diversity``), each further entry of a
-# session counting (1 - this) ** n of its score. Chosen by leave-one-conversation-out on LoCoMo
-# dev, hybrid and graph modes (0.1 to 0.25 at or above none in every fold of both; 0.35 loses
-# one; applied to every question it cost single-hop): docs/benchmarks.md, "Sessions spread".
+# Query analysis of questions asking for several things (``rag.analysis.asks_for_several``): a
+# graph search spreads their best entries over sessions (``_session_diversity``), each further
+# entry of a session counting (1 - this) ** n of its score. Chosen by leave-one-conversation-out
+# on LoCoMo dev in graph mode (both folds best at 0.2-0.25, every fold at or above none from 0.1
+# to 0.35; applied to every question it cost single-hop). Hybrid searches do not spread: their
+# multi-hop gain was smaller than the two adversarial questions lost (docs/benchmarks.md,
+# "Sessions spread").
 SESSION_DIVERSITY = 0.2
 CANDIDATE_FACTOR = 10
 MAX_RANKED = 500
@@ -333,7 +335,8 @@ def long_term_ranked(
         ranked = _session_lift(ranked, threads)
         if speaker_lift:
             ranked = _speaker_lift(ranked, speakers, query)
-    if (mode == GRAPH or GRAPH in stages) and MEMORY_ENTRIES.late_weight > 0 and ranked:
+    graph_search = mode == GRAPH or GRAPH in stages
+    if graph_search and MEMORY_ENTRIES.late_weight > 0 and ranked:
         started = time.perf_counter()
         late_depth = late_interaction.DEPTH
         ranked = late_interaction.late_rerank(
@@ -344,7 +347,7 @@ def long_term_ranked(
             depth=late_depth,
         )
         ranking.stage_ms["late"] = round((time.perf_counter() - started) * 1000, 2)
-    if (mode == GRAPH or GRAPH in stages) and SESSION_DIVERSITY > 0 and asks_for_several(query):
+    if graph_search and SESSION_DIVERSITY > 0 and asks_for_several(query):
         ranked = _session_diversity(ranked, threads)
     if mode == "keyword" and ranked:
         # BM25 scores are unbounded: relative to the best hit, like the fused scores.
@@ -428,24 +431,26 @@ def _session_lift(ranked: list[RankedHit], threads: dict[int, str]) -> list[Rank
     weight = granularity.group_weight(MEMORY_ENTRIES)
     if weight <= 0 or not ranked:
         return ranked
-    lifted = granularity.group_lift(
-        [(hit.unit_id, hit.score) for hit in ranked],
-        threads,
-        weight=weight,
-        top=granularity.GROUP_TOP,
+    return _in_order(
+        ranked,
+        granularity.group_lift(_pairs(ranked), threads, weight=weight, top=granularity.GROUP_TOP),
     )
-    by_id = {hit.unit_id: hit for hit in ranked}
-    for unit_id, score in lifted:
-        by_id[unit_id].score = score
-    return [by_id[unit_id] for unit_id, _ in lifted]
 
 
 def _session_diversity(ranked: list[RankedHit], threads: dict[int, str]) -> list[RankedHit]:
     """The engine's group diversity (``rag.granularity``) over the entries' threads."""
-    spread = granularity.group_diversify(
-        [(hit.unit_id, hit.score) for hit in ranked], threads, weight=SESSION_DIVERSITY
+    return _in_order(
+        ranked, granularity.group_diversify(_pairs(ranked), threads, weight=SESSION_DIVERSITY)
     )
+
+
+def _pairs(ranked: list[RankedHit]) -> list[tuple[int, float]]:
+    return [(hit.unit_id, hit.score) for hit in ranked]
+
+
+def _in_order(ranked: list[RankedHit], order: list[tuple[int, float]]) -> list[RankedHit]:
+    """The hits re-scored and re-ordered as the engine's (unit, score) ``order`` says."""
     by_id = {hit.unit_id: hit for hit in ranked}
-    for unit_id, score in spread:
+    for unit_id, score in order:
         by_id[unit_id].score = score
-    return [by_id[unit_id] for unit_id, _ in spread]
+    return [by_id[unit_id] for unit_id, _ in order]

@@ -204,6 +204,7 @@ def space_rank(
     query_vector: np.ndarray | None = None,
     embed_query: bool = False,
     group_lift: bool = True,
+    vector_floor: float | None = None,
 ) -> Ranking:
     """Rank a space's units of the given scopes for ``query``: the vector stage, the BM25 stage
     and their fusion (hybrid), every hit keeping its rank and score in each stage.
@@ -212,6 +213,9 @@ def space_rank(
     unless the caller passes ``query_vector`` (one embedding serves several spaces).
     ``weights`` are normalised by ``fusion_weights``. ``group_lift=False``: the caller applies
     the space's group lift itself (it reads the groups in a statement of its own anyway).
+    ``vector_floor``: the caller keeps only hits whose vector similarity reaches it; when no
+    unit of the vector stage does, the ranking is empty and no other stage runs (context
+    assembly's knowledge on topic: most queries have none, and the BM25 stage is the cost).
     """
     stage_ms: dict[str, float] = {}
     if query_vector is None and (mode in VECTOR_MODES or embed_query):
@@ -247,6 +251,8 @@ def space_rank(
         started = time.perf_counter()
         ranked["vector"] = nearest(query_vector)
         stage_ms["vector"] = _ms(started)
+        if vector_floor is not None and not any(s >= vector_floor for _, s in ranked["vector"]):
+            return Ranking(hits=[], query_vector=query_vector, stage_ms=stage_ms)
     if mode in KEYWORD_MODES:
         started = time.perf_counter()
         ranked["keyword"] = bm25()

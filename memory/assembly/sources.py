@@ -34,6 +34,11 @@ MEMORY_CANDIDATES = 20
 # page (100), not its ten per hit (200 for 20): the 20 best of 100 per stage, at about two
 # thirds of the vector stage's time over 100k memories (docs/benchmarks.md).
 MEMORY_DEPTH = 100
+# A memory is shown only when it is on topic, as a knowledge item is (below): its cosine
+# similarity to the query at least this. Chosen on LoCoMo dev's gold observations remembered
+# beside unrelated memories (bench/memory_floor.py): 0.4 keeps 198 of the 201 that say a
+# question's evidence and drops 99% of the unrelated ones; docs/benchmarks.md.
+MEMORY_MIN_SIMILARITY: float | None = 0.4
 KNOWLEDGE_CANDIDATES = 10
 # A knowledge item is shown only when it is on topic: its embedding's cosine similarity to the
 # query's at least this, the floor the memory tools' semantic search keeps (0.5 is clearly on
@@ -249,6 +254,7 @@ def memories(
         depth=MEMORY_DEPTH,
         fields=MEMORY_FIELDS,
         scope_ids=context_ids,  # read above through the access rules, the archived left out
+        min_similarity=MEMORY_MIN_SIMILARITY,
     )
     out = []
     for rank, hit in enumerate(found.hits):
@@ -323,9 +329,9 @@ def knowledge(
         top_k=KNOWLEDGE_CANDIDATES,
         query_vector=vector,
         load_sources=False,
+        min_similarity=KNOWLEDGE_MIN_SIMILARITY,
     )
-    # A hit found by its words alone has no similarity measured: not shown as on topic.
-    hits = [h for h in found.hits if (h.ranked.vector_score or 0.0) >= KNOWLEDGE_MIN_SIMILARITY]
+    hits = found.hits
     made_from = source_messages([hit.item.pk for hit in hits])
     return [
         Candidate(

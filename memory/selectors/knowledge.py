@@ -220,6 +220,7 @@ def knowledge_search(
     top_k: int = 10,
     query_vector: np.ndarray | None = None,
     load_sources: bool = True,
+    min_similarity: float | None = None,
 ) -> KnowledgeSearch:
     """The ``top_k`` best current, valid knowledge items for ``query`` (hybrid: vector and
     BM25, weighted fusion), each with its score and an explanation of its stages.
@@ -229,7 +230,10 @@ def knowledge_search(
     every base of the account when neither names nor ids are given. ``query_vector``: the
     query's embedding when the caller has it already (one embedding serves several searches).
     ``load_sources`` False: the hits' items without their sources (a caller that shows none,
-    as context assembly: a statement fewer on its hot path). Bounds: ``query`` 1..4,000
+    as context assembly: a statement fewer on its hot path). ``min_similarity``: of the
+    ``top_k`` best, only the hits whose embedding's cosine similarity to the query's reaches
+    it (a hit found by its words alone has none measured, so none qualifies); when no item
+    reaches it, nothing but the vector stage runs. Bounds: ``query`` 1..4,000
     characters, ``top_k`` 1..100, lists of at most 100.
     """
     search_query_check(query)
@@ -252,10 +256,13 @@ def knowledge_search(
         depth=max(MIN_CANDIDATES, top_k * 5),
         weights=DEFAULT_WEIGHTS,
         query_vector=query_vector,
+        vector_floor=min_similarity,
     )
     timings.update(ranking.stage_ms)
     started = time.perf_counter()
     ranked = ranking.hits[:top_k]
+    if min_similarity is not None:
+        ranked = [h for h in ranked if (h.vector_score or 0.0) >= min_similarity]
     found = KnowledgeItem.objects.filter(
         pk__in=[h.unit_id for h in ranked], is_current=True, valid_to__isnull=True
     )

@@ -289,6 +289,7 @@ def long_term_ranked(
     speaker_lift: bool = True,
     fields: Sequence[str] = (),
     scope_ids: Sequence[int] | None = None,
+    min_similarity: float | None = None,
 ) -> LongTermSearch:
     """``long_term_search`` for callers inside Engram that need more than a page of hits (up to
     ``MAX_RANKED``; context assembly packs a budget with them): the same ranking, the options
@@ -298,7 +299,10 @@ def long_term_ranked(
     (loading a hundred entries whole was a tenth of a context's history search); every field
     but the embedding when empty. ``scope_ids``: the contexts to search, which the caller has
     already checked the actor may read and none archived (the conversation context assembly has
-    read); ``filters.context_ids`` and the access rules are then not read again."""
+    read); ``filters.context_ids`` and the access rules are then not read again.
+    ``min_similarity``: only the hits whose embedding's cosine similarity to the query's reaches
+    it (a hit found by its words alone has none measured); when no entry's does, nothing but
+    the vector stage runs (a hybrid search; a graph search ignores it)."""
     top_k = max(1, min(limit, MAX_RANKED))
     if depth is None:
         depth = max(MIN_CANDIDATES, min(top_k * CANDIDATE_FACTOR, MAX_DEPTH))
@@ -325,6 +329,7 @@ def long_term_ranked(
         filter_params=params,
         query_vector=query_vector,
         group_lift=False,  # applied below, from the scoring statement's threads
+        vector_floor=min_similarity,
     )
     ranked = ranking.hits
     now = timezone.now()
@@ -372,6 +377,8 @@ def long_term_ranked(
     if threshold is not None:
         scored = [item for item in scored if item[0] >= threshold]
     scored = scored[:top_k]
+    if min_similarity is not None:
+        scored = [item for item in scored if (item[3].vector_score or 0.0) >= min_similarity]
     whole = entries_by_id([item[1] for item in scored], fields)
     hits = [
         LongTermHit(

@@ -71,13 +71,15 @@ def staged_rank(
     embed_query: bool = False,
     max_hops: int = DEFAULT_MAX_HOPS,
     group_lift: bool = True,
+    vector_floor: float | None = None,
 ) -> Ranking:
     """``rag.search.space_rank`` with the graph: mode ``graph`` fuses the graph stage with the
     vector and keyword stages (the graph alone finds nothing for text whose entities it does
     not reach; ``stages: ["graph"]`` on a hybrid search ranks by it alone); a hybrid search
     whose ``stages`` name ``graph`` fuses it with the stages it names (weight
     the space's ``graph_weight`` unless ``weights`` gives one). Other searches are
-    ``space_rank``'s."""
+    ``space_rank``'s (``vector_floor`` with them: the graph stage, when it runs, finds by
+    entities, not by similarity, and ignores it)."""
     stages = stages_check(mode, stages)
     if mode == GRAPH:
         mode, stages = "hybrid", STAGES
@@ -89,6 +91,7 @@ def staged_rank(
             fusion=fusion, weights=_plain(weights), filter_sql=filter_sql,
             filter_params=filter_params,
             query_vector=query_vector, embed_query=embed_query, group_lift=group_lift,
+            vector_floor=vector_floor,
         )  # fmt: skip
     others = [s for s in stages if s != GRAPH]
     base = None

@@ -373,7 +373,7 @@ def test_the_searches_run_side_by_side_and_give_the_same_context(
 
 
 def test_history_and_memories_read_as_many_statements_whatever_they_find(
-    agent_client: AuthedAgent,
+    agent_client: AuthedAgent, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The hits' entries are loaded with the fields their candidates read (``TURN_FIELDS``,
     ``MEMORY_FIELDS``) in one statement: a field left out would be read once per hit."""
@@ -384,6 +384,7 @@ def test_history_and_memories_read_as_many_statements_whatever_they_find(
     from core.embeddings import get_embedding_provider
     from memory.services import long_term as ltm
 
+    monkeypatch.setattr(sources, "MEMORY_MIN_SIMILARITY", None)  # every memory found, shown
     actor = actor_for_agent(agent_client.agent)
     memory = ltm.agent_memory_context(actor=actor)
     query = "When did Ana's ferry leave the harbour?"

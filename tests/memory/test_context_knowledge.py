@@ -1,6 +1,7 @@
-"""Knowledge items in a context: only those on topic are shown (cosine similarity to the query at
-least ``KNOWLEDGE_MIN_SIMILARITY``, the fused score being relative to the other hits), and one
-extracted from turns the context already shows is not said twice."""
+"""Knowledge items and memories in a context: only those on topic are shown (cosine similarity
+to the query at least ``KNOWLEDGE_MIN_SIMILARITY`` / ``MEMORY_MIN_SIMILARITY``, the fused score
+being relative to the other hits), and a knowledge item extracted from turns the context
+already shows is not said twice."""
 
 from __future__ import annotations
 
@@ -57,6 +58,34 @@ def test_only_knowledge_on_topic_is_shown(
     # Without the floor the off-topic item fills the section's share: the search finds it.
     monkeypatch.setattr(sources, "KNOWLEDGE_MIN_SIMILARITY", 0.0)
     assert sorted(_shown(agent_client, query)["knowledge"]) == sorted([FERRY, TOMATOES])
+
+
+def test_only_memories_on_topic_are_shown_and_none_costs_only_the_vector_stage(
+    agent_client: AuthedAgent, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memory.selectors.long_term import long_term_ranked
+    from memory.services import long_term as ltm
+
+    actor = actor_for_agent(agent_client.agent)
+    ltm.entries_write(
+        actor=actor,
+        context=ltm.agent_memory_context(actor=actor),
+        items=[ltm.EntryInput(FERRY), ltm.EntryInput(TOMATOES)],
+    )
+    query = "When does the island ferry leave the harbour in the morning?"
+    assert _shown(agent_client, query)["memory"] == [FERRY]
+    # Without the floor the off-topic memory is shown too: the search finds it.
+    monkeypatch.setattr(sources, "MEMORY_MIN_SIMILARITY", None)
+    assert sorted(_shown(agent_client, query)["memory"]) == sorted([FERRY, TOMATOES])
+
+    # The selector's floor: nothing on topic, nothing after the vector stage.
+    off_topic = "quarterly tax filing deadline"
+    everything = long_term_ranked(actor=actor, query=off_topic, limit=5)
+    floored = long_term_ranked(actor=actor, query=off_topic, limit=5, min_similarity=0.4)
+    assert len(everything.hits) == 2 and "keyword" in everything.timings_ms
+    assert floored.hits == [] and "keyword" not in floored.timings_ms
+    on_topic = long_term_ranked(actor=actor, query=query, limit=5, min_similarity=0.4)
+    assert [h.entry.content for h in on_topic.hits] == [FERRY]
 
 
 def test_knowledge_extracted_from_turns_shown_is_not_said_again(

@@ -593,6 +593,36 @@ def test_a_search_without_sources_reads_a_statement_fewer(agent_client: AuthedAg
     assert counts[1] == counts[0] - 1
 
 
+def test_a_similarity_floor_keeps_hits_on_topic_and_skips_the_rest_when_none_is(
+    agent_client: AuthedAgent,
+) -> None:
+    """``min_similarity`` (context assembly's knowledge on topic): of the best hits, those whose
+    cosine similarity reaches it; when no item's does, only the vector stage runs."""
+    from django.test.utils import CaptureQueriesContext
+
+    actor = actor_for_agent(agent_client.agent)
+    ferry = "The island ferry leaves the harbour at seven every morning."
+    services.knowledge_item_put(actor=actor, base="facts", key="ferry", content=ferry)
+    services.knowledge_item_put(
+        actor=actor, base="facts", key="tomato", content="Tomato seedlings need sun at seven."
+    )
+    on_topic = "When does the island ferry leave the harbour?"
+    unfloored = selectors.knowledge_search(actor=actor, query=on_topic)
+    assert {h.item.key for h in unfloored.hits} == {"ferry", "tomato"}
+    floored = selectors.knowledge_search(actor=actor, query=on_topic, min_similarity=0.5)
+    assert [h.item.key for h in floored.hits] == ["ferry"]
+    assert floored.hits[0].score == unfloored.hits[0].score and "keyword" in floored.timings_ms
+
+    off_topic = "quarterly tax filing deadline at seven"
+    assert selectors.knowledge_search(actor=actor, query=off_topic).hits  # found by its words
+    with CaptureQueriesContext(connection) as skipped:
+        none = selectors.knowledge_search(actor=actor, query=off_topic, min_similarity=0.5)
+    with CaptureQueriesContext(connection) as whole:
+        selectors.knowledge_search(actor=actor, query=off_topic)
+    assert none.hits == [] and "vector" in none.timings_ms and "keyword" not in none.timings_ms
+    assert len(skipped) < len(whole)
+
+
 def test_writes_racing_a_deletion_are_not_found_not_an_error(agent_client: AuthedAgent) -> None:
     """A write that read its knowledge base, or its context, before another request deleted
     it answers 404 with the code of a missing one, not a 500 (the fuzzer found the same race

@@ -64,6 +64,8 @@ def _variants() -> dict[str, Callable[[], contextlib.AbstractContextManager[None
         "no_speaker_boost": lambda: patched(sources, "SPEAKER_BOOST", 0.0),
         "depth_10": lambda: patched(sources, "HISTORY_DEPTH_FACTOR", 10),
         "depth_2": lambda: patched(sources, "HISTORY_DEPTH_FACTOR", 2),
+        "depth_1": lambda: patched(sources, "HISTORY_DEPTH_FACTOR", 1),
+        "depth_3": lambda: patched(sources, "HISTORY_DEPTH_FACTOR", 3),
         "per_candidate_12": lambda: patched(sources, "HISTORY_TOKENS_PER_CANDIDATE", 12),
         "speaker_boost_0.1": lambda: patched(sources, "SPEAKER_BOOST", 0.1),
         "speaker_boost_0.5": lambda: patched(sources, "SPEAKER_BOOST", 0.5),

@@ -27,8 +27,9 @@ from memory.selectors.search import memory_search
 HISTORY_MIN_CANDIDATES, HISTORY_CANDIDATES = 60, 300
 HISTORY_TOKENS_PER_CANDIDATE = 20
 # Candidates per retrieval stage for each history candidate asked for (at least 100): the
-# conversation is small next to a whole memory, a few per hit suffice for its fusion.
-HISTORY_DEPTH_FACTOR = 3
+# conversation is small next to a whole memory, a few per hit suffice for its fusion. 2 was
+# chosen over 1, 3 and 4 on LoCoMo dev's evidence recall (docs/benchmarks.md).
+HISTORY_DEPTH_FACTOR = 2
 MEMORY_CANDIDATES = 20
 # Candidates per retrieval stage for the memories: the floor long-term search keeps for any
 # page (100), not its ten per hit (200 for 20): the 20 best of 100 per stage, at about two

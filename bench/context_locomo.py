@@ -114,9 +114,20 @@ def _write(conversation: Any) -> tuple[Any, Any, Any]:
     return tool, actor, chat
 
 
+def ask(actor: Any, chat: Any, query: str, budget: int, sources: list[str] | None = None) -> Any:
+    """``query`` through ``context_assemble``, with the conversation and the budget."""
+    from memory.assembly import ContextRequest, context_assemble
+
+    return context_assemble(
+        actor=actor,
+        request=ContextRequest(
+            query=query, conversation_id=chat.pk, token_budget=budget, sources=sources
+        ),
+    )
+
+
 def main() -> None:
     from core import services as core_services
-    from memory.assembly import ContextRequest, context_assemble
     from memory.evaluation.context import evidence_recall
     from memory.evaluation.locomo import load_locomo
 
@@ -140,14 +151,12 @@ def main() -> None:
                         recalls, own_ms, tokens = [], [], []
                         types: dict[str, int] = defaultdict(int)
                         for question in questions:
-                            answer = context_assemble(
-                                actor=actor,
-                                request=ContextRequest(
-                                    query=question.question,
-                                    conversation_id=chat.pk,
-                                    token_budget=budget,
-                                    sources=[s for s in args.sources.split(",") if s] or None,
-                                ),
+                            answer = ask(
+                                actor,
+                                chat,
+                                question.question,
+                                budget,
+                                sources=[s for s in args.sources.split(",") if s] or None,
                             )
                             recalls.append(evidence_recall(answer.sections, question.evidence))
                             own_ms.append(answer.timings_ms["total"] - answer.timings_ms["embed"])

@@ -30,7 +30,7 @@ from unittest import mock
 
 import numpy as np
 from _setup import SHARED_DATA, django_session
-from context_locomo import _write
+from context_locomo import _write, ask
 
 FLOORS: tuple[float | None, ...] = (None, 0.3, 0.4, 0.5)
 BUDGETS = (1000, 2000)
@@ -85,7 +85,7 @@ def _floor(value: float | None) -> Any:
 def main() -> None:
     from core import services as core_services
     from core.embeddings import get_embedding_provider
-    from memory.assembly import ContextRequest, context_assemble, sources
+    from memory.assembly import sources
     from memory.evaluation.context import evidence_recall
     from memory.evaluation.locomo import load_locomo
     from memory.models import MemoryEntry
@@ -126,14 +126,7 @@ def main() -> None:
                 for floor in FLOORS:
                     with _floor(floor):
                         for budget in BUDGETS:
-                            answer = context_assemble(
-                                actor=actor,
-                                request=ContextRequest(
-                                    query=question.question,
-                                    conversation_id=chat.pk,
-                                    token_budget=budget,
-                                ),
-                            )
+                            answer = ask(actor, chat, question.question, budget)
                             recalls.setdefault((floor, budget), []).append(
                                 evidence_recall(answer.sections, question.evidence)
                             )

@@ -155,6 +155,11 @@ class RankedHit:
     # Set where late interaction re-scored the hit (``rag.late_interaction``).
     late_score: float | None = None
 
+    def similar(self, floor: float) -> bool:
+        """Whether the hit's cosine similarity to the query reaches ``floor`` (a hit found by
+        its words alone has none measured: 0)."""
+        return (self.vector_score or 0.0) >= floor
+
     def stages(self) -> dict[str, Any]:
         """The hit's rank and score in each stage (None where a stage did not find it)."""
         return {

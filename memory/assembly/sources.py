@@ -332,8 +332,7 @@ def knowledge(
         load_sources=False,
         min_similarity=KNOWLEDGE_MIN_SIMILARITY,
     )
-    hits = found.hits
-    made_from = source_messages([hit.item.pk for hit in hits])
+    made_from = source_messages([hit.item.pk for hit in found.hits])
     return [
         Candidate(
             kind="knowledge",
@@ -351,7 +350,7 @@ def knowledge(
             same=("knowledge", hit.item.pk),
             made_from=tuple(("entry", pk) for pk in made_from.get(hit.item.pk, ())),
         )
-        for rank, hit in enumerate(hits)
+        for rank, hit in enumerate(found.hits)
     ]
 
 

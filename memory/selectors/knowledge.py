@@ -262,7 +262,7 @@ def knowledge_search(
     started = time.perf_counter()
     ranked = ranking.hits[:top_k]
     if min_similarity is not None:
-        ranked = [h for h in ranked if (h.vector_score or 0.0) >= min_similarity]
+        ranked = [h for h in ranked if h.similar(min_similarity)]
     found = KnowledgeItem.objects.filter(
         pk__in=[h.unit_id for h in ranked], is_current=True, valid_to__isnull=True
     )

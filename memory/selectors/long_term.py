@@ -378,7 +378,7 @@ def long_term_ranked(
         scored = [item for item in scored if item[0] >= threshold]
     scored = scored[:top_k]
     if min_similarity is not None:
-        scored = [item for item in scored if (item[3].vector_score or 0.0) >= min_similarity]
+        scored = [item for item in scored if item[3].similar(min_similarity)]
     whole = entries_by_id([item[1] for item in scored], fields)
     hits = [
         LongTermHit(

@@ -22,20 +22,29 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections import Counter
 from contextlib import contextmanager
-from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 from unittest import mock
 
 import numpy as np
 from _setup import SHARED_DATA, django_session
 from context_locomo import _write, ask
+from memory_long_term import _SENTENCE_END
 
 FLOORS: tuple[float | None, ...] = (None, 0.3, 0.4, 0.5)
 BUDGETS = (1000, 2000)
 WHERE = ("this conversation", "the other", "unrelated")
-START = datetime(2023, 1, 1, 9, tzinfo=UTC)
+
+
+class Found(NamedTuple):
+    """A memory the context's search found for a question."""
+
+    conversation: str
+    cosine: float
+    evidence: bool
+    where: str
 
 
 def _observations(path: Path) -> list[tuple[str, str, str]]:
@@ -56,7 +65,7 @@ def _unrelated(scifact: Path, count: int) -> list[str]:
 
     out: list[str] = []
     for doc in load_beir(scifact, "train").corpus.values():
-        out.extend(s.strip() for s in doc.text.split(". ") if len(s.split()) > 5)
+        out.extend(s.strip() for s in _SENTENCE_END.split(doc.text) if len(s.split()) > 5)
         if len(out) >= count:
             break
     return out[:count]
@@ -99,9 +108,9 @@ def main() -> None:
     observations = _observations(locomo)
     unrelated = _unrelated(args.data / "scifact", args.unrelated)
     provider = get_embedding_provider()
-    hits: list[tuple[str, float, bool, str]] = []  # (conversation, cosine, evidence, where)
+    hits: list[Found] = []
     recalls: dict[tuple[float | None, int], list[float]] = {}
-    shown: dict[tuple[float | None, str], int] = {}
+    shown: Counter[tuple[float | None, str]] = Counter()
     for conversation in load_locomo(locomo):
         tool, actor, chat = _write(conversation)
         try:
@@ -122,7 +131,7 @@ def main() -> None:
                     )  # fmt: skip
                     evidence = where == WHERE[0] and metadata.get("dia_id") in question.evidence
                     cosine = float(np.asarray(embedding) @ vector)
-                    hits.append((conversation.sample_id, cosine, evidence, where))
+                    hits.append(Found(conversation.sample_id, cosine, evidence, where))
                 for floor in FLOORS:
                     with _floor(floor):
                         for budget in BUDGETS:
@@ -130,26 +139,26 @@ def main() -> None:
                             recalls.setdefault((floor, budget), []).append(
                                 evidence_recall(answer.sections, question.evidence)
                             )
+                            if budget != 2000:
+                                continue
                             for section in answer.sections:
                                 for item in section["items"]:
-                                    if item["kind"] == "memory" and budget == 2000:
-                                        shown[(floor, "items")] = shown.get((floor, "items"), 0) + 1
-                                        shown[(floor, "tokens")] = (
-                                            shown.get((floor, "tokens"), 0) + item["tokens"]
-                                        )
+                                    if item["kind"] == "memory":
+                                        shown[(floor, "items")] += 1
+                                        shown[(floor, "tokens")] += item["tokens"]
         finally:
             core_services.account_delete(actor=tool, account=chat.account)
     questions_asked = len(recalls[(None, BUDGETS[0])])
     print(f"{len(hits)} memories found for {questions_asked} questions")
-    for sample in [*sorted({s for s, *_ in hits}), "both"]:
-        mine = [h for h in hits if sample in ("both", h[0])]
-        evidence_total = sum(h[2] for h in mine)
+    for sample in [*sorted({h.conversation for h in hits}), "both"]:
+        mine = [h for h in hits if sample in ("both", h.conversation)]
+        evidence_total = sum(h.evidence for h in mine)
         for floor in FLOORS:
-            kept = [h for h in mine if floor is None or h[1] >= floor]
-            by_where = {w: sum(1 for h in kept if h[3] == w) for w in WHERE}
+            kept = [h for h in mine if floor is None or h.cosine >= floor]
+            by_where = {w: sum(1 for h in kept if h.where == w) for w in WHERE}
             print(
                 f"{sample} floor {floor}: {len(kept)} kept, "
-                f"{sum(h[2] for h in kept)} of {evidence_total} evidence, {by_where}"
+                f"{sum(h.evidence for h in kept)} of {evidence_total} evidence, {by_where}"
             )
     for floor in FLOORS:
         recall = "  ".join(
@@ -157,8 +166,8 @@ def main() -> None:
         )
         print(
             f"floor {floor}: memories shown within 2,000 tokens, per question, "
-            f"{shown.get((floor, 'items'), 0) / questions_asked:.2f} "
-            f"({shown.get((floor, 'tokens'), 0) / questions_asked:.1f} tokens); "
+            f"{shown[(floor, 'items')] / questions_asked:.2f} "
+            f"({shown[(floor, 'tokens')] / questions_asked:.1f} tokens); "
             f"turn evidence recall {recall}"
         )
 

@@ -5,7 +5,6 @@ operation, thin over ``rag.graph_rag``, ``rag.graph.communities`` and
 
 from __future__ import annotations
 
-from dataclasses import asdict
 from typing import Any
 
 from drf_spectacular.utils import extend_schema, extend_schema_field
@@ -133,7 +132,7 @@ class GraphContextApi(ApiView):
     def post(self, request: Request) -> Response:
         data = strict.validated(self.InputSerializer, request)
         built = graph_rag.graph_context(actor=request_actor(request), **data)
-        return Response(self.OutputSerializer(asdict(built)).data)
+        return Response(self.OutputSerializer(built).data)
 
 
 class CommunityMemberOutput(serializers.Serializer):

@@ -5,7 +5,6 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict
 from typing import Any
 
 from rest_framework import serializers
@@ -314,9 +313,7 @@ TOOLS = (
         input=GraphContextApi.InputSerializer,
         output=GraphContextApi.OutputSerializer,
         run=lambda call: dict(
-            GraphContextApi.OutputSerializer(
-                asdict(graph_context(actor=call.actor, **call.data))
-            ).data
+            GraphContextApi.OutputSerializer(graph_context(actor=call.actor, **call.data)).data
         ),
         summary=lambda out: f"{out['tokens']} tokens in {len(out['sections'])} sections.",
         hints={"query": SEARCH_HINTS["query"], "token_budget": "50 to 100,000 (default 4,000)."},

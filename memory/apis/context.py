@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict
-
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.request import Request
@@ -113,4 +111,4 @@ class ContextApi(ApiView):
         result = assembly.context_assemble(
             actor=request_actor(request), request=assembly.ContextRequest(**data)
         )
-        return Response(ContextOutput(asdict(result)).data)
+        return Response(ContextOutput(result).data)

@@ -3,8 +3,6 @@ as ``POST /api/v1/memory/context``."""
 
 from __future__ import annotations
 
-from dataclasses import asdict
-
 from core.mcp import Tool
 from memory import assembly
 from memory.apis.context import ContextInput, ContextOutput
@@ -26,10 +24,8 @@ TOOLS = (
         output=ContextOutput,
         run=lambda call: dict(
             ContextOutput(
-                asdict(
-                    assembly.context_assemble(
-                        actor=call.actor, request=assembly.ContextRequest(**call.data)
-                    )
+                assembly.context_assemble(
+                    actor=call.actor, request=assembly.ContextRequest(**call.data)
                 )
             ).data
         ),

@@ -114,34 +114,6 @@ def _write(conversation: Any) -> tuple[Any, Any, Any]:
     return tool, actor, chat
 
 
-def merged(conversations: list[Any]) -> Any:
-    """The conversations as one long chat, one after another (a proxy for held-out
-    conversations longer than the development ones): sessions renumbered to follow each other,
-    every ``dia_id`` and evidence id prefixed with its conversation's id so they stay distinct."""
-    from dataclasses import replace
-
-    turns: list[Any] = []
-    questions: list[Any] = []
-    offset = 0
-    for conversation in conversations:
-        prefix = f"{conversation.sample_id}/"
-        turns += [
-            replace(turn, dia_id=prefix + turn.dia_id, session=turn.session + offset)
-            for turn in conversation.turns
-        ]
-        questions += [
-            replace(q, evidence=tuple(prefix + e for e in q.evidence))
-            for q in conversation.questions
-        ]
-        offset = max(turn.session for turn in turns)
-    return replace(
-        conversations[0],
-        sample_id="+".join(c.sample_id for c in conversations),
-        turns=tuple(turns),
-        questions=tuple(questions),
-    )
-
-
 def ask(actor: Any, chat: Any, query: str, budget: int, sources: list[str] | None = None) -> Any:
     """``query`` through ``context_assemble``, with the conversation and the budget."""
     from memory.assembly import ContextRequest, context_assemble
@@ -164,16 +136,12 @@ def main() -> None:
     parser.add_argument("--budgets", default="1000,2000")
     parser.add_argument("--variants", default="")
     parser.add_argument("--sources", default="", help="the request's sources (default: all)")
-    parser.add_argument(
-        "--merged", action="store_true", help="the conversations as one chat, one after another"
-    )
     args = parser.parse_args()
     budgets = [int(b) for b in args.budgets.split(",")]
     variants = _variants()
     chosen = [v for v in args.variants.split(",") if v] or list(variants)
     print(f"data: {args.data} (LoCoMo development conversations, ../shared/data)")
-    conversations = load_locomo(args.data)
-    for conversation in [merged(conversations)] if args.merged else conversations:
+    for conversation in load_locomo(args.data):
         tool, actor, chat = _write(conversation)
         questions = [q for q in conversation.questions if q.evidence and q.category <= 4]
         try:
@@ -181,7 +149,6 @@ def main() -> None:
                 with variants[name]():
                     for budget in budgets:
                         recalls, own_ms, tokens = [], [], []
-                        per_origin: dict[str, list[float]] = defaultdict(list)
                         types: dict[str, int] = defaultdict(int)
                         for question in questions:
                             answer = ask(
@@ -192,7 +159,6 @@ def main() -> None:
                                 sources=[s for s in args.sources.split(",") if s] or None,
                             )
                             recalls.append(evidence_recall(answer.sections, question.evidence))
-                            per_origin[question.id.split(":")[0]].append(recalls[-1])
                             own_ms.append(answer.timings_ms["total"] - answer.timings_ms["embed"])
                             tokens.append(answer.tokens)
                             types[answer.task_type] += 1
@@ -203,16 +169,7 @@ def main() -> None:
                             f"({len(questions)} questions 1-4), tokens max {max(tokens)}, "
                             f"assembly p50 {own_ms[len(own_ms) // 2]:.1f} ms "
                             f"p95 {own_ms[int(len(own_ms) * 0.95)]:.1f} ms; "
-                            f"task types {dict(types)}"
-                            + (
-                                "; per conversation "
-                                + ", ".join(
-                                    f"{origin} {statistics.fmean(values):.4f}"
-                                    for origin, values in sorted(per_origin.items())
-                                )
-                                if len(per_origin) > 1
-                                else ""
-                            ),
+                            f"task types {dict(types)}",
                             flush=True,
                         )
         finally:

@@ -6,9 +6,10 @@ Against a running server (``./engram run``) with an agent's API key:
 
     ENGRAM_API_KEY=eng_... uv run python bench/context_http.py [--url http://127.0.0.1:8000]
         [--data ../shared/data/locomo/locomo-dev.json] [--budgets 2000,1000] [--no-dates]
-        [--keep]
+        [--keep] [--per-message]
 
-Each conversation is written a session at a time (``POST /memory/conversations/{id}/messages``;
+Each conversation is written a session at a time, or a message at a time with ``--per-message``
+(``POST /memory/conversations/{id}/messages``;
 role ``user`` for the first speaker and ``assistant`` for the second, the speaker as ``name``,
 ``metadata.dia_id`` on every message, ``occurred_at`` from the session's date unless
 ``--no-dates``). Then each question of categories 1-4 with evidence is asked with the
@@ -67,7 +68,7 @@ class Client:
         return answer
 
 
-def write(client: Client, sample: dict[str, Any], *, dates: bool) -> int:
+def write(client: Client, sample: dict[str, Any], *, dates: bool, per_message: bool) -> int:
     dialogue = sample["conversation"]
     first = dialogue["speaker_a"]
     made = client.expect(201, "POST", "/memory/conversations", {"title": sample["sample_id"]})
@@ -85,9 +86,10 @@ def write(client: Client, sample: dict[str, Any], *, dates: bool) -> int:
             if dates and when is not None:
                 message["occurred_at"] = when.isoformat()
             messages.append(message)
-        client.expect(
-            201, "POST", f"/memory/conversations/{made['id']}/messages", {"messages": messages}
-        )
+        for batch in [[m] for m in messages] if per_message else [messages]:
+            client.expect(
+                201, "POST", f"/memory/conversations/{made['id']}/messages", {"messages": batch}
+            )
         number += 1
     return int(made["id"])
 
@@ -137,16 +139,26 @@ def main() -> None:
     parser.add_argument("--budgets", default="2000,1000")
     parser.add_argument("--no-dates", action="store_true", help="no occurred_at on messages")
     parser.add_argument("--keep", action="store_true", help="keep the conversations written")
+    parser.add_argument(
+        "--per-message", action="store_true", help="one message per request, not a session"
+    )
     args = parser.parse_args()
     key = os.environ.get("ENGRAM_API_KEY")
     if not key:
         raise SystemExit("ENGRAM_API_KEY: an agent's API key (./engram run prints one)")
     client = Client(args.url, key)
     budgets = [int(b) for b in args.budgets.split(",")]
-    report: dict[str, Any] = {"data": args.data, "url": args.url, "dates": not args.no_dates}
+    report: dict[str, Any] = {
+        "data": args.data,
+        "url": args.url,
+        "dates": not args.no_dates,
+        "per_message": args.per_message,
+    }
     for sample in json.loads(Path(args.data).read_text()):
         started = time.perf_counter()
-        conversation_id = write(client, sample, dates=not args.no_dates)
+        conversation_id = write(
+            client, sample, dates=not args.no_dates, per_message=args.per_message
+        )
         written = round(time.perf_counter() - started, 1)
         try:
             report[sample["sample_id"]] = {

@@ -301,8 +301,9 @@ def long_term_ranked(
     already checked the actor may read and none archived (the conversation context assembly has
     read); ``filters.context_ids`` and the access rules are then not read again.
     ``min_similarity``: only the hits whose embedding's cosine similarity to the query's reaches
-    it (a hit found by its words alone has none measured); when no entry's does, nothing but
-    the vector stage runs (a hybrid search; a graph search ignores it)."""
+    it (a hit found by its words alone has none measured). In a search without the graph, when
+    no entry's does, nothing but the vector stage runs; a graph search runs every stage and
+    filters its hits alike."""
     top_k = max(1, min(limit, MAX_RANKED))
     if depth is None:
         depth = max(MIN_CANDIDATES, min(top_k * CANDIDATE_FACTOR, MAX_DEPTH))

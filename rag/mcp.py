@@ -200,9 +200,10 @@ TOOLS = (
         title="Search documents",
         description=(
             "Search the chunks of the account's documents for `query`: hybrid (semantic and "
-            "keyword, fused), vector, keyword or prf (pseudo-relevance feedback). Each hit "
-            "gives its document, its text and why it ranked (its rank and score in each "
-            "stage). Filter by knowledge base, document type, tags, dates or lifecycle state."
+            "keyword, fused), vector, keyword, prf (pseudo-relevance feedback) or graph (with "
+            "the chunks linked to the knowledge-graph nodes nearest the query). Each hit gives "
+            "its document, its text and why it ranked (its rank and score in each stage). "
+            "Filter by knowledge base, document type, tags, dates or lifecycle state."
         ),
         scope="read",
         input=SearchInput,

@@ -73,8 +73,27 @@ class SearchInput(strict.InputSerializer):
         help_text="How far the graph stage walks from its seed nodes.",
     )
     threshold = strict.ThresholdField(help_text="The lowest cosine similarity kept, -1 to 1.")
+    knowledge_base_ids = strict.IdListField(
+        required=False,
+        default=list,
+        help_text="The knowledge bases searched, as in graph retrieval and agentic queries: the "
+        "same as filters.knowledge_base_ids (give either, or both alike).",
+    )
     filters = FiltersInput(required=False)
     rerank = serializers.BooleanField(default=False, help_text="Needs RERANK_PROVIDER.")
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        """One list of knowledge bases: the top-level one moves into ``filters``; both given
+        and different is ambiguous (400)."""
+        top = attrs.pop("knowledge_base_ids", [])
+        filters = attrs.get("filters") or FiltersInput().run_validation({})
+        if top and filters["knowledge_base_ids"] and set(top) != set(filters["knowledge_base_ids"]):
+            raise serializers.ValidationError(
+                {"knowledge_base_ids": "Differs from filters.knowledge_base_ids: give one."}
+            )
+        if top:
+            attrs["filters"] = {**filters, "knowledge_base_ids": top}
+        return attrs
 
 
 class StageExplanation(serializers.Serializer):

@@ -252,6 +252,50 @@ def test_filters_narrow_results(agent_client, upload) -> None:
         ]
 
 
+def test_knowledge_base_ids_at_the_top_level_scope_the_search(agent_client, upload) -> None:
+    """As in graph retrieval and agentic queries, ``knowledge_base_ids`` may be given beside the
+    query: the same as ``filters.knowledge_base_ids``."""
+    client = agent_client.client
+    upload({"text": "Tide tables for the harbour pilots."})
+    other = client.post(KBS, {"name": "other"}, format="json").json()
+    upload({"text": "Tide gauges for the river pilots."}, kb_id=other["id"])
+
+    def texts(body):
+        response = client.post(
+            "/api/v1/rag/search", {"query": "tide pilots", **body}, format="json"
+        )
+        assert response.status_code == 200, response.json()
+        return [r["text"] for r in response.json()["results"]]
+
+    for mode in MODES:
+        top = texts({"mode": mode, "knowledge_base_ids": [other["id"]]})
+        assert top == ["Tide gauges for the river pilots."]
+        assert top == texts({"mode": mode, "filters": {"knowledge_base_ids": [other["id"]]}})
+        assert top == texts(
+            {"mode": mode, "knowledge_base_ids": [other["id"]],
+             "filters": {"knowledge_base_ids": [other["id"]], "doc_types": []}}
+        )  # fmt: skip
+    both = client.post(
+        "/api/v1/rag/search",
+        {"query": "tide", "knowledge_base_ids": [other["id"]],
+         "filters": {"knowledge_base_ids": [other["id"] + 1]}},
+        format="json",
+    )  # fmt: skip
+    assert both.status_code == 400 and code(both) == "validation_error"
+    assert "knowledge_base_ids" in both.json()["error"]["details"]
+    unknown = client.post(
+        "/api/v1/rag/search", {"query": "tide", "knowledge_base_ids": [999999]}, format="json"
+    )
+    assert unknown.status_code == 404 and code(unknown) == "knowledge_base_not_found"
+    query = client.post(
+        "/api/v1/rag/query", {"query": "tide pilots", "knowledge_base_ids": [other["id"]]},
+        format="json",
+    ).json()  # fmt: skip
+    assert [s["document_id"] for s in query["sources"]] == [
+        d["id"] for d in client.get(f"{KBS}/{other['id']}/documents").json()["results"]
+    ]
+
+
 def test_threshold_drops_weak_matches(agent_client, upload) -> None:
     upload({"text": "PostgreSQL vacuum and autovacuum tuning."})
     upload({"text": "A recipe for banana bread with walnuts."})

@@ -32,8 +32,8 @@ _FIELDS: list[str] = [
 
 @admin.register(GraphCommunity)
 class GraphCommunityAdmin(AccountScopedAdmin):
-    """Leiden communities of each account's graph (derived: recomputed hourly for changed
-    graphs, or now with the action)."""
+    """Leiden communities of each account's graph (derived: recomputed every ten minutes for
+    changed graphs, or now with the action)."""
 
     view_roles = READ
     list_display = ["title", "level", "size", "summary_excerpt", "summary_method", "created_at"]

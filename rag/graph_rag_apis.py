@@ -172,7 +172,8 @@ class CommunityOutput(serializers.ModelSerializer[GraphCommunity]):
 class CommunitiesApi(ApiView):
     """GET: the account's communities (Leiden, by level then size), each with its most central
     members (at most 50) and summary. POST: compute them now (operators), replacing the last
-    run's; the periodic job ``rag.graph_communities`` does it hourly for changed graphs."""
+    run's; the periodic job ``rag.graph_communities`` does it every ten minutes for changed
+    graphs."""
 
     pagination_class = CreatedCursorPagination
 

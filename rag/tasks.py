@@ -46,8 +46,8 @@ PERIODIC_JOBS = [
         task="rag.tasks.graph_communities",
         description="Recompute the Leiden communities (and their summaries) of every account "
         "whose knowledge graph changed since they were last computed.",
-        every_seconds=3600,
-        expires_seconds=3300,
+        every_seconds=600,
+        expires_seconds=540,
     ),
 ]
 

@@ -51,7 +51,9 @@ DEFAULT_MAX_HOPS = 2
 MAX_GRAPH_HOPS = 5
 FANOUT = 25
 MAX_REACHED = 300
-UNITS_PER_NODE = 50
+# Per node, the units most similar to the query (a speaker's node in a long conversation is
+# mentioned by hundreds of turns; docs/benchmarks.md, "Units per node").
+UNITS_PER_NODE = 100
 SIMILARITY_WEIGHT = 0.5
 GRAPH = "graph"
 STAGES = ("vector", "keyword", GRAPH)

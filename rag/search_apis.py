@@ -83,16 +83,16 @@ class SearchInput(strict.InputSerializer):
     rerank = serializers.BooleanField(default=False, help_text="Needs RERANK_PROVIDER.")
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-        """One list of knowledge bases: the top-level one moves into ``filters``; both given
-        and different is ambiguous (400)."""
+        """``filters`` always complete (their defaults when not given), with one list of
+        knowledge bases: the top-level one moves into them; both given and different is
+        ambiguous (400)."""
         top = attrs.pop("knowledge_base_ids", [])
         filters = attrs.get("filters") or FiltersInput().run_validation({})
         if top and filters["knowledge_base_ids"] and set(top) != set(filters["knowledge_base_ids"]):
             raise serializers.ValidationError(
                 {"knowledge_base_ids": "Differs from filters.knowledge_base_ids: give one."}
             )
-        if top:
-            attrs["filters"] = {**filters, "knowledge_base_ids": top}
+        attrs["filters"] = {**filters, "knowledge_base_ids": top} if top else filters
         return attrs
 
 
@@ -176,7 +176,7 @@ class HitOutput(serializers.Serializer):
 def run_search(actor: Actor, data: dict[str, Any]) -> Any:
     """The search ``data`` (a validated ``SearchInput``) asks for: the API's and the MCP
     tools' one way to run it."""
-    filters = data.get("filters") or FiltersInput().run_validation({})
+    filters = data["filters"]
     return services.search_run(
         actor=actor,
         query=data["query"],

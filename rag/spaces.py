@@ -132,7 +132,10 @@ CHUNKS = SearchSpace(
     rebuild_rows=_chunk_rebuild_rows,
     group_column="document_id",
     # SciFact train nDCG@10 by graph weight: 0.3 0.7368, 0.2 0.7375, 0.1 0.7404, 0.05 0.7406
-    # (hybrid 0.7410); 0.1 keeps the graph's reach at the cost of one query in 809.
+    # (hybrid 0.7410), a difference of noise across its folds; LoCoMo dev as documents
+    # (bench/locomo_documents.py): 0.1 finds more multi-hop evidence within five chunks than
+    # weight 0 at chunks of 64, 128 and 256 tokens (docs/benchmarks.md, "Multi-hop questions
+    # over documents").
     graph_weight=0.1,
 )
 

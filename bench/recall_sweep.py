@@ -9,7 +9,10 @@ set for the run (``--set rag.feedback.FEEDBACK_TERMS=20``; an object's attribute
 ``--set rag.spaces.CHUNKS.graph_weight=0.1``): the engine's own code runs.
 
     uv run python bench/recall_sweep.py --modes hybrid,prf [--set MODULE.NAME=VALUE ...]
-        [--skip-scifact] [--skip-locomo] [--rebuild-locomo]
+        [--skip-scifact] [--skip-locomo] [--rebuild-locomo] [--paired hybrid]
+
+``--paired MODE`` compares every other mode with MODE claim by claim on SciFact: is a
+difference more than noise?
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import argparse
 import importlib
 import json
 import math
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -45,6 +49,11 @@ def main() -> None:
     parser.add_argument("--rebuild-locomo", action="store_true")
     parser.add_argument("--limit-queries", type=int, default=0)
     parser.add_argument(
+        "--paired",
+        default="",
+        help="SciFact: each other mode against this one, claim by claim (bootstrap, sign test)",
+    )
+    parser.add_argument(
         "--loaded-only",
         action="store_true",
         help="SciFact: only the queries whose judged documents are all loaded (a partial load)",
@@ -71,6 +80,17 @@ def main() -> None:
                         Path(args.scifact), mode, args.limit_queries, args.loaded_only
                     )
                 report["modes"][mode] = row
+            per_query = {
+                mode: row["scifact"].pop("per_query")
+                for mode, row in report["modes"].items()
+                if "scifact" in row
+            }
+            if args.paired in per_query:
+                report["paired"] = {
+                    mode: paired(scores, per_query[args.paired])
+                    for mode, scores in per_query.items()
+                    if mode != args.paired
+                }
             print(json.dumps(report), flush=True)
             for owner, name, value in reversed(saved):
                 object.__setattr__(owner, name, value)
@@ -216,6 +236,7 @@ def scifact(path: Path, mode: str, limit: int, loaded_only: bool = False) -> dic
     from rag.management.commands.rag_eval import _eval_actor
     from rag.models import Document, KnowledgeBase
     from rag.search import SearchFilters
+    from rag.services.agentic import agentic_query
 
     dataset = load_beir(path, "train")
     actor = _eval_actor()
@@ -229,17 +250,28 @@ def scifact(path: Path, mode: str, limit: int, loaded_only: bool = False) -> dic
     run: dict[str, dict[str, float]] = {}
     times: list[float] = []
     for qid, text in queries:
-        outcome = chunk_search_staged(
-            actor=actor,
-            query=text,
-            mode=mode,
-            top_k=100,
-            filters=SearchFilters(knowledge_base_ids=(kb.pk,)),
-            candidates=200,
-        )
-        times.append(sum(v for k, v in outcome.stage_ms.items() if k != "embed"))
+        started = time.perf_counter()
+        if mode == "agentic":  # its sources, as rag_eval scores them
+            hits = [
+                source.hit
+                for source in agentic_query(
+                    actor=actor, query=text, knowledge_base_ids=[kb.pk], top_k=100
+                ).sources
+            ]
+            times.append((time.perf_counter() - started) * 1000)
+        else:
+            outcome = chunk_search_staged(
+                actor=actor,
+                query=text,
+                mode=mode,
+                top_k=100,
+                filters=SearchFilters(knowledge_base_ids=(kb.pk,)),
+                candidates=200,
+            )
+            hits = outcome.hits
+            times.append(sum(v for k, v in outcome.stage_ms.items() if k != "embed"))
         scores: dict[str, float] = {}
-        for rank, hit in enumerate(outcome.hits, start=1):
+        for rank, hit in enumerate(hits, start=1):
             doc = doc_ids.get(hit.document_id)
             if doc is not None and doc not in scores:
                 scores[doc] = 1.0 / rank
@@ -261,6 +293,28 @@ def scifact(path: Path, mode: str, limit: int, loaded_only: bool = False) -> dic
         ],
         "recall@100": round(metrics["recall@100"], 4),
         "search_ms_p50": round(times[len(times) // 2], 2),
+        "per_query": ordered,
+    }
+
+
+def paired(scores: list[float], baseline: list[float], resamples: int = 10_000) -> dict[str, Any]:
+    """A mode's per-claim nDCG@10 against a baseline's on the same claims: the mean difference
+    with its 95 % bootstrap interval (claims resampled, seed 0), the claims it wins and loses,
+    and the two-sided sign test's p-value over the claims that differ."""
+    import numpy as np
+
+    diff = np.asarray(scores) - np.asarray(baseline)
+    rng = np.random.default_rng(0)
+    means = diff[rng.integers(0, len(diff), size=(resamples, len(diff)))].mean(axis=1)
+    wins, losses = int((diff > 1e-9).sum()), int((diff < -1e-9).sum())
+    n = wins + losses
+    tail = math.fsum(math.comb(n, i) for i in range(min(wins, losses) + 1)) / 2**n if n else 1.0
+    return {
+        "mean_difference": round(float(diff.mean()), 4),
+        "ci95": [round(float(np.percentile(means, q)), 4) for q in (2.5, 97.5)],
+        "wins": wins,
+        "losses": losses,
+        "sign_test_p": round(min(1.0, 2 * tail), 4),
     }
 
 

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from _setup import django_session
-from recall_sweep import _cache_query_embeddings, _owner
+from recall_sweep import _cache_query_embeddings, variant_set
 
 ACCOUNT = "locomo-documents"
 CUTOFFS = (5, 10)
@@ -42,16 +42,9 @@ def main() -> None:
         loaded = _load(Path(args.locomo), args.chunk_size, args.chunk_overlap)
         _cache_query_embeddings()
         for variant in args.variant or [""]:
-            saved = []
-            for assignment in (a for a in variant.split(";") if a):
-                target, value = assignment.split("=", 1)
-                owner, name = _owner(target)
-                saved.append((owner, name, getattr(owner, name)))
-                object.__setattr__(owner, name, json.loads(value))
-            report = {"set": variant, "modes": {m: _run(loaded, m) for m in args.modes.split(",")}}
-            print(json.dumps(report), flush=True)
-            for owner, name, value in reversed(saved):
-                object.__setattr__(owner, name, value)
+            with variant_set([a for a in variant.split(";") if a]):
+                modes = {m: _run(loaded, m) for m in args.modes.split(",")}
+            print(json.dumps({"set": variant, "modes": modes}), flush=True)
 
 
 def session_texts(conversation: Any) -> dict[int, tuple[str, dict[str, tuple[int, int]]]]:

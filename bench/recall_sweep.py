@@ -23,6 +23,7 @@ import json
 import math
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -63,37 +64,47 @@ def main() -> None:
         _cache_query_embeddings()
         for variant in args.variant or [""]:
             assignments = [*args.set, *(a for a in variant.split(";") if a)]
-            saved = []
-            for assignment in assignments:
-                target, value = assignment.split("=", 1)
-                owner, name = _owner(target)
-                saved.append((owner, name, getattr(owner, name)))
-                object.__setattr__(owner, name, json.loads(value))  # frozen dataclasses too
-            report: dict[str, Any] = {"set": assignments, "modes": {}}
-            for mode in args.modes.split(","):
-                row: dict[str, Any] = {}
-                if not args.skip_locomo:
-                    row["locomo"] = locomo(Path(args.locomo), mode, rebuild=args.rebuild_locomo)
-                    args.rebuild_locomo = False
-                if not args.skip_scifact:
-                    row["scifact"] = scifact(
-                        Path(args.scifact), mode, args.limit_queries, args.loaded_only
-                    )
-                report["modes"][mode] = row
-            per_query = {
-                mode: row["scifact"].pop("per_query")
-                for mode, row in report["modes"].items()
-                if "scifact" in row
-            }
-            if args.paired in per_query:
-                report["paired"] = {
-                    mode: paired(scores, per_query[args.paired])
-                    for mode, scores in per_query.items()
-                    if mode != args.paired
+            with variant_set(assignments):
+                report: dict[str, Any] = {"set": assignments, "modes": {}}
+                for mode in args.modes.split(","):
+                    row: dict[str, Any] = {}
+                    if not args.skip_locomo:
+                        row["locomo"] = locomo(Path(args.locomo), mode, rebuild=args.rebuild_locomo)
+                        args.rebuild_locomo = False
+                    if not args.skip_scifact:
+                        row["scifact"] = scifact(
+                            Path(args.scifact), mode, args.limit_queries, args.loaded_only
+                        )
+                    report["modes"][mode] = row
+                per_query = {
+                    mode: row["scifact"].pop("per_query")
+                    for mode, row in report["modes"].items()
+                    if "scifact" in row
                 }
-            print(json.dumps(report), flush=True)
-            for owner, name, value in reversed(saved):
-                object.__setattr__(owner, name, value)
+                if args.paired in per_query:
+                    report["paired"] = {
+                        mode: paired(scores, per_query[args.paired])
+                        for mode, scores in per_query.items()
+                        if mode != args.paired
+                    }
+                print(json.dumps(report), flush=True)
+
+
+@contextmanager
+def variant_set(assignments: list[str]) -> Iterator[None]:
+    """Set each ``MODULE.NAME=JSON`` (an object's attribute too, frozen dataclasses included)
+    for the block, and put the values back after it."""
+    saved = []
+    for assignment in assignments:
+        target, value = assignment.split("=", 1)
+        owner, name = _owner(target)
+        saved.append((owner, name, getattr(owner, name)))
+        object.__setattr__(owner, name, json.loads(value))
+    try:
+        yield
+    finally:
+        for owner, name, value in reversed(saved):
+            object.__setattr__(owner, name, value)
 
 
 def _owner(target: str) -> tuple[Any, str]:

@@ -11,7 +11,7 @@ communities computed, once; later runs only search. A question's recall@k is the
 evidence turns held by the top k chunks (a chunk holds a turn when it holds the turn's middle).
 Per conversation figures are the two folds. Variants as in bench/recall_sweep.py:
 
-    uv run python bench/locomo_documents.py --modes hybrid,graph \\
+    uv run python bench/locomo_documents.py --modes hybrid,graph,agentic \\
         [--variant "rag.spaces.CHUNKS.graph_weight=0.2" ...] [--chunk-size 128]
 """
 
@@ -135,19 +135,31 @@ def _run(loaded: list[tuple[Any, Any, int, dict]], mode: str) -> dict[str, Any]:
     from memory.evaluation.locomo import CATEGORIES
     from rag.graph.chunks import chunk_search_staged
     from rag.search import SearchFilters
+    from rag.services.agentic import agentic_query
 
     rows: list[tuple[str, int, dict[int, float]]] = []
     for conversation, actor, kb_id, dia_of in loaded:
         for question in conversation.questions:
             if not question.evidence or question.category == 5:
                 continue
-            hits = chunk_search_staged(
-                actor=actor,
-                query=question.question,
-                mode=mode,
-                top_k=max(CUTOFFS),
-                filters=SearchFilters(knowledge_base_ids=(kb_id,)),
-            ).hits
+            if mode == "agentic":  # its cited sources, best first
+                hits = [
+                    s.hit
+                    for s in agentic_query(
+                        actor=actor,
+                        query=question.question,
+                        knowledge_base_ids=[kb_id],
+                        top_k=max(CUTOFFS),
+                    ).sources
+                ]
+            else:
+                hits = chunk_search_staged(
+                    actor=actor,
+                    query=question.question,
+                    mode=mode,
+                    top_k=max(CUTOFFS),
+                    filters=SearchFilters(knowledge_base_ids=(kb_id,)),
+                ).hits
             wanted = set(question.evidence)
             recall = {}
             for k in CUTOFFS:

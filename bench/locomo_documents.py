@@ -133,33 +133,17 @@ def _load(path: Path, chunk_size: int, chunk_overlap: int) -> list[tuple[Any, An
 
 def _run(loaded: list[tuple[Any, Any, int, dict]], mode: str) -> dict[str, Any]:
     from memory.evaluation.locomo import CATEGORIES
-    from rag.graph.chunks import chunk_search_staged
-    from rag.search import SearchFilters
-    from rag.services.agentic import agentic_query
+    from rag.management.commands.rag_eval import ranked_hits
 
     rows: list[tuple[str, int, dict[int, float]]] = []
     for conversation, actor, kb_id, dia_of in loaded:
         for question in conversation.questions:
             if not question.evidence or question.category == 5:
                 continue
-            if mode == "agentic":  # its cited sources, best first
-                hits = [
-                    s.hit
-                    for s in agentic_query(
-                        actor=actor,
-                        query=question.question,
-                        knowledge_base_ids=[kb_id],
-                        top_k=max(CUTOFFS),
-                    ).sources
-                ]
-            else:
-                hits = chunk_search_staged(
-                    actor=actor,
-                    query=question.question,
-                    mode=mode,
-                    top_k=max(CUTOFFS),
-                    filters=SearchFilters(knowledge_base_ids=(kb_id,)),
-                ).hits
+            hits = ranked_hits(
+                actor, knowledge_base_id=kb_id, mode=mode, query=question.question,
+                top_k=max(CUTOFFS),
+            )  # fmt: skip
             wanted = set(question.evidence)
             recall = {}
             for k in CUTOFFS:

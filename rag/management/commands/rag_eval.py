@@ -89,7 +89,16 @@ class Command(BaseCommand):
             latencies: list[float] = []
             for qid, text in tqdm(queries, desc=mode, disable=options["json"], leave=False):
                 started = time.perf_counter()
-                hits = _ranked(actor, kb, mode, text, weights, options)
+                hits = ranked_hits(
+                    actor,
+                    knowledge_base_id=kb.pk,
+                    mode=mode,
+                    query=text,
+                    fusion=options["fusion"],
+                    weights=weights,
+                    candidates=options["candidates"],
+                    max_rounds=options["max_rounds"],
+                )
                 latencies.append((time.perf_counter() - started) * 1000)
                 scores: dict[str, float] = {}
                 for rank, hit in enumerate(hits, start=1):
@@ -189,35 +198,40 @@ class Command(BaseCommand):
         return kb, time.perf_counter() - started
 
 
-def _ranked(
+def ranked_hits(
     actor: Actor,
-    kb: KnowledgeBase,
+    *,
+    knowledge_base_id: int,
     mode: str,
-    text: str,
-    weights: dict[str, float],
-    options: dict[str, Any],
+    query: str,
+    top_k: int = 100,
+    fusion: str = DEFAULT_FUSION,
+    weights: dict[str, float] | None = None,
+    candidates: int | None = None,
+    max_rounds: int = DEFAULT_MAX_ROUNDS,
 ) -> list[SearchHit]:
-    """One query's ranked chunks in a mode: a search's hits, or agentic RAG's sources (at most
-    100, like the searches), best first."""
+    """One query's ranked chunks of a knowledge base in a mode, best first: a search's hits
+    (``hybrid+graph``: a hybrid search with the graph stage), or agentic RAG's sources. This
+    command and the benchmarks under bench/ score modes through it."""
     if mode == AGENTIC:
         answer = agentic_query(
             actor=actor,
-            query=text,
-            max_rounds=options["max_rounds"],
-            knowledge_base_ids=[kb.pk],
-            top_k=100,
+            query=query,
+            max_rounds=max_rounds,
+            knowledge_base_ids=[knowledge_base_id],
+            top_k=top_k,
         )
         return [source.hit for source in answer.sources]
     return chunk_search_staged(
         actor=actor,
-        query=text,
+        query=query,
         mode=mode.split("+")[0],
         stages=("vector", "keyword", "graph") if mode == "hybrid+graph" else (),
-        top_k=100,
-        fusion=options["fusion"],
+        top_k=top_k,
+        fusion=fusion,
         weights=weights or None,
-        filters=SearchFilters(knowledge_base_ids=(kb.pk,)),
-        candidates=options["candidates"],
+        filters=SearchFilters(knowledge_base_ids=(knowledge_base_id,)),
+        candidates=candidates,
     ).hits
 
 

@@ -1,8 +1,9 @@
 """The review queue (docs/admin.md, "Review queue"): the pending changes of the accounts where
 the person is an owner or operator, filtered by status, kind and context; each change's page
-shows the reason, the before/after diff and the cluster's members, with Approve and Reject
-(a rejection needs a reason). Many are approved at once with an action; rejecting many asks
-for one reason. Every decision goes through ``memory.services.changes`` (audited)."""
+shows the reason, the statements it would archive highlighted, the before/after diff and the
+cluster's members, with Approve and Reject (a rejection needs a reason). Many are approved at
+once with an action; rejecting many asks for one reason. Every decision goes through
+``memory.services.changes`` (audited)."""
 
 from __future__ import annotations
 
@@ -23,9 +24,11 @@ from django.utils.html import format_html, format_html_join
 
 from core.admin_base import AccountScopedAdmin
 from core.errors import EngramError
+from memory.admin.change_statements import archived_statements_html
 from memory.admin.rot import rot_report_view
 from memory.models import PendingChange
 from memory.roles import MANAGE_MEMORY
+from memory.selectors.change_archives import change_archived_statements
 from memory.selectors.changes import change_diff
 from memory.services import changes as services
 
@@ -57,6 +60,7 @@ _FIELDS = (
     "context",
     "pool",
     "reason",
+    "archived_statements",
     "diff",
     "cluster_members",
     "proposed_by",
@@ -112,6 +116,10 @@ class PendingChangeAdmin(AccountScopedAdmin):
     @admin.display(description="before → after")
     def diff(self, change: PendingChange) -> Any:
         return _diff_html(change_diff(change))
+
+    @admin.display(description="statements archived")
+    def archived_statements(self, change: PendingChange) -> Any:
+        return archived_statements_html(change_archived_statements(change))
 
     @admin.display(description="members")
     def cluster_members(self, change: PendingChange) -> Any:

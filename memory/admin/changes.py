@@ -1,8 +1,11 @@
-"""The review queue (docs/admin.md, "Review queue"): the pending changes of the accounts where
-the person is an owner or operator, filtered by status, kind and context; each change's page
-shows the reason, the before/after diff and the cluster's members, with Approve and Reject
-(a rejection needs a reason). Many are approved at once with an action; rejecting many asks
-for one reason. Every decision goes through ``memory.services.changes`` (audited)."""
+"""The review queue (docs/admin.md, "For operators: the review queue"): the pending changes of
+the accounts where the person is an owner or operator, filtered by status, kind and context;
+each change's page shows the reason, the statements the change would archive highlighted
+(``memory.admin.change_statements``), the before/after diff and the cluster's members, with
+Approve and Reject (a rejection needs a reason) in the page's sidebar
+(``admin/memory/pendingchange/change_form.html``). Many are approved at once with an action;
+rejecting many asks for one reason. Every decision goes through ``memory.services.changes``
+(audited); what cannot be decided is skipped and reported, never a server error."""
 
 from __future__ import annotations
 
@@ -12,7 +15,7 @@ from typing import Any
 from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
-from django.contrib.admin.utils import unquote
+from django.contrib.admin.utils import model_ngettext, unquote
 from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
@@ -23,9 +26,11 @@ from django.utils.html import format_html, format_html_join
 
 from core.admin_base import AccountScopedAdmin
 from core.errors import EngramError
+from memory.admin.change_statements import archived_statements_html
 from memory.admin.rot import rot_report_view
 from memory.models import PendingChange
 from memory.roles import MANAGE_MEMORY
+from memory.selectors.change_archives import change_archived_statements
 from memory.selectors.changes import change_diff
 from memory.services import changes as services
 
@@ -57,6 +62,7 @@ _FIELDS = (
     "context",
     "pool",
     "reason",
+    "archived_statements",
     "diff",
     "cluster_members",
     "proposed_by",
@@ -112,6 +118,10 @@ class PendingChangeAdmin(AccountScopedAdmin):
     @admin.display(description="before → after")
     def diff(self, change: PendingChange) -> Any:
         return _diff_html(change_diff(change))
+
+    @admin.display(description="statements archived")
+    def archived_statements(self, change: PendingChange) -> Any:
+        return archived_statements_html(change_archived_statements(change))
 
     @admin.display(description="members")
     def cluster_members(self, change: PendingChange) -> Any:
@@ -208,40 +218,95 @@ class PendingChangeAdmin(AccountScopedAdmin):
 
     @admin.action(description="Approve (apply) the selected changes", permissions=["change"])
     def approve_selected(self, request: HttpRequest, queryset: QuerySet[PendingChange]) -> None:
-        actor = self.actor(request)
-        self.each(
-            request,
-            queryset,
-            lambda change: self._applied(services.change_approve(actor=actor, change=change)),
-            "Approved",
-        )
-
-    @staticmethod
-    def _applied(change: PendingChange) -> None:
-        if change.status == PendingChange.Status.FAILED:
-            raise EngramError(f"approved, but it could not apply: {change.error}")
+        self._decide_selected(request, self._chosen(request, queryset), approve=True)
 
     @admin.action(description="Reject the selected changes…", permissions=["change"])
     def reject_selected(
         self, request: HttpRequest, queryset: QuerySet[PendingChange]
     ) -> HttpResponse | None:
-        """One reason for all: asked on a page of its own, then each rejected."""
+        """One reason for all (a rejection needs one): asked on a page of its own, then each
+        rejected."""
+        chosen = self._chosen(request, queryset)
+        if chosen is None:
+            return None
+        if not any(change.is_open for change in chosen):
+            messages.warning(request, "None of the selected changes is pending: nothing to reject.")
+            return None
         form = RejectForm(request.POST if "_reject" in request.POST else None)
         if "_reject" in request.POST and form.is_valid():
-            actor, reason = self.actor(request), form.cleaned_data["reason"]
-            self.each(
-                request,
-                queryset,
-                lambda change: services.change_reject(actor=actor, change=change, reason=reason),
-                "Rejected",
+            self._decide_selected(
+                request, chosen, approve=False, reason=form.cleaned_data["reason"]
             )
             return None
         context = {
             **self.admin_site.each_context(request),
             "opts": self.opts,
             "title": "Reject pending changes",
-            "changes": queryset,
+            "changes": chosen,
+            "open_count": sum(change.is_open for change in chosen),
             "form": form,
             "action_checkbox_name": ACTION_CHECKBOX_NAME,
         }
         return TemplateResponse(request, "admin/memory/pendingchange/reject.html", context)
+
+    def _chosen(
+        self, request: HttpRequest, queryset: QuerySet[PendingChange]
+    ) -> list[PendingChange] | None:
+        """The selected changes (at most ``MAX_BULK``, or None and a message), after reporting
+        the selected ones that are no longer in the list as filtered (decided or deleted
+        meanwhile, or outside the person's accounts: one message for all alike)."""
+        chosen = list(queryset[: services.MAX_BULK + 1])
+        if len(chosen) > services.MAX_BULK:
+            messages.error(
+                request,
+                f"Decide at most {services.MAX_BULK} changes at a time: nothing was decided.",
+            )
+            return None
+        if request.POST.get("select_across") != "1":
+            missing = len(set(request.POST.getlist(ACTION_CHECKBOX_NAME))) - len(chosen)
+            if missing > 0:
+                messages.warning(
+                    request,
+                    f"Skipped {missing} selected {'change' if missing == 1 else 'changes'} "
+                    "no longer in this list.",
+                )
+        return chosen
+
+    def _decide_selected(
+        self,
+        request: HttpRequest,
+        chosen: list[PendingChange] | None,
+        *,
+        approve: bool,
+        reason: str = "",
+    ) -> None:
+        """Each change decided on its own through ``changes_decide`` (the reviewer as actor,
+        audited); one that is no longer pending, expired or may not be decided is skipped and
+        reported, one that could not apply is reported as failed, the others go on."""
+        if not chosen:
+            return
+        try:
+            decisions = services.changes_decide(
+                actor=self.actor(request), changes=chosen, approve=approve, reason=reason
+            )
+        except EngramError as exc:
+            if exc.status_code >= 500:
+                raise
+            messages.error(request, exc.message)
+            return
+        names = {change.pk: f"{change.kind} #{change.pk}" for change in chosen}
+        decided: list[str] = []
+        for decision in decisions:
+            name = names[decision.change_id]
+            if decision.code:
+                messages.warning(request, f"Skipped {name}: {decision.error}")
+            elif decision.status == PendingChange.Status.FAILED:
+                messages.error(
+                    request, f"{name}: approved, but it could not apply: {decision.error}"
+                )
+            else:
+                decided.append(name)
+        if decided:
+            verb = "Approved" if approve else "Rejected"
+            count = f"{len(decided)} {model_ngettext(self.opts, len(decided))}"
+            messages.success(request, f"{verb} {count}: {', '.join(decided)}.")

@@ -348,7 +348,10 @@ def test_the_llm_rewrites_each_group_and_an_invalid_answer_falls_back(
     write_all(agent_client, context, DEPLOYS, tags=["deploys"])
     write_all(agent_client, context, COFFEE)
     write_all(agent_client, context, SINGLES)
-    merged = "The billing service deploys every Friday afternoon, after lunch."
+    merged = (
+        "The billing service deploys every Friday afternoon after lunch. Billing deploys happen "
+        "on Friday afternoons."
+    )
     # The two groups are rewritten in order; the second answer is not valid.
     llm.reply_with(
         json.dumps({"content": merged, "tags": ["billing", "schedule"]}),
@@ -436,6 +439,8 @@ def test_under_review_a_cluster_rewrite_waits_then_applies_when_approved(
     done = changes.change_approve(actor=actor_for_user(user), change=change)
     assert done.status == "approved"
     current = MemoryEntry.objects.filter(context=context, is_current=True, archived_at__isnull=True)
-    assert set(current.values_list("pk", flat=True)) >= {item["kept"]}
+    # The kept memory (a new version when statements were carried into it) stays current.
+    lineage = MemoryEntry.objects.get(pk=item["kept"]).lineage
+    kept = current.get(lineage=lineage)
     for entry_id in item["absorbed"]:
-        assert MemoryEntry.objects.get(pk=entry_id).metadata["merged_into"] == item["kept"]
+        assert MemoryEntry.objects.get(pk=entry_id).metadata["merged_into"] == kept.pk

@@ -18,8 +18,8 @@ def covered(statement: str, by: str) -> bool:
 @pytest.mark.parametrize(
     ("statement", "by"),
     [
-        ("Maria works at Acme in Oslo.", "Maria is employed by Acme in Oslo."),
-        ("Maria works at Acme in Oslo.", "Maria has a job at Acme, Oslo."),
+        ("Maria works at Acme in Oslo.", "In Oslo, Maria works at Acme."),
+        ("Maria Lind has a peanut allergy.", "Maria Lind has a peanut allergy, a bad one."),
         (
             "Kenji Sato prefers Figma for building mockups.",
             "For building mockups, Kenji Sato prefers Figma.",
@@ -50,6 +50,9 @@ def test_a_paraphrase_is_covered(statement: str, by: str) -> None:
             "noun",
         ),
         ("Maria likes espresso.", "Maria dislikes espresso.", "negation"),
+        ("Maria bought a Volvo.", "Maria sold a Volvo.", "verb"),
+        ("Tom joined the billing team.", "Tom left the billing team.", "verb"),
+        ("The backup runs before the deploy.", "The backup runs after the deploy.", "order"),
         ("Maria is allergic to peanuts.", "Maria is not allergic to peanuts.", "negation"),
     ],
 )
@@ -59,10 +62,17 @@ def test_a_statement_that_loses_a_token_or_flips_is_not_covered(
     assert not covered(statement, by), why
 
 
-def test_key_tokens_are_numbers_names_codes_dates_rare_words_and_nouns() -> None:
+def test_a_synonym_is_not_a_cover_but_is_carried() -> None:
+    # The embedding model calls them the same; the words differ, so nothing is taken for
+    # granted: the statement is carried (said twice rather than lost).
+    assert not covered("Maria works at Acme in Oslo.", "Maria is employed by Acme in Oslo.")
+
+
+def test_key_tokens_are_numbers_names_codes_dates_and_words() -> None:
     keys = fact_check.key_tokens("Maria Lind drinks kombucha at 9:15 near gate B-12 on 3 May")
     assert {"maria", "lind", "kombucha", "9:15", "b-12", "3", "may", "gate"} <= keys
-    assert "drink" not in keys and "drinks" not in keys  # a verb may be reworded
+    assert "drink" in keys  # "drinks" is not "sells": verbs count
+    assert fact_check.key_tokens("Maria has a dog") == {"maria", "dog"}  # a light verb does not
     # A sentence's first word is a name only when it is not a function word.
     assert "the" not in fact_check.key_tokens("The cat sleeps")
     assert "oslo" in fact_check.key_tokens("Oslo is cold")
@@ -76,7 +86,7 @@ def test_a_pronoun_stands_for_its_entrys_subject() -> None:
         "Maria Lind works as a nurse in Oslo",
         "She is allergic to latex",
     ]
-    same = "Maria Lind is a nurse in Oslo. She is allergic to latex."
+    same = "In Oslo, Maria Lind works as a nurse. She is allergic to latex."
     assert not fact_check.lost(fact_check.statements_check([(1, maria)], [(2, same)]))
 
 

@@ -14,6 +14,10 @@ current entry; ``kept_with_subject``: in a current entry that also names the per
 archived, entries that stayed current, and what the run refused or carried.
 
     uv run python bench/memory_fact_preservation.py [--seed 35] [--step maintenance|dedup|both]
+        [--key-rule words|content|content+rare|rare|names] [--similarity 0.92]
+
+``--key-rule`` and ``--similarity`` override the fact check's rule and statement threshold
+(``memory.fact_check``) to measure the alternatives (docs/benchmarks-log.md).
 
 The bench account (``engram-bench-facts``) is deleted first and rebuilt for each step.
 """
@@ -161,11 +165,24 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--seed", type=int, default=35)
     parser.add_argument("--step", choices=["maintenance", "dedup", "both"], default="both")
+    parser.add_argument("--key-rule", default=None)
+    parser.add_argument("--similarity", type=float, default=None)
     args = parser.parse_args()
     found = groups(args.seed)
     steps = ["maintenance", "dedup"] if args.step == "both" else [args.step]
     with django_session():
-        result = {"seed": args.seed, "groups": len(found)}
+        result: dict[str, Any] = {"seed": args.seed, "groups": len(found)}
+        try:
+            from memory import fact_check
+        except ImportError:  # the code before the fact check (the baseline)
+            fact_check = None  # type: ignore[assignment]
+        if fact_check is not None:
+            if args.key_rule:
+                fact_check.KEY_RULE = args.key_rule
+            if args.similarity:
+                fact_check.statement_similarity = lambda: args.similarity
+            result["key_rule"] = fact_check.KEY_RULE
+            result["statement_similarity"] = fact_check.statement_similarity()
         for name in steps:
             result[name] = step(name, found, args.seed)
             print(json.dumps({name: result[name]}), file=sys.stderr, flush=True)

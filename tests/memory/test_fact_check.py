@@ -112,7 +112,8 @@ def test_carrying_adds_each_uncovered_statement_once_with_its_subject() -> None:
     assert second.covered_by == (9, "Maria Lind is allergic to peanuts")
     item = second.as_json()
     assert item["text"] == "is allergic to peanuts" and item["carried"] is False
-    assert absorbed[1][1][item["start"] : item["end"]] == item["text"]
+    assert absorbed[1][1][second.statement.start : second.statement.end] == item["text"]
+    assert (item["start"], item["end"]) == (second.statement.start, second.statement.end)
     # What the rewrite says covers every absorbed statement again (the apply's check).
     assert not fact_check.lost(fact_check.statements_check(absorbed, [(9, text)]))
 

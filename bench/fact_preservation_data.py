@@ -12,7 +12,7 @@ Three kinds of group, each 3 to 5 members that say one base fact in different wo
 - ``distractor``: an ``extra`` group about another person with the same base fact values (the
   same job in the same city, the same team, the same tool), so that clusters may mix people.
 - ``twin``: two or three memories worded alike that differ only in a value (two lockers'
-  codes, two servers' addresses): near-copies to an embedding model (cosine above 0.95), yet
+  codes, two servers' addresses): near-copies to an embedding model (cosine 0.72 to 0.91), yet
   each value is a fact of its own (its token must stay current).
 
 Pure Python, deterministic for a seed: ``groups(seed)`` answers the same set every time.

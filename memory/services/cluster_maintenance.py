@@ -204,7 +204,7 @@ class _Run:
         kept, absorbed = members[0], members[1:]
         started = time.perf_counter()
         method, fallback = OFFLINE_METHOD, ""
-        replacement, checked = cluster_rewrite.rewrite_offline(kept, absorbed)
+        replacement, checked = cluster_rewrite.rewrite_offline_plan(kept, absorbed)
         if not self.offline:
             try:
                 replacement = cluster_rewrite.rewrite_llm(self.llm, kept, absorbed)

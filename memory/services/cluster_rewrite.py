@@ -95,7 +95,7 @@ def _merged(kept: MemoryEntry, absorbed: Sequence[MemoryEntry], content: str) ->
     }
 
 
-def rewrite_offline(
+def rewrite_offline_plan(
     kept: MemoryEntry, absorbed: Sequence[MemoryEntry]
 ) -> tuple[dict[str, Any], list[fact_check.Checked]]:
     """The central member's text plus every statement of the others that it (or a statement
@@ -107,6 +107,11 @@ def rewrite_offline(
         [(e.pk, e.content) for e in absorbed], [(kept.pk, kept.content)], carry_into=kept.pk
     )
     return _merged(kept, absorbed, fact_check.carried_text(kept.content, checked)), checked
+
+
+def rewrite_offline(kept: MemoryEntry, absorbed: Sequence[MemoryEntry]) -> dict[str, Any]:
+    """The offline replacement alone (``rewrite_offline_plan``)."""
+    return rewrite_offline_plan(kept, absorbed)[0]
 
 
 def replacement_check(

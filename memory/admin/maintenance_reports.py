@@ -13,7 +13,7 @@ from django.contrib import admin
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
 
 from core.admin_base import AccountScopedAdmin
 from memory.models import MemoryMaintenanceReport
@@ -75,7 +75,15 @@ class MemoryMaintenanceReportAdmin(AccountScopedAdmin):
         "created_at",
         "finished_at",
     )
-    _details = ("timings", "parameters", "per_context", "clusters_found", "kept_groups", "skips")
+    _details = (
+        "facts",
+        "timings",
+        "parameters",
+        "per_context",
+        "clusters_found",
+        "kept_groups",
+        "skips",
+    )
     fields = readonly_fields = (*_summary, *_details)
 
     def has_add_permission(self, request: HttpRequest) -> bool:
@@ -84,6 +92,40 @@ class MemoryMaintenanceReportAdmin(AccountScopedAdmin):
     def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         # Nothing to edit; the permission only guards the undo action.
         return obj is None and super().has_change_permission(request, obj)
+
+    @admin.display(description="fact check (nothing lost)")
+    def facts(self, obj: MemoryMaintenanceReport) -> str:
+        """Per group: the statements carried into the kept memory; per refused group: the
+        memories that stayed current and the statements the rewrite would have lost."""
+        check = obj.fact_check
+        carried = format_html_join(
+            "",
+            "<tr><td>{}</td><td>{}</td><td>carried: {}</td></tr>",
+            ((c["kept"], c["from_entry"], c["text"]) for c in check["carried"]),
+        )
+        refused = format_html_join(
+            "",
+            "<tr><td>{}</td><td>{}</td><td>would be lost: {}</td></tr>",
+            (
+                (
+                    ", ".join(map(str, r["entry_ids"])) + " (stayed current)",
+                    ", ".join(str(s.get("entry_id")) for s in r["lost"]),
+                    "; ".join(str(s.get("text")) for s in r["lost"]),
+                )
+                for r in check["refused"]
+            ),
+        )
+        return format_html(
+            "<p>{} statements of absorbed memories checked, {} carried into the kept memory, "
+            "{} groups refused (would_lose_facts).</p>"
+            "<table><tr><th>kept / group</th><th>from memory</th><th>statement</th></tr>"
+            "{}{}</table>",
+            check["statements_checked"],
+            check["statements_carried"],
+            check["groups_refused"],
+            carried,
+            refused,
+        )
 
     @admin.display(description="timings (ms)")
     def timings(self, obj: MemoryMaintenanceReport) -> str:

@@ -62,6 +62,7 @@ class ReportOutput(ReportSummaryOutput):
         fields = [
             *ReportSummaryOutput.Meta.fields,
             "replaced",
+            "fact_check",
             "params",
             "contexts",
             "clusters",
@@ -73,6 +74,14 @@ class ReportOutput(ReportSummaryOutput):
         child=serializers.IntegerField(),
         source="replaced_ids",
         help_text="Entries absorbed (in a dry run: to be absorbed), now archived versions.",
+    )
+    fact_check = serializers.DictField(
+        read_only=True,
+        help_text="The fact check (docs/memory.md): statements_checked and statements_carried "
+        "(statements of absorbed entries; carried: added to the kept entry's text, each with "
+        "its kept entry and the entry it came from), groups_refused (would_lose_facts: a "
+        "rewrite that would drop a statement), stayed_current (their entries) and refused "
+        "(each group's entries and the statements it would have lost).",
     )
     params = serializers.DictField(help_text="The clustering's parameters (seed included).")
     contexts = serializers.ListField(
@@ -87,12 +96,15 @@ class ReportOutput(ReportSummaryOutput):
     kept = serializers.ListField(
         child=serializers.DictField(),
         help_text="Per group rewritten (or, in a dry run, to be): the kept entry, the absorbed "
-        "ones, the method, the replacement, the payload applied and its result.",
+        "ones, the method, the replacement, statements (each statement of each absorbed entry: "
+        "entry_id, text, start, end, covered_by {entry_id, text} or null, carried), carried "
+        "(the texts added to the kept entry), the payload applied and its result.",
     )
     skipped = serializers.ListField(
         child=serializers.DictField(),
-        help_text="Entries left as they were, with the reason (below_similarity, run_limit, "
-        "cluster_changed...).",
+        help_text="Entries left as they were (they stay current), with the reason "
+        "(below_similarity, run_limit, cluster_changed, would_lose_facts with lost: the "
+        "statements the rewrite would have dropped).",
     )
 
 

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from django.db import models
 
@@ -54,9 +54,10 @@ class MemoryMaintenanceReport(models.Model):
     contexts = models.JSONField(default=list, blank=True)
     # [{context_id, label, size, members, reduction, groups: [{kept, absorbed, ...}]}]
     clusters = models.JSONField(default=list, blank=True)
-    # [{context_id, kept, absorbed, cluster, group, method, applied}]
+    # [{context_id, kept, absorbed, cluster, group, method, replacement, statements: [{entry_id,
+    # text, start, end, covered_by, carried}], carried, payload, applied}]
     kept = models.JSONField(default=list, blank=True)
-    # [{entry_ids, reason, context_id?, cluster?}]
+    # [{entry_ids, reason, context_id?, cluster?, lost?: [statements], details?}]
     skipped = models.JSONField(default=list, blank=True)
     timings_ms = models.JSONField(default=dict, blank=True)
     params = models.JSONField(default=dict, blank=True)
@@ -85,3 +86,30 @@ class MemoryMaintenanceReport(models.Model):
     def replaced_ids(self) -> list[int]:
         """Every entry absorbed (or, in a dry run, to be absorbed) by a kept one."""
         return [i for item in self.kept for i in item.get("absorbed", [])]
+
+    @property
+    def fact_check(self) -> dict[str, Any]:
+        """What the fact check did (docs/memory.md, "Nothing automatic loses a fact"): the
+        statements of absorbed entries checked and carried into kept ones, and the groups
+        refused (``would_lose_facts``) with the entries that stayed current and the statements
+        that would have been lost."""
+        statements = [(item, s) for item in self.kept for s in item.get("statements", [])]
+        refused = [s for s in self.skipped if s.get("reason") == "would_lose_facts"]
+        return {
+            "statements_checked": len(statements),
+            "statements_carried": sum(1 for _, s in statements if s.get("carried")),
+            "carried": [
+                {"kept": item["kept"], "from_entry": s["entry_id"], "text": s["text"]}
+                for item, s in statements
+                if s.get("carried")
+            ],
+            "groups_refused": len(refused),
+            "stayed_current": sorted({i for s in refused for i in s["entry_ids"]}),
+            "refused": [
+                {
+                    "entry_ids": s["entry_ids"],
+                    "lost": s.get("lost") or s.get("details", {}).get("statements", []),
+                }
+                for s in refused
+            ],
+        }

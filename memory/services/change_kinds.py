@@ -25,6 +25,7 @@ from core.actors import Actor, actor_for_agent
 from core.audit import audit_record
 from core.errors import Conflict, NotFound
 from core.models import Account, Agent
+from memory import fact_check
 from memory.models import MemoryContext, MemoryEntry
 from memory.services import long_term as ltm
 from memory.services.changes import change_kind_register
@@ -96,7 +97,9 @@ def _live(context: MemoryContext, ids: list[int]) -> dict[int, MemoryEntry]:
 
 def dedup_merge_apply(*, account: Account, actor: Actor, payload: dict[str, Any]) -> dict[str, Any]:
     """Archive the absorbed entries into the survivor: ``merged_into`` (id and lineage) and
-    ``merged_similarity`` in theirs, the absorbed ids listed in the survivor's ``absorbed``."""
+    ``merged_similarity`` in theirs, the absorbed ids listed in the survivor's ``absorbed``.
+    409 ``would_lose_facts`` (nothing changed) when the survivor does not cover a statement of
+    an absorbed entry (``memory.fact_check``; checked again here: a change may have waited)."""
     context = _context(account, payload["context_id"])
     survivor_id = int(payload["survivor_id"])
     similarity = {int(a["id"]): float(a.get("similarity") or 0.0) for a in payload["absorbed"]}
@@ -104,6 +107,13 @@ def dedup_merge_apply(*, account: Account, actor: Actor, payload: dict[str, Any]
     if survivor_id not in live or any(i not in live for i in similarity):
         raise _outdated("an entry of the merge was changed, archived or deleted")
     survivor, absorbed = live[survivor_id], [live[i] for i in similarity]
+    lost = fact_check.lost(
+        fact_check.statements_check(
+            [(e.pk, e.content) for e in absorbed], [(survivor.pk, survivor.content)]
+        )
+    )
+    if lost:
+        raise fact_check.refusal(lost)
     for entry in absorbed:
         ltm.entry_update(
             actor=actor,

@@ -11,10 +11,13 @@ A run, under the account's consolidation lock:
    seeded, reproducible), one context at a time;
 4. splits each cluster into groups of near-duplicates and rewrites each group into one memory:
    with a configured LLM (its JSON answer validated; an invalid or missing answer falls back to
-   the offline rewrite and says so), or offline: the most central member is kept, with the
+   the offline rewrite and says so; an answer that drops a statement of the group is refused,
+   the members stay current: ``would_lose_facts``), or offline: the most central member's text
+   plus every statement of the others that it does not cover (``memory.fact_check``), with the
    others' tags, metadata and importance merged into it;
 5. replaces: the kept entry takes the replacement, the others are archived (readable as
-   versions: nothing is lost) - ``memory.services.cluster_rewrite``; a dry run stops before;
+   versions, and every statement they made still said by the kept entry) -
+   ``memory.services.cluster_rewrite``; a dry run stops before;
 6. writes a ``MemoryMaintenanceReport``: clusters with sizes and members, what was kept,
    replaced and skipped (with reasons), timings, models, and the plans a run can be undone by.
 
@@ -39,7 +42,7 @@ from core.embeddings import get_embedding_provider
 from core.errors import Conflict, EngramError, ValidationFailed
 from core.llm import LLMError, get_llm_provider
 from core.models import Account
-from memory import clustering, indexing
+from memory import clustering, fact_check, indexing
 from memory.context_access import visible_contexts
 from memory.models import MemoryContext, MemoryEntry, MemoryMaintenanceReport
 from memory.roles import MANAGE_MEMORY
@@ -55,29 +58,16 @@ logger = logging.getLogger("engram.memory")
 Report = MemoryMaintenanceReport
 MAX_CONTEXT_IDS = 100
 EMBED_BATCH = 256
-OFFLINE_METHOD = "offline:central-member"
+OFFLINE_METHOD = "offline:central-member+uncovered-statements"
 # How much of a replacement's text a report shows (the payload keeps all of it).
 PREVIEW_CHARS = 500
+# fmt: off
 _ENTRY_FIELDS = (
-    "id",
-    "account_id",
-    "context_id",
-    "lineage",
-    "version",
-    "is_current",
-    "archived_at",
-    "content",
-    "data",
-    "speaker",
-    "tags",
-    "metadata",
-    "importance",
-    "embedding",
-    "embedding_model",
-    "thread",
-    "position",
-    "created_at",
+    "id", "account_id", "context_id", "lineage", "version", "is_current", "archived_at",
+    "content", "data", "speaker", "tags", "metadata", "importance", "embedding",
+    "embedding_model", "thread", "position", "created_at",
 )
+# fmt: on
 
 
 def params_from_settings() -> clustering.ClusterParams:
@@ -214,14 +204,27 @@ class _Run:
         kept, absorbed = members[0], members[1:]
         started = time.perf_counter()
         method, fallback = OFFLINE_METHOD, ""
-        replacement = cluster_rewrite.rewrite_offline(kept, absorbed)
+        replacement, checked = cluster_rewrite.rewrite_offline_plan(kept, absorbed)
         if not self.offline:
             try:
                 replacement = cluster_rewrite.rewrite_llm(self.llm, kept, absorbed)
                 method = self.llm.model_id
             except (LLMError, ValueError) as exc:
                 fallback = cluster_rewrite.llm_failure(exc)
+            else:
+                checked = cluster_rewrite.replacement_check(kept, absorbed, replacement["content"])
         self.time("rewrite", started)
+        lost = fact_check.lost(checked)
+        if lost:
+            self.skip(
+                [e.pk for e in members],
+                "would_lose_facts",
+                **where,
+                method=method,
+                lost=[c.as_json() for c in lost],
+            )
+            return
+        statements = fact_check.statements_json(c for c in checked if c.entry_id != kept.pk)
         payload = cluster_rewrite.rewrite_payload(
             kept=kept,
             absorbed=absorbed,
@@ -245,6 +248,8 @@ class _Run:
                 "tags": replacement["tags"],
                 "importance": replacement["importance"],
             },
+            "statements": statements,
+            "carried": [s["text"] for s in statements if s["carried"]],
             "payload": payload,
             "applied": None,
         }
@@ -261,11 +266,12 @@ class _Run:
                 payload=payload,
                 kept=kept,
                 absorbed=absorbed,
+                statements=statements,
             )
         except EngramError as exc:
             if exc.status_code >= 500:
                 raise
-            self.skip([kept.pk, *item["absorbed"]], exc.code, **where)
+            self.skip([kept.pk, *item["absorbed"]], exc.code, **where, details=exc.details)
             return
         finally:
             self.time("apply", started)
@@ -284,6 +290,7 @@ def rewrite_dispatch(
     payload: dict[str, Any],
     kept: MemoryEntry,
     absorbed: Sequence[MemoryEntry],
+    statements: Sequence[dict[str, Any]] = (),
 ) -> dict[str, Any]:
     """Where a planned rewrite goes (``memory.services.changes``): applied now under its
     context's ``auto`` policy; under ``review`` held as a pending change of kind
@@ -307,6 +314,9 @@ def rewrite_dispatch(
                 }
             ],
             "archived": [e.pk for e in absorbed],
+            # Every statement of each entry archived: what covers it, or carried into the
+            # kept entry's new text (the review queue highlights them).
+            "statements": list(statements),
         },
         members=[{**entry_view(e, 300), "kept": e.pk == kept.pk} for e in (kept, *absorbed)],
         # The same rewrite proposed by a later run (another report, the same entries and
@@ -321,7 +331,8 @@ def rewrite_dispatch(
         ),
         reason=f"{len(absorbed) + 1} memories of context {kept.context.name!r} form one cluster "
         "of near-duplicates (cluster maintenance): the most central is kept and rewritten, the "
-        "others are archived into it.",
+        "others are archived into it; every statement they make is still said by the rewrite "
+        f"({sum(1 for s in statements if s.get('carried'))} carried into it).",
     )
     if submitted.applied:
         return submitted.result

@@ -3,14 +3,19 @@ maintenance"), in two steps that can happen apart:
 
 - *plan* (``rewrite_offline`` / ``rewrite_llm`` then ``rewrite_payload``): a JSON payload naming
   the kept entry (the group's most central member, at the version read), the absorbed entries
-  and the replacement (content, tags, metadata, importance). A dry run stops here; a review
-  queue can store the payload (kind ``cluster_rewrite``) and apply it when a reviewer approves.
-- *apply* (``cluster_rewrite_apply``): the kept entry takes the replacement (a content or tags
-  change writes a new version; the previous one stays readable as history), each absorbed entry
-  is archived with ``merged_into`` in its metadata. Nothing is deleted: every absorbed entry
-  stays readable by id and in its history. ``cluster_rewrite_undo`` reverses an apply from its
-  result: the kept entry gets its previous content, tags, metadata and importance back (as a
-  new version) and the absorbed entries are unarchived.
+  and the replacement (content, tags, metadata, importance). Offline, the replacement's text is
+  the kept entry's plus every statement of the others that it does not cover (``memory.
+  fact_check``); a model's text must cover every statement of the group, or the rewrite is
+  refused (``would_lose_facts``). A dry run stops here; a review queue can store the payload
+  (kind ``cluster_rewrite``) and apply it when a reviewer approves.
+- *apply* (``cluster_rewrite_apply``): the fact check again (a payload may have waited or been
+  edited: one whose text drops a statement is refused, 409 ``would_lose_facts``), then the kept
+  entry takes the replacement (a content or tags change writes a new version; the previous one
+  stays readable as history), each absorbed entry is archived with ``merged_into`` in its
+  metadata. Nothing is deleted: every absorbed entry stays readable by id and in its history.
+  ``cluster_rewrite_undo`` reverses an apply from its result: the kept entry gets its previous
+  content, tags, metadata and importance back (as a new version) and the absorbed entries are
+  unarchived.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from core.actors import Actor, actor_for_account
 from core.errors import Conflict, EngramError, ValidationFailed
 from core.llm import LLMError, LLMProvider
 from core.models import Account
+from memory import fact_check
 from memory.models import MemoryContext, MemoryEntry, MemoryMaintenanceReport
 from memory.roles import MANAGE_MEMORY
 from memory.services import long_term as ltm
@@ -78,15 +84,46 @@ def _metadata(kept: MemoryEntry, absorbed: Sequence[MemoryEntry]) -> dict[str, A
     return merged
 
 
-def rewrite_offline(kept: MemoryEntry, absorbed: Sequence[MemoryEntry]) -> dict[str, Any]:
-    """Keep the central member's text; merge the others' tags, metadata and importance (the
-    highest) into it."""
+def _merged(kept: MemoryEntry, absorbed: Sequence[MemoryEntry], content: str) -> dict[str, Any]:
+    """The replacement: ``content``, with the group's tags, metadata and importance (the
+    highest) merged."""
     return {
-        "content": kept.content,
+        "content": content,
         "tags": _tags([kept.tags, *(e.tags for e in absorbed)]),
         "metadata": _metadata(kept, absorbed),
         "importance": max([kept.importance, *(e.importance for e in absorbed)]),
     }
+
+
+def rewrite_offline_plan(
+    kept: MemoryEntry, absorbed: Sequence[MemoryEntry]
+) -> tuple[dict[str, Any], list[fact_check.Checked]]:
+    """The central member's text plus every statement of the others that it (or a statement
+    carried before) does not cover, each appended as a sentence (a clause without its subject
+    carries its sentence's subject); the others' tags, metadata and importance merged. Answers
+    the replacement and the check of every absorbed statement (embeds: outside any
+    transaction)."""
+    checked = fact_check.statements_check(
+        [(e.pk, e.content) for e in absorbed], [(kept.pk, kept.content)], carry_into=kept.pk
+    )
+    return _merged(kept, absorbed, fact_check.carried_text(kept.content, checked)), checked
+
+
+def rewrite_offline(kept: MemoryEntry, absorbed: Sequence[MemoryEntry]) -> dict[str, Any]:
+    """The offline replacement alone (``rewrite_offline_plan``)."""
+    return rewrite_offline_plan(kept, absorbed)[0]
+
+
+def replacement_check(
+    kept: MemoryEntry, absorbed: Sequence[MemoryEntry], content: str
+) -> list[fact_check.Checked]:
+    """Every statement that the replacement ``content`` of the kept entry must cover: the
+    absorbed entries', and the kept entry's own when its text changes; each with its cover
+    (``fact_check.lost`` names those without one)."""
+    archived = [(e.pk, e.content) for e in absorbed]
+    if content and content != kept.content:
+        archived.insert(0, (kept.pk, kept.content))
+    return fact_check.statements_check(archived, [(kept.pk, content or kept.content)])
 
 
 def _llm_prompt(members: Sequence[MemoryEntry]) -> str:
@@ -124,8 +161,7 @@ def rewrite_llm(
         _llm_prompt(members), schema=LLM_SCHEMA, system=LLM_SYSTEM, max_tokens=1024
     )
     content, tags = llm_answer_validate(answer)
-    merged = rewrite_offline(kept, absorbed)
-    merged["content"] = content
+    merged = _merged(kept, absorbed, content)
     merged["tags"] = _tags([tags, merged["tags"]])
     return merged
 
@@ -231,7 +267,9 @@ def cluster_rewrite_apply(
     """Apply one planned rewrite (``rewrite_payload``) in ``account``: a memory manager (or an
     agent whose key has the ``admin`` scope, or the system). 409 ``cluster_changed`` when the
     kept entry is no longer the version planned or an absorbed entry is no longer current and
-    searchable (nothing is changed then). Returns what ``cluster_rewrite_undo`` needs."""
+    searchable; 409 ``would_lose_facts`` when the replacement's text does not cover a statement
+    of an absorbed entry (or of the kept entry's text it replaces), the statements in
+    ``details``. Nothing is changed then. Returns what ``cluster_rewrite_undo`` needs."""
     actor.require(account.pk, MANAGE_MEMORY)
     actor.require_scope("admin")
     plan = payload_validate(payload)
@@ -253,6 +291,11 @@ def cluster_rewrite_apply(
     if stale:
         raise _changed("absorbed entries are gone, changed or archived", entry_ids=stale)
     absorbed_entries = [e for e in absorbed if e is not None]
+    # The payload may have waited or been edited: the fact check again, before any write
+    # (it embeds: outside any transaction).
+    lost = fact_check.lost(replacement_check(kept, absorbed_entries, plan["content"]))
+    if lost:
+        raise fact_check.refusal(lost)
     before = _snapshot(kept)
     report_id = plan["cluster"].get("report_id")
     record = {

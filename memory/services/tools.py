@@ -22,7 +22,7 @@ from core.actors import Actor
 from core.embeddings import get_embedding_provider
 from core.errors import NotFound, ValidationFailed
 from core.llm import LLMError, get_llm_provider
-from memory import run_budget, structuring
+from memory import fact_check, run_budget, structuring
 from memory.agents import acting_agent
 from memory.context_access import readable_contexts
 from memory.models import ChangePolicy, MemoryAccessLog, MemoryContext, MemoryEntry
@@ -152,13 +152,19 @@ def _structure(text: str) -> structuring.Structured:
         return structuring.offline_structure(text)
 
 
-def _duplicate(actor: Actor, vector: np.ndarray) -> tuple[int, float] | None:
-    """The most similar current memory the actor may read, if it is a near-copy."""
+def _duplicate(actor: Actor, vector: np.ndarray, text: str) -> tuple[int, float] | None:
+    """The most similar current memory the actor may read, if it is a near-copy that says
+    every statement of ``text`` (``memory.fact_check``): a near-copy with a fact of its own
+    (another number, name, allergy) is written."""
     scopes = searchable_contexts(actor, ())
     found = vector_search(space=MEMORY_ENTRIES, scope_ids=scopes, query_vector=vector, limit=1)
-    if found and found[0][1] >= settings.MEMORY_DEDUP_SIMILARITY:
-        return found[0][0], round(found[0][1], 6)
-    return None
+    if not found or found[0][1] < settings.MEMORY_DEDUP_SIMILARITY:
+        return None
+    existing = MemoryEntry.objects.filter(pk=found[0][0]).values_list("content", flat=True)
+    checked = fact_check.statements_check([(0, text)], [(found[0][0], existing.first() or "")])
+    if fact_check.lost(checked):
+        return None
+    return found[0][0], round(found[0][1], 6)
 
 
 def memory_tool_write(
@@ -166,7 +172,8 @@ def memory_tool_write(
 ) -> WriteOutcome:
     """Structure ``text`` into a memory and write it to the agent's own memory, or refuse:
     ``empty``, ``trivial``, ``personal_data``, ``not_general`` (the structuring step) or
-    ``duplicate`` (a current memory at cosine >= MEMORY_DEDUP_SIMILARITY). When the agent's
+    ``duplicate`` (a current memory at cosine >= MEMORY_DEDUP_SIMILARITY that says each of its
+    statements, ``memory.fact_check``). When the agent's
     memory has ``agent_write_policy: review``, the write waits as a pending change
     (``pending_review`` with ``pending_change_id``) until an owner or operator approves it."""
     agent = acting_agent(actor)
@@ -184,7 +191,7 @@ def memory_tool_write(
             False, reason=structured.refused, detail=structured.detail, method=structured.method
         )
     vector = np.asarray(get_embedding_provider().embed_query(structured.text))
-    duplicate = _duplicate(actor, vector)
+    duplicate = _duplicate(actor, vector, structured.text)
     if duplicate is not None:
         return WriteOutcome(
             False,

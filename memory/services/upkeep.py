@@ -11,6 +11,7 @@ from django.db import connection
 from django.utils import timezone
 
 from core.actors import Actor, actor_for_account
+from memory import fact_check
 from memory.models import ChangePolicy, MemoryContext, MemoryEntry
 from memory.services import changes
 from memory.services.change_kinds import entry_view
@@ -84,7 +85,9 @@ def consolidation_dedup(
     """Merge near-duplicate current entries within each context: in each group of entries
     linked by a similarity of at least MEMORY_DEDUP_SIMILARITY, the most important (then the
     oldest) survives; the others are archived, ``merged_into`` (the survivor's id and lineage)
-    and ``merged_similarity`` in their metadata; the survivor lists them in ``absorbed``."""
+    and ``merged_similarity`` in their metadata; the survivor lists them in ``absorbed``. An
+    entry with a statement the survivor does not cover (``memory.fact_check``: a number, a
+    name, a fact of its own) is not a duplicate: it stays current (``kept_distinct``)."""
     pairs = _similar_pairs(account_id, float(settings.MEMORY_DEDUP_SIMILARITY), context_id)
     parent: dict[int, int] = {}
 
@@ -105,7 +108,7 @@ def consolidation_dedup(
     entries = MemoryEntry.objects.defer("embedding").in_bulk(
         [x for ids in groups.values() for x in ids]
     )
-    counts = {"pairs": len(pairs), "merged": 0}
+    counts = {"pairs": len(pairs), "merged": 0, "kept_distinct": 0}
     actor = actor_for_account(account_id)
     contexts = MemoryContext.objects.in_bulk({e.context_id for e in entries.values()})
     held = {
@@ -119,13 +122,34 @@ def consolidation_dedup(
             continue
         survivor, absorbed = members[0], members[1:]
         context = contexts[survivor.context_id]
+        absorbed, statements, distinct = _covered(survivor, absorbed)
+        counts["kept_distinct"] += len(distinct)
+        if not absorbed:
+            continue
         if dry_run:
             counts["merged"] += len(absorbed)
             continue
         if context.change_policy == ChangePolicy.REVIEW and held & {m.pk for m in members}:
             continue  # a merge of these entries waits for review already (or was rejected)
-        _count(counts, _merge_submit(actor, context, survivor, absorbed, best), "merged")
+        submitted = _merge_submit(actor, context, survivor, absorbed, best, statements, distinct)
+        _count(counts, submitted, "merged")
     return counts
+
+
+def _covered(
+    survivor: MemoryEntry, absorbed: list[MemoryEntry]
+) -> tuple[list[MemoryEntry], list[fact_check.Checked], list[int]]:
+    """The entries whose every statement the survivor covers (with the check of their
+    statements), and the ids of the others, which stay current: dedup never rewrites a
+    survivor, so a fact of an absorbed entry lives on only where it is already said. Embeds
+    (one batch per group): outside any transaction."""
+    checked = fact_check.statements_check(
+        [(e.pk, e.content) for e in absorbed], [(survivor.pk, survivor.content)]
+    )
+    distinct = {c.entry_id for c in fact_check.lost(checked)}
+    merged = [e for e in absorbed if e.pk not in distinct]
+    kept = [c for c in checked if c.entry_id not in distinct]
+    return merged, kept, [e.pk for e in absorbed if e.pk in distinct]
 
 
 def _count(counts: dict[str, int], submitted: changes.Submitted, applied_key: str) -> None:
@@ -141,8 +165,12 @@ def _merge_submit(
     survivor: MemoryEntry,
     absorbed: list[MemoryEntry],
     best: dict[int, float],
+    statements: list[fact_check.Checked],
+    distinct: list[int],
 ) -> changes.Submitted:
-    """One group's merge, applied or held for review (``dedup_merge``)."""
+    """One group's merge, applied or held for review (``dedup_merge``); ``after`` shows each
+    absorbed statement with the survivor's statement that covers it, and the near-duplicates
+    that stay current because they say something the survivor does not."""
     similarity = float(settings.MEMORY_DEDUP_SIMILARITY)
     return changes.change_submit(
         actor=actor,
@@ -163,11 +191,14 @@ def _merge_submit(
         after={
             "entries": [entry_view(survivor)],
             "archived": [e.pk for e in absorbed],
+            "statements": fact_check.statements_json(statements),
+            "stayed_current": distinct,
         },
         members=[{**entry_view(e, 300), "kept": e is survivor} for e in [survivor, *absorbed]],
         reason=f"{len(absorbed) + 1} memories of context {context.name!r} are near-duplicates "
         f"(cosine similarity >= {similarity}): the most important (then the oldest) is kept, "
-        "the others are archived into it.",
+        "the others are archived into it; it says every statement they make."
+        + (f" {len(distinct)} near-duplicates stay current: they say more." if distinct else ""),
     )
 
 

@@ -148,7 +148,11 @@ def test_a_dedup_merge_waits_for_review_then_applies_when_approved(
     with pytest.raises(Conflict) as again:
         changes.change_approve(actor=operator, change=change)
     assert again.value.code == "change_not_pending"
-    assert upkeep.consolidation_dedup(account_id=account) == {"pairs": 0, "merged": 0}
+    assert upkeep.consolidation_dedup(account_id=account) == {
+        "pairs": 0,
+        "merged": 0,
+        "kept_distinct": 0,
+    }
 
 
 def test_auto_applies_directly(agent_client: AuthedAgent) -> None:

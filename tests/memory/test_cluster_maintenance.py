@@ -139,7 +139,7 @@ def test_a_cluster_only_merges_members_close_to_its_centre() -> None:
 # --- a run on real memories -------------------------------------------------------------------
 
 
-def test_a_run_keeps_the_central_member_and_archives_the_rest_losing_nothing(
+def test_a_run_keeps_the_central_member_and_carries_what_the_rest_say_losing_nothing(
     agent_client: AuthedAgent,
 ) -> None:
     context = context_of(agent_client)
@@ -174,7 +174,15 @@ def test_a_run_keeps_the_central_member_and_archives_the_rest_losing_nothing(
 
     item = next(i for i in report.kept if i["kept"] in {e.pk for e in deploys})
     kept = MemoryEntry.objects.get(pk=item["applied"]["kept_id"])
-    assert kept.content in DEPLOYS and kept.archived_at is None
+    assert kept.archived_at is None
+    # The central member's text, plus every statement of the others it does not cover.
+    central = MemoryEntry.objects.get(lineage=kept.lineage, version=1).content
+    assert central in DEPLOYS and kept.content.startswith(central)
+    statements = item["statements"]
+    assert {s["entry_id"] for s in statements} == set(item["absorbed"])
+    assert all(s["carried"] or s["covered_by"] for s in statements)
+    assert all(s["text"] in kept.content for s in statements if s["carried"])
+    assert item["carried"] == [s["text"] for s in statements if s["carried"]]
     assert set(kept.tags) == {"deploys", "billing"} and kept.importance == 0.9
     assert kept.metadata["source_doc"] == "runbook"
     assert kept.metadata["consolidations"][-1]["absorbed"] == item["absorbed"]
@@ -340,7 +348,10 @@ def test_the_llm_rewrites_each_group_and_an_invalid_answer_falls_back(
     write_all(agent_client, context, DEPLOYS, tags=["deploys"])
     write_all(agent_client, context, COFFEE)
     write_all(agent_client, context, SINGLES)
-    merged = "Billing deploys every Friday afternoon, after lunch."
+    merged = (
+        "The billing service deploys every Friday afternoon after lunch. Billing deploys happen "
+        "on Friday afternoons."
+    )
     # The two groups are rewritten in order; the second answer is not valid.
     llm.reply_with(
         json.dumps({"content": merged, "tags": ["billing", "schedule"]}),
@@ -428,6 +439,8 @@ def test_under_review_a_cluster_rewrite_waits_then_applies_when_approved(
     done = changes.change_approve(actor=actor_for_user(user), change=change)
     assert done.status == "approved"
     current = MemoryEntry.objects.filter(context=context, is_current=True, archived_at__isnull=True)
-    assert set(current.values_list("pk", flat=True)) >= {item["kept"]}
+    # The kept memory (a new version when statements were carried into it) stays current.
+    lineage = MemoryEntry.objects.get(pk=item["kept"]).lineage
+    kept = current.get(lineage=lineage)
     for entry_id in item["absorbed"]:
-        assert MemoryEntry.objects.get(pk=entry_id).metadata["merged_into"] == item["kept"]
+        assert MemoryEntry.objects.get(pk=entry_id).metadata["merged_into"] == kept.pk

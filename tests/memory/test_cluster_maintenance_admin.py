@@ -80,6 +80,12 @@ def test_operators_preview_run_read_and_undo(agent_client: AuthedAgent) -> None:
         and "clusters (sizes and members)" in detail.content.decode().lower()
     )
     assert 'name="_save"' not in detail.content.decode()
+    # The fact check, readable: what was carried into the kept memory (the two deploy texts use
+    # other words, so the absorbed one is carried, not dropped).
+    text = detail.content.decode()
+    assert "fact check (nothing lost)" in text.lower() and "1 carried into the kept memory" in text
+    (carried,) = real.fact_check["carried"]
+    assert f"carried: {carried['text']}" in text
 
     operator.post(
         reverse("admin:memory_memorymaintenancereport_changelist"),

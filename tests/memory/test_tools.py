@@ -82,6 +82,16 @@ def test_a_duplicate_is_refused_and_names_the_memory_it_repeats(
     assert MemoryEntry.objects.count() == 1
 
 
+def test_a_near_copy_that_says_more_is_not_a_duplicate(agent_client: AuthedAgent) -> None:
+    """A memory at cosine >= 0.92 with a value of its own is written (nothing automatic loses
+    a fact: docs/memory.md)."""
+    first = "The staging server of the search team listens on port 5433."
+    post(agent_client, "tools/write", {"text": first})
+    other = post(agent_client, "tools/write", {"text": first.replace("5433", "6543")}).json()
+    assert other["written"] is True, other
+    assert MemoryEntry.objects.count() == 2
+
+
 def test_related_references_are_bounded_and_must_be_readable(
     agent_client: AuthedAgent, other_agent_client: AuthedAgent
 ) -> None:

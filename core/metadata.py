@@ -1,0 +1,83 @@
+"""The one bound on caller-given ``metadata`` (docs/api.md, "Input rules"): messages, long-term
+entries, knowledge items, documents, memory contexts, conversations, graph nodes and edges,
+agents. Metadata is echoed back (a context's items, searches, listings), so an unbounded value
+would make every answer that shows it unbounded too.
+
+A value is at most ``METADATA_MAX_BYTES`` bytes as compact JSON in UTF-8 (``{"a":1}`` is 7
+bytes: no spaces, non-ASCII characters as themselves) and nests at most ``METADATA_MAX_DEPTH``
+levels (the object itself is level 1). Over either: 400 ``metadata_too_large`` with the limits in
+``details.limit``. Only what a caller sends is checked, at the doors (``MetadataField`` in every
+input serializer, the admin's forms): rows stored before the bound existed stay readable and
+writable, and metadata Engram writes itself (summaries, merges) is not refused.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from core.errors import ValidationFailed
+
+# 16 KiB: a client's ids, labels and small structures fit many times over (a LoCoMo turn's
+# ``{"dia_id":"D1:3"}`` is 17 bytes); a document or a transcript does not belong here.
+METADATA_MAX_BYTES = 16_384
+# Deeper than any record a client keeps as metadata; well inside the body's own 64 levels.
+METADATA_MAX_DEPTH = 16
+LIMIT = {"bytes": METADATA_MAX_BYTES, "depth": METADATA_MAX_DEPTH}
+
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def metadata_size(value: Any, *, stop_after: int | None = None) -> int:
+    """``value``'s size in bytes as compact UTF-8 JSON; when ``stop_after`` is given, counting
+    stops as soon as the size passes it (a 20 MB value is not encoded whole to be refused)."""
+    size = 0
+    for piece in _ENCODER.iterencode(value):
+        size += len(piece.encode("utf-8"))
+        if stop_after is not None and size > stop_after:
+            break
+    return size
+
+
+def metadata_depth(value: Any, *, stop_after: int) -> int:
+    """How many levels ``value`` nests (a scalar 0, ``{}`` 1), walked without recursion and
+    stopping once it passes ``stop_after``."""
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, Mapping):
+            children: Any = item.values()
+        elif isinstance(item, list | tuple):
+            children = item
+        else:
+            continue
+        deepest = max(deepest, depth)
+        if deepest > stop_after:
+            break
+        stack.extend((child, depth + 1) for child in children)
+    return deepest
+
+
+def metadata_check(value: Any, *, field: str = "metadata") -> Any:
+    """``value`` when it is within the bound, else 400 ``metadata_too_large`` (``details``: the
+    ``limit`` and the ``field``)."""
+    depth = metadata_depth(value, stop_after=METADATA_MAX_DEPTH)
+    if depth > METADATA_MAX_DEPTH:
+        raise ValidationFailed(
+            f"{field} nests deeper than {METADATA_MAX_DEPTH} levels.",
+            code="metadata_too_large",
+            details={"limit": dict(LIMIT), "field": field},
+        )
+    try:
+        size = metadata_size(value, stop_after=METADATA_MAX_BYTES)
+    except (TypeError, ValueError):
+        return value  # not JSON (NaN, a non-JSON type): the field's own validation says so
+    if size > METADATA_MAX_BYTES:
+        raise ValidationFailed(
+            f"{field} is limited to {METADATA_MAX_BYTES} bytes as compact JSON.",
+            code="metadata_too_large",
+            details={"limit": dict(LIMIT), "field": field},
+        )
+    return value

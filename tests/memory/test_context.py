@@ -4,6 +4,7 @@ from, another account never contributes, and bad input is a 4xx with a code."""
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -37,9 +38,15 @@ def _items(answer: dict[str, Any]) -> list[dict[str, Any]]:
     return [item for section in answer["sections"] for item in section["items"]]
 
 
+def shown_tokens(context: str, items: list[dict[str, Any]]) -> int:
+    """What an answer shows, counted: its context and every item's metadata echo."""
+    echoes = [json.dumps(i["metadata"], separators=(",", ":"), ensure_ascii=False) for i in items]
+    return count_tokens_one(context) + sum(count_tokens_one(e) for e in echoes if e != "{}")
+
+
 def _check_answer(answer: dict[str, Any], budget: int) -> None:
     assert answer["token_budget"] == budget
-    assert answer["tokens"] == count_tokens_one(answer["context"]) <= budget
+    assert answer["tokens"] == shown_tokens(answer["context"], _items(answer)) <= budget
     assert sum(s["tokens"] for s in answer["sections"]) <= budget
     for item in _items(answer):
         assert item["text"] in answer["context"], item
@@ -165,7 +172,7 @@ def test_every_kind_of_item_says_where_it_came_from(
     assert kinds["turn"]["source"]["conversation_id"] == side.conversation.pk
     assert kinds["pool"]["source"]["pool_id"] == side.pool_id
     assert kinds["working"]["source"]["session_id"] == side.session_id
-    assert answer.tokens == count_tokens_one(answer.context)
+    assert answer.tokens == shown_tokens(answer.context, items)
 
 
 @pytest.mark.usefixtures("any_knowledge")

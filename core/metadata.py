@@ -9,6 +9,10 @@ levels (the object itself is level 1). Over either: 400 ``metadata_too_large`` w
 ``details.limit``. Only what a caller sends is checked, at the doors (``MetadataField`` in every
 input serializer, the admin's forms): rows stored before the bound existed stay readable and
 writable, and metadata Engram writes itself (summaries, merges) is not refused.
+
+What a context's items echo of their metadata (``echo``, counted in the context's tokens) and
+the bound of a context's body (``BODY_BYTES_PER_TOKEN``, ``BODY_FIXED_BYTES``) are here too:
+context assembly (``memory.assembly``) and graph RAG (``rag.graph_rag``) share them.
 """
 
 from __future__ import annotations
@@ -81,3 +85,54 @@ def metadata_check(value: Any, *, field: str = "metadata") -> Any:
             details={"limit": dict(LIMIT), "field": field},
         )
     return value
+
+
+# --- what an answer echoes of metadata, and what it weighs --------------------------------------
+
+# A context's item (``memory.assembly``, ``rag.graph_rag``) echoes its metadata (a message's as
+# stored, a memory's, a summary's key points...) cut to at most this many bytes of compact JSON:
+# its leading top-level keys that fit whole. The echo's tokens count against the budget like
+# the item's line.
+ECHO_MAX_BYTES = 256
+# A context's body is bounded by BODY_BYTES_PER_TOKEN x token_budget + BODY_FIXED_BYTES
+# (docs/memory.md, "The budget"; docs/rag.md, "Graph RAG"): every item's bytes (its line in
+# ``context`` and its JSON in ``sections``) come out of BODY_BYTES_PER_TOKEN x token_budget, and
+# an item that does not fit in what is left is left out, as one that does not fit the tokens
+# left. Text that costs few
+# tokens for its bytes (runs of spaces, characters the tokenizer drops, words past 100
+# characters that count one token) cannot make the answer large. The fixed part holds the query
+# (at most 4,000 characters, each at most 6 bytes as JSON), the section headings, the timings
+# and the answer's other fields. On LoCoMo contexts an item weighs 12-40 bytes per token
+# (docs/benchmarks.md), so the allowance does not bind on ordinary text.
+BODY_BYTES_PER_TOKEN = 64
+BODY_FIXED_BYTES = 32_768
+
+
+def json_bytes(value: Any) -> int:
+    """``value``'s bytes as the API renders it (DRF's JSONRenderer: compact, UTF-8, U+2028 and
+    U+2029 escaped)."""
+    text = _ENCODER.encode(value)
+    return len(text.encode("utf-8")) + 3 * (text.count("\u2028") + text.count("\u2029"))
+
+
+def echo(metadata: Mapping[str, Any]) -> tuple[dict[str, Any], bool]:
+    """What an item shows of its ``metadata``: the whole object when its compact JSON is at most
+    ``ECHO_MAX_BYTES``, else its leading top-level keys that fit whole (later, smaller ones
+    too), with True: cut."""
+    if not metadata:
+        return {}, False
+    if metadata_size(metadata, stop_after=ECHO_MAX_BYTES) <= ECHO_MAX_BYTES:
+        return dict(metadata), False
+    kept: dict[str, Any] = {}
+    used = 2  # {}
+    for key, value in metadata.items():
+        size = metadata_size({key: value}, stop_after=ECHO_MAX_BYTES) - 2 + (1 if kept else 0)
+        if used + size <= ECHO_MAX_BYTES:
+            kept[key] = value
+            used += size
+    return kept, True
+
+
+def echo_text(shown: Mapping[str, Any]) -> str:
+    """The echo as the tokenizer counts it: its compact JSON ("" for none)."""
+    return _ENCODER.encode(shown) if shown else ""

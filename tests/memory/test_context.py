@@ -130,9 +130,19 @@ def test_sections_in_seed_order_and_each_item_once(agent_client: AuthedAgent) ->
 
 @pytest.fixture
 def any_knowledge(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every knowledge item found is a candidate, on topic or not: a query naming every store's
-    marker is close to none of them (the floor has tests of its own)."""
+    """Every item found is a candidate, on topic or not: a query naming every store's marker
+    is close to none of them (the floors have tests of their own)."""
+    from memory.assembly import floors
+
     monkeypatch.setattr(sources, "KNOWLEDGE_MIN_SIMILARITY", 0.0)
+    for name in (
+        "DOCUMENT_MIN_EVIDENCE",
+        "PAGE_MIN_SIMILARITY",
+        "SKILL_MIN_SIMILARITY",
+        "POOL_MIN_SIMILARITY",
+        "WORKING_MIN_SIMILARITY",
+    ):
+        monkeypatch.setattr(floors, name, None)
 
 
 @pytest.mark.usefixtures("any_knowledge")

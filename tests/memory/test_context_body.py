@@ -45,10 +45,14 @@ def crowded(
     from memory.services import pools, working
 
     # Every item is a candidate: the floors have tests of their own.
-    for name in ("DOCUMENT_MIN_EVIDENCE", "PAGE_MIN_SIMILARITY", "SKILL_MIN_SIMILARITY"):
+    for name in (
+        "DOCUMENT_MIN_EVIDENCE",
+        "PAGE_MIN_SIMILARITY",
+        "SKILL_MIN_SIMILARITY",
+        "POOL_MIN_SIMILARITY",
+        "WORKING_MIN_SIMILARITY",
+    ):
         monkeypatch.setattr(floors, name, None)
-    monkeypatch.setattr(floors, "POOL_MIN_RELEVANCE", None)
-    monkeypatch.setattr(floors, "WORKING_MIN_RELEVANCE", None)
     monkeypatch.setattr(sources, "KNOWLEDGE_MIN_SIMILARITY", 0.0)
     monkeypatch.setattr(sources, "MEMORY_MIN_SIMILARITY", None)
     actor = actor_for_agent(agent_client.agent)

@@ -184,14 +184,20 @@ def test_pool_values_and_working_memory_off_topic_are_left_out(
         pool_id="trip",
         data={"hotel": "Lisbon hotel budget: Hotel Baixa Jardim, 120 euros a night"},
     )
+    # Off topic, but found: each shares a word with the query ("trip").
     pools.pool_create(
-        actor=actor, pool_id="marketing", data={"plan": "The marketing budget for the quarter"}
+        actor=actor,
+        pool_id="kitchen",
+        data={"oven": "Bake the bread at 250 degrees; the trip to the flour mill is on Fridays"},
     )
     working.working_store(
         actor=actor, session_id="s1", key="trip_budget", value="Lisbon hotel budget: 900 euros"
     )
     working.working_store(
-        actor=actor, session_id="s1", key="slides", value="Quarterly budget slides for the board"
+        actor=actor,
+        session_id="s1",
+        key="slides",
+        value="Sourdough starter feeding schedule before the bakery trip",
     )
     query = "What is the hotel budget for the Lisbon trip?"
 
@@ -203,7 +209,7 @@ def test_pool_values_and_working_memory_off_topic_are_left_out(
         "pool": ["trip.hotel: Lisbon hotel budget: Hotel Baixa Jardim, 120 euros a night"],
         "working": ["trip_budget: Lisbon hotel budget: 900 euros"],
     }
-    monkeypatch.setattr(floors, "POOL_MIN_RELEVANCE", None)
-    monkeypatch.setattr(floors, "WORKING_MIN_RELEVANCE", None)
+    monkeypatch.setattr(floors, "POOL_MIN_SIMILARITY", None)
+    monkeypatch.setattr(floors, "WORKING_MIN_SIMILARITY", None)
     everything = shown()
     assert len(everything["pool"]) == 2 and len(everything["working"]) == 2

@@ -223,3 +223,44 @@ def test_a_row_stored_before_the_bound_keeps_working(agent_client: AuthedAgent) 
         f"/api/v1/memory/entries/{made['entry']}", {"importance": 0.9}, format="json"
     )
     assert changed.status_code == 200, changed.content
+
+
+def test_the_admin_refuses_it_too_and_saves_a_stored_row_left_alone(
+    agent_client: AuthedAgent,
+) -> None:
+    from django.urls import reverse
+
+    from tests.memory.test_admin import person
+
+    made = _setup(agent_client)
+    entry = MemoryEntry.objects.get(pk=made["entry"])
+    _, operator = person(agent_client, "operator")
+    url = reverse("admin:memory_memoryentry_change", args=[entry.pk])
+
+    def form(metadata: str, content: str) -> dict[str, Any]:
+        return {
+            "content": content,
+            "data": "null",
+            "entry_type": entry.entry_type,
+            "source": entry.source,
+            "memory_type": entry.memory_type,
+            "tags": "",
+            "metadata": metadata,
+            "occurred_at_0": "",
+            "occurred_at_1": "",
+            "importance": entry.importance,
+            "confidence": entry.confidence,
+        }
+
+    over = json.dumps(sized(METADATA_MAX_BYTES + 1), separators=(",", ":"))
+    refused = operator.post(url, form(over, "The ferry leaves at 10."))
+    assert refused.status_code == 200 and "16384 bytes" in refused.content.decode()
+    # A row stored before the bound: saved while its metadata is left as it is.
+    stored = sized(METADATA_MAX_BYTES * 2)
+    MemoryEntry.objects.filter(pk=entry.pk).update(metadata=stored)
+    shown = json.dumps(stored)
+    # As a browser sends the change form: the value shown, and the initial one hidden beside it.
+    kept = operator.post(url, form(shown, "The ferry leaves at 11.") | {"initial-metadata": shown})
+    assert kept.status_code == 302, kept.content.decode()[:2000]
+    current = MemoryEntry.objects.get(lineage=entry.lineage, is_current=True)
+    assert current.content == "The ferry leaves at 11." and current.metadata == stored

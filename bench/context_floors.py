@@ -333,18 +333,18 @@ def _ask(actor: Any, question: Question, domains: dict[Any, str]) -> list[Hit]:
         query_vector=vector,
     )
     terms = list(dict.fromkeys(analyze(question.text)))
-    similarity = floors.task_similarities(task.results, vector) if task.results else []
-    for hit, cosine in zip(task.results, similarity, strict=True):
-        shown = set(analyze(floors.task_text(hit)))
+    cosines = floors.task_similarities(task.results, vector) if task.results else []
+    for task_hit, cosine in zip(task.results, cosines, strict=True):
+        shown = set(analyze(floors.task_text(task_hit)))
         signals = {
-            "relevance": hit.relevance,
+            "relevance": task_hit.relevance,
             "coverage": term_coverage(terms, shown, task.stats),
             "cosine": cosine,
         }
-        if hit.tier == "working":
-            add("working", hit.key, signals)
+        if task_hit.tier == "working":
+            add("working", task_hit.key, signals)
         else:
-            add("pools", (hit.pool_id, hit.path), signals)
+            add("pools", (task_hit.pool_id, task_hit.path), signals)
     return hits
 
 
@@ -417,7 +417,12 @@ def _table(hits: list[Hit], source: str, signal: str) -> dict[str, Any]:
             if sum(h.signals[signal] >= f for h in gold) >= KEEP * len(gold)
         ]
         chosen[group] = max(keeps)
-    out = {"source": source, "signal": signal, "rows": rows, "chosen_by_fold": chosen}
+    out: dict[str, Any] = {
+        "source": source,
+        "signal": signal,
+        "rows": rows,
+        "chosen_by_fold": chosen,
+    }
     mine = [h for h in hits if h.source == source]
     out["lowest_gold"] = sorted(round(h.signals[signal], 4) for h in mine if h.gold)[:5]
     if (source, signal) in SHIPPED:

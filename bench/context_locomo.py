@@ -97,6 +97,10 @@ def _variants() -> dict[str, Callable[[], contextlib.AbstractContextManager[None
     }
 
 
+# Each written conversation's turn numbers -> LoCoMo dia ids (``conversation_write``).
+DIA_OF_TURN: dict[int, dict[int, str]] = {}
+
+
 def _write(conversation: Any, labels: bool = True) -> tuple[Any, Any, Any]:
     from core import services as core_services
     from core.actors import actor_for_account, actor_for_agent
@@ -110,7 +114,7 @@ def _write(conversation: Any, labels: bool = True) -> tuple[Any, Any, Any]:
     agent = core_services.agent_create(actor=tool, account=account, name="locomo")
     actor = actor_for_agent(agent)
     chat = services.conversation_create(actor=actor, title=conversation.sample_id)
-    chat.dia_of_turn = conversation_write(actor, chat, conversation, labels=labels)
+    DIA_OF_TURN[chat.pk] = conversation_write(actor, chat, conversation, labels=labels)
     return tool, actor, chat
 
 
@@ -157,7 +161,7 @@ def main() -> None:
     print(f"data: {args.data} (LoCoMo development conversations, ../shared/data)")
     for conversation in load_locomo(args.data):
         tool, actor, chat = _write(conversation, labels=not args.no_labels)
-        labels = chat.dia_of_turn if args.no_labels else None
+        labels = DIA_OF_TURN[chat.pk] if args.no_labels else None
         questions = [q for q in conversation.questions if q.evidence and q.category <= 4]
         try:
             for name in chosen:

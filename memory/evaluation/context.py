@@ -87,7 +87,10 @@ def conversation_write(
             ],
         )
         services.conversation_follow_up_run(conversation_id=chat.pk)
-    positions = conversation_selectors.messages_of(chat).values_list("position", flat=True)
+    positions = [
+        int(position or 0)
+        for position in conversation_selectors.messages_of(chat).values_list("position", flat=True)
+    ]
     ordered = [turn.dia_id for number in sorted(sessions) for turn in sessions[number]]
     return dict(zip(positions, ordered, strict=True))
 

@@ -97,7 +97,11 @@ def _variants() -> dict[str, Callable[[], contextlib.AbstractContextManager[None
     }
 
 
-def _write(conversation: Any) -> tuple[Any, Any, Any]:
+# Each written conversation's turn numbers -> LoCoMo dia ids (``conversation_write``).
+DIA_OF_TURN: dict[int, dict[int, str]] = {}
+
+
+def _write(conversation: Any, labels: bool = True) -> tuple[Any, Any, Any]:
     from core import services as core_services
     from core.actors import actor_for_account, actor_for_agent
     from memory.evaluation.context import conversation_write
@@ -110,7 +114,7 @@ def _write(conversation: Any) -> tuple[Any, Any, Any]:
     agent = core_services.agent_create(actor=tool, account=account, name="locomo")
     actor = actor_for_agent(agent)
     chat = services.conversation_create(actor=actor, title=conversation.sample_id)
-    conversation_write(actor, chat, conversation)
+    DIA_OF_TURN[chat.pk] = conversation_write(actor, chat, conversation, labels=labels)
     return tool, actor, chat
 
 
@@ -126,6 +130,14 @@ def ask(actor: Any, chat: Any, query: str, budget: int, sources: list[str] | Non
     )
 
 
+def _body_bytes(answer: Any) -> int:
+    """The answer's body as the API sends it, in bytes."""
+    from core.metadata import json_bytes
+    from memory.apis.context import ContextOutput
+
+    return json_bytes(ContextOutput(answer).data)
+
+
 def main() -> None:
     from core import services as core_services
     from memory.evaluation.context import evidence_recall
@@ -136,19 +148,26 @@ def main() -> None:
     parser.add_argument("--budgets", default="1000,2000")
     parser.add_argument("--variants", default="")
     parser.add_argument("--sources", default="", help="the request's sources (default: all)")
+    parser.add_argument(
+        "--no-labels",
+        action="store_true",
+        help="write messages without metadata.dia_id (found by turn number instead): the "
+        "context echoes and counts a message's metadata",
+    )
     args = parser.parse_args()
     budgets = [int(b) for b in args.budgets.split(",")]
     variants = _variants()
     chosen = [v for v in args.variants.split(",") if v] or list(variants)
     print(f"data: {args.data} (LoCoMo development conversations, ../shared/data)")
     for conversation in load_locomo(args.data):
-        tool, actor, chat = _write(conversation)
+        tool, actor, chat = _write(conversation, labels=not args.no_labels)
+        labels = DIA_OF_TURN[chat.pk] if args.no_labels else None
         questions = [q for q in conversation.questions if q.evidence and q.category <= 4]
         try:
             for name in chosen:
                 with variants[name]():
                     for budget in budgets:
-                        recalls, own_ms, tokens = [], [], []
+                        recalls, own_ms, tokens, weights = [], [], [], []
                         types: dict[str, int] = defaultdict(int)
                         for question in questions:
                             answer = ask(
@@ -158,9 +177,12 @@ def main() -> None:
                                 budget,
                                 sources=[s for s in args.sources.split(",") if s] or None,
                             )
-                            recalls.append(evidence_recall(answer.sections, question.evidence))
+                            recalls.append(
+                                evidence_recall(answer.sections, question.evidence, labels)
+                            )
                             own_ms.append(answer.timings_ms["total"] - answer.timings_ms["embed"])
                             tokens.append(answer.tokens)
+                            weights.append(_body_bytes(answer) / max(answer.tokens, 1))
                             types[answer.task_type] += 1
                         own_ms.sort()
                         print(
@@ -168,7 +190,9 @@ def main() -> None:
                             f"evidence recall {statistics.fmean(recalls):.4f} "
                             f"({len(questions)} questions 1-4), tokens max {max(tokens)}, "
                             f"assembly p50 {own_ms[len(own_ms) // 2]:.1f} ms "
-                            f"p95 {own_ms[int(len(own_ms) * 0.95)]:.1f} ms; "
+                            f"p95 {own_ms[int(len(own_ms) * 0.95)]:.1f} ms; body bytes per "
+                            f"token median {statistics.median(weights):.1f} "
+                            f"max {max(weights):.1f}; "
                             f"task types {dict(types)}",
                             flush=True,
                         )

@@ -21,6 +21,7 @@ from rest_framework import serializers
 from rest_framework.exceptions import ErrorDetail
 
 from core.errors import ValidationFailed
+from core.metadata import METADATA_MAX_BYTES, METADATA_MAX_DEPTH, metadata_check
 from core.search import (
     DEFAULT_TOP_K,
     MAX_ID,
@@ -391,3 +392,27 @@ def _field_plan(field: serializers.Field) -> Represent:
     if isinstance(field, serializers.Serializer):
         return _serializer_plan(field)
     return field.to_representation
+
+
+# --- metadata (core.metadata) --------------------------------------------------------------------
+
+
+class MetadataField(serializers.DictField):
+    """A caller's ``metadata`` object: at most ``METADATA_MAX_BYTES`` bytes as compact JSON and
+    ``METADATA_MAX_DEPTH`` levels deep, else 400 ``metadata_too_large`` (``core.metadata``)."""
+
+    def __init__(self, *, stored_as: str = "", **kwargs: Any) -> None:
+        # ``stored_as``: the object is stored as ``{stored_as: value}``, which is what is bound.
+        self.stored_as = stored_as
+        kwargs.setdefault(
+            "help_text",
+            f"Any JSON object of at most {METADATA_MAX_BYTES} bytes as compact JSON and "
+            f"{METADATA_MAX_DEPTH} levels deep, returned as stored.",
+        )
+        super().__init__(**kwargs)
+
+    def to_internal_value(self, data: Any) -> dict[Any, Any]:
+        if isinstance(data, Mapping):
+            stored = {self.stored_as: data} if self.stored_as else data
+            metadata_check(stored, field=self.field_name or "metadata")
+        return super().to_internal_value(data)

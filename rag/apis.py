@@ -194,7 +194,7 @@ class DocumentInput(strict.InputSerializer):
         max_length=1000, required=False, default="", allow_blank=True
     )
     document_date = serializers.DateField(required=False, allow_null=True, default=None)
-    metadata = serializers.DictField(required=False, default=dict)
+    metadata = strict.MetadataField(required=False, default=dict)
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         if ("text" in attrs) == ("content_base64" in attrs):

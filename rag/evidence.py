@@ -31,8 +31,12 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 
-from rag.keyword import CorpusStats, analyze, idf
+import numpy as np
+
+from rag.keyword import CorpusStats, analyze, corpus_stats, idf
 from rag.search import SearchHit
+from rag.spaces import CHUNKS
+from rag.vector import unit_similarities
 
 # Fitted on SciFact train (bench/agentic_calibration.py, docs/benchmarks.md).
 INTERCEPT = -10.03
@@ -102,3 +106,43 @@ def non_increasing(values: Sequence[float]) -> list[float]:
     for mean, count in blocks:
         fitted.extend([mean] * int(count))
     return fitted
+
+
+# A context (``memory.assembly``'s documents, ``rag.graph_rag``) shows a chunk only when its
+# evidence reaches this: chosen on SciFact train, LoCoMo dev as documents and a synthetic set by
+# bench/context_floors.py (docs/benchmarks.md, "Every source on topic").
+CONTEXT_MIN_EVIDENCE: float | None = 0.01
+
+
+def chunk_hits_evidence(
+    query: str,
+    hits: Sequence[SearchHit],
+    knowledge_base_ids: Sequence[int],
+    query_vector: np.ndarray | None = None,
+) -> list[float]:
+    """Each chunk hit's evidence against ``query`` without a reranker (``hit_evidence`` of its
+    cosine similarity and its idf-weighted term coverage in the searched knowledge bases): what
+    a context keeps a chunk on (``CONTEXT_MIN_EVIDENCE``). A hit no vector stage scored (a
+    graph search's) has its similarity read, given ``query_vector``. One statement for the term
+    statistics; none when there are no hits."""
+    if not hits:
+        return []
+    terms = list(dict.fromkeys(analyze(query)))
+    stats = corpus_stats(space=CHUNKS, scope_ids=knowledge_base_ids, terms=terms)
+    missing = [hit.chunk_id for hit in hits if hit.vector_score is None]
+    read = (
+        unit_similarities(space=CHUNKS, unit_ids=missing, query_vector=query_vector)
+        if missing and query_vector is not None
+        else {}
+    )
+    return [
+        hit_evidence(
+            similarity=hit.vector_score
+            if hit.vector_score is not None
+            else read.get(hit.chunk_id, 0.0),
+            coverage=term_coverage(terms, hit_terms(hit), stats),
+            rerank_score=None,
+            reranker=None,
+        )
+        for hit in hits
+    ]

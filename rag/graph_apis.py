@@ -128,7 +128,7 @@ class NodeInput(strict.InputSerializer):
     description = serializers.CharField(
         max_length=20_000, required=False, default="", allow_blank=True
     )
-    metadata = serializers.DictField(required=False, default=dict)
+    metadata = strict.MetadataField(required=False, default=dict)
     mention_count = serializers.IntegerField(min_value=0, max_value=2_147_483_647, default=0)
     status = serializers.ChoiceField(
         choices=GraphNode.Status.choices, default=GraphNode.Status.ACTIVE
@@ -144,7 +144,7 @@ class NodeUpdateInput(strict.InputSerializer):
         child=serializers.CharField(max_length=500), required=False, max_length=100
     )
     description = serializers.CharField(max_length=20_000, required=False, allow_blank=True)
-    metadata = serializers.DictField(required=False)
+    metadata = strict.MetadataField(required=False)
     mention_count = serializers.IntegerField(min_value=0, max_value=2_147_483_647, required=False)
     status = serializers.ChoiceField(choices=GraphNode.Status.choices, required=False)
     confidence = strict.FiniteFloatField(min_value=0, max_value=1, required=False)
@@ -353,7 +353,7 @@ class EdgeInput(strict.InputSerializer):
     weight = strict.FiniteFloatField(min_value=-1e9, max_value=1e9, default=1.0)
     confidence = strict.FiniteFloatField(min_value=0, max_value=1, default=1.0)
     bidirectional = serializers.BooleanField(default=False)
-    metadata = serializers.DictField(required=False, default=dict)
+    metadata = strict.MetadataField(required=False, default=dict)
 
 
 class EdgeCreateApi(ApiView):

@@ -9,6 +9,15 @@ the embedding model's tokenizer (``rag.tokens``), the summaries of the communiti
 ``documents``), every item with its provenance, in context assembly's shape (POST
 /api/v1/memory/context). The budget is hard: the final text is counted once more and the last
 items are dropped should it exceed it.
+
+A context holds only what is on topic and its budget covers everything it answers, as context
+assembly's (docs/rag.md, "Graph RAG"): a chunk is a candidate only when its calibrated evidence
+reaches ``rag.evidence.CONTEXT_MIN_EVIDENCE`` (the graph reaches chunks far from the question),
+and a community only when one of those chunks was reached through it; an item costs its text's
+tokens and its metadata echo's (``core.metadata.echo``), and its bytes come out of
+``BODY_BYTES_PER_TOKEN`` x the budget, so the answer's body is bounded by a function of the
+budget. A community's ``node_ids`` lists at most ``MAX_NODE_IDS`` of its nodes (``node_count``
+says how many it has).
 """
 
 from __future__ import annotations
@@ -18,18 +27,24 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from core.actors import Actor
+from core.embeddings import get_embedding_provider
+from core.metadata import BODY_BYTES_PER_TOKEN, echo, echo_text, json_bytes
 from core.search import list_length_check
+from rag import evidence
 from rag.graph.chunks import GraphSearchOutcome, chunk_search_staged
 from rag.graph.retrieval import GRAPH, MAX_COMMUNITIES, CommunityRef
 from rag.search import MAX_TOP_K, SearchFilters, SearchHit
-from rag.tokens import count_tokens, count_tokens_one
+from rag.tokens import count_tokens
 
 TOKENIZER = "sentence-transformers/all-MiniLM-L6-v2 (WordPiece, no special tokens)"
 DEFAULT_TOKEN_BUDGET = 4000
 MIN_TOKEN_BUDGET, MAX_TOKEN_BUDGET = 50, 100_000
 CONTEXT_MAX_HOPS = 3
 SUMMARY_SHARE = 3  # communities take at most 1 / SUMMARY_SHARE of the budget
+MAX_NODE_IDS = 20
 
 
 @dataclass
@@ -81,6 +96,19 @@ class ContextItem:
     text: str
     metadata: dict[str, Any] = field(default_factory=dict)
     source: dict[str, Any] = field(default_factory=dict)
+    metadata_truncated: bool = False
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "id": self.id,
+            "score": round(float(self.score), 6),
+            "tokens": self.tokens,
+            "text": self.text,
+            "metadata": self.metadata,
+            "metadata_truncated": self.metadata_truncated,
+            "source": self.source,
+        }
 
 
 @dataclass
@@ -121,6 +149,7 @@ def graph_context(
     found = graph_retrieve(
         actor=actor, query=query, top_k=MAX_TOP_K, max_hops=max_hops, include_summaries=True
     )
+    found.results, found.communities = _on_topic(query, found)
     headers = {"communities": "## Communities", "documents": "## Documents"}
     header_tokens = dict(zip(headers, count_tokens(list(headers.values())), strict=True))
     sections: list[ContextSection] = []
@@ -140,7 +169,8 @@ def graph_context(
                         text=_community_text(community),
                         metadata={"level": community.level, "size": community.size},
                         source={"type": "graph_community", "community_id": community.id,
-                                "node_ids": list(community.node_ids)},
+                                "node_ids": list(community.node_ids)[:MAX_NODE_IDS],
+                                "node_count": len(community.node_ids)},
                     ),
                 )
             )  # fmt: skip
@@ -165,28 +195,35 @@ def graph_context(
                 ),
             )
         )  # fmt: skip
-    counts = count_tokens([item.text for _, item in candidates])
+    for _, item in candidates:
+        item.metadata, item.metadata_truncated = echo(item.metadata)
+    texts = [echo_text(item.metadata) for _, item in candidates]
+    counts = count_tokens([item.text for _, item in candidates] + [t for t in texts if t])
+    echo_counts = iter(counts[len(candidates) :])
     summary_limit = token_budget // SUMMARY_SHARE
+    bytes_left = BODY_BYTES_PER_TOKEN * token_budget
     by_name: dict[str, ContextSection] = {}
-    for (name, item), count in zip(candidates, counts, strict=True):
+    for (name, item), count, shown in zip(candidates, counts, texts, strict=False):
+        count += next(echo_counts) if shown else 0
         item.tokens = count
         section = by_name.get(name)
         extra = count + (0 if section else header_tokens[name])
         over_share = (
             name == "communities" and (section.tokens if section else 0) + extra > summary_limit
         )
-        if used + extra > token_budget or over_share:
+        weight = json_bytes(item.as_json()) + json_bytes(item.text) + 2
+        if used + extra > token_budget or over_share or weight > bytes_left:
             dropped_items += 1
             dropped_tokens += count
             continue
+        bytes_left -= weight
         if section is None:
             section = by_name[name] = ContextSection(name=name, tokens=header_tokens[name])
             sections.append(section)
         section.items.append(item)
         section.tokens += count
         used += extra
-    text = _render(sections, headers)
-    total = count_tokens_one(text) if text else 0
+    text, total = _counted(sections, headers)
     while total > token_budget and sections:  # never past the budget
         section = sections[-1]
         gone = section.items.pop()
@@ -195,8 +232,7 @@ def graph_context(
         section.tokens -= gone.tokens
         if not section.items:
             sections.pop()
-        text = _render(sections, headers)
-        total = count_tokens_one(text) if text else 0
+        text, total = _counted(sections, headers)
     timings = {**found.timings_ms, "assemble": round((time.perf_counter() - started) * 1000, 3)}
     return GraphContext(
         context=text,
@@ -208,6 +244,34 @@ def graph_context(
         seeds=found.seeds,
         timings_ms=timings,
     )
+
+
+def _on_topic(query: str, found: GraphRetrieval) -> tuple[list[SearchHit], list[CommunityRef]]:
+    """The chunks whose evidence reaches ``CONTEXT_MIN_EVIDENCE``, and the communities one of
+    them was reached through."""
+    floor = evidence.CONTEXT_MIN_EVIDENCE
+    if floor is None:
+        return found.results, found.communities
+    if not found.results:
+        return [], []
+    vector = np.asarray(get_embedding_provider().embed_query(query), dtype=np.float32)
+    values = evidence.chunk_hits_evidence(
+        query,
+        found.results,
+        sorted({hit.knowledge_base_id for hit in found.results}),
+        query_vector=vector,
+    )
+    kept = [hit for hit, value in zip(found.results, values, strict=True) if value >= floor]
+    through = {(getattr(hit, "graph", None) or {}).get("community_id") for hit in kept}
+    return kept, [c for c in found.communities if c.id in through]
+
+
+def _counted(sections: list[ContextSection], headers: dict[str, str]) -> tuple[str, int]:
+    """The context's text, and the tokens of everything the answer shows: the text and every
+    item's metadata echo."""
+    text = _render(sections, headers)
+    echoes = [echo_text(item.metadata) for s in sections for item in s.items]
+    return text, sum(count_tokens([text, *[e for e in echoes if e]])) if text else 0
 
 
 def _render(sections: list[ContextSection], headers: dict[str, str]) -> str:

@@ -81,9 +81,12 @@ class GraphContextItemOutput(serializers.Serializer):
     kind = serializers.ChoiceField(choices=["community", "chunk"])
     id = serializers.IntegerField()
     score = strict.FiniteFloatField()
-    tokens = serializers.IntegerField()
+    tokens = serializers.IntegerField(help_text="Its text's tokens and its metadata echo's.")
     text = serializers.CharField()
-    metadata = serializers.DictField()
+    metadata = serializers.DictField(
+        help_text="Its metadata, or its leading keys that fit in 256 bytes of compact JSON."
+    )
+    metadata_truncated = serializers.BooleanField()
     source = serializers.DictField(help_text="Where the item came from.")  # type: ignore[assignment]  # a field named "source"
 
 

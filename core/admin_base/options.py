@@ -19,6 +19,7 @@ from core.admin_base.gates import MissingObjectMixin
 from core.admin_base.lists import EstimatedCountPaginator, ScopedRelatedFieldListFilter
 from core.admin_base.rules import Roles, ScopedRules
 from core.errors import EngramError, NotFound
+from core.metadata import metadata_check
 
 # Set on a request whose save a service refused: the form is shown again with the message.
 _REJECTION_ATTR = "_engram_admin_rejection"
@@ -32,6 +33,22 @@ def _rejecting(form_class: Any, message: str) -> Any:
         raise ValidationError(message)
 
     return type(form_class.__name__, (form_class,), {"clean": clean})
+
+
+def _metadata_bounded(form_class: Any) -> Any:
+    """The same form, its ``metadata`` within ``core.metadata``'s bound when the person changed
+    it (a row stored before the bound keeps saving while its metadata is left alone)."""
+
+    def clean_metadata(self: forms.BaseForm) -> Any:
+        value = self.cleaned_data.get("metadata")
+        if "metadata" in self.changed_data:
+            try:
+                metadata_check(value)
+            except EngramError as exc:
+                raise ValidationError(exc.message, code=exc.code) from exc
+        return value
+
+    return type(form_class.__name__, (form_class,), {"clean_metadata": clean_metadata})
 
 
 class ServiceRefusalsMixin:
@@ -156,6 +173,8 @@ class AccountScopedAdmin(MissingObjectMixin, ServiceRefusalsMixin, ScopedRules, 
         form = super().get_form(request, obj, change=change, **kwargs)
         ids = self.writable(request) if obj is None else frozenset({self.account_id_of(obj)})
         self.narrow_fields(request, form.base_fields, ids)  # type: ignore[arg-type]
+        if "metadata" in form.base_fields:
+            form = _metadata_bounded(form)
         return form
 
     # --- writes through services ------------------------------------------------------------

@@ -69,9 +69,15 @@ class ContextItemOutput(serializers.Serializer):
         help_text="The item's id: an integer, or a string for pools and working memory."
     )
     score = strict.FiniteFloatField()
-    tokens = serializers.IntegerField()
+    tokens = serializers.IntegerField(help_text="Its line's tokens and its metadata echo's.")
     text = serializers.CharField(help_text="The item as the context shows it.")
-    metadata = serializers.DictField(help_text="A turn's: the message's metadata as stored.")
+    metadata = serializers.DictField(
+        help_text="The item's metadata (a turn's: the message's, as stored), or its leading "
+        "keys that fit in 256 bytes of compact JSON; its tokens are counted in `tokens`."
+    )
+    metadata_truncated = serializers.BooleanField(
+        help_text="Whether `metadata` is cut to that excerpt (keys left out)."
+    )
     source = serializers.DictField(help_text="Where the item came from.")  # type: ignore[assignment]  # a field named "source"
 
 
@@ -90,7 +96,10 @@ class ContextOutput(serializers.Serializer):
     context = serializers.CharField()  # type: ignore[assignment]  # a field named "context"
     task_type = serializers.ChoiceField(choices=task_types.TASK_TYPES)
     task_type_source = serializers.CharField(help_text="given, or classified")
-    tokens = serializers.IntegerField()
+    tokens = serializers.IntegerField(
+        help_text="Everything the answer shows: `context`'s tokens and every item's metadata "
+        "echo's; never above `token_budget`."
+    )
     token_budget = serializers.IntegerField()
     tokenizer = serializers.CharField()
     sections = ContextSectionOutput(many=True)

@@ -119,7 +119,7 @@ class ConversationInput(strict.InputSerializer):
         allow_blank=True,
         help_text="The person the agent talks to, in your own terms.",
     )
-    metadata = serializers.DictField(required=False, default=dict)
+    metadata = strict.MetadataField(required=False, default=dict)
     summary_every = serializers.IntegerField(
         required=False,
         default=DEFAULT_SUMMARY_EVERY,
@@ -132,7 +132,7 @@ class ConversationInput(strict.InputSerializer):
 class ConversationUpdateInput(strict.InputSerializer):
     title = serializers.CharField(max_length=500, required=False, allow_blank=True)
     user_id = serializers.CharField(max_length=200, required=False, allow_blank=True)
-    metadata = serializers.DictField(required=False)
+    metadata = strict.MetadataField(required=False)
     summary_every = serializers.IntegerField(
         required=False, min_value=0, max_value=MAX_SUMMARY_EVERY
     )
@@ -153,9 +153,7 @@ class MessageInput(strict.InputSerializer):
     occurred_at = serializers.DateTimeField(
         required=False, allow_null=True, default=None, help_text="Default: now."
     )
-    metadata = serializers.DictField(
-        required=False, default=dict, help_text="Any JSON object, returned exactly as stored."
-    )
+    metadata = strict.MetadataField(required=False, default=dict)
 
 
 class MessageBatchInput(strict.BatchInput):
@@ -180,10 +178,12 @@ class TurnInput(strict.InputSerializer):
     agent_response = serializers.CharField(
         max_length=services.MAX_CONTENT_CHARS, trim_whitespace=False, allow_blank=True
     )
-    context = serializers.DictField(  # type: ignore[assignment]  # a field named "context"
+    context = strict.MetadataField(  # type: ignore[assignment]  # a field named "context"
         required=False,
         default=dict,
-        help_text="Any JSON object: stored as metadata.context on both messages.",
+        stored_as="context",
+        help_text="Any JSON object: stored as metadata.context on both messages (that "
+        "metadata within the bound of every message's metadata).",
     )
     occurred_at = serializers.DateTimeField(required=False, allow_null=True, default=None)
 

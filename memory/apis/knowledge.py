@@ -116,7 +116,7 @@ class KnowledgeStoreListCreateApi(ApiView):
 class KnowledgeItemInput(strict.InputSerializer):
     content = serializers.CharField(allow_blank=True, trim_whitespace=False)
     content_type = serializers.CharField(max_length=100, required=False, default="text/plain")
-    metadata = serializers.DictField(required=False, default=dict)
+    metadata = strict.MetadataField(required=False, default=dict)
     confidence = strict.FiniteFloatField(min_value=0, max_value=1, required=False, default=1.0)
     sources = serializers.ListField(
         child=KnowledgeSourceInput(),

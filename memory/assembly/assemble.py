@@ -13,6 +13,11 @@ every store, each item with its provenance (docs/memory.md, "Context assembly").
    same text twice) is kept once, where it first appears.
 5. Sections are rendered in seed 003's order, items in reading order (turns by turn number),
    and the whole text is counted once more: it never exceeds the budget.
+
+What an item costs is its line's tokens plus its metadata echo's (a bounded excerpt,
+``budget.echo``): ``tokens`` counts everything the answer shows. Each item's bytes in the answer
+come out of ``budget.BODY_BYTES_PER_TOKEN`` x the budget, so the body is bounded by a function
+of the budget whatever the items hold (docs/memory.md, "The budget").
 """
 
 from __future__ import annotations
@@ -321,6 +326,9 @@ def context_assemble(*, actor: Actor, request: ContextRequest) -> ContextResult:
     ]
     packer = Packer(markdown)
     left = request.token_budget - packer.take(query_section, request.token_budget)
+    # The query's own line is in the answer's fixed part (at most MAX_QUERY_CHARS characters);
+    # every other item comes out of the body allowance.
+    packer.bytes_left = budget.BODY_BYTES_PER_TOKEN * request.token_budget
 
     # The last turns take what they need, up to IMMEDIATE_MAX of the budget: they are what the
     # agent answers. The other sections share the rest.
@@ -353,13 +361,19 @@ def context_assemble(*, actor: Actor, request: ContextRequest) -> ContextResult:
         left -= packer.take(history, left)
 
     ordered = [*sections, query_section]
-    text = render(ordered, markdown)
-    tokens = budget.tokens_of([text])[0] if text else 0
+
+    def counted() -> tuple[str, int]:
+        """The context's text, and the tokens of everything the answer shows: the text and
+        each item's metadata echo."""
+        shown = render(ordered, markdown)
+        echoes = sum(packer.echo(i.candidate)[2] for s in ordered for i in s.items)
+        return shown, (budget.tokens_of([shown])[0] if shown else 0) + echoes
+
+    text, tokens = counted()
     while tokens > request.token_budget:  # never expected: the safety net of the hard limit
         last = next(s for s in reversed(ordered) if s.items)
         last.items.pop()
-        text = render(ordered, markdown)
-        tokens = budget.tokens_of([text])[0] if text else 0
+        text, tokens = counted()
     chosen = {id(i.candidate) for s in ordered for i in s.items}
     left_out = [
         (s, i)
@@ -368,16 +382,8 @@ def context_assemble(*, actor: Actor, request: ContextRequest) -> ContextResult:
         if id(c) not in chosen and not packer.duplicate(c)
     ]
     uncounted = [(s, i) for s, i in left_out if i not in s.counts]
-    for (s, i), count in zip(
-        uncounted,
-        budget.tokens_of(
-            [packer.prefix(s.candidates[i]) + s.candidates[i].text for s, i in uncounted]
-        )
-        if uncounted
-        else [],
-        strict=True,
-    ):
-        s.counts[i] = count
+    for s, i in uncounted:
+        packer.whole(s, i)
     timings["pack"] = round((time.perf_counter() - pack_started) * 1000, 2)
     timings["total"] = round((time.perf_counter() - started) * 1000, 2)
     return ContextResult(

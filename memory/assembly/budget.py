@@ -13,6 +13,14 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from core.metadata import (  # noqa: F401 - the answer's weights, named where the budget is
+    BODY_BYTES_PER_TOKEN,
+    BODY_FIXED_BYTES,
+    ECHO_MAX_BYTES,
+    echo,
+    echo_text,
+    json_bytes,
+)
 from rag.tokens import count_tokens_by_words
 
 TOKENIZER = "sentence-transformers/all-MiniLM-L6-v2 (WordPiece, no special tokens)"

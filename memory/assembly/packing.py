@@ -1,6 +1,8 @@
 """Packing a context's sections within a token budget: each candidate counted once, as late
 as possible; an item shortened only at a sentence end; each item kept once, where it first
-appears; turns shown under their day, said once. Used by ``memory.assembly.assemble``."""
+appears; turns shown under their day, said once. An item costs its line's tokens and its
+metadata echo's (``budget.echo``), and its bytes in the answer come out of the body allowance
+(``budget.BODY_BYTES_PER_TOKEN``). Used by ``memory.assembly.assemble``."""
 
 from __future__ import annotations
 
@@ -22,7 +24,9 @@ COUNT_BATCH = 24
 class Item:
     candidate: Candidate
     text: str  # as shown: the candidate's text, or its leading sentences
-    tokens: int  # of its whole line (prefix and text)
+    tokens: int  # of its whole line (prefix and text) and of its metadata echo
+    metadata: dict[str, Any] = field(default_factory=dict)  # the echo (``budget.echo``)
+    metadata_truncated: bool = False
 
     def as_json(self) -> dict[str, Any]:
         c = self.candidate
@@ -32,7 +36,8 @@ class Item:
             "score": round(float(c.score), 6),
             "tokens": self.tokens,
             "text": self.text,
-            "metadata": c.metadata,
+            "metadata": self.metadata,
+            "metadata_truncated": self.metadata_truncated,
             "source": c.source,
         }
 
@@ -70,13 +75,49 @@ def _group_line(group: str, markdown: bool) -> str:
 
 
 class Packer:
-    """Packs candidates into sections within the budget, keeping each item once."""
+    """Packs candidates into sections within the budget, keeping each item once; ``body_bytes``
+    is what the items may weigh in the answer (None: no bound, for the query's own line)."""
 
-    def __init__(self, markdown: bool) -> None:
+    def __init__(self, markdown: bool, body_bytes: int | None = None) -> None:
         self.markdown = markdown
         self.taken: set[tuple[str, Any]] = set()
         self.texts: set[str] = set()
         self.group_tokens: dict[str, int] = {}
+        self.bytes_left = body_bytes
+        # Each candidate's metadata echo, its cut and its tokens (by id() of the candidate).
+        self.echoes: dict[int, tuple[dict[str, Any], bool, int]] = {}
+
+    def echo(self, candidate: Candidate) -> tuple[dict[str, Any], bool, int]:
+        """The candidate's metadata echo, whether it was cut, and its tokens."""
+        known = self.echoes.get(id(candidate))
+        if known is None:
+            shown, cut = budget.echo(candidate.metadata)
+            text = budget.echo_text(shown)
+            known = (shown, cut, budget.tokens_of([text])[0] if text else 0)
+            self.echoes[id(candidate)] = known
+        return known
+
+    def _echoes(self, candidates: Sequence[Candidate]) -> None:
+        """The echoes of ``candidates`` not known yet, their tokens counted in one batch."""
+        fresh = [c for c in candidates if id(c) not in self.echoes]
+        shown = [budget.echo(c.metadata) for c in fresh]
+        texts = [budget.echo_text(s) for s, _ in shown]
+        counts = budget.tokens_of([t for t in texts if t])
+        position = 0
+        for candidate, (echoed, cut), text in zip(fresh, shown, texts, strict=True):
+            tokens = 0
+            if text:
+                tokens, position = counts[position], position + 1
+            self.echoes[id(candidate)] = (echoed, cut, tokens)
+
+    def weight(self, item: Item, group: str) -> int:
+        """The bytes ``item`` adds to the answer: its JSON among the section's items, its line
+        in ``context`` (and its group's line, when it is the group's first)."""
+        line = _line(item.candidate.prefix, item.text, self.markdown)
+        added = budget.json_bytes(item.as_json()) + 1 + budget.json_bytes(line)
+        if group:
+            added += budget.json_bytes(_group_line(group, self.markdown)) + 1
+        return added
 
     def _group(self, group: str) -> int:
         if group not in self.group_tokens:
@@ -93,19 +134,23 @@ class Packer:
         return " ".join(candidate.text.split()).lower() in self.texts
 
     def whole(self, section: Section, index: int) -> int:
-        """The tokens of candidate ``index``'s whole line, counted in batches of the next
-        ``COUNT_BATCH`` uncounted candidates: a section rarely shows more than a few dozen of its
-        candidates, so most are never counted."""
+        """The tokens of candidate ``index``'s whole line and its metadata echo, counted in
+        batches of the next ``COUNT_BATCH`` uncounted candidates: a section rarely shows more
+        than a few dozen of its candidates, so most are never counted."""
         if index not in section.counts:
             batch = [
                 i
                 for i in range(index, min(index + COUNT_BATCH, len(section.candidates)))
                 if i not in section.counts
             ]
+            self._echoes([section.candidates[i] for i in batch])
             counts = budget.tokens_of(
                 [self.prefix(section.candidates[i]) + section.candidates[i].text for i in batch]
             )
-            section.counts.update(zip(batch, counts, strict=True))
+            section.counts.update(
+                (i, count + self.echo(section.candidates[i])[2])
+                for i, count in zip(batch, counts, strict=True)
+            )
         return section.counts[index]
 
     def prefix(self, candidate: Candidate) -> str:
@@ -115,7 +160,8 @@ class Packer:
         """Add the section's candidates, best first, within ``limit`` tokens (its header
         included when it gets its first item); answers the tokens used. An item that does not
         fit whole is shortened to its leading sentences (at most ``MAX_SHORTENED`` tries per
-        call: each costs a count per sentence)."""
+        call: each costs a count per sentence); its metadata echo is never shortened. An item
+        whose bytes pass what is left of the body allowance is left out."""
         used = 0
         tries = 0
         for index, candidate in enumerate(section.candidates):
@@ -128,17 +174,27 @@ class Packer:
             if room < MIN_ROOM:
                 break
             whole = self.whole(section, index)
+            shown, cut, echo_tokens = self.echo(candidate)
             if whole <= room:
                 text, tokens = candidate.text, whole
             else:
-                if tries >= MAX_SHORTENED:
+                if tries >= MAX_SHORTENED or room - echo_tokens < MIN_ROOM:
                     continue
                 tries += 1
-                fitted = budget.fit_sentences(self.prefix(candidate), candidate.text, room)
+                fitted = budget.fit_sentences(
+                    self.prefix(candidate), candidate.text, room - echo_tokens
+                )
                 if fitted is None:
                     continue
-                text, tokens = fitted
-            section.items.append(Item(candidate, text, tokens))
+                text, tokens = fitted[0], fitted[1] + echo_tokens
+            item = Item(candidate, text, tokens, shown, cut)
+            if self.bytes_left is not None:
+                new_group = candidate.group if candidate.group not in section.groups else ""
+                weight = self.weight(item, new_group)
+                if weight > self.bytes_left:
+                    continue
+                self.bytes_left -= weight
+            section.items.append(item)
             if candidate.group:
                 section.groups[candidate.group] = self._group(candidate.group)
             section.chosen.add(candidate.id)

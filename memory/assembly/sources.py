@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from core.actors import Actor
+from memory.assembly import floors
 from memory.context_access import readable_contexts
 from memory.models import Conversation, MemoryContext, MemoryEntry
 from memory.selectors import conversations as conversation_selectors
@@ -357,8 +358,8 @@ def knowledge(
 def documents(
     actor: Actor, query: str, vector: np.ndarray, knowledge_base_ids: Sequence[int] | None
 ) -> list[Candidate]:
-    """Document chunks most relevant to the query (``knowledge_base_ids``: only those; None:
-    every knowledge base of the account)."""
+    """Document chunks most relevant to the query and on topic (``floors``;
+    ``knowledge_base_ids``: only those; None: every knowledge base of the account)."""
     from rag.search import SearchFilters, chunk_search
 
     if knowledge_base_ids is not None and not knowledge_base_ids:
@@ -387,7 +388,9 @@ def documents(
             order=(rank,),
             same=("text", hit.text),
         )
-        for rank, hit in enumerate(outcome.hits)
+        for rank, (hit, _) in enumerate(
+            floors.documents_on_topic(query, outcome.hits, outcome.knowledge_base_ids)
+        )
     ]
 
 
@@ -406,8 +409,11 @@ def pages(actor: Actor, query: str, vector: np.ndarray) -> list[Candidate]:
             order=(rank,),
             same=("page", hit.page.pk),
         )
-        for rank, hit in enumerate(
-            page_search(actor=actor, query=query, top_k=PAGE_CANDIDATES, query_vector=vector)
+        for rank, (hit, _) in enumerate(
+            floors.pages_on_topic(
+                page_search(actor=actor, query=query, top_k=PAGE_CANDIDATES, query_vector=vector),
+                vector,
+            )
         )
     ]
 
@@ -431,7 +437,7 @@ def skills(actor: Actor, query: str, vector: np.ndarray) -> list[Candidate]:
             order=(rank,),
             same=("skill", hit.skill.pk),
         )
-        for rank, hit in enumerate(hits)
+        for rank, (hit, _) in enumerate(floors.skills_on_topic(hits, vector))
     ]
 
 
@@ -444,7 +450,8 @@ def task_context(
     actor: Actor, query: str, vector: np.ndarray, *, session_id: str, tiers: Sequence[str]
 ) -> list[Candidate]:
     """Working memory of the session (``working``) and pool data (``pools``) relevant to the
-    query, through the router's one search across tiers."""
+    query and on topic (``floors``), through the router's one search across tiers."""
+
     if actor.agent is None:
         return []  # working memory and pools are agents' (people read pools in the admin)
     wanted = [t for t in tiers if t == SHARED or (t == WORKING and session_id)]
@@ -459,7 +466,7 @@ def task_context(
         query_vector=vector,
     )
     out = []
-    for rank, hit in enumerate(found.results):
+    for rank, hit in enumerate(floors.tasks_on_topic(found.results, vector)):
         if hit.tier == WORKING:
             out.append(
                 Candidate(

@@ -35,9 +35,20 @@ class ContextResult:
     assembly_ms: float  # without the query embedding
 
 
-def evidence_recall(sections: list[dict[str, Any]], evidence: tuple[str, ...]) -> float:
+def evidence_recall(
+    sections: list[dict[str, Any]],
+    evidence: tuple[str, ...],
+    dia_of_turn: dict[int, str] | None = None,
+) -> float:
+    """The share of ``evidence`` (dia ids) among the context's turns: each turn's dia id read
+    from ``dia_of_turn`` by its turn number when given (messages written without labels), else
+    from its ``metadata.dia_id``."""
     present = {
-        str(item["metadata"].get("dia_id"))
+        str(
+            dia_of_turn.get(item["source"]["turn_number"])
+            if dia_of_turn is not None
+            else item["metadata"].get("dia_id")
+        )
         for section in sections
         for item in section["items"]
         if item["kind"] == "turn" and isinstance(item.get("metadata"), dict)
@@ -45,10 +56,16 @@ def evidence_recall(sections: list[dict[str, Any]], evidence: tuple[str, ...]) -
     return sum(1 for dia_id in evidence if dia_id in present) / len(evidence)
 
 
-def conversation_write(actor: Any, chat: Any, conversation: Conversation) -> None:
+def conversation_write(
+    actor: Any, chat: Any, conversation: Conversation, *, labels: bool = True
+) -> dict[int, str]:
     """Write a LoCoMo conversation into ``chat`` as a client of the API would: one message per
-    turn (``name`` the speaker, ``occurred_at`` the session's date, ``metadata.dia_id``), a
-    batch per session, each followed by what the worker does after it (the rolling summary)."""
+    turn (``name`` the speaker, ``occurred_at`` the session's date, ``metadata.dia_id`` unless
+    ``labels`` is False), a batch per session, each followed by what the worker does after it
+    (the rolling summary). Answers each turn's number (its message's position) -> dia id: a
+    context echoes a message's metadata and counts it in its budget, so a benchmark that keeps
+    its labels itself leaves the budget to the conversation (docs/benchmarks.md)."""
+    from memory.selectors import conversations as conversation_selectors
     from memory.services import conversations as services
 
     sessions: dict[int, list[Any]] = defaultdict(list)
@@ -64,12 +81,18 @@ def conversation_write(actor: Any, chat: Any, conversation: Conversation) -> Non
                     content=turn.text,
                     name=turn.speaker,
                     occurred_at=turn.occurred_at,
-                    metadata={"dia_id": turn.dia_id},
+                    metadata={"dia_id": turn.dia_id} if labels else {},
                 )
                 for turn in sessions[number]
             ],
         )
         services.conversation_follow_up_run(conversation_id=chat.pk)
+    positions = [
+        int(position or 0)
+        for position in conversation_selectors.messages_of(chat).values_list("position", flat=True)
+    ]
+    ordered = [turn.dia_id for number in sorted(sessions) for turn in sessions[number]]
+    return dict(zip(positions, ordered, strict=True))
 
 
 def evaluate_conversation(

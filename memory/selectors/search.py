@@ -121,6 +121,8 @@ class MemorySearch:
     results: list[MemoryHit]
     tiers: dict[str, str]
     timings_ms: dict[str, float]
+    # The merged statistics of every corpus searched, for the query's terms (the shared idf).
+    stats: CorpusStats = field(default_factory=CorpusStats)
 
 
 def _ms(started: float) -> float:
@@ -362,7 +364,7 @@ def memory_search(
     hits = hits[:top_k]
     _hydrate(hits, session, filters.session_id)
     timings["hydrate"] = _ms(started)
-    return MemorySearch(results=hits, tiers=status, timings_ms=timings)
+    return MemorySearch(results=hits, tiers=status, timings_ms=timings, stats=merged)
 
 
 def _fuse(

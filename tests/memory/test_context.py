@@ -4,6 +4,7 @@ from, another account never contributes, and bad input is a 4xx with a code."""
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -37,9 +38,15 @@ def _items(answer: dict[str, Any]) -> list[dict[str, Any]]:
     return [item for section in answer["sections"] for item in section["items"]]
 
 
+def shown_tokens(context: str, items: list[dict[str, Any]]) -> int:
+    """What an answer shows, counted: its context and every item's metadata echo."""
+    echoes = [json.dumps(i["metadata"], separators=(",", ":"), ensure_ascii=False) for i in items]
+    return count_tokens_one(context) + sum(count_tokens_one(e) for e in echoes if e != "{}")
+
+
 def _check_answer(answer: dict[str, Any], budget: int) -> None:
     assert answer["token_budget"] == budget
-    assert answer["tokens"] == count_tokens_one(answer["context"]) <= budget
+    assert answer["tokens"] == shown_tokens(answer["context"], _items(answer)) <= budget
     assert sum(s["tokens"] for s in answer["sections"]) <= budget
     for item in _items(answer):
         assert item["text"] in answer["context"], item
@@ -123,9 +130,19 @@ def test_sections_in_seed_order_and_each_item_once(agent_client: AuthedAgent) ->
 
 @pytest.fixture
 def any_knowledge(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every knowledge item found is a candidate, on topic or not: a query naming every store's
-    marker is close to none of them (the floor has tests of its own)."""
+    """Every item found is a candidate, on topic or not: a query naming every store's marker
+    is close to none of them (the floors have tests of their own)."""
+    from memory.assembly import floors
+
     monkeypatch.setattr(sources, "KNOWLEDGE_MIN_SIMILARITY", 0.0)
+    for name in (
+        "DOCUMENT_MIN_EVIDENCE",
+        "PAGE_MIN_SIMILARITY",
+        "SKILL_MIN_SIMILARITY",
+        "POOL_MIN_SIMILARITY",
+        "WORKING_MIN_SIMILARITY",
+    ):
+        monkeypatch.setattr(floors, name, None)
 
 
 @pytest.mark.usefixtures("any_knowledge")
@@ -165,7 +182,7 @@ def test_every_kind_of_item_says_where_it_came_from(
     assert kinds["turn"]["source"]["conversation_id"] == side.conversation.pk
     assert kinds["pool"]["source"]["pool_id"] == side.pool_id
     assert kinds["working"]["source"]["session_id"] == side.session_id
-    assert answer.tokens == count_tokens_one(answer.context)
+    assert answer.tokens == shown_tokens(answer.context, items)
 
 
 @pytest.mark.usefixtures("any_knowledge")

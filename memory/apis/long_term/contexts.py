@@ -96,7 +96,7 @@ class ContextListCreateApi(ApiView):
             required=False, allow_null=True, default=None, help_text="Only for scope team."
         )
         description = serializers.CharField(required=False, default="", allow_blank=True)
-        metadata = serializers.DictField(required=False, default=dict)
+        metadata = strict.MetadataField(required=False, default=dict)
         change_policy = serializers.ChoiceField(
             choices=ChangePolicy.choices, default=ChangePolicy.AUTO, help_text=CHANGE_POLICY_HELP
         )
@@ -141,7 +141,7 @@ class ContextDetailApi(ApiView):
             choices=MemoryContext.ContextType.choices, required=False
         )
         description = serializers.CharField(required=False, allow_blank=True)
-        metadata = serializers.DictField(required=False)
+        metadata = strict.MetadataField(required=False)
         change_policy = serializers.ChoiceField(
             choices=ChangePolicy.choices, required=False, help_text=CHANGE_POLICY_HELP
         )

@@ -87,7 +87,7 @@ class MemoryEntryInput(strict.InputSerializer):
     tags = serializers.ListField(
         child=serializers.CharField(max_length=100), required=False, default=list, max_length=100
     )
-    metadata = serializers.DictField(required=False, default=dict)
+    metadata = strict.MetadataField(required=False, default=dict)
     occurred_at = serializers.DateTimeField(required=False, allow_null=True, default=None)
     thread = serializers.CharField(
         max_length=200,
@@ -258,7 +258,7 @@ class EntryDetailApi(ApiView):
         tags = serializers.ListField(
             child=serializers.CharField(max_length=100), required=False, max_length=100
         )
-        metadata = serializers.DictField(required=False)
+        metadata = strict.MetadataField(required=False)
         occurred_at = serializers.DateTimeField(required=False, allow_null=True)
         importance = strict.FiniteFloatField(required=False, min_value=0, max_value=1)
         confidence = strict.FiniteFloatField(required=False, min_value=0, max_value=1)

@@ -44,6 +44,8 @@ class EngramEnv(BaseSettings):
     # --- services (unset: the embedded servers) ----------------------------------------------
     DATABASE_URL: str | None = None
     DATABASE_CONN_MAX_AGE: int = Field(default=60, ge=0)
+    # Deadlocks and serialisation failures: how many more times a write runs (core/transactions.py).
+    DATABASE_CONFLICT_RETRIES: int = Field(default=4, ge=0, le=20)
     REDIS_URL: str | None = None
     CELERY_BROKER_URL: str | None = None
     CELERY_TASK_ALWAYS_EAGER: bool = False
@@ -110,6 +112,8 @@ class EngramEnv(BaseSettings):
     POOL_EVENT_RETENTION_DAYS: int = Field(default=7, ge=1)
     MEMORY_RECENCY_HALF_LIFE_DAYS: float = Field(default=30.0, gt=0, le=36_500)
     MEMORY_PROMOTION_MIN_ACCESSES: int = Field(default=3, ge=1, le=1_000_000)
+    # Reads buffered before a flush is sent at once (docs/memory.md, "Reads and writes").
+    MEMORY_ACCESS_BUFFER_MAX: int = Field(default=5000, ge=1, le=1_000_000)
     MEMORY_DEDUP_SIMILARITY: float = Field(default=0.92, gt=0, le=1)
     MEMORY_ROT_STALENESS: float = Field(default=0.9, gt=0, le=1)
     MEMORY_IMPORTANCE_HALF_LIFE_DAYS: float = Field(default=90.0, gt=0, le=36_500)

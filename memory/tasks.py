@@ -205,7 +205,8 @@ PERIODIC_JOBS += [
         description="Apply the buffered reads of long-term entries (access counts, last access, "
         "the access log); also sent when MEMORY_ACCESS_BUFFER_MAX reads are buffered.",
         every_seconds=access.FLUSH_EVERY_SECONDS,
-        expires_seconds=access.FLUSH_EVERY_SECONDS - 1,
+        # Behind a busy worker's queue a late flush still helps; two in a row are harmless.
+        expires_seconds=3 * access.FLUSH_EVERY_SECONDS,
     ),
     PeriodicJob(
         name="memory.index_pending",
@@ -244,6 +245,7 @@ def flush_accesses(self, dry_run: bool = False) -> dict[str, int]:  # type: igno
 def index_pending(context_id: int) -> dict[str, int]:
     """Index a context's waiting messages (claimed rows: a repeated or concurrent run takes
     only what no live run holds); when the run's budget ends first, another run follows."""
+    pending.index_started(context_id)
     counts = pending.pending_index_run(context_id=context_id)
     if counts["more"]:
         task_send(index_pending, context_id)

@@ -1,13 +1,13 @@
 """Entries waiting for their index (a conversation's messages are stored at once and indexed by
 a worker) and the marks of applied read flushes (reads are buffered in Redis, not written by the
-request): docs/memory.md, "When what is written becomes searchable" and "Reads and writes at the
-same time". The queue's rows go with their entry and context in the database itself.
+request): docs/memory.md, "When a message becomes searchable" and "Reads and writes at the same
+time". The queue's rows go with their entry and context in the database itself: the foreign keys
+are declared here, ON DELETE CASCADE (Django would create its own constraints only at the end of
+the migration, too late for ``core.db.DatabaseOnDelete``).
 """
 
 import django.db.models.deletion
 from django.db import migrations, models
-
-from core.db import DatabaseOnDelete
 
 
 class Migration(migrations.Migration):
@@ -41,6 +41,7 @@ class Migration(migrations.Migration):
                 (
                     "entry",
                     models.OneToOneField(
+                        db_constraint=False,
                         on_delete=django.db.models.deletion.DO_NOTHING,
                         primary_key=True,
                         related_name="+",
@@ -60,6 +61,7 @@ class Migration(migrations.Migration):
                 (
                     "context",
                     models.ForeignKey(
+                        db_constraint=False,
                         db_index=False,
                         on_delete=django.db.models.deletion.DO_NOTHING,
                         related_name="+",
@@ -79,6 +81,14 @@ class Migration(migrations.Migration):
                 ],
             },
         ),
-        DatabaseOnDelete("memory_pendingindex", "entry_id", "CASCADE"),
-        DatabaseOnDelete("memory_pendingindex", "context_id", "CASCADE"),
+        migrations.RunSQL(
+            "ALTER TABLE memory_pendingindex ADD CONSTRAINT memory_pendingindex_entry_fk "
+            "FOREIGN KEY (entry_id) REFERENCES memory_memoryentry (id) ON DELETE CASCADE "
+            "DEFERRABLE INITIALLY DEFERRED; "
+            "ALTER TABLE memory_pendingindex ADD CONSTRAINT memory_pendingindex_context_fk "
+            "FOREIGN KEY (context_id) REFERENCES memory_memorycontext (id) ON DELETE CASCADE "
+            "DEFERRABLE INITIALLY DEFERRED",
+            reverse_sql="ALTER TABLE memory_pendingindex DROP CONSTRAINT memory_pendingindex_entry_fk; "
+            "ALTER TABLE memory_pendingindex DROP CONSTRAINT memory_pendingindex_context_fk",
+        ),
     ]

@@ -26,11 +26,20 @@ class PendingIndex(models.Model):
     ``PENDING_INDEX_MAX_ATTEMPTS`` failed embeddings a row is ``failed`` (``failed_at``,
     ``error``) until an operator retries it."""
 
+    # The database cascades from both (the migration declares the constraints ON DELETE CASCADE).
     entry = models.OneToOneField(
-        MemoryEntry, on_delete=models.DO_NOTHING, primary_key=True, related_name="+"
+        MemoryEntry,
+        on_delete=models.DO_NOTHING,
+        primary_key=True,
+        related_name="+",
+        db_constraint=False,
     )
     context = models.ForeignKey(
-        MemoryContext, on_delete=models.DO_NOTHING, related_name="+", db_index=False
+        MemoryContext,
+        on_delete=models.DO_NOTHING,
+        related_name="+",
+        db_index=False,
+        db_constraint=False,
     )
     keyword = models.BooleanField(default=True)
     embed = models.BooleanField(default=True)

@@ -44,7 +44,7 @@ from memory.services.long_term.entries import (
     unarchived_check,
 )
 from memory.services.long_term.index import context_lock
-from memory.services.long_term.pending import pending_index_run, pending_queue
+from memory.services.long_term.pending import index_soon, pending_index_run, pending_queue
 
 logger = logging.getLogger("engram.memory")
 
@@ -261,7 +261,7 @@ def messages_append(
                 changes={"turns": [last + 1, last + len(new)]},
             )
             if not inline:
-                task_send_on_commit(tasks.index_pending, context.pk)
+                transaction.on_commit(lambda: index_soon(context.pk))
             task_send_on_commit(tasks.conversation_follow_up, conversation.pk)
     if inline:
         pending_index_run(context_id=context.pk)

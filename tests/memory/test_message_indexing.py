@@ -159,6 +159,17 @@ def test_other_writes_meeting_waiting_messages_keep_the_index_exact(
 
 
 @pytest.mark.usefixtures("worker_away")
+def test_deleting_waiting_messages_takes_their_rows_with_them(agent_client: AuthedAgent) -> None:
+    actor = actor_for_agent(agent_client.agent)
+    chat, other = _chat(actor), _chat(actor)
+    (entry,) = _append(actor, chat, "Deleted before its index.")
+    _append(actor, other, "Kept waiting.")
+    ltm.entry_delete(actor=actor, entry=entry)
+    services.conversation_delete(actor=actor, conversation=Conversation.objects.get(pk=other.pk))
+    assert not PendingIndex.objects.exists()
+
+
+@pytest.mark.usefixtures("worker_away")
 def test_an_unavailable_provider_fails_visibly_after_bounded_attempts(
     agent_client: AuthedAgent, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -200,6 +211,21 @@ def test_an_unavailable_provider_fails_visibly_after_bounded_attempts(
     tasks.index_pending_sweep.apply()  # eager: the context's task runs here
     assert not PendingIndex.objects.exists()
     assert _found(actor, "what opens the locker", "vector") == [written[0].pk]
+
+
+def test_a_busy_conversation_queues_one_run_at_a_time(
+    agent_client: AuthedAgent, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sent: list[int] = []
+    monkeypatch.setattr(pending, "task_send", lambda task, context_id: sent.append(context_id))
+    context_id = _chat(actor_for_agent(agent_client.agent)).context_id
+    pending.index_soon(context_id)
+    pending.index_soon(context_id)  # the first is still queued: no second task
+    assert sent == [context_id]
+    pending.index_started(context_id)  # a worker took it: the next append sends another
+    pending.index_soon(context_id)
+    assert sent == [context_id, context_id]
+    pending.index_started(context_id)
 
 
 def test_the_sweep_is_a_periodic_job_with_a_dry_run(agent_client: AuthedAgent) -> None:

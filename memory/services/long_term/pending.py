@@ -7,7 +7,8 @@ model embeds about 25 texts a second on two cores. A batch of 1,000 messages too
 its request did both. So ``messages_append`` stores the rows and queues each new message, and
 each older one whose indexed text the new ones change, in ``PendingIndex``
 (``pending_queue``, inside the write's transaction); a worker then indexes the context
-(``pending_index_run``, the ``memory.index_pending`` task sent on commit):
+(``pending_index_run``, the ``memory.index_pending`` task sent on commit, one at a time per
+context: ``index_soon``; a run hands over to a new task after ``RUN_BUDGET_SECONDS``):
 
 1. **Keyword pass**, up to ``KEYWORD_BATCH`` entries at a time: claim the rows (a conditional
    UPDATE, ``FOR UPDATE SKIP LOCKED``), compute their indexed texts outside any transaction,
@@ -31,6 +32,7 @@ either has its postings or waits here with ``indexed`` false.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 import uuid
@@ -47,10 +49,11 @@ from core.actors import Actor
 from core.embeddings import get_embedding_provider
 from core.embeddings.base import EmbeddingError
 from core.errors import NotFound
-from core.queue import task_send_on_commit
+from core.queue import task_send, task_send_on_commit
 from core.transactions import retry_on_conflict
 from memory import indexing
 from memory.models import MemoryContext, MemoryEntry, PendingIndex
+from memory.redis_store import UNAVAILABLE, memory_redis, redis_prefix
 from memory.roles import MANAGE_MEMORY
 from memory.services.long_term.index import context_lock
 from memory.spaces import MEMORY_ENTRIES
@@ -66,8 +69,11 @@ MAX_ATTEMPTS = 5
 TASK_TIME_LIMIT_SECONDS = 600
 TASK_SOFT_TIME_LIMIT_SECONDS = 540
 STALE_CLAIM = timedelta(seconds=TASK_TIME_LIMIT_SECONDS)
-# A run stops taking new batches this long before the soft limit.
-RUN_BUDGET_SECONDS = TASK_SOFT_TIME_LIMIT_SECONDS - 60
+# A run takes new batches for this long, then hands over to a new task: the worker's other
+# tasks (the read flush every 10 s) get their turn between runs.
+RUN_BUDGET_SECONDS = 20
+# While a run is queued for a context, appends send no other (``index_soon``).
+QUEUED_TTL_SECONDS = 60
 _TABLE = PendingIndex._meta.db_table
 
 
@@ -106,6 +112,30 @@ def pending_queue(*, context_id: int, entries: Sequence[MemoryEntry], thread: st
         )
 
 
+def _queued_key(context_id: int) -> str:
+    return f"{redis_prefix()}:index-queued:{context_id}"
+
+
+def index_soon(context_id: int) -> None:
+    """After an append commits: a worker run for the context, unless one is queued and not
+    started yet (a busy conversation sends one task, not one per append). With Redis
+    unavailable, one is sent anyway."""
+    from memory import tasks
+
+    try:
+        fresh = memory_redis().set(_queued_key(context_id), 1, nx=True, ex=QUEUED_TTL_SECONDS)
+    except UNAVAILABLE:
+        fresh = True
+    if fresh:
+        task_send(tasks.index_pending, context_id)
+
+
+def index_started(context_id: int) -> None:
+    """A run starts: appends from now on send a new one."""
+    with contextlib.suppress(*UNAVAILABLE):
+        memory_redis().delete(_queued_key(context_id))
+
+
 def pending_index_run(
     *, context_id: int, budget_seconds: float = RUN_BUDGET_SECONDS
 ) -> dict[str, int]:
@@ -133,6 +163,7 @@ def pending_index_run(
     return counts
 
 
+@retry_on_conflict
 def _give_up(context_id: int) -> int:
     """Rows that used up their attempts, unclaimed or abandoned, are failed."""
     return (

@@ -63,7 +63,7 @@ from rag.vector import vector_literal
 logger = logging.getLogger("engram.memory")
 
 KEYWORD_BATCH = 200
-EMBED_BATCH = 32
+EMBED_BATCH = 16
 MAX_ATTEMPTS = 5
 # memory.tasks.index_pending's limits; a claim older than the hard one belongs to a dead run.
 TASK_TIME_LIMIT_SECONDS = 600
@@ -71,7 +71,7 @@ TASK_SOFT_TIME_LIMIT_SECONDS = 540
 STALE_CLAIM = timedelta(seconds=TASK_TIME_LIMIT_SECONDS)
 # A run takes new batches for this long, then hands over to a new task: the worker's other
 # tasks (the read flush every 10 s) get their turn between runs.
-RUN_BUDGET_SECONDS = 20
+RUN_BUDGET_SECONDS = 10
 # While a run is queued for a context, appends send no other (``index_soon``).
 QUEUED_TTL_SECONDS = 60
 _TABLE = PendingIndex._meta.db_table

@@ -126,6 +126,7 @@ class Load:
 
     def request(self, rng: random.Random, operation: str) -> tuple[str, str, Any, int]:
         conversation = f"/memory/conversations/{self.conversation_id}"
+        body: dict[str, Any]
         if operation == "messages":
             body = {
                 "messages": [

@@ -48,8 +48,10 @@ def evidence_recall(sections: list[dict[str, Any]], evidence: tuple[str, ...]) -
 def conversation_write(actor: Any, chat: Any, conversation: Conversation) -> None:
     """Write a LoCoMo conversation into ``chat`` as a client of the API would: one message per
     turn (``name`` the speaker, ``occurred_at`` the session's date, ``metadata.dia_id``), a
-    batch per session, each followed by what the worker does after it (the rolling summary)."""
+    batch per session, each followed by what the worker does after it (the messages' index, the
+    rolling summary)."""
     from memory.services import conversations as services
+    from memory.services.long_term.pending import pending_index_all
 
     sessions: dict[int, list[Any]] = defaultdict(list)
     for turn in conversation.turns:
@@ -69,6 +71,7 @@ def conversation_write(actor: Any, chat: Any, conversation: Conversation) -> Non
                 for turn in sessions[number]
             ],
         )
+        pending_index_all(context_id=chat.context_id)
         services.conversation_follow_up_run(conversation_id=chat.pk)
 
 

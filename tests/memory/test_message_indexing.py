@@ -80,9 +80,14 @@ def test_stored_at_once_shown_as_recent_turns_and_searchable_once_indexed(
     assert immediate["name"] == "immediate"
     assert [i["id"] for i in immediate["items"]] == [m.pk for m in written]
 
+    # A client sees what waits on the conversation itself.
+    detail = agent_client.client.get(f"{BASE}/{chat.pk}").json()
+    assert detail["indexing"] == {"waiting": 2, "unsearchable": 2, "failed": 0, "error": ""}
+
     counts = pending.pending_index_run(context_id=chat.context_id)
     assert (counts["keyword"], counts["embedded"], counts["more"]) == (2, 2, 0)
     assert not PendingIndex.objects.exists()
+    assert agent_client.client.get(f"{BASE}/{chat.pk}").json()["indexing"]["waiting"] == 0
     assert set(_found(actor, "ferry fjord cabin", "keyword")) == {m.pk for m in written}
     assert set(_found(actor, "boat departure time", "vector")) >= {written[1].pk}
     assert_index_exact(context)

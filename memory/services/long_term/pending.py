@@ -163,6 +163,19 @@ def pending_index_run(
     return counts
 
 
+def pending_index_all(*, context_id: int) -> dict[str, int]:
+    """Everything waiting in a context indexed now, in the caller's process: what a worker does
+    after an append, for callers that search right after writing and run no worker (the
+    evaluation's conversation writer, benchmarks)."""
+    total = {"keyword": 0, "embedded": 0, "failed": 0}
+    while True:
+        counts = pending_index_run(context_id=context_id)
+        for name in total:
+            total[name] += counts[name]
+        if not counts["more"]:
+            return total
+
+
 @retry_on_conflict
 def _give_up(context_id: int) -> int:
     """Rows that used up their attempts, unclaimed or abandoned, are failed."""

@@ -107,10 +107,13 @@ def test_retries_are_bounded_then_the_conflict_is_answered(settings: Any) -> Non
 
 
 def test_a_statement_timeout_is_its_own_503() -> None:
-    with pytest.raises(OperationalError) as caught, transaction.atomic():
-        with connection.cursor() as cursor:
-            cursor.execute("SET LOCAL statement_timeout = '20ms'")
-            cursor.execute("SELECT pg_sleep(2)")
+    with (
+        pytest.raises(OperationalError) as caught,
+        transaction.atomic(),
+        connection.cursor() as cursor,
+    ):
+        cursor.execute("SET LOCAL statement_timeout = '20ms'")
+        cursor.execute("SELECT pg_sleep(2)")
     assert sqlstate_of(caught.value) == "57014"
     answer = error_answer(caught.value)
     assert answer is not None

@@ -64,7 +64,8 @@ def test_a_search_is_counted_and_logged_by_the_flush(me: Actor, agent_client: Au
     assert access.buffer_length() == 1
 
     counts = access.access_flush()
-    assert (counts["claims"], counts["contexts"], counts["reads"], counts["entries"]) == (1, 1, 1, 1)
+    applied = (counts["claims"], counts["contexts"], counts["reads"], counts["entries"])
+    assert applied == (1, 1, 1, 1)
     assert access.buffer_length() == 0
     entry = MemoryEntry.objects.get(pk=deploy.pk)
     assert entry.access_count == 1 and entry.last_accessed_at is not None
@@ -102,7 +103,7 @@ def test_with_redis_down_a_read_answers_and_its_access_is_dropped(
 def test_a_flush_that_dies_midway_is_taken_over_without_counting_twice(
     me: Actor, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    first, (a,) = _context(me, "first", "alpha apples")
+    _, (a,) = _context(me, "first", "alpha apples")
     second, (b,) = _context(me, "second", "beta bananas")
     ltm.entries_accessed(actor=me, entries=[a, b], action="read")
     ltm.entries_accessed(actor=me, entries=[b], action="read")

@@ -11,9 +11,8 @@ import pytest
 
 from core.models import AuditEvent
 from memory.models import MemoryAccessLog, MemoryEntry, MemoryEntryPosting, MemoryEntryTerm
-from memory.services.long_term import access_flush
 from memory.selectors import long_term as ltm_selectors
-from memory.services.long_term import MAX_BATCH
+from memory.services.long_term import MAX_BATCH, access_flush
 from memory.spaces import MEMORY_ENTRIES
 from tests.conftest import AuthedAgent
 from tests.factories import TeamFactory

@@ -24,6 +24,7 @@ from tests.conftest import AuthedAgent
 from tests.factories import UserFactory
 from tests.memory.conftest import code
 from tests.memory.test_long_term_services import assert_index_exact
+from tests.support.mcp import tool_call
 
 pytestmark = pytest.mark.django_db
 BASE = "/api/v1/memory/conversations"
@@ -238,7 +239,8 @@ def test_the_sweep_is_a_periodic_job_with_a_dry_run(agent_client: AuthedAgent) -
     from core.models import JobRun
 
     jobs = {job.name: job for job in periodic_jobs()}
-    assert jobs["memory.index_pending"].expires_seconds < jobs["memory.index_pending"].every_seconds
+    sweep = jobs["memory.index_pending"]
+    assert (sweep.every_seconds, sweep.expires_seconds) == (60, 55)
     assert tasks.index_pending_sweep.apply(kwargs={"dry_run": True}).get() == {
         "contexts": 0,
         "sent": 0,
@@ -287,3 +289,11 @@ def test_a_batch_is_bounded(
             "limit": services.MAX_BATCH_CHARS,
             "size": 2_100_000,
         }
+    # The MCP tool answers the same code.
+    result = tool_call(
+        agent_client.secret,
+        "conversation_add_messages",
+        {"conversation_id": chat.pk, "messages": messages},
+    )
+    assert result["structuredContent"]["error"]["code"] == error
+    assert not MemoryEntry.objects.filter(context_id=chat.context_id).exists()

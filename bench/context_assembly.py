@@ -126,6 +126,7 @@ def build(args: argparse.Namespace, actor: Any, stand_in: WordHashEmbeddings) ->
     from memory.services import conversations as conv
     from memory.services import knowledge
     from memory.services import long_term as ltm
+    from memory.services.long_term.pending import pending_index_all
 
     seconds: dict[str, float] = {}
     sentences = _sentences()
@@ -198,6 +199,7 @@ def build(args: argparse.Namespace, actor: Any, stand_in: WordHashEmbeddings) ->
         for _, session in itertools.groupby(missing, key=lambda pair: pair[0]):
             batch = [message for _, message in session]
             conv.messages_append(actor=actor, conversation=chat, messages=batch)
+            pending_index_all(context_id=chat.context_id)  # what the worker does after it
             conv.conversation_follow_up_run(conversation_id=chat.pk)
         seconds["conversation"] = round(time.perf_counter() - started, 1)
     return seconds

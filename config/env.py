@@ -44,6 +44,8 @@ class EngramEnv(BaseSettings):
     # --- services (unset: the embedded servers) ----------------------------------------------
     DATABASE_URL: str | None = None
     DATABASE_CONN_MAX_AGE: int = Field(default=60, ge=0)
+    # Deadlocks and serialisation failures: how many more times a write runs (core/transactions.py).
+    DATABASE_CONFLICT_RETRIES: int = Field(default=4, ge=0, le=20)
     REDIS_URL: str | None = None
     CELERY_BROKER_URL: str | None = None
     CELERY_TASK_ALWAYS_EAGER: bool = False
@@ -83,8 +85,10 @@ class EngramEnv(BaseSettings):
 
     # --- API ---------------------------------------------------------------------------------
     API_PAGE_SIZE: int = Field(default=50, ge=1, le=500)  # ?page_size= allows 500 at most
-    API_THROTTLE_READ: str = Field(default="3000/minute", pattern=_RATE)
-    API_THROTTLE_WRITE: str = Field(default="1200/minute", pattern=_RATE)
+    # Per key; eight clients sharing one key at full speed stay inside both (docs/benchmarks.md,
+    # "Message batches and mixed load").
+    API_THROTTLE_READ: str = Field(default="6000/minute", pattern=_RATE)
+    API_THROTTLE_WRITE: str = Field(default="3000/minute", pattern=_RATE)
     API_KEY_RETENTION_DAYS: int = Field(default=30, ge=1)
     JOB_RUN_RETENTION_DAYS: int = Field(default=30, ge=1)
     RAG_MAX_UPLOAD_BYTES: int = Field(default=20 * 1024 * 1024, ge=1024)
@@ -110,6 +114,8 @@ class EngramEnv(BaseSettings):
     POOL_EVENT_RETENTION_DAYS: int = Field(default=7, ge=1)
     MEMORY_RECENCY_HALF_LIFE_DAYS: float = Field(default=30.0, gt=0, le=36_500)
     MEMORY_PROMOTION_MIN_ACCESSES: int = Field(default=3, ge=1, le=1_000_000)
+    # Reads buffered before a flush is sent at once (docs/memory.md, "Reads and writes").
+    MEMORY_ACCESS_BUFFER_MAX: int = Field(default=5000, ge=1, le=1_000_000)
     MEMORY_DEDUP_SIMILARITY: float = Field(default=0.92, gt=0, le=1)
     MEMORY_ROT_STALENESS: float = Field(default=0.9, gt=0, le=1)
     MEMORY_IMPORTANCE_HALF_LIFE_DAYS: float = Field(default=90.0, gt=0, le=36_500)

@@ -168,7 +168,7 @@ def translate_exception(exc: Exception) -> Exception:
         TooManyFieldsSent,
         TooManyFilesSent,
     )
-    from django.db import InterfaceError, OperationalError
+    from django.db import DatabaseError
 
     from core.embeddings.base import EmbeddingError
     from core.llm.base import LLMError
@@ -196,9 +196,10 @@ def translate_exception(exc: Exception) -> Exception:
             "The LLM provider is unavailable.",
             details={"provider": "llm", "reason": str(exc)[:300]},
         )
-    if isinstance(exc, OperationalError | InterfaceError):
-        logger.warning("database unavailable: %s", exc)
-        return StoreUnavailable("The database is unavailable.", details={"store": "database"})
+    if isinstance(exc, DatabaseError):
+        translated = _database_error(exc)
+        if translated is not None:
+            return translated
     try:
         import redis
     except ImportError:  # pragma: no cover - a hard dependency
@@ -207,6 +208,62 @@ def translate_exception(exc: Exception) -> Exception:
         logger.warning("redis unavailable: %s", exc)
         return StoreUnavailable("Redis is unavailable.", details={"store": "redis"})
     return exc
+
+
+# A conflict's 409 asks clients to wait this long before they try again.
+CONFLICT_RETRY_AFTER_SECONDS = 1
+
+
+class ConcurrentUpdate(Conflict):
+    """Concurrent transactions kept colliding (deadlock, serialisation failure, lock not
+    available) after the retries: the request changed nothing; sending it again may succeed."""
+
+    code = "concurrent_update"
+    retry_after = CONFLICT_RETRY_AFTER_SECONDS
+
+
+class QueryTimeout(ServiceUnavailable):
+    """A statement ran past the database's ``statement_timeout`` and was cancelled."""
+
+    code = "query_timeout"
+
+
+def _database_error(exc: Exception) -> Exception | None:
+    """A database error as the API answers it (``core.transactions.database_error_kind``), or
+    None for one that is a bug (a 500)."""
+    from core.transactions import (
+        CONFLICT,
+        OUTAGE,
+        OVERLOADED,
+        TIMEOUT,
+        database_error_kind,
+        sqlstate_of,
+    )
+
+    kind = database_error_kind(exc)
+    if kind == OUTAGE:
+        logger.warning("database unavailable: %s", exc)
+        return StoreUnavailable("The database is unavailable.", details={"store": "database"})
+    if kind == OVERLOADED:
+        logger.warning("database out of resources: %s", exc)
+        return StoreUnavailable(
+            "The database cannot take more work right now.",
+            code="store_overloaded",
+            details={"store": "database", "sqlstate": sqlstate_of(exc)},
+        )
+    if kind == CONFLICT:
+        logger.warning("concurrent update: %s", exc)
+        return ConcurrentUpdate(
+            "Concurrent requests changed the same data; nothing was changed: send it again.",
+            details={"sqlstate": sqlstate_of(exc)},
+        )
+    if kind == TIMEOUT:
+        logger.warning("statement timeout: %s", exc)
+        return QueryTimeout(
+            "The database took too long to answer and cancelled the request.",
+            details={"store": "database"},
+        )
+    return None
 
 
 @dataclass(frozen=True)

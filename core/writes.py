@@ -30,11 +30,19 @@ M = TypeVar("M", bound=models.Model)
 Conflicts = Mapping[str, Callable[[], EngramError]]
 
 
-def row_locked(rows: models.QuerySet[M], pk: int, *, missing: Callable[[], EngramError]) -> M:
+def row_locked(
+    rows: models.QuerySet[M],
+    pk: int,
+    *,
+    missing: Callable[[], EngramError],
+    no_key: bool = False,
+) -> M:
     """The row ``pk`` of ``rows``, locked until the caller's transaction ends. A row deleted
     since the caller read it (a request racing its deletion) raises ``missing()``, the same 404
-    as a row that never was."""
-    locked = rows.select_for_update().filter(pk=pk).first()
+    as a row that never was. ``no_key``: ``FOR NO KEY UPDATE``, for a lock that serialises the
+    row's writers without blocking rows that reference it (their foreign key checks take a key
+    share lock, which only ``FOR UPDATE`` blocks)."""
+    locked = rows.select_for_update(no_key=no_key).filter(pk=pk).first()
     if locked is None:
         raise missing()
     return locked

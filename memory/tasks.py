@@ -9,9 +9,11 @@ from celery import shared_task
 from core.embeddings.base import EmbeddingError
 from core.jobs import PeriodicJob, job_run
 from core.llm import LLMError
+from core.queue import task_send
 from memory import services
 from memory.services import changes, consolidation, conversations, extractions
 from memory.services import cluster_maintenance as maintenance_services
+from memory.services.long_term import access, pending
 
 PERIODIC_JOBS = [
     PeriodicJob(
@@ -191,4 +193,69 @@ def summarize_conversations(self, dry_run: bool = False) -> dict[str, int]:  # t
 def extract_conversations(self, dry_run: bool = False) -> dict[str, int]:  # type: ignore[no-untyped-def]
     with job_run("memory.extract_conversations", task_id=self.request.id or "") as run:
         run.counts = extractions.extractions_due_run(dry_run=dry_run)
+    return run.counts
+
+
+# --- reads and indexes that follow the request (docs/memory.md) ------------------------------
+
+PERIODIC_JOBS += [
+    PeriodicJob(
+        name="memory.flush_accesses",
+        task="memory.tasks.flush_accesses",
+        description="Apply the buffered reads of long-term entries (access counts, last access, "
+        "the access log); also sent when MEMORY_ACCESS_BUFFER_MAX reads are buffered.",
+        every_seconds=access.FLUSH_EVERY_SECONDS,
+        # Behind a busy worker's queue a late flush still helps; two in a row are harmless.
+        expires_seconds=3 * access.FLUSH_EVERY_SECONDS,
+    ),
+    PeriodicJob(
+        name="memory.index_pending",
+        task="memory.tasks.index_pending_sweep",
+        description="Index the conversation messages waiting for their BM25 postings and "
+        "embedding whose task was not sent (broker down) or died.",
+        every_seconds=60,
+        expires_seconds=55,
+    ),
+]
+
+
+@shared_task(
+    bind=True,
+    time_limit=access.FLUSH_TIME_LIMIT_SECONDS,
+    soft_time_limit=access.FLUSH_TIME_LIMIT_SECONDS - 20,
+    acks_late=True,
+)
+def flush_accesses(self, dry_run: bool = False) -> dict[str, int]:  # type: ignore[no-untyped-def]
+    with job_run("memory.flush_accesses", task_id=self.request.id or "") as run:
+        if dry_run:
+            run.counts = {"buffered": access.buffer_length(), "dry_run": 1}
+        else:
+            run.counts = access.access_flush()
+    return run.counts
+
+
+@shared_task(
+    time_limit=pending.TASK_TIME_LIMIT_SECONDS,
+    soft_time_limit=pending.TASK_SOFT_TIME_LIMIT_SECONDS,
+    acks_late=True,
+    autoretry_for=(EmbeddingError,),
+    retry_backoff=True,
+    max_retries=5,
+)
+def index_pending(context_id: int) -> dict[str, int]:
+    """Index a context's waiting messages (claimed rows: a repeated or concurrent run takes
+    only what no live run holds); when the run's budget ends first, another run follows."""
+    pending.index_started(context_id)
+    counts = pending.pending_index_run(context_id=context_id)
+    if counts["more"]:
+        task_send(index_pending, context_id)
+    return counts
+
+
+@shared_task(bind=True, time_limit=300, soft_time_limit=270, acks_late=True)
+def index_pending_sweep(self, dry_run: bool = False) -> dict[str, int]:  # type: ignore[no-untyped-def]
+    with job_run("memory.index_pending", task_id=self.request.id or "") as run:
+        contexts = pending.pending_contexts()
+        sent = 0 if dry_run else sum(task_send(index_pending, pk) for pk in contexts)
+        run.counts = {"contexts": len(contexts), "sent": sent} | ({"dry_run": 1} if dry_run else {})
     return run.counts

@@ -390,7 +390,7 @@ def index_rebuild(*, space: SearchSpace, scope_id: int) -> None:
         with connection.cursor() as cursor:
             cursor.execute(
                 f"SELECT 1 FROM {space.scope_table} "  # noqa: S608 - names are code
-                f"WHERE {space.scope_key_column} = %s FOR UPDATE",
+                f"WHERE {space.scope_key_column} = %s FOR NO KEY UPDATE",
                 [scope_id],
             )
             cursor.execute(

@@ -22,6 +22,7 @@ from memory.models import Conversation, Extraction
 from memory.roles import MANAGE_MEMORY
 from memory.selectors import conversations as selectors
 from memory.services import conversations as services
+from memory.services.long_term import pending
 
 SHOWN_MESSAGES = 200
 SHOWN_SUMMARIES = 50
@@ -57,12 +58,13 @@ class ConversationAdmin(AccountScopedAdmin):
         "last_message_at",
         "created_at",
         "extracted_through",
+        "indexing",
         "context_preview",
         "summaries",
         "extractions",
         "messages",
     )
-    actions = ["summarize"]
+    actions = ["summarize", "retry_indexing"]
 
     def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         # Nothing to edit by hand; the permission guards the summarise action.
@@ -102,6 +104,20 @@ class ConversationAdmin(AccountScopedAdmin):
     def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Conversation]) -> None:
         for conversation in queryset.select_related("context"):
             self.delete_model(request, conversation)
+
+    @admin.display(description="index")
+    def indexing(self, obj: Conversation) -> str:
+        """Messages are indexed by a worker after they are stored (docs/memory.md)."""
+        waiting = selectors.index_waiting(obj)
+        if not waiting["waiting"] and not waiting["failed"]:
+            return "Every message is indexed."
+        return format_html(
+            "{} waiting ({} not found by keyword yet), {} failed{}",
+            waiting["waiting"],
+            waiting["unsearchable"],
+            waiting["failed"],
+            f": {waiting['error']}" if waiting["error"] else "",
+        )
 
     @admin.display(description=f"messages (the last {SHOWN_MESSAGES})")
     def messages(self, obj: Conversation) -> str:
@@ -182,6 +198,18 @@ class ConversationAdmin(AccountScopedAdmin):
             queryset.filter(message_count__gt=0),
             lambda conversation: services.summary_create(actor=actor, conversation=conversation),
             "Summarised",
+        )
+
+    @admin.action(description="Retry indexing the messages that failed", permissions=["change"])
+    def retry_indexing(self, request: HttpRequest, queryset: QuerySet[Conversation]) -> None:
+        actor = self.actor(request)
+        self.each(
+            request,
+            queryset,
+            lambda conversation: pending.pending_retry_failed(
+                actor=actor, context_id=conversation.context_id
+            ),
+            "Queued again the failed messages of",
         )
 
 

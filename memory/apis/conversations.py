@@ -6,7 +6,9 @@ position in the conversation, counted from 1."""
 
 from __future__ import annotations
 
-from drf_spectacular.utils import extend_schema
+from typing import Any
+
+from drf_spectacular.utils import extend_schema, extend_schema_field
 from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -47,6 +49,28 @@ class ConversationOutput(serializers.ModelSerializer[Conversation]):
             "created_at",
             "updated_at",
         ]
+
+
+class IndexingOutput(serializers.Serializer):
+    waiting = serializers.IntegerField(help_text="Messages whose index is not complete yet.")
+    unsearchable = serializers.IntegerField(help_text="Of which not found by keyword yet.")
+    failed = serializers.IntegerField(help_text="Messages whose embedding failed (see error).")
+    error = serializers.CharField(help_text="The last failure's error, or empty.")
+
+
+class ConversationDetailOutput(ConversationOutput):
+    indexing = serializers.SerializerMethodField(
+        help_text="Messages are stored at once and indexed by a worker (docs/memory.md, "
+        '"When a message becomes searchable"): 0 waiting means every message is found by '
+        "keyword and by meaning."
+    )
+
+    class Meta(ConversationOutput.Meta):
+        fields = [*ConversationOutput.Meta.fields, "indexing"]
+
+    @extend_schema_field(IndexingOutput)
+    def get_indexing(self, conversation: Conversation) -> dict[str, Any]:
+        return selectors.index_waiting(conversation)
 
 
 class MessageOutput(serializers.ModelSerializer[MemoryEntry]):
@@ -238,10 +262,10 @@ class ConversationDetailApi(ApiView):
     """One conversation. PATCH changes its title, user id, metadata or summary interval;
     DELETE removes it with its messages, summaries and context."""
 
-    @extend_schema(operation_id="memory_conversation_retrieve", responses=ConversationOutput)
+    @extend_schema(operation_id="memory_conversation_retrieve", responses=ConversationDetailOutput)
     def get(self, request: Request, conversation_id: int) -> Response:
         conversation = selectors.conversation_get(request_actor(request), conversation_id)
-        return Response(ConversationOutput(conversation).data)
+        return Response(ConversationDetailOutput(conversation).data)
 
     @extend_schema(
         operation_id="memory_conversation_update",

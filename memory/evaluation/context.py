@@ -62,11 +62,13 @@ def conversation_write(
     """Write a LoCoMo conversation into ``chat`` as a client of the API would: one message per
     turn (``name`` the speaker, ``occurred_at`` the session's date, ``metadata.dia_id`` unless
     ``labels`` is False), a batch per session, each followed by what the worker does after it
-    (the rolling summary). Answers each turn's number (its message's position) -> dia id: a
-    context echoes a message's metadata and counts it in its budget, so a benchmark that keeps
-    its labels itself leaves the budget to the conversation (docs/benchmarks.md)."""
+    (the messages' index, the rolling summary). Answers each turn's number (its message's
+    position) -> dia id: a context echoes a message's metadata and counts it in its budget, so
+    a benchmark that keeps its labels itself leaves the budget to the conversation
+    (docs/benchmarks.md)."""
     from memory.selectors import conversations as conversation_selectors
     from memory.services import conversations as services
+    from memory.services.long_term.pending import pending_index_all
 
     sessions: dict[int, list[Any]] = defaultdict(list)
     for turn in conversation.turns:
@@ -86,6 +88,7 @@ def conversation_write(
                 for turn in sessions[number]
             ],
         )
+        pending_index_all(context_id=chat.context_id)
         services.conversation_follow_up_run(conversation_id=chat.pk)
     positions = [
         int(position or 0)

@@ -30,6 +30,7 @@ from memory.models.pools import (
     PoolLeafTerm,
     PoolScope,
 )
+from memory.models.queues import AccessFlush, PendingIndex
 from memory.models.short_term import (
     ShortTermEntry,
     ShortTermPosting,
@@ -40,6 +41,7 @@ from memory.models.working import WorkingMemorySnapshot
 
 __all__ = [
     "DEFAULT_POOL_ID",
+    "AccessFlush",
     "ChangePolicy",
     "Conversation",
     "Extraction",
@@ -60,6 +62,7 @@ __all__ = [
     "MemoryPoolGrant",
     "MemorySnapshot",
     "PendingChange",
+    "PendingIndex",
     "PoolLeaf",
     "PoolLeafPosting",
     "PoolLeafTerm",

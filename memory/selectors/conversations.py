@@ -7,12 +7,14 @@ exactly like a missing one (404 ``conversation_not_found``)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.db.models import QuerySet
 
 from core.actors import Actor
 from core.errors import NotFound
 from memory.context_access import readable_contexts
-from memory.models import Conversation, Extraction, MemoryEntry
+from memory.models import Conversation, Extraction, MemoryEntry, PendingIndex
 from memory.models.conversations import thread_of
 
 DEFAULT_RECENT = 5
@@ -98,3 +100,18 @@ def summaries_of(conversation: Conversation) -> QuerySet[MemoryEntry]:
 def extractions_of(conversation: Conversation) -> QuerySet[Extraction]:
     """The conversation's extractions, newest first."""
     return Extraction.objects.filter(conversation=conversation).order_by("-created_at", "-id")
+
+
+def index_waiting(conversation: Conversation) -> dict[str, Any]:
+    """The conversation's messages waiting for their index (``memory.services.long_term.
+    pending``): how many wait, how many are not found by keyword yet, how many failed (and the
+    last failure's error)."""
+    rows = PendingIndex.objects.filter(context_id=conversation.context_id)
+    failed = rows.filter(failed_at__isnull=False)
+    last = failed.order_by("-failed_at").values_list("error", flat=True).first()
+    return {
+        "waiting": rows.filter(failed_at__isnull=True).count(),
+        "unsearchable": rows.filter(keyword=True).count(),
+        "failed": failed.count(),
+        "error": last or "",
+    }

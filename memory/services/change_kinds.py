@@ -29,6 +29,7 @@ from memory import fact_check
 from memory.models import MemoryContext, MemoryEntry
 from memory.services import long_term as ltm
 from memory.services.changes import change_kind_register
+from memory.services.long_term.index import context_lock
 
 # --- helpers -------------------------------------------------------------------------------
 
@@ -173,6 +174,7 @@ def importance_decay_apply(
         RETURNING e.id
     """
     with transaction.atomic(), connection.cursor() as cursor:
+        context_lock(context.pk)  # the writers' lock order: the context before its entries
         cursor.execute(
             sql,
             [

@@ -37,6 +37,7 @@ from memory.roles import MANAGE_MEMORY
 from memory.services import long_term as ltm
 from memory.services.changes import change_kind_register
 from memory.services.consolidation import account_lock
+from memory.services.long_term.index import context_lock
 
 CLUSTER_REWRITE = "cluster_rewrite"
 MAX_TAGS = 50
@@ -320,6 +321,8 @@ def cluster_rewrite_apply(
     )
     context = MemoryContext.objects.get(pk=kept.context_id)
     with transaction.atomic():
+        # The writers' lock order: the context's row before any of its entries.
+        context_lock(context.pk)
         for entry in absorbed_entries:
             ltm.entry_update(
                 actor=actor,
@@ -384,6 +387,7 @@ def cluster_rewrite_undo(
     )
     context = MemoryContext.objects.get(pk=kept.context_id)
     with transaction.atomic():
+        context_lock(context.pk)  # the writers' lock order, as above
         for entry in absorbed:
             metadata = {
                 k: v

@@ -1,12 +1,14 @@
 """Conversations: create, change, delete, append messages, summarise.
 
 A conversation's messages are long-term entries of its own context (``memory.models.
-conversations``), so appending one is a long-term write: planned outside any transaction (its
-indexed text and embedding include its neighbours in the thread, ``memory.indexing``), then saved
-and indexed under the context's row lock. Turn numbers are given in order, without gaps, even
-under concurrent appends: appenders to one conversation take turns on a PostgreSQL advisory lock
-(held by the session, outside any transaction, so no embedding call ever runs inside one), read
-the last turn number, plan, and commit. A batch is written all or none.
+conversations``). An append stores them at once, in one set-based INSERT under the context's row
+lock, and queues their index (BM25 postings and embedding, which include their neighbours in the
+thread, ``memory.indexing``) for a worker: ``memory.services.long_term.pending``. The last turns
+are readable at once (``messages_recent``, a context's recent turns); a message is found by
+keyword, then by meaning, once the worker has indexed it (docs/memory.md). Turn numbers are given
+in order, without gaps, even under concurrent appends: appenders to one conversation take turns
+on a PostgreSQL advisory lock, read the last turn number, and commit. A batch is written all or
+none, and bounded: ``MAX_MESSAGES`` messages, ``MAX_BATCH_CHARS`` characters in all.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from core.actors import Actor, actor_for_account
 from core.audit import audit_record
 from core.errors import Conflict, PayloadTooLarge, ValidationFailed
 from core.queue import task_send_on_commit
+from core.transactions import retry_on_conflict
 from core.writes import changes_of, changes_validate, row_update
 from memory import summaries
 from memory.context_access import require_writable
@@ -40,11 +43,14 @@ from memory.services.long_term.entries import (
     entry_build,
     unarchived_check,
 )
-from memory.services.long_term.index import context_lock, index_apply, index_plan
+from memory.services.long_term.index import context_lock
+from memory.services.long_term.pending import index_soon, pending_index_run, pending_queue
 
 logger = logging.getLogger("engram.memory")
 
 MAX_MESSAGES = 1000
+# What one append may hold in all: 1,000 messages of 2,000 characters.
+MAX_BATCH_CHARS = 2_000_000
 MAX_NAME_CHARS = 200
 CONVERSATION_UPDATABLE = ("title", "user_id", "metadata", "summary_every")
 # Advisory lock namespace (the first of pg_advisory_lock's two int4 keys) for appends.
@@ -141,6 +147,13 @@ def _check_messages(messages: Sequence[MessageInput]) -> None:
             code="invalid_batch_size",
             details={"max": MAX_MESSAGES},
         )
+    total = sum(len(message.content) for message in messages)
+    if total > MAX_BATCH_CHARS:
+        raise PayloadTooLarge(
+            f"A batch of messages holds at most {MAX_BATCH_CHARS} characters of content.",
+            code="batch_too_large",
+            details={"limit": MAX_BATCH_CHARS, "size": total},
+        )
     for index, message in enumerate(messages):
         where = f"messages[{index}]"
         if message.role not in MemoryEntry.Role.values:
@@ -186,15 +199,19 @@ def _append_turn(conversation_id: int) -> Iterator[None]:
             cursor.execute("SELECT pg_advisory_unlock(%s, %s)", keys)
 
 
+@retry_on_conflict
 def messages_append(
     *, actor: Actor, conversation: Conversation, messages: Sequence[MessageInput]
 ) -> list[MemoryEntry]:
     """Append 1 to ``MAX_MESSAGES`` messages, all or none, numbered in order after the last
-    (write access). A rolling summary and extraction follow after the commit (Celery)."""
+    (write access). Their index, the rolling summary and extraction follow after the commit
+    (Celery); inside a caller's transaction, which this cannot see commit, the index is built
+    before returning."""
     _check_messages(messages)
     require_writable(actor, conversation.context_id)
     now = timezone.now()
     thread = thread_of(conversation.pk)
+    inline = connection.in_atomic_block
     with _append_turn(conversation.pk):
         last = (
             Conversation.objects.filter(pk=conversation.pk)
@@ -224,12 +241,13 @@ def messages_append(
             )
             for offset, message in enumerate(messages, start=1)
         ]
-        plan = index_plan(new)
+        from memory import tasks
+
         with transaction.atomic():
             locked = context_lock(context.pk)
             unarchived_check(locked)
             MemoryEntry.objects.bulk_create(new)
-            index_apply(locked, plan)
+            pending_queue(context_id=context.pk, entries=new, thread=thread)
             Conversation.objects.filter(pk=conversation.pk).update(
                 message_count=last + len(new),
                 last_message_at=max(entry.occurred_at or now for entry in new),
@@ -242,9 +260,11 @@ def messages_append(
                 target=conversation,
                 changes={"turns": [last + 1, last + len(new)]},
             )
-            from memory import tasks
-
+            if not inline:
+                transaction.on_commit(lambda: index_soon(context.pk))
             task_send_on_commit(tasks.conversation_follow_up, conversation.pk)
+    if inline:
+        pending_index_run(context_id=context.pk)
     return list(
         MemoryEntry.objects.defer("embedding")
         .filter(pk__in=[e.pk for e in new])

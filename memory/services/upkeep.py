@@ -11,10 +11,12 @@ from django.db import connection
 from django.utils import timezone
 
 from core.actors import Actor, actor_for_account
+from core.transactions import retry_on_conflict
 from memory import fact_check
 from memory.models import ChangePolicy, MemoryContext, MemoryEntry
 from memory.services import changes
 from memory.services.change_kinds import entry_view
+from memory.services.long_term.access import accesses_applied
 
 DEDUP_MERGE, ROT_ARCHIVE, IMPORTANCE_DECAY = "dedup_merge", "rot_archive", "importance_decay"
 # A pending change lists at most this many of its entries in ``before`` (its payload has all).
@@ -215,11 +217,14 @@ def staleness(entry: MemoryEntry, now: datetime) -> float:
     return 1 - 0.5 * recency - 0.5 * entry.importance
 
 
+@retry_on_conflict
 def consolidation_rot(
     *, account_id: int, context_id: int | None = None, dry_run: bool = False
 ) -> dict[str, int]:
     """Archive the account's current entries whose staleness is at least
-    MEMORY_ROT_STALENESS (in contexts that are not archived)."""
+    MEMORY_ROT_STALENESS (in contexts that are not archived). Buffered reads are applied
+    first: an entry read since the last flush is not stale."""
+    accesses_applied()
     params: dict[str, Any] = {
         "now": timezone.now(),
         "recency_half_life": float(settings.MEMORY_RECENCY_HALF_LIFE_DAYS),
@@ -290,6 +295,7 @@ def _rot_submit(
 # --- importance decay ------------------------------------------------------------------------
 
 
+@retry_on_conflict
 def consolidation_decay(
     *, account_id: int | None = None, context_id: int | None = None, dry_run: bool = False
 ) -> dict[str, int]:
@@ -298,7 +304,10 @@ def consolidation_decay(
     (``metadata.importance_decayed_at``): however often it runs, an entry unused for one
     half-life has lost half its importance. One UPDATE over the current, unarchived entries;
     in contexts under review, a decay lowering an importance by more than
-    MEMORY_REVIEW_DECAY_THRESHOLD is held as a pending change (``importance_decay``) instead."""
+    MEMORY_REVIEW_DECAY_THRESHOLD is held as a pending change (``importance_decay``) instead.
+    Buffered reads are applied first. Its UPDATE meets writers' row locks in another order:
+    a deadlock runs it again, which decays nothing twice (the days count from the last decay)."""
+    accesses_applied()
     review = MemoryContext.objects.filter(change_policy=ChangePolicy.REVIEW)
     if account_id is not None:
         review = review.filter(account_id=account_id)

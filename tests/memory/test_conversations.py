@@ -138,9 +138,9 @@ def test_a_failure_mid_batch_rolls_everything_back(
     from memory.services import conversations as module
 
     def broken(*args: Any, **kwargs: Any) -> None:
-        raise RuntimeError("index write failed")
+        raise RuntimeError("queueing the index failed")
 
-    monkeypatch.setattr(module, "index_apply", broken)
+    monkeypatch.setattr(module, "pending_queue", broken)
     with pytest.raises(RuntimeError):
         services.messages_append(
             actor=actor_for_agent(agent_client.agent),

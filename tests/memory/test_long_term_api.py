@@ -12,7 +12,7 @@ import pytest
 from core.models import AuditEvent
 from memory.models import MemoryAccessLog, MemoryEntry, MemoryEntryPosting, MemoryEntryTerm
 from memory.selectors import long_term as ltm_selectors
-from memory.services.long_term import MAX_BATCH
+from memory.services.long_term import MAX_BATCH, access_flush
 from memory.spaces import MEMORY_ENTRIES
 from tests.conftest import AuthedAgent
 from tests.factories import TeamFactory
@@ -491,12 +491,14 @@ def test_search_explains_components_and_logs_access(agent_client: AuthedAgent) -
     high = search(agent_client, "deploy", threshold=1).json()
     assert high["results"] == []
 
+    access_flush()  # reads are buffered until a flush applies them
     log = agent_client.client.get(f"{BASE}/contexts/{cid}/access-log").json()["results"]
     assert {(row["action"], row["query"]) for row in log} >= {("search", "when do deploys run?")}
     assert all(row["agent_id"] == agent_client.agent.pk for row in log)
     entry = MemoryEntry.objects.get(pk=deploy["id"])
     assert entry.access_count == 1 and entry.last_accessed_at is not None
     agent_client.client.get(f"{BASE}/entries/{deploy['id']}")
+    access_flush()
     assert MemoryAccessLog.objects.filter(entry_id=deploy["id"], action="read").count() == 1
 
 

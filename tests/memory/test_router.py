@@ -262,14 +262,17 @@ def test_long_term_filters_leave_out_tiers_without_those_fields(agent_client: Au
 
 def test_long_term_recalls_through_the_router_are_logged(agent_client: AuthedAgent) -> None:
     from memory.models import MemoryAccessLog
+    from memory.services.long_term import access_flush
 
     seed_tiers(agent_client)
     found = post(agent_client, "search", {"query": "billing owner", "tiers": ["long_term"]})
     (hit,) = found.json()["results"]
+    access_flush()  # reads are buffered until a flush applies them
     entry = MemoryEntry.objects.get(pk=int(hit["id"]))
     assert entry.access_count == 1 and entry.last_accessed_at is not None
     read = post(agent_client, "read", {"key": "billing-owner"})
     assert read.json()["tier"] == "long_term"
+    access_flush()
     assert list(
         MemoryAccessLog.objects.filter(entry=entry).order_by("id").values_list("action", "query")
     ) == [("search", "billing owner"), ("read", "")]

@@ -143,9 +143,11 @@ def test_access_is_counted_only_where_the_actor_may_read(
 ) -> None:
     entry = _entry(context)
     ltm.entries_accessed(actor=intruder, entries=[entry], action="read")
+    ltm.access_flush()
     entry.refresh_from_db()
     assert entry.access_count == 0
     ltm.entries_accessed(actor=reader, entries=[entry], action="read")
+    ltm.access_flush()
     entry.refresh_from_db()
     assert entry.access_count == 1
 

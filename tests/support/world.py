@@ -467,6 +467,7 @@ def _memory(
     ltm_services.context_grant(actor=actor, context=context, agent_id=agent.pk, level="write")
     snapshot = ltm_services.snapshot_create(actor=actor, context=context, name=f"{marker}SNAP")
     ltm_services.entries_accessed(actor=actor, entries=[current], action="read")
+    ltm_services.access_flush()  # reads are buffered until a flush applies them
     pending = change_services.change_submit(
         actor=actor,
         account_id=account.pk,

@@ -2,6 +2,7 @@
 (``entries``), snapshots (``snapshots``) and the search index every entry write keeps exact
 (``index``). Every service checks its actor itself (``memory.context_access``)."""
 
+from memory.services.long_term.access import access_flush
 from memory.services.long_term.contexts import (
     CONTEXT_UPDATABLE,
     agent_memory_context,
@@ -45,6 +46,7 @@ __all__ = [
     "SNAPSHOT_FIELDS",
     "EntryInput",
     "RestoreReport",
+    "access_flush",
     "agent_memory_context",
     "context_archive",
     "context_create",

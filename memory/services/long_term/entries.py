@@ -3,7 +3,8 @@
 Every service checks its actor itself (``memory.context_access.require_writable``): writing to
 a context the actor may not read is 404 ``context_not_found``, to one it may only read 403
 ``context_read_only``, whoever called. Every write keeps the context's search index exact in
-its own transaction (``index``).
+its own transaction (``index``), and runs again when PostgreSQL ended that transaction for a
+deadlock (``core.transactions.retry_on_conflict``). Reads are recorded by ``access``.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from django.db import connection, transaction
+from django.db import transaction
 from django.db.models import F
 from django.db.models.functions import Greatest, Least
 from django.utils import timezone
@@ -22,10 +23,12 @@ from core.actors import Actor
 from core.audit import audit_record
 from core.errors import Conflict, NotFound, PayloadTooLarge, ValidationFailed
 from core.models import Agent
+from core.transactions import retry_on_conflict
 from core.writes import changes_of, changes_validate, row_update
-from memory.context_access import readable_contexts, require_writable
+from memory.context_access import require_writable
 from memory.models import MemoryAccessLog, MemoryContext, MemoryEntry
 from memory.selectors.long_term import context_get, entry_get
+from memory.services.long_term.access import entries_accessed
 from memory.services.long_term.contexts import agent_memory_context
 from memory.services.long_term.index import context_lock, index_apply, index_plan
 
@@ -112,6 +115,7 @@ def entry_build(
     return entry
 
 
+@retry_on_conflict
 def entries_write(
     *,
     actor: Actor,
@@ -171,6 +175,7 @@ def _stored(ids: Sequence[int]) -> list[MemoryEntry]:
     return list(MemoryEntry.objects.defer("embedding").filter(pk__in=ids).order_by("pk"))
 
 
+@retry_on_conflict
 def entry_update(
     *,
     actor: Actor,
@@ -216,6 +221,12 @@ def entry_update(
         if not updated:
             current = MemoryEntry.objects.filter(lineage=entry.lineage, is_current=True).first()
             raise _version_conflict(current.version if current else None)
+        # Reads as applied so far (a flush holds this lock too; the rest go to the successor).
+        successor.access_count, successor.last_accessed_at = (
+            MemoryEntry.objects.filter(pk=entry.pk)
+            .values_list("access_count", "last_accessed_at")
+            .get()
+        )
         successor.save(force_insert=True)
         if plan is not None:
             index_apply(locked, plan, leaving=[entry.pk])
@@ -277,6 +288,7 @@ def _jsonable(changes: Mapping[str, Any]) -> dict[str, Any]:
     return {k: (v.isoformat() if isinstance(v, datetime) else v) for k, v in changes.items()}
 
 
+@retry_on_conflict
 def entry_importance_adjust(*, actor: Actor, entry: MemoryEntry, delta: float) -> MemoryEntry:
     """Boost (delta > 0) or reduce (delta < 0) importance, clamped to 0..1, in one UPDATE."""
     if not -1 <= delta <= 1 or delta != delta:
@@ -298,6 +310,7 @@ def entry_importance_adjust(*, actor: Actor, entry: MemoryEntry, delta: float) -
     return _stored([entry.pk])[0]
 
 
+@retry_on_conflict
 def entries_archive(
     *,
     actor: Actor,
@@ -355,6 +368,7 @@ def entry_archive_set(
     return _stored([entry.pk])[0]
 
 
+@retry_on_conflict
 def entry_delete(*, actor: Actor, entry: MemoryEntry) -> None:
     """Delete a memory: every version of it, out of the index (write access)."""
     require_writable(actor, entry.context_id)
@@ -380,57 +394,10 @@ def entry_delete(*, actor: Actor, entry: MemoryEntry) -> None:
         MemoryEntry.objects.filter(pk__in=versions).delete()
 
 
-def entries_accessed(
-    *, actor: Actor, entries: Sequence[MemoryEntry], action: str, query: str = ""
-) -> None:
-    """Record that ``actor`` read ``entries`` (one read, or the hits of one search): each
-    entry's ``access_count`` and ``last_accessed_at`` (which keep a used memory recent), and an
-    access log row per entry. Only entries the actor may read count; the instances are updated
-    to match.
-
-    One statement does both (the update's rows feed the log's insert), as every search records
-    its hits: a transaction of two ORM statements cost four round trips and two compilations,
-    about half of the search across tiers' overhead over its ranking (docs/benchmarks.md)."""
-    if not entries:
-        return
-    now = timezone.now()
-    readable_sql, readable_params = readable_contexts(actor).values("pk").query.sql_with_params()
-    entry_table, log_table = MemoryEntry._meta.db_table, MemoryAccessLog._meta.db_table
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"""
-            WITH counted AS (
-                UPDATE {entry_table} e
-                SET access_count = e.access_count + 1, last_accessed_at = %s
-                WHERE e.id = ANY(%s) AND e.context_id IN ({readable_sql})
-                RETURNING e.id, e.account_id, e.context_id
-            )
-            INSERT INTO {log_table} (account_id, context_id, entry_id, agent_id, actor, action,
-                                     query, result_count, created_at)
-            SELECT account_id, context_id, id, %s, %s, %s, %s, count(*) OVER (), %s FROM counted
-            RETURNING entry_id
-            """,  # noqa: S608 - table names are the models'; the rest is parameters
-            [
-                now,
-                sorted({e.pk for e in entries}),
-                *readable_params,
-                actor.agent.pk if actor.agent else None,
-                str(actor)[:200],
-                action,
-                query,
-                now,
-            ],
-        )
-        counted = {row[0] for row in cursor.fetchall()}
-    for entry in entries:
-        if entry.pk in counted:
-            entry.access_count += 1
-            entry.last_accessed_at = now
-
-
 def entry_read(*, actor: Actor, entry_id: int) -> MemoryEntry:
     """One version of an entry in a context the actor may read (404 ``entry_not_found``
-    otherwise), its read recorded as an access (``entries_accessed``)."""
+    otherwise), its read recorded as an access (``entries_accessed``: applied by the next
+    flush; the answer counts it already)."""
     entry = entry_get(actor, entry_id)
     entries_accessed(actor=actor, entries=[entry], action=MemoryAccessLog.Action.READ)
     return entry

@@ -21,7 +21,7 @@ from core.embeddings import get_embedding_provider
 from core.errors import NotFound
 from core.writes import row_locked
 from memory import indexing
-from memory.models import MemoryContext, MemoryEntry
+from memory.models import MemoryContext, MemoryEntry, PendingIndex
 from memory.spaces import MEMORY_ENTRIES
 from rag import keyword
 from rag.vector import vector_literal
@@ -77,11 +77,16 @@ def index_plan(
 
 def context_lock(context_id: int) -> MemoryContext:
     """The context's row, locked; one deleted since the caller read it (a request racing its
-    deletion) is 404 ``context_not_found``, as a missing one."""
+    deletion) is 404 ``context_not_found``, as a missing one.
+
+    The lock order of everything that writes a context's entries: this row first, then its
+    entries. ``FOR NO KEY UPDATE``: writers wait for each other, but rows that only reference
+    the context (an access log row, a grant) are inserted without waiting for them."""
     return row_locked(
         MemoryContext.objects.all(),
         context_id,
         missing=lambda: NotFound("No such memory context.", code="context_not_found"),
+        no_key=True,
     )
 
 
@@ -90,7 +95,10 @@ def index_apply(context: MemoryContext, plan: IndexPlan, *, leaving: Sequence[in
     take ``leaving`` and the re-indexed neighbours out of the index, put every planned entry
     in, store the new embeddings and the context's statistics."""
     model_id = get_embedding_provider().model_id
-    old_ids = [*leaving, *(e.pk for e in plan.neighbours)]
+    neighbour_ids = [e.pk for e in plan.neighbours]
+    # A message still waiting for its first index (``pending``) has no postings to take out.
+    waiting = _waiting_unindexed([*leaving, *neighbour_ids])
+    old_ids = [pk for pk in [*leaving, *neighbour_ids] if pk not in waiting]
     removed_units, removed_terms = keyword.postings_forget(
         space=MEMORY_ENTRIES, scope_id=context.pk, unit_ids=old_ids, delete=True
     )
@@ -127,3 +135,20 @@ def index_apply(context: MemoryContext, plan: IndexPlan, *, leaving: Sequence[in
                 [list(leaving)],
             )
     MemoryContext.objects.filter(pk=context.pk).update(entry_count=count, total_terms=total)
+    if neighbour_ids or leaving:
+        # Waiting rows: a neighbour indexed here has postings now (a worker computing it
+        # from older text loses its claim); an entry that left the index waits for nothing.
+        PendingIndex.objects.filter(entry_id__in=neighbour_ids).update(
+            indexed=True, claim="", claimed_at=None
+        )
+        PendingIndex.objects.filter(entry_id__in=list(leaving)).delete()
+
+
+def _waiting_unindexed(ids: Sequence[int]) -> set[int]:
+    if not ids:
+        return set()
+    return set(
+        PendingIndex.objects.filter(entry_id__in=list(ids), indexed=False).values_list(
+            "entry_id", flat=True
+        )
+    )

@@ -233,6 +233,8 @@ def _database_error(exc: Exception) -> Exception | None:
     None for one that is a bug (a 500)."""
     from core.transactions import (
         CONFLICT,
+        INTEGRITY,
+        INVALID_DATA,
         OUTAGE,
         OVERLOADED,
         TIMEOUT,
@@ -262,6 +264,20 @@ def _database_error(exc: Exception) -> Exception | None:
         return QueryTimeout(
             "The database took too long to answer and cancelled the request.",
             details={"store": "database"},
+        )
+    if kind == INVALID_DATA:
+        logger.error("a value the database refused reached it unchecked: %s", exc)
+        return ValidationFailed(
+            "A value in the request cannot be stored.",
+            code="invalid_value",
+            details={"sqlstate": sqlstate_of(exc)},
+        )
+    if kind == INTEGRITY:
+        logger.error("a constraint no service mapped was violated: %s", exc)
+        return Conflict(
+            "The request conflicts with data already stored; nothing was changed.",
+            code="constraint_conflict",
+            details={"sqlstate": sqlstate_of(exc)},
         )
     return None
 

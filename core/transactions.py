@@ -24,7 +24,7 @@ from collections.abc import Callable
 from typing import ParamSpec, TypeVar
 
 from django.conf import settings
-from django.db import DatabaseError, InterfaceError, OperationalError, connection
+from django.db import DatabaseError, DataError, InterfaceError, OperationalError, connection
 
 logger = logging.getLogger("engram.db")
 
@@ -45,6 +45,8 @@ OUTAGE = "outage"
 CONFLICT = "conflict"
 TIMEOUT = "timeout"
 OVERLOADED = "overloaded"
+INVALID_DATA = "invalid_data"
+INTEGRITY = "integrity"
 
 
 def sqlstate_of(exc: BaseException) -> str | None:
@@ -62,8 +64,9 @@ def sqlstate_of(exc: BaseException) -> str | None:
 
 
 def database_error_kind(exc: BaseException) -> str | None:
-    """``outage``, ``conflict``, ``timeout``, ``overloaded`` or None (another error: a bug,
-    answered as one) for a database error; None too for anything that is not one."""
+    """``outage``, ``conflict``, ``timeout``, ``overloaded``, ``invalid_data``, ``integrity``
+    or None (another error: a bug, answered as one) for a database error; None too for anything
+    that is not one."""
     import psycopg
 
     if not isinstance(exc, DatabaseError | psycopg.Error):
@@ -72,8 +75,11 @@ def database_error_kind(exc: BaseException) -> str | None:
         return OUTAGE  # the connection is closed or unusable
     state = sqlstate_of(exc)
     if state is None:
-        # No answer from a server: connecting failed, or the connection broke mid-query.
-        return OUTAGE if isinstance(exc, OperationalError | psycopg.OperationalError) else None
+        # No answer from a server: connecting failed, or the connection broke mid-query. Or
+        # the driver refused a value before sending it (a NUL in text).
+        if isinstance(exc, OperationalError | psycopg.OperationalError):
+            return OUTAGE
+        return INVALID_DATA if isinstance(exc, DataError | psycopg.DataError) else None
     if state.startswith("08") or state.startswith("57P"):
         return OUTAGE  # connection exceptions; admin/crash shutdown, cannot connect now
     if state in {DEADLOCK, SERIALIZATION_FAILURE, LOCK_NOT_AVAILABLE}:
@@ -82,6 +88,14 @@ def database_error_kind(exc: BaseException) -> str | None:
         return TIMEOUT
     if state.startswith("53"):
         return OVERLOADED  # insufficient resources: too many connections, out of memory, disk
+    # What a request sent that validation should have refused and the database did: a value
+    # it cannot store (class 22: a NUL in text, a number out of range) or a constraint no
+    # service mapped to its own code (class 23). The request's fault, answered as such, and
+    # logged: each is a missing check to add.
+    if state.startswith("22"):
+        return INVALID_DATA
+    if state.startswith("23"):
+        return INTEGRITY
     return None
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import psycopg
 import pytest
-from django.db import OperationalError, connection, connections, transaction
+from django.db import DatabaseError, OperationalError, connection, connections, transaction
 
 from core import transactions
 from core.errors import error_answer
@@ -135,3 +135,39 @@ def test_only_an_unreachable_server_is_store_unavailable(tmp_path: Any) -> None:
     assert database_error_kind(psycopg.errors.TooManyConnections()) == transactions.OVERLOADED
     # Any other database error is a bug: no 503 for it.
     assert database_error_kind(psycopg.errors.UndefinedTable()) is None
+
+
+def _refusal(*statements: tuple[str, list[Any]]) -> DatabaseError:
+    """The error the database (or its driver) raises for the last of ``statements``."""
+    with (
+        pytest.raises(DatabaseError) as caught,
+        transaction.atomic(),
+        connection.cursor() as cursor,
+    ):
+        for sql, params in statements:
+            cursor.execute(sql, params)
+    return caught.value
+
+
+@pytest.mark.django_db
+def test_a_value_or_constraint_the_database_refuses_is_the_callers_4xx() -> None:
+    """A check missing in a service must not turn a bad request into a 500: the database's
+    refusal of a value (class 22) is 400 ``invalid_value``, of a constraint no service named
+    (class 23) 409 ``constraint_conflict``."""
+    answer = error_answer(_refusal(("SELECT %s::text", ["a\x00b"])))
+    assert answer is not None
+    assert (answer.status, answer.body["error"]["code"]) == (400, "invalid_value")
+    assert answer.body["error"]["details"]["sqlstate"] in {None, "22021"}
+
+    answer = error_answer(_refusal(("SELECT %s::int", [2**40])))
+    assert answer is not None
+    assert (answer.status, answer.body["error"]["code"]) == (400, "invalid_value")
+
+    answer = error_answer(
+        _refusal(
+            ("CREATE TEMP TABLE t_unique (v int UNIQUE)", []),
+            ("INSERT INTO t_unique VALUES (1), (1)", []),
+        )
+    )
+    assert answer is not None
+    assert (answer.status, answer.body["error"]["code"]) == (409, "constraint_conflict")

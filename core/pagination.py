@@ -64,7 +64,7 @@ class CreatedCursorPagination(CursorPagination):
         if cursor.reverse:
             tokens["r"] = "1"
         if cursor.position is not None:
-            tokens["p"] = cursor.position
+            tokens["p"] = str(cursor.position)
         encoded = b64encode(urlencode(tokens, doseq=True).encode("ascii")).decode("ascii")
         assert self.base_url is not None
         return replace_query_param(
@@ -84,7 +84,7 @@ class CreatedCursorPagination(CursorPagination):
             )
             offset = _positive_int(tokens.get("o", ["0"])[0], cutoff=self.offset_cutoff)
             reverse = bool(int(tokens.get("r", ["0"])[0]))
-            position = tokens.get("p", [None])[0]
+            position: Any = tokens.get("p", [None])[0]  # a string (the stubs say int)
         except (signing.BadSignature, binascii.Error, TypeError, ValueError) as exc:
             raise invalid_cursor() from exc
         return Cursor(offset=offset, reverse=reverse, position=position)

@@ -25,7 +25,6 @@ from __future__ import annotations
 from typing import Any
 
 import anyio
-import mcp_types as types
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.utils.html import escape
@@ -35,11 +34,10 @@ from rest_framework import exceptions as drf
 from starlette.types import Message
 
 from core.errors import ValidationFailed, error_answer
-from core.mcp import inline
+from core.mcp import inline, messages
 from core.mcp.auth import CALLER, authenticate
 from core.mcp.registry import Route, Scope, route_of_message, tools
 from core.mcp.server import http_server
-from core.parsers import MAX_JSON_DEPTH, json_loads
 
 Headers = list[tuple[bytes, bytes]]
 
@@ -80,11 +78,6 @@ def mcp_endpoint(request: HttpRequest) -> HttpResponse:
     return response
 
 
-# A tool's arguments sit two levels below the message (its params, then the arguments): they
-# may nest as deep as an API body.
-MAX_MESSAGE_DEPTH = MAX_JSON_DEPTH + 2
-
-
 class _Body:
     """The request's JSON-RPC body, decoded once, when first needed."""
 
@@ -96,7 +89,7 @@ class _Body:
     def route(self) -> Route:
         if self._route is None:
             try:
-                message = json_loads(self.raw, max_depth=MAX_MESSAGE_DEPTH)
+                message = messages.decode(self.raw)
             except ValidationFailed as exc:
                 self.error, self._route = exc, Route(None, None)
             else:
@@ -109,13 +102,8 @@ class _Body:
 
 def parse_error(exc: ValidationFailed) -> HttpResponse:
     """The JSON-RPC parse error the SDK answers for a body that is not JSON (id null)."""
-    error = types.JSONRPCError(
-        jsonrpc="2.0",
-        id=None,
-        error=types.ErrorData(code=types.PARSE_ERROR, message=f"Parse error: {exc.message}"),
-    )
     return HttpResponse(
-        error.model_dump_json(by_alias=True, exclude_unset=True),
+        messages.parse_error(exc).model_dump_json(by_alias=True, exclude_unset=True),
         status=400,
         content_type="application/json",
     )

@@ -120,6 +120,24 @@ class MemoryContextAdmin(AccountScopedAdmin):
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
         return [] if obj is None else [*self._created_only, *self._stats]
 
+    def get_form(
+        self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any
+    ) -> Any:
+        """The types people may choose (agent memories and conversations are Engram's to
+        make), plus the context's own when it is one of those."""
+        form = super().get_form(request, obj, change=change, **kwargs)
+        field = form.base_fields.get("context_type")
+        if field is not None:
+            current = obj.context_type if obj is not None else None
+            field.choices = [
+                (value, label)
+                for value, label in MemoryContext.ContextType.choices
+                if value not in ltm_services.RESERVED_TYPES or value == current
+            ]
+            if obj is None:
+                field.initial = ltm_services.DEFAULT_CONTEXT_TYPE
+        return form
+
     def service_create(self, request: HttpRequest, actor: Actor, form: Any) -> MemoryContext:
         data = form.cleaned_data
         return ltm_services.context_create(

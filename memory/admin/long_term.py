@@ -27,7 +27,7 @@ from memory.models import (
 )
 from memory.roles import MANAGE_MEMORY
 from memory.selectors import long_term as ltm_selectors
-from memory.services import cluster_maintenance, consolidation
+from memory.services import consolidation, maintenance_jobs
 from memory.services import long_term as ltm_services
 
 # --- long-term memory ------------------------------------------------------------------------
@@ -210,14 +210,16 @@ class MemoryContextAdmin(AccountScopedAdmin):
     def _cluster_maintenance(
         self, request: HttpRequest, queryset: QuerySet[MemoryContext], dry_run: bool
     ) -> None:
-        """One run per account of the selected contexts; each report linked in a message."""
+        """One job per account of the selected contexts, queued for a worker (a run may take
+        minutes: never in this request); each job linked in a message, its report reachable
+        from the job's page once the run has ended."""
         actor = self.actor(request)
         by_account: dict[int, list[int]] = {}
         for context in queryset.order_by("pk"):
             by_account.setdefault(context.account_id, []).append(context.pk)
         for account_id, context_ids in by_account.items():
             try:
-                report = cluster_maintenance.memory_maintenance_request(
+                job = maintenance_jobs.maintenance_job_enqueue(
                     actor=actor,
                     trigger=MemoryMaintenanceReport.Trigger.ADMIN,
                     dry_run=dry_run,
@@ -227,20 +229,16 @@ class MemoryContextAdmin(AccountScopedAdmin):
             except EngramError as exc:
                 messages.error(request, exc.message)
                 continue
-            verb = "would keep" if dry_run else "kept"
-            link = reverse("admin:memory_memorymaintenancereport_change", args=[report.pk])
+            link = reverse("admin:memory_maintenancejob_change", args=[job.pk])
             self.message_user(
                 request,
                 format_html(
-                    "Cluster maintenance of {} context(s): {} clusters; {} {} memories, "
-                    'absorbing {}; <a href="{}">report {}</a>.',
+                    "Cluster maintenance{} of {} context(s) queued as "
+                    '<a href="{}">job {}</a>: its report is linked there once the run ends.',
+                    " (dry run)" if dry_run else "",
                     len(context_ids),
-                    report.cluster_count,
-                    verb,
-                    report.kept_count,
-                    report.replaced_count,
                     link,
-                    report.pk,
+                    job.pk,
                 ),
             )
 

@@ -43,7 +43,8 @@ RUN groupadd --system --gid "${ENGRAM_UID}" engram \
 
 # ENGRAM_ENV=production: settings refuse to load without SECRET_KEY, DATABASE_URL and REDIS_URL.
 # gunicorn reads WEB_CONCURRENCY as its --workers default.
-# NUMBA_CACHE_DIR: numba (umap/hdbscan) cannot cache next to the read-only site-packages.
+# NUMBA_CACHE_DIR: what numba compiles for UMAP (cluster maintenance), on the numba-cache volume
+# (docker-compose.yml) so that only the first run after a fresh volume compiles (about 46 s).
 ENV PATH="/app/.venv/bin:${PATH}" \
     VIRTUAL_ENV=/app/.venv \
     PYTHONUNBUFFERED=1 \
@@ -52,7 +53,7 @@ ENV PATH="/app/.venv/bin:${PATH}" \
     ENGRAM_ENV=production \
     ENGRAM_DATA_DIR=/app/data \
     WEB_CONCURRENCY=2 \
-    NUMBA_CACHE_DIR=/tmp/numba-cache
+    NUMBA_CACHE_DIR=/app/data/cache/numba
 
 WORKDIR /app
 COPY --from=build /app/.venv /app/.venv
@@ -61,17 +62,17 @@ COPY . /app
 # Static files into ENGRAM_DATA_DIR/static (served by WhiteNoise). Settings only compute service
 # URLs at import, so dummy values for this step suffice; nothing connects and none of them stays
 # in the image's environment. Then byte-compile the app (the code is read-only at run time).
-# The app user may write to MEDIA_ROOT only. /app/data itself stays root-owned on purpose: with
-# ENGRAM_ENV=production an entry point without DATABASE_URL / REDIS_URL already stops at start-up
-# (config/env.py); were ENGRAM_ENV overridden, embedded servers still could not start inside the
-# container (config/embedded/).
+# The app user may write to MEDIA_ROOT and numba's cache only. /app/data itself stays
+# root-owned on purpose: with ENGRAM_ENV=production an entry point without DATABASE_URL /
+# REDIS_URL already stops at start-up (config/env.py); were ENGRAM_ENV overridden, embedded
+# servers still could not start inside the container (config/embedded/).
 RUN SECRET_KEY=build-only \
     DATABASE_URL=postgres://build@localhost/build \
     REDIS_URL=redis://localhost:6379/0 \
     python manage.py collectstatic --noinput -v 0 \
     && python -m compileall -q -x '/\.venv/' /app \
-    && mkdir -p /app/data/media \
-    && chown engram:engram /app/data/media
+    && mkdir -p /app/data/media /app/data/cache/numba \
+    && chown engram:engram /app/data/media /app/data/cache/numba
 
 # Numeric, so runtimes that require a non-root UID (Kubernetes runAsNonRoot) can verify it.
 USER ${ENGRAM_UID}:${ENGRAM_UID}

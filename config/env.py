@@ -139,6 +139,9 @@ class EngramEnv(BaseSettings):
     MEMORY_MAINTENANCE_UMAP_MIN_ENTRIES: int = Field(default=50, ge=10, le=1_000_000)
     MEMORY_MAINTENANCE_UMAP_SAMPLE: int = Field(default=5000, ge=100, le=1_000_000)
     MEMORY_MAINTENANCE_MAX_REWRITES: int = Field(default=500, ge=1, le=100_000)
+    # Where numba keeps what it compiles (UMAP and its nearest neighbours, for cluster
+    # maintenance): unset, ``<ENGRAM_DATA_DIR>/cache/numba``. numba reads the same variable.
+    NUMBA_CACHE_DIR: Path | None = None
     SIDE_BY_SIDE_THREADS: int = Field(default=2, ge=0, le=16)
 
     # --- admin sign-in -------------------------------------------------------------------------

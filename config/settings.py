@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from datetime import timedelta
 from typing import Any
 from urllib.parse import urlsplit
@@ -179,6 +180,11 @@ STORAGES = {
 }
 WHITENOISE_USE_FINDERS = True
 MEDIA_ROOT = ENGRAM_DATA_DIR / "media"
+# numba compiles UMAP's functions on first use (46 s in a fresh process): its cache, shared by
+# the web process, the workers and the tests, keeps them compiled across processes. numba reads
+# NUMBA_CACHE_DIR when it is imported, which happens only on use, after the settings are loaded.
+NUMBA_CACHE_DIR = (ENV.NUMBA_CACHE_DIR or ENGRAM_DATA_DIR / "cache" / "numba").resolve()
+os.environ["NUMBA_CACHE_DIR"] = str(NUMBA_CACHE_DIR)
 # A JSON upload carries the file base64-encoded (4 bytes per 3), plus its fields.
 DATA_UPLOAD_MAX_MEMORY_SIZE = -(-ENV.RAG_MAX_UPLOAD_BYTES * 4 // 3) + 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024

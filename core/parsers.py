@@ -52,27 +52,41 @@ def bad_text(value: str) -> str | None:
     return None
 
 
-def check_json_value(value: Any, *, max_depth: int = MAX_JSON_DEPTH) -> None:
-    """Walk a decoded JSON value without recursion: depth and every string's characters."""
-    stack: list[tuple[Any, int, str]] = [(value, 1, "")]
+def too_deep(max_depth: int) -> ValidationFailed:
+    return ValidationFailed(
+        f"The JSON body is nested deeper than {max_depth} levels.",
+        code="invalid_json",
+        details={"max_depth": max_depth},
+    )
+
+
+def check_json_value(
+    value: Any,
+    *,
+    max_depth: int = MAX_JSON_DEPTH,
+    characters: bool = True,
+    root: str = "(body)",
+    path: str = "",
+) -> None:
+    """Walk a decoded JSON value without recursion: its depth (400 ``invalid_json``) and, with
+    ``characters``, every string's and key's characters (400 ``invalid_characters``, with the
+    path of the value in ``details.path``: below ``path``, the value's own name if any; a
+    problem in the value itself, not below it, is named ``path`` or else ``root``)."""
+    stack: list[tuple[Any, int, str]] = [(value, 1, path)]
     while stack:
         item, depth, path = stack.pop()
         if depth > max_depth:
-            raise ValidationFailed(
-                f"The JSON body is nested deeper than {max_depth} levels.",
-                code="invalid_json",
-                details={"max_depth": max_depth},
-            )
+            raise too_deep(max_depth)
         if isinstance(item, str):
-            problem = bad_text(item)
+            problem = bad_text(item) if characters else None
             if problem:
-                raise InvalidCharacters(f"A string {problem}.", details={"path": path or "(body)"})
+                raise InvalidCharacters(f"A string {problem}.", details={"path": path or root})
         elif isinstance(item, Mapping):
             for key, child in item.items():
-                problem = bad_text(key)
+                problem = bad_text(key) if characters and isinstance(key, str) else None
                 if problem:
-                    raise InvalidCharacters(f"A key {problem}.", details={"path": path or "(body)"})
-                stack.append((child, depth + 1, f"{path}.{key}" if path else key))
+                    raise InvalidCharacters(f"A key {problem}.", details={"path": path or root})
+                stack.append((child, depth + 1, f"{path}.{key}" if path else str(key)))
         elif isinstance(item, list):
             for index, child in enumerate(item):
                 stack.append((child, depth + 1, f"{path}[{index}]"))
@@ -107,23 +121,30 @@ class StrictJSONParser(JSONParser):
             body_size_check(request.META)
         raw = stream.read() if stream is not None else b""
         encoding = (parser_context or {}).get("encoding", settings.DEFAULT_CHARSET)
-        try:
-            text = raw.decode(encoding)
-        except (UnicodeDecodeError, LookupError) as exc:
-            raise ValidationFailed(
-                "The body is not valid UTF-8 JSON.", code="invalid_json"
-            ) from exc
-        try:
-            data = json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
-        except RecursionError as exc:
-            raise ValidationFailed(
-                "The JSON body is nested too deeply.",
-                code="invalid_json",
-                details={"max_depth": MAX_JSON_DEPTH},
-            ) from exc
-        except ValueError as exc:
-            raise ValidationFailed(
-                f"The body is not valid JSON: {exc}", code="invalid_json"
-            ) from exc
-        check_json_value(data)
-        return data
+        return json_loads(raw, encoding=encoding, characters=True)
+
+
+def json_loads(
+    raw: bytes | str,
+    *,
+    encoding: str = "utf-8",
+    max_depth: int = MAX_JSON_DEPTH,
+    characters: bool = False,
+) -> Any:
+    """Decode JSON text as the API does: 400 ``invalid_json`` for bytes that are not text in
+    ``encoding``, text that is not JSON, ``NaN``/``Infinity``, a number that overflows a float,
+    or nesting deeper than ``max_depth`` (however deep: the decoder's RecursionError is caught).
+    With ``characters``, a NUL or a lone surrogate anywhere is 400 ``invalid_characters``.
+    Shared by the API's parser, ``/mcp`` and the stdio server."""
+    try:
+        text = raw.decode(encoding) if isinstance(raw, bytes) else raw
+    except (UnicodeDecodeError, LookupError) as exc:
+        raise ValidationFailed("The body is not valid UTF-8 JSON.", code="invalid_json") from exc
+    try:
+        data = json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
+    except RecursionError as exc:
+        raise too_deep(max_depth) from exc
+    except ValueError as exc:
+        raise ValidationFailed(f"The body is not valid JSON: {exc}", code="invalid_json") from exc
+    check_json_value(data, max_depth=max_depth, characters=characters)
+    return data

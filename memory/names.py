@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+import unicodedata
 import uuid
 from typing import Any
 
@@ -103,17 +104,58 @@ def conversation_context_name() -> str:
     return f"{CONVERSATION_PREFIX}{uuid.uuid4().hex}"
 
 
+# Code points that draw nothing but are not of category Cf (Unicode's Default_Ignorable_Code_Point
+# beyond Cf): the combining grapheme joiner, Hangul fillers, Khmer inherent vowels, Mongolian
+# free variation selectors and variation selectors.
+_IGNORABLE = frozenset(
+    [
+        0x034F,
+        0x115F,
+        0x1160,
+        0x17B4,
+        0x17B5,
+        0x3164,
+        0xFFA0,
+        *range(0x180B, 0x1810),
+        *range(0xFE00, 0xFE10),
+        *range(0xE0100, 0xE01F0),
+    ]
+)
+
+
+def _visible(text: str) -> str:
+    return "".join(
+        ch for ch in text if unicodedata.category(ch) != "Cf" and ord(ch) not in _IGNORABLE
+    )
+
+
+def context_name_normalise(value: str) -> str:
+    """A context name as stored and compared: NFKC (full-width and compatibility forms become
+    their plain letters: ``agent\\uff1a3`` is ``agent:3``), without format characters (category Cf:
+    zero-width spaces and joiners, direction marks, ...) or other code points that draw
+    nothing, and without surrounding white space. Two names that look alike are one name."""
+    return _visible(unicodedata.normalize("NFKC", _visible(value))).strip()
+
+
 def check_context_name(value: str) -> str:
-    """A context name people and agents may choose: not in the reserved ``agent:`` and
-    ``conversation:`` namespaces."""
+    """A context name people and agents may choose, normalised (``context_name_normalise``):
+    not in the reserved ``agent:`` and ``conversation:`` namespaces, whatever characters make it
+    look so (400 ``context_name_reserved``), and not empty once normalised (400
+    ``invalid_context_name``)."""
+    name = context_name_normalise(value)
+    if not name:
+        raise ValidationFailed(
+            "A context name needs at least one visible character.", code="invalid_context_name"
+        )
+    folded = name.casefold()
     for prefix, what in (
         (AGENT_MEMORY_PREFIX, "agents' own memories"),
         (CONVERSATION_PREFIX, "conversations"),
     ):
-        if value.strip().lower().startswith(prefix):
+        if folded.startswith(prefix):
             raise ValidationFailed(
                 f"Context names starting with {prefix!r} are reserved for {what}.",
                 code="context_name_reserved",
                 details={"prefix": prefix},
             )
-    return value
+    return name

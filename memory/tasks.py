@@ -11,7 +11,7 @@ from core.jobs import PeriodicJob, job_run
 from core.llm import LLMError
 from core.queue import task_send
 from memory import services
-from memory.services import changes, consolidation, conversations, extractions
+from memory.services import changes, consolidation, conversations, extractions, maintenance_jobs
 from memory.services import cluster_maintenance as maintenance_services
 from memory.services.long_term import access, pending
 
@@ -129,6 +129,49 @@ PERIODIC_JOBS += [
         expires_seconds=1500,
     ),
 ]
+
+
+PERIODIC_JOBS += [
+    PeriodicJob(
+        name="memory.recover_maintenance_jobs",
+        task="memory.tasks.recover_maintenance_jobs",
+        description="Re-send maintenance jobs still queued after 10 minutes (the broker was "
+        "down when they were asked for); fail those a lost worker left running past their "
+        "time limit.",
+        every_seconds=600,
+        expires_seconds=540,
+    ),
+]
+
+
+@shared_task(
+    bind=True,
+    time_limit=maintenance_jobs.TIME_LIMIT,
+    soft_time_limit=maintenance_jobs.SOFT_TIME_LIMIT,
+    acks_late=True,
+    max_retries=maintenance_jobs.MAX_RETRIES,
+)
+def maintenance_job(self, job_id: int) -> str:  # type: ignore[no-untyped-def]
+    """Cluster maintenance asked for through the API, MCP or the admin
+    (``memory.services.maintenance_jobs``): claimed by compare-and-set, so a message delivered
+    twice runs it once; back in the queue, with backoff, while a provider or store is down."""
+    outcome = maintenance_jobs.maintenance_job_run(
+        job_id=job_id,
+        claim=self.request.id or f"local-{job_id}",
+        # Run eagerly (CELERY_TASK_ALWAYS_EAGER) there is no queue to go back to.
+        retries_left=not self.request.is_eager
+        and self.request.retries < maintenance_jobs.MAX_RETRIES,
+    )
+    if outcome == "retry":
+        raise self.retry(countdown=60 * 2**self.request.retries)
+    return outcome
+
+
+@shared_task(bind=True, time_limit=300, soft_time_limit=240, acks_late=True)
+def recover_maintenance_jobs(self, dry_run: bool = False) -> dict[str, int]:  # type: ignore[no-untyped-def]
+    with job_run("memory.recover_maintenance_jobs", task_id=self.request.id or "") as run:
+        run.counts = maintenance_jobs.maintenance_jobs_recover(dry_run=dry_run)
+    return run.counts
 
 
 @shared_task(bind=True, time_limit=600, soft_time_limit=540, acks_late=True)

@@ -33,6 +33,11 @@ urlpatterns = [
     # --- cluster maintenance ----------------------------------------------------------------
     path("maintenance", maintenance_reports.MaintenanceRunApi.as_view(), name="memory-maintenance"),
     path(
+        "maintenance/jobs/<id:job_id>",
+        maintenance_reports.MaintenanceJobApi.as_view(),
+        name="memory-maintenance-job",
+    ),
+    path(
         "maintenance/reports",
         maintenance_reports.MaintenanceReportListApi.as_view(),
         name="memory-maintenance-reports",

@@ -36,6 +36,7 @@ from django.utils import timezone
 from redis.commands.core import Script
 
 from core.errors import Conflict, PayloadTooLarge, ValidationFailed
+from core.parsers import check_json_value
 from memory.names import json_text
 from memory.redis_store import memory_redis, redis_prefix
 
@@ -104,8 +105,17 @@ def index_members(client: Any, index: str) -> list[str]:
 
 
 def encode(value: Any) -> bytes:
-    """Compact JSON in UTF-8, the form stored and measured against the size limit."""
+    """Compact JSON in UTF-8, the form stored and measured against the size limit. A NUL or a
+    lone surrogate anywhere in it is 400 ``invalid_characters``, as the API's parser answers:
+    nothing reaches Redis that persisting to PostgreSQL could not store."""
+    check_json_value(value, root="value")
     return json_text(value, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def encode_text(text: str) -> bytes:
+    """The scratch pad's text in UTF-8, with the same characters refused as ``encode``."""
+    check_json_value(text, root="content")
+    return text.encode()
 
 
 def decode(raw: bytes | None) -> Any:

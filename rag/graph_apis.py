@@ -17,7 +17,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from core import serializers as strict
-from core.pagination import CreatedCursorPagination, paginated_response
+from core.pagination import CreatedCursorPagination, page_parameters_check, paginated_response
 from core.permissions import request_actor
 from core.views import ApiView
 from rag import graph
@@ -177,7 +177,7 @@ class NodeListCreateApi(ApiView):
         query = self.filters.get("query")
         if query is not None:
             # The page parameters are declared for both answers, so both check them.
-            self.pagination_class().get_page_size(request)
+            page_parameters_check(self.pagination_class, request)
             hits = graph.node_search(
                 actor=actor,
                 query=query,

@@ -1,7 +1,8 @@
 """Skill versions in the admin: where reviewers read what agents wrote and put it live.
 
-Agents add versions of active skills inactive (``skills.services.versions``, "Review"); a
-person with the reviewer role (or an owner) reads a version's content here and activates it,
+Agents add versions of active skills inactive (``skills.services.versions``, "Review"), and a
+change of an active skill's execution context by an agent becomes one too; a person with the
+reviewer role (or an owner) reads a version's content and execution context here and activates it,
 which makes it the skill's only active version (all traffic), through
 ``skills.services.versions.version_activate``. Registered by ``skills/admin.py``.
 """
@@ -66,6 +67,7 @@ class SkillVersionAdmin(AccountScopedAdmin):
         "is_active",
         "traffic_share",
         "content",
+        "execution_context",
         "notes",
         "created_by",
         "created_at",

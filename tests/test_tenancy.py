@@ -31,6 +31,7 @@ from memory.models import (
     KnowledgeItem,
     KnowledgeSource,
     KnowledgeStore,
+    MaintenanceJob,
     MemoryAccessLog,
     MemoryContext,
     MemoryContextGrant,
@@ -117,6 +118,8 @@ class Target:
     knowledge_base: str
     # A maintenance report (a dry run of the side's context).
     report_id: int
+    # A maintenance job (the side's agent's dry run of its context).
+    job_id: int
 
     @classmethod
     def of(cls, side: Side) -> Target:
@@ -150,6 +153,7 @@ class Target:
             side.pending_change.pk,  # type: ignore[union-attr]
             side.knowledge_base_name,
             side.maintenance_report.pk,  # type: ignore[union-attr]
+            side.maintenance_job.pk,  # type: ignore[union-attr]
         )
 
     @classmethod
@@ -184,6 +188,7 @@ class Target:
             MISSING_ID + 26,
             f"kb-{MISSING_ID + 25}",
             MISSING_ID + 26,
+            MISSING_ID + 27,
         )
 
     def values(self) -> list[str]:
@@ -223,6 +228,7 @@ class Target:
             "change_id": self.pending_change_id,
             "base": self.knowledge_base,
             "report_id": self.report_id,
+            "job_id": self.job_id,
         }
 
 
@@ -438,6 +444,7 @@ CASES.update(
         ),
         "memory_maintenance_reports_list": Case(lambda t: ("", None, None), names_ids=False),
         "memory_maintenance_report_retrieve": Case(_named()),
+        "memory_maintenance_job_retrieve": Case(_named()),
         # Memory tools of agent runs: runs are the caller's own names; related items are ids.
         "memory_tools_write": Case(
             lambda t: (
@@ -912,6 +919,11 @@ def _long_term_memory(account: int) -> Any:
             MemoryMaintenanceReport.objects.filter(account=account)
             .order_by("pk")
             .values_list("id", "status", "kept_count", "checks", "undone_at")
+        ),
+        list(
+            MaintenanceJob.objects.filter(account=account)
+            .order_by("pk")
+            .values_list("id", "status", "report", "attempts")
         ),
     )
 

@@ -59,6 +59,7 @@ TOOL_CASES: dict[str, Case] = {
     ),
     "memory_consolidate": _ids(lambda t: {"session_id": t.session_id, "dry_run": True}),
     "memory_maintenance": _ids(lambda t: {"dry_run": True, "context_ids": [t.context_id]}),
+    "memory_maintenance_status": _ids(lambda t: {"job_id": t.job_id}),
     "memory_stats": _ids(lambda t: {"session_id": t.session_id}),
     "write_memory": _ids(
         lambda t: {

@@ -3,13 +3,16 @@
 The endpoint authenticates each HTTP request with the API's own authentication class
 (``Authorization: Bearer eng_...`` or ``X-API-Key``, the same per-process key cache and
 credentials generation) before the MCP SDK sees it, and counts it with the API's own throttle
-in the budget of the scope it needs (``registry.scope_of_request``: a tool call counts as its
-tool's scope, anything else as a read). The outcome travels with the request as a ``Caller``;
-a tool call the throttle refused answers a ``throttled`` tool error.
+in the budget of the scope it needs (``registry.route_of_message``: a tool call counts as its
+tool's scope, anything else as a read). That scope is asked for only once the key is known
+(the body is decoded then, not for an anonymous caller). The outcome travels with the request
+as a ``Caller``; a tool call the throttle refused answers a ``throttled`` tool error.
 """
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass
 
@@ -40,15 +43,21 @@ CALLER: ContextVar[Caller | None] = ContextVar("mcp_caller", default=None)
 
 
 class _Operation:
-    """What the API's authentication and throttle read of a view: the scope it needs."""
+    """What the API's authentication and throttle read of a view: the scope it needs (asked
+    of ``scope`` when first read, once the key is known)."""
 
-    def __init__(self, scope: Scope) -> None:
-        self.required_scope = scope
+    def __init__(self, scope: Scope | Callable[[], Scope]) -> None:
+        self._scope = scope
+
+    @functools.cached_property
+    def required_scope(self) -> Scope:
+        return self._scope() if callable(self._scope) else self._scope
 
 
-def authenticate(request: HttpRequest, scope: Scope) -> Caller:
-    """The caller of ``request``, counted in the rate limit of ``scope``. Raises what the API
-    raises (401 ``not_authenticated``, ``invalid_api_key``, ``key_revoked``, ...)."""
+def authenticate(request: HttpRequest, scope: Scope | Callable[[], Scope]) -> Caller:
+    """The caller of ``request``, counted in the rate limit of ``scope`` (or of what
+    ``scope()`` answers, asked only once the key matched). Raises what the API raises (401
+    ``not_authenticated``, ``invalid_api_key``, ``key_revoked``, ...)."""
     operation = _Operation(scope)
     wrapped = Request(request, parser_context={"view": operation})
     found = ApiKeyAuthentication().authenticate(wrapped)

@@ -1,8 +1,11 @@
 """Running a tool: the API's checks in the API's order, then the tool, then its answer.
 
 Scope first (403 ``insufficient_scope``, as ``HasApiKeyScope`` answers), then the rate limit
-(429 ``throttled``), then the arguments (the tool's input serializer: ``validation_error``,
-``unknown_field``, ...), then the tool's one service or selector call. Whatever the call raises
+(429 ``throttled``), then the arguments: their characters and depth as the API's parser checks a
+body (``core.parsers.check_json_value``: a NUL or a lone surrogate in any string or key, however
+nested, is ``invalid_characters`` with its path; PostgreSQL stores neither), then the tool's
+input serializer (``validation_error``, ``unknown_field``, ...), then the tool's one service or
+selector call. Whatever the call raises
 is answered as the API answers it (``core.errors.error_answer``: domain errors with their codes,
 a store or provider outage as 503 ``store_unavailable`` / ``provider_unavailable``), but as an
 MCP tool error: a result with ``isError`` whose structured content is the API's error body, so
@@ -27,6 +30,7 @@ from core.errors import PermissionDenied, error_answer, error_body
 from core.logging import current_request_id
 from core.mcp.auth import Caller
 from core.mcp.registry import Call, Tool, tool_named
+from core.parsers import check_json_value
 
 logger = logging.getLogger("engram.mcp")
 
@@ -50,6 +54,7 @@ def call_tool(
             )
         if who.throttled_for is not None:
             raise drf.Throttled(who.throttled_for)
+        check_json_value(dict(arguments or {}), root="(arguments)")
         serializer = tool.input(data=dict(arguments or {}))
         serializer.is_valid(raise_exception=True)
         out = tool.run(Call(actor=who.actor, key=who.key, data=dict(serializer.validated_data)))

@@ -8,8 +8,13 @@ stateless JSON mode, on an event loop in this thread that stops while the tools'
 Stateless mode needs no session shared between requests, so any web process may answer any
 request, however many there are.
 
-- ``POST``: authenticated as the API authenticates (401 with ``WWW-Authenticate`` before any MCP
-  processing), counted by the API's throttle, then served by the SDK.
+- ``POST``: authenticated as the API authenticates (401 with ``WWW-Authenticate`` before the body
+  is even decoded), then the body is decoded as the API decodes JSON (``core.parsers.json_loads``:
+  its depth bounded, so no nesting reaches a RecursionError) and counted by the API's throttle
+  in the budget of what it asks for (``registry.route_of_message``: the tool a ``tools/call``
+  names, from the body, never from a header), then served by the SDK. A body that is not JSON,
+  or nests deeper than an API body may (plus the envelope), is the JSON-RPC parse error
+  (-32700, id null, HTTP 400), as the SDK answers one that is not JSON.
 - ``GET`` from a browser: a short page saying what this is. ``GET`` asking for an event stream
   (a client opening the optional server-to-client stream) is 405: every answer comes back on
   its request, and stateless servers offer no such stream.
@@ -28,10 +33,10 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from rest_framework import exceptions as drf
 from starlette.types import Message
 
-from core.errors import error_answer
-from core.mcp import inline
+from core.errors import ValidationFailed, error_answer
+from core.mcp import inline, messages
 from core.mcp.auth import CALLER, authenticate
-from core.mcp.registry import route_of_request, tools
+from core.mcp.registry import Route, Scope, route_of_message, tools
 from core.mcp.server import http_server
 
 Headers = list[tuple[bytes, bytes]]
@@ -46,12 +51,16 @@ def mcp_endpoint(request: HttpRequest) -> HttpResponse:
     if request.method != "POST":
         return HttpResponse(status=405, headers={"Allow": "GET, POST"})
     try:
-        body = request.body  # over DATA_UPLOAD_MAX_MEMORY_SIZE: 413 request_too_large
-        _method, tool = route_of_request(body, request.headers)
-        caller = authenticate(request, tool.scope if tool is not None else "read")
-        if caller.throttled_for is not None and tool is None:
+        body = _Body(request.body)  # over DATA_UPLOAD_MAX_MEMORY_SIZE: 413 request_too_large
+        # The key first; the body is decoded only to count the request in its budget, once
+        # the key is known (core.mcp.auth).
+        caller = authenticate(request, body.scope)
+        route = body.route()
+        if caller.throttled_for is not None and route.tool is None:
             # A tool call answers a throttled tool error; the rest of the protocol, as the API.
             raise drf.Throttled(caller.throttled_for)
+        if body.error is not None:
+            return parse_error(body.error)
     except Exception as exc:
         answer = error_answer(exc)
         if answer is None:
@@ -60,13 +69,44 @@ def mcp_endpoint(request: HttpRequest) -> HttpResponse:
     token = CALLER.set(caller)
     try:
         scope = _scope(request)
-        status, headers, content = inline.run(lambda: _serve(scope, body))
+        status, headers, content = inline.run(lambda: _serve(scope, body.raw))
     finally:
         CALLER.reset(token)
     response = HttpResponse(content, status=status)
     for name, value in headers:
         response[name.decode("latin-1")] = value.decode("latin-1")
     return response
+
+
+class _Body:
+    """The request's JSON-RPC body, decoded once, when first needed."""
+
+    def __init__(self, raw: bytes) -> None:
+        self.raw = raw
+        self.error: ValidationFailed | None = None
+        self._route: Route | None = None
+
+    def route(self) -> Route:
+        if self._route is None:
+            try:
+                message = messages.decode(self.raw)
+            except ValidationFailed as exc:
+                self.error, self._route = exc, Route(None, None)
+            else:
+                self._route = route_of_message(message)
+        return self._route
+
+    def scope(self) -> Scope:
+        return self.route().scope
+
+
+def parse_error(exc: ValidationFailed) -> HttpResponse:
+    """The JSON-RPC parse error the SDK answers for a body that is not JSON (id null)."""
+    return HttpResponse(
+        messages.parse_error(exc).model_dump_json(by_alias=True, exclude_unset=True),
+        status=400,
+        content_type="application/json",
+    )
 
 
 def _scope(request: HttpRequest) -> dict[str, Any]:

@@ -11,7 +11,6 @@ jobs and the daily digests are found: ``core`` never imports the apps above it.
 from __future__ import annotations
 
 import functools
-import json
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -91,23 +90,47 @@ def tool_named(name: str) -> Tool | None:
     return tools().get(name)
 
 
-def route_of_request(body: bytes, headers: Mapping[str, str]) -> tuple[str | None, Tool | None]:
-    """The JSON-RPC method of an HTTP request to the endpoint, and the tool it calls (None for
-    anything but a call of a known tool). The 2026-07-28 revision names both in headers
-    (``Mcp-Method``, ``Mcp-Name``); older ones only in the body."""
-    method, name = headers.get("mcp-method"), headers.get("mcp-name")
-    if method is None:
-        try:
-            message = json.loads(body) if body else None
-        except ValueError:  # not JSON: the SDK answers the parse error
-            return None, None
-        if not isinstance(message, dict):
-            return None, None
-        method = message.get("method")
-        params = message.get("params")
-        name = params.get("name") if isinstance(params, dict) else None
+@dataclass(frozen=True)
+class Route:
+    """What an HTTP request to the endpoint asks for, read from its JSON-RPC body (never from
+    a header a client sets): the method, and the tool a ``tools/call`` names (None for anything
+    else, or a tool that does not exist)."""
+
+    method: str | None
+    tool: Tool | None
+    # Whether the body is a batch (a JSON array of messages) with a write among its calls.
+    batch_writes: bool = False
+
+    @property
+    def scope(self) -> Scope:
+        """The budget the request counts in: the called tool's scope (``write`` and ``admin``
+        count as writes), a batch's widest, a read for the rest of the protocol."""
+        if self.tool is not None:
+            return self.tool.scope
+        return "write" if self.batch_writes else "read"
+
+
+def _route_of_one(message: Any) -> Route:
+    if not isinstance(message, dict):
+        return Route(None, None)
+    method = message.get("method")
     if not isinstance(method, str):
-        return None, None
+        return Route(None, None)
+    params = message.get("params")
+    name = params.get("name") if isinstance(params, dict) else None
     if method != "tools/call" or not isinstance(name, str):
-        return method, None
-    return method, tool_named(name)
+        return Route(method, None)
+    return Route(method, tool_named(name))
+
+
+def route_of_message(message: Any) -> Route:
+    """The route of a decoded JSON-RPC body. The 2026-07-28 revision repeats the method and
+    the tool in headers (``Mcp-Method``, ``Mcp-Name``); the SDK refuses a request whose headers
+    disagree with its body, but a handshake-era request may carry any header, so the body alone
+    decides. A batch (which the transport refuses today) counts as a write when any of its
+    calls writes."""
+    if isinstance(message, list):
+        routes = [_route_of_one(item) for item in message]
+        writes = any(r.tool is not None and r.tool.scope != "read" for r in routes)
+        return Route(None, None, batch_writes=writes)
+    return _route_of_one(message)

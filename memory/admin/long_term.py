@@ -27,7 +27,7 @@ from memory.models import (
 )
 from memory.roles import MANAGE_MEMORY
 from memory.selectors import long_term as ltm_selectors
-from memory.services import cluster_maintenance, consolidation
+from memory.services import consolidation, maintenance_jobs
 from memory.services import long_term as ltm_services
 
 # --- long-term memory ------------------------------------------------------------------------
@@ -120,6 +120,24 @@ class MemoryContextAdmin(AccountScopedAdmin):
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
         return [] if obj is None else [*self._created_only, *self._stats]
 
+    def get_form(
+        self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any
+    ) -> Any:
+        """The types people may choose (agent memories and conversations are Engram's to
+        make), plus the context's own when it is one of those."""
+        form = super().get_form(request, obj, change=change, **kwargs)
+        field = form.base_fields.get("context_type")
+        if field is not None:
+            current = obj.context_type if obj is not None else None
+            field.choices = [
+                (value, label)
+                for value, label in MemoryContext.ContextType.choices
+                if value not in ltm_services.RESERVED_TYPES or value == current
+            ]
+            if obj is None:
+                field.initial = ltm_services.DEFAULT_CONTEXT_TYPE
+        return form
+
     def service_create(self, request: HttpRequest, actor: Actor, form: Any) -> MemoryContext:
         data = form.cleaned_data
         return ltm_services.context_create(
@@ -192,14 +210,16 @@ class MemoryContextAdmin(AccountScopedAdmin):
     def _cluster_maintenance(
         self, request: HttpRequest, queryset: QuerySet[MemoryContext], dry_run: bool
     ) -> None:
-        """One run per account of the selected contexts; each report linked in a message."""
+        """One job per account of the selected contexts, queued for a worker (a run may take
+        minutes: never in this request); each job linked in a message, its report reachable
+        from the job's page once the run has ended."""
         actor = self.actor(request)
         by_account: dict[int, list[int]] = {}
         for context in queryset.order_by("pk"):
             by_account.setdefault(context.account_id, []).append(context.pk)
         for account_id, context_ids in by_account.items():
             try:
-                report = cluster_maintenance.memory_maintenance_request(
+                job = maintenance_jobs.maintenance_job_enqueue(
                     actor=actor,
                     trigger=MemoryMaintenanceReport.Trigger.ADMIN,
                     dry_run=dry_run,
@@ -209,20 +229,16 @@ class MemoryContextAdmin(AccountScopedAdmin):
             except EngramError as exc:
                 messages.error(request, exc.message)
                 continue
-            verb = "would keep" if dry_run else "kept"
-            link = reverse("admin:memory_memorymaintenancereport_change", args=[report.pk])
+            link = reverse("admin:memory_maintenancejob_change", args=[job.pk])
             self.message_user(
                 request,
                 format_html(
-                    "Cluster maintenance of {} context(s): {} clusters; {} {} memories, "
-                    'absorbing {}; <a href="{}">report {}</a>.',
+                    "Cluster maintenance{} of {} context(s) queued as "
+                    '<a href="{}">job {}</a>: its report is linked there once the run ends.',
+                    " (dry run)" if dry_run else "",
                     len(context_ids),
-                    report.cluster_count,
-                    verb,
-                    report.kept_count,
-                    report.replaced_count,
                     link,
-                    report.pk,
+                    job.pk,
                 ),
             )
 

@@ -2,7 +2,8 @@
 reports with their clusters, what was kept, replaced and skipped; the list page draws memory
 growth per tier and the latest run's cluster sizes (Chart.js, vendored under
 ``core/static/vendor/chart.js``). Operators (and owners) undo a run through an action; runs
-start from the long-term memory contexts' actions (with a dry run)."""
+start from the long-term memory contexts' actions (with a dry run), as jobs a worker runs: their
+page (read-only) says where each stands and links its report once the run has ended."""
 
 from __future__ import annotations
 
@@ -12,11 +13,12 @@ from typing import Any
 from django.contrib import admin
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
+from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
 from core.admin_base import AccountScopedAdmin
-from memory.models import MemoryMaintenanceReport
+from memory.models import MaintenanceJob, MemoryMaintenanceReport
 from memory.roles import MANAGE_MEMORY
 from memory.selectors import maintenance_reports as selectors
 from memory.services import cluster_rewrite
@@ -176,3 +178,57 @@ class MemoryMaintenanceReportAdmin(AccountScopedAdmin):
         return super().changelist_view(
             request, {**(extra_context or {}), "maintenance_charts": charts}
         )
+
+
+@admin.register(MaintenanceJob)
+class MaintenanceJobAdmin(AccountScopedAdmin):
+    """Read-only: runs asked for through the API, MCP or the admin, queued for a worker
+    (``memory.services.maintenance_jobs``)."""
+
+    view_roles = MANAGE_MEMORY
+    list_display = [
+        "__str__",
+        "account",
+        "status",
+        "dry_run",
+        "trigger",
+        "actor",
+        "report_link",
+        "created_at",
+        "finished_at",
+    ]
+    list_filter = ["status", "dry_run", "trigger", "account"]
+    list_select_related = ["account"]
+    fields = readonly_fields = (
+        "account",
+        "status",
+        "report_link",
+        "error_code",
+        "error",
+        "trigger",
+        "actor",
+        "agent",
+        "dry_run",
+        "context_ids",
+        "attempts",
+        "created_at",
+        "started_at",
+        "finished_at",
+    )
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    @admin.display(description="report")
+    def report_link(self, obj: MaintenanceJob) -> str:
+        ended = obj.status in (MaintenanceJob.Status.COMPLETED, MaintenanceJob.Status.FAILED)
+        if obj.report_id is None or not ended:
+            return "-"
+        url = reverse("admin:memory_memorymaintenancereport_change", args=[obj.report_id])
+        return format_html('<a href="{}">report {}</a>', url, obj.report_id)

@@ -14,7 +14,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from core import serializers as strict
-from core.pagination import CreatedCursorPagination, paginated_response
+from core.pagination import CreatedCursorPagination, page_parameters_check, paginated_response
 from core.permissions import request_actor
 from core.serializers import validated
 from core.views import ApiView
@@ -316,9 +316,7 @@ class ConversationMessagesApi(ApiView):
         last = self.filters.get("last")
         if last is not None:
             # The page parameters answer nothing here, but are checked like everywhere else.
-            paginator = self.pagination_class()
-            paginator.get_page_size(request)
-            paginator.decode_cursor(request)
+            page_parameters_check(self.pagination_class, request)
             recent = selectors.messages_recent(conversation, last)
             return Response(
                 {"next": None, "previous": None, "results": MessageOutput(recent, many=True).data}

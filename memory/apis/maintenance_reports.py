@@ -1,12 +1,17 @@
-"""Cluster maintenance: ``POST /api/v1/memory/maintenance`` runs it now and answers its report;
-``GET /api/v1/memory/maintenance/reports`` and ``.../reports/{id}`` list and show reports
-(docs/memory.md, "Cluster maintenance"; docs/api.md). A key with the ``admin`` scope acts on
-the whole account; a ``write`` key on the contexts its agent may write, and reads the reports of
-its own runs."""
+"""Cluster maintenance: ``POST /api/v1/memory/maintenance`` queues a run (a Celery job) and
+answers 202 with its id and status URL; ``GET /api/v1/memory/maintenance/jobs/{id}`` is the
+job's status, with its report's id once it has one; ``GET /api/v1/memory/maintenance/reports``
+and ``.../reports/{id}`` list and show reports (docs/memory.md, "Cluster maintenance";
+docs/api.md). A key with the ``admin`` scope acts on the whole account; a ``write`` key on the
+contexts its agent may write, and reads the jobs and reports of its own runs."""
 
 from __future__ import annotations
 
-from drf_spectacular.utils import extend_schema
+from collections.abc import Mapping
+from typing import Any
+
+from django.urls import reverse
+from drf_spectacular.utils import extend_schema, extend_schema_field
 from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -16,9 +21,10 @@ from core.pagination import CreatedCursorPagination, paginated_response
 from core.permissions import request_actor
 from core.serializers import validated
 from core.views import ApiView
-from memory.models import MemoryMaintenanceReport
+from memory.models import MaintenanceJob, MemoryMaintenanceReport
 from memory.selectors import maintenance_reports as selectors
 from memory.services import cluster_maintenance as services
+from memory.services import maintenance_jobs as jobs
 
 Report = MemoryMaintenanceReport
 
@@ -108,12 +114,73 @@ class ReportOutput(ReportSummaryOutput):
     )
 
 
+class MaintenanceQueuedOutput(serializers.Serializer):
+    job_id = serializers.IntegerField()
+    status_url = serializers.URLField(help_text="GET it for the job's status.")
+
+
+class MaintenanceJobError(serializers.Serializer):
+    code = serializers.CharField()
+    message = serializers.CharField()
+
+
+class MaintenanceJobOutput(serializers.Serializer):
+    job_id = serializers.IntegerField(source="pk")
+    status = serializers.ChoiceField(choices=MaintenanceJob.Status.choices)
+    report_id = serializers.IntegerField(
+        allow_null=True,
+        help_text="The run's report, once the job has ended (completed; failed, when the run "
+        "had made one); null while queued or running.",
+    )
+    report_url = serializers.SerializerMethodField()
+    error = serializers.SerializerMethodField()
+    trigger = serializers.CharField()
+    dry_run = serializers.BooleanField()
+    context_ids = serializers.ListField(
+        child=serializers.IntegerField(),
+        allow_null=True,
+        help_text="The contexts it maintains; null: every unarchived context of the account.",
+    )
+    attempts = serializers.IntegerField()
+    created_at = serializers.DateTimeField()
+    started_at = serializers.DateTimeField(allow_null=True)
+    finished_at = serializers.DateTimeField(allow_null=True)
+
+    def to_representation(self, job: MaintenanceJob) -> dict[str, Any]:
+        data: dict[str, Any] = super().to_representation(job)
+        if job.status not in (MaintenanceJob.Status.COMPLETED, MaintenanceJob.Status.FAILED):
+            data["report_id"] = None  # the report is being written: visible once it ends
+            data["report_url"] = None
+        return data
+
+    @extend_schema_field(serializers.URLField(allow_null=True))
+    def get_report_url(self, job: MaintenanceJob) -> str | None:
+        if job.report_id is None:
+            return None
+        return _absolute(self.context, "v1:memory:memory-maintenance-report", job.report_id)
+
+    @extend_schema_field(MaintenanceJobError(allow_null=True))
+    def get_error(self, job: MaintenanceJob) -> dict[str, str] | None:
+        if job.status != MaintenanceJob.Status.FAILED:
+            return None
+        return {"code": job.error_code or "internal_error", "message": job.error}
+
+
+def _absolute(context: Mapping[str, Any], name: str, pk: int) -> str:
+    path = reverse(name, args=[pk])
+    request = context.get("request")
+    return request.build_absolute_uri(path) if request is not None else path
+
+
 class MaintenanceRunApi(ApiView):
-    """Run cluster maintenance now for the caller's account (every unarchived context, or
-    ``context_ids``) and answer its report; ``dry_run`` plans without changing anything. The
-    run is synchronous: its changes and its report are visible when this answers. The
-    schedule's short-circuits do not apply to a run asked for. A key with the ``admin`` scope
-    maintains any context of the account; a ``write`` key the contexts its agent may write."""
+    """Queue cluster maintenance for the caller's account (every unarchived context, or
+    ``context_ids``); ``dry_run`` plans without changing anything. It runs in a worker, not in
+    this request: the answer is 202 with the job's id and status URL, whose ``report_id`` names
+    the report once the run has ended (its changes are visible then, not before). The caller's
+    rights are checked now (403, 404 ``context_not_found``, 409 ``context_archived``); the same
+    request while an identical one is queued or running answers that job. The schedule's
+    short-circuits do not apply to a run asked for. A key with the ``admin`` scope maintains
+    any context of the account; a ``write`` key the contexts its agent may write."""
 
     class InputSerializer(strict.InputSerializer):
         dry_run = serializers.BooleanField(default=False)
@@ -127,17 +194,29 @@ class MaintenanceRunApi(ApiView):
     @extend_schema(
         operation_id="memory_maintenance_run",
         request=InputSerializer,
-        responses={201: ReportOutput},
+        responses={202: MaintenanceQueuedOutput},
     )
     def post(self, request: Request) -> Response:
         data = validated(self.InputSerializer, request)
-        report = services.memory_maintenance_request(
+        job = jobs.maintenance_job_enqueue(
             actor=request_actor(request),
             trigger=Report.Trigger.API,
             dry_run=data["dry_run"],
             context_ids=data.get("context_ids"),
         )
-        return Response(ReportOutput(report).data, status=status.HTTP_201_CREATED)
+        url = _absolute({"request": request}, "v1:memory:memory-maintenance-job", job.pk)
+        return Response({"job_id": job.pk, "status_url": url}, status=status.HTTP_202_ACCEPTED)
+
+
+class MaintenanceJobApi(ApiView):
+    """A maintenance job's status: ``queued``, ``running``, ``completed`` or ``failed`` (with
+    ``error``), and its report's id once it has ended. Another account's job, or another
+    agent's for a key without the ``admin`` scope, answers 404 like a missing one."""
+
+    @extend_schema(operation_id="memory_maintenance_job_retrieve", responses=MaintenanceJobOutput)
+    def get(self, request: Request, job_id: int) -> Response:
+        job = jobs.maintenance_job_get(request_actor(request), job_id)
+        return Response(MaintenanceJobOutput(job, context={"request": request}).data)
 
 
 class MaintenanceReportListApi(ApiView):

@@ -19,6 +19,7 @@ from memory.models.long_term import (
     MemoryEntryTerm,
     MemorySnapshot,
 )
+from memory.models.maintenance_jobs import MaintenanceJob
 from memory.models.maintenance_reports import MemoryMaintenanceReport
 from memory.models.pools import (
     DEFAULT_POOL_ID,
@@ -50,6 +51,7 @@ __all__ = [
     "KnowledgeItemTerm",
     "KnowledgeSource",
     "KnowledgeStore",
+    "MaintenanceJob",
     "MemoryAccessLog",
     "MemoryContext",
     "MemoryContextGrant",

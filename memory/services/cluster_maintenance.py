@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -356,10 +356,12 @@ def maintenance_run(
     context_ids: Sequence[int] | None = None,
     check_rules: bool = False,
     agent_id: int | None = None,
+    on_report: Callable[[Report], None] | None = None,
 ) -> Report:
     """One run for one account (its unarchived contexts, or those of ``context_ids``), as
     the system; ``check_rules``: the scheduled run's short-circuits first. Returns its report
-    (a failed run's is saved with the error before the error propagates)."""
+    (a failed run's is saved with the error before the error propagates; ``on_report`` is told
+    of it as soon as it exists, so a job can name it either way)."""
     actor = actor_for_account(account_id)
     name = actor_name or "system"
     with account_lock(account_id):
@@ -378,6 +380,8 @@ def maintenance_run(
             context_ids=ids,
             agent_id=agent_id,
         )
+        if on_report is not None:
+            on_report(report)
         run = _Run(report, actor=actor, dry_run=dry_run)
         model_id = get_embedding_provider().model_id
         report.embedding_model = model_id
@@ -400,7 +404,7 @@ def maintenance_run(
     return report
 
 
-def _requested_contexts(actor: Actor, context_ids: Sequence[int] | None) -> list[int] | None:
+def requested_contexts(actor: Actor, context_ids: Sequence[int] | None) -> list[int] | None:
     """The contexts of a run asked for: an agent whose key lacks the ``admin`` scope maintains
     only contexts it may write (those named: 404 ``context_not_found`` / 403
     ``context_read_only`` otherwise; none named: every one it may write)."""
@@ -449,7 +453,7 @@ def memory_maintenance_request(
     account = actor.account_id if account_id is None else account_id
     actor.require(account, MANAGE_MEMORY)
     actor.require_scope("write")
-    ids = _requested_contexts(actor, context_ids)
+    ids = requested_contexts(actor, context_ids)
     return maintenance_run(
         account_id=account,
         trigger=trigger,

@@ -18,6 +18,7 @@ from redis.exceptions import WatchError
 from core.actors import Actor
 from core.audit import audit_record
 from core.errors import Conflict, NotFound
+from core.parsers import MAX_JSON_DEPTH, check_json_value
 from memory import names
 from memory import working_redis as wr
 from memory.agents import acting_agent, agent_in_account, session_of
@@ -116,7 +117,7 @@ def working_scratch_pad_store(
 ) -> WorkingEntry:
     """Replace the scratch pad's text."""
     namespace = session_of(actor, session_id)
-    payload = content.encode()
+    payload = wr.encode_text(content)
     wr.check_size(len(payload), "scratch pad")
     ttl_ms = wr.ttl_ms(ttl)
     with working_memory_available():
@@ -134,7 +135,7 @@ def working_scratch_pad_append(
     WORKING_MEMORY_MAX_VALUE_BYTES in all, 413 ``value_too_large`` and nothing is appended.
     ``size`` of the answer is the pad's length in bytes."""
     namespace = session_of(actor, session_id)
-    payload = content.encode()
+    payload = wr.encode_text(content)
     ttl_ms = wr.ttl_ms(ttl)
     limit = settings.WORKING_MEMORY_MAX_VALUE_BYTES
     member = wr.entry_name(wr.SCRATCH_PAD)
@@ -215,6 +216,9 @@ def working_persist(*, actor: Actor, session_id: str) -> WorkingMemorySnapshot:
             "This working memory holds nothing to persist.",
             code="working_memory_session_not_found",
         )
+    # Written before working memory refused them (or by a door that skipped the check): a NUL
+    # or a lone surrogate would fail the insert. 400 invalid_characters names the entry.
+    check_json_value(entries, path="entries", max_depth=MAX_JSON_DEPTH + 3)
     now = timezone.now()
     with transaction.atomic():
         # One statement: a concurrent persist of the same session replaces, never duplicates.

@@ -105,6 +105,7 @@ class SkillVersionOutput(serializers.ModelSerializer[SkillVersion]):
             "version",
             "change_type",
             "content",
+            "execution_context",
             "notes",
             "is_active",
             "traffic_share",
@@ -147,6 +148,18 @@ class SkillDetailOutput(SkillOutput):
 
 def skill_detail(skill: Skill) -> Any:
     return SkillDetailOutput(skill).data
+
+
+class SkillUpdateOutput(SkillDetailOutput):
+    pending_version = SkillVersionOutput(
+        allow_null=True,
+        help_text="The version a change of execution_context became on a reviewed skill "
+        "(inactive, waiting for a reviewer to activate it: the answer is then 202); null when "
+        "every change was applied.",
+    )
+
+    class Meta(SkillDetailOutput.Meta):
+        fields = [*SkillDetailOutput.Meta.fields, "pending_version"]
 
 
 # --- inputs ----------------------------------------------------------------------------------
@@ -208,7 +221,11 @@ class SkillUpdateInput(strict.InputSerializer):
         help_text="draft -> active | archived; active -> deprecated | archived; deprecated -> "
         "active | archived; archived -> draft. Becoming active needs a reviewer.",
     )
-    execution_context = serializers.DictField(required=False)
+    execution_context = serializers.DictField(
+        required=False,
+        help_text="On an active or deprecated skill, an agent's change becomes a version "
+        "waiting for review (202, pending_version), as a new procedure does.",
+    )
     tags = serializers.ListField(
         child=serializers.CharField(max_length=100), required=False, max_length=50
     )
@@ -265,9 +282,13 @@ class SkillDetailApi(ApiView):
         return Response(skill_detail(skill))
 
     @extend_schema(
-        request=SkillUpdateInput, responses=SkillDetailOutput, operation_id="skill_update"
+        request=SkillUpdateInput,
+        responses={200: SkillUpdateOutput, 202: SkillUpdateOutput},
+        operation_id="skill_update",
     )
     def patch(self, request: Request, skill_id: int) -> Response:
+        """Change the skill. 202 when a change waits for review (``pending_version``): a new
+        ``execution_context`` of an active or deprecated skill, asked for by an agent."""
         actor = request_actor(request)
         skill = selectors.skill_get(actor=actor, skill_id=skill_id)
         data = strict.validated(SkillUpdateInput, request)
@@ -275,7 +296,11 @@ class SkillDetailApi(ApiView):
         skill = services.skill_update(
             actor=actor, skill=skill, fields=data, dependencies=dependencies
         )
-        return Response(skill_detail(skill))
+        waiting = skill.pending_version is not None
+        return Response(
+            SkillUpdateOutput(skill).data,
+            status=status.HTTP_202_ACCEPTED if waiting else status.HTTP_200_OK,
+        )
 
 
 class SkillExplanation(serializers.Serializer):

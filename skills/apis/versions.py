@@ -60,6 +60,11 @@ class SkillVersionsApi(ApiView):
         content = serializers.CharField(
             max_length=100_000, required=False, default="", allow_blank=True
         )
+        execution_context = serializers.DictField(
+            required=False,
+            help_text="What running this version needs (default: the skill's). The skill's "
+            "execution context is its primary active version's.",
+        )
         notes = serializers.CharField(max_length=5000, required=False, default="", allow_blank=True)
         activate = serializers.BooleanField(
             default=False, help_text="Make it the only active version."

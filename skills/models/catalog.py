@@ -58,6 +58,9 @@ class Skill(TimeStampedModel):
         default=dict, blank=True, help_text="What running the skill needs: tools, inputs, limits."
     )
     procedure = models.TextField(blank=True, help_text="The active version's content.")
+    # Not stored: the version a change of this instance's execution context became, waiting
+    # for review (``skills.services.catalog.skill_update``); None when nothing waits.
+    pending_version: SkillVersion | None = None
     tags = ArrayField(models.CharField(max_length=100), default=list, blank=True)
     # The knowledge graph node standing for the skill (dependencies are its depends_on edges).
     graph_node = models.OneToOneField(
@@ -173,6 +176,11 @@ class SkillVersion(models.Model):
     prerelease = models.CharField(max_length=50, blank=True, editable=False)
     change_type = models.CharField(max_length=12, choices=ChangeType.choices)
     content = models.TextField(blank=True, help_text="The procedure of this version.")
+    # What running this version needs (the skill's ``execution_context`` is its primary
+    # variant's): a change to it goes live through a reviewer, as a change of procedure does.
+    execution_context = models.JSONField(
+        default=dict, blank=True, help_text="What running this version needs (JSON)."
+    )
     notes = models.TextField(blank=True)
     is_active = models.BooleanField(default=False)
     traffic_share = models.FloatField(default=0.0)

@@ -31,6 +31,7 @@ from skills.categories import CATEGORIES
 from skills.models import AgentSkill, Skill, SkillVersion
 from skills.roles import MANAGE_SKILLS, require_reviewer
 from skills.semver import requirement_parse, version_parse
+from skills.services import versions
 from skills.services.indexing import (
     Embedded,
     _cycle,
@@ -247,6 +248,7 @@ def skill_create(
                 prerelease=parsed.prerelease,
                 change_type=SkillVersion.ChangeType.MAJOR,
                 content=procedure,
+                execution_context=skill.execution_context,
                 notes="Initial version.",
                 is_active=True,
                 traffic_share=1.0,
@@ -291,7 +293,14 @@ def skill_update(
     """Change a skill's fields (``UPDATABLE_FIELDS``) and, when given, its dependencies. A new
     name, description, category or tags re-index and re-embed it; its graph node follows its
     name, description and status. Status changes follow ``TRANSITIONS`` (409
-    ``invalid_transition``); becoming active needs a reviewer."""
+    ``invalid_transition``); becoming active needs a reviewer.
+
+    A new ``execution_context`` is what running the skill needs, and it goes live as a new
+    procedure does (``skills.services.versions``): on a reviewed skill (active or deprecated),
+    asked for by anyone but a reviewer, it becomes a version waiting for review
+    (``execution_context_propose``), returned as ``pending_version`` on the skill, and the
+    skill keeps its context; otherwise (a draft, or a reviewer) it changes the skill and its
+    live versions at once."""
     actor.require(skill.account_id, MANAGE_SKILLS)
     fields = dict(fields)
     unknown = set(fields) - set(UPDATABLE_FIELDS)
@@ -319,7 +328,14 @@ def skill_update(
         if dependencies is None
         else _dependencies(skill.account_id, dependencies, own_id=skill.pk)
     )
+    proposed = skill.pending_version = None
+    if "execution_context" in changes and versions.needs_review(actor, skill):
+        proposed = changes.pop("execution_context")
     if not changes and resolved is None:
+        if proposed is not None:
+            skill.pending_version = versions.execution_context_propose(
+                actor=actor, skill=skill, execution_context=proposed
+            )
         return skill
     reindex = any(name in changes for name in INDEXED_FIELDS)
     embedded = None
@@ -341,6 +357,14 @@ def skill_update(
             if changes:
                 Skill.objects.filter(pk=skill.pk).update(**changes)
                 current.refresh_from_db()
+            if "execution_context" in changes:  # the live versions run with it from now on
+                SkillVersion.objects.filter(skill=skill, is_active=True).update(
+                    execution_context=changes["execution_context"]
+                )
+            if proposed is not None:
+                pending = versions.execution_context_propose(
+                    actor=actor, skill=current, execution_context=proposed
+                )
             if reindex:
                 index_skill(scope, current, embedded, new=False)
             _node_follow(actor, current, changes, embedded)
@@ -368,6 +392,8 @@ def skill_update(
             raise _name_taken() from exc
         raise
     skill.refresh_from_db()
+    if proposed is not None:
+        skill.pending_version = pending
     return skill
 
 

@@ -13,14 +13,20 @@ are then.
 The active versions of a skill are the variants usage is routed between
 (``skills.selectors.catalog.version_route``); their traffic shares sum to 1 (within 1e-6), or
 the change is refused with 400 ``traffic_not_one`` and nothing is written. The skill's
-``procedure`` is its *primary* variant's content (the largest share; the newest of equals), so a
-change of primary re-indexes and re-embeds the skill (before the transaction).
+``procedure`` and ``execution_context`` are its *primary* variant's content and execution
+context (the largest share; the newest of equals), so a change of primary re-indexes and
+re-embeds the skill (before the transaction).
+
+A change of a reviewed skill's execution context asked for by anyone but a reviewer becomes a
+version waiting for review, as a change of procedure does (``execution_context_propose``):
+the live versions' procedure with the new context, inactive until a reviewer activates it.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from typing import Any
 
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
@@ -123,9 +129,11 @@ def _apply(
     contents: Mapping[str, str],
     ids: Mapping[str, int],
     embedded: Embedded | None,
+    contexts: Mapping[str, dict[str, Any]],
 ) -> None:
     """Inside a transaction holding the scope lock: make ``shares`` the skill's active
-    variants (every other version inactive) and its primary's content the procedure."""
+    variants (every other version inactive), its primary's content the procedure and its
+    primary's execution context the skill's."""
     names = list(shares)
     now = timezone.now()
     with connection.cursor() as cursor:
@@ -148,7 +156,13 @@ def _apply(
                 "now": now,
             },
         )
-    procedure = contents[_primary(shares, ids)]
+    primary = _primary(shares, ids)
+    if contexts[primary] != skill.execution_context:
+        Skill.objects.filter(pk=skill.pk).update(
+            execution_context=contexts[primary], updated_at=now
+        )
+        skill.execution_context = contexts[primary]
+    procedure = contents[primary]
     if procedure != skill.procedure:
         Skill.objects.filter(pk=skill.pk).update(procedure=procedure, updated_at=now)
         skill.procedure = procedure
@@ -183,11 +197,13 @@ def version_create(
     notes: str = "",
     activate: bool = False,
     traffic: Mapping[str, float] | None = None,
+    execution_context: Mapping[str, Any] | None = None,
 ) -> SkillVersion:
-    """A new version of ``skill``. Inactive unless ``activate`` (it becomes the only active
-    version) or ``traffic`` names it (the active variants after this write, with their shares):
-    on a reviewed skill, only a reviewer does either (``going_live_check``). 409
-    ``version_exists`` for a version string the skill has."""
+    """A new version of ``skill`` with its procedure (``content``) and its execution context
+    (default: the skill's). Inactive unless ``activate`` (it becomes the only active version)
+    or ``traffic`` names it (the active variants after this write, with their shares): on a
+    reviewed skill, only a reviewer does either (``going_live_check``). 409 ``version_exists``
+    for a version string the skill has."""
     actor.require(skill.account_id, MANAGE_SKILLS)
     _writable(skill)
     parsed = version_parse(version)
@@ -205,7 +221,9 @@ def version_create(
     elif traffic:
         shares = traffic_check(traffic, {*existing, name})
     going_live_check(actor=actor, skill=skill, shares=shares, live=_live(existing))
+    context = dict(skill.execution_context if execution_context is None else execution_context)
     contents = {**{v: e.content for v, e in existing.items()}, name: content}
+    contexts = {**{v: e.execution_context for v, e in existing.items()}, name: context}
     ids = {**{v: e.pk for v, e in existing.items()}, name: 2**62}  # the new one is newest
     embedded = _embedded_for(skill, contents[_primary(shares, ids)]) if shares is not None else None
     try:
@@ -227,12 +245,13 @@ def version_create(
                 prerelease=parsed.prerelease,
                 change_type=change_type,
                 content=content,
+                execution_context=context,
                 notes=notes,
                 created_by=str(actor)[:300],
             )
             if shares is not None:
                 ids[name] = created.pk
-                _apply(actor, current, shares, contents, ids, embedded)
+                _apply(actor, current, shares, contents, ids, embedded, contexts)
             audit_record(
                 actor=actor,
                 action="skills.version.create",
@@ -264,6 +283,7 @@ def traffic_set(*, actor: Actor, skill: Skill, traffic: Mapping[str, float]) -> 
     shares = traffic_check(traffic, set(existing))
     going_live_check(actor=actor, skill=skill, shares=shares, live=_live(existing))
     contents = {v: e.content for v, e in existing.items()}
+    contexts = {v: e.execution_context for v, e in existing.items()}
     ids = {v: e.pk for v, e in existing.items()}
     embedded = _embedded_for(skill, contents[_primary(shares, ids)])
     with transaction.atomic():
@@ -277,7 +297,7 @@ def traffic_set(*, actor: Actor, skill: Skill, traffic: Mapping[str, float]) -> 
                 code="concurrent_update",
             )
         going_live_check(actor=actor, skill=current, shares=shares, live=_live(versions_now))
-        _apply(actor, current, shares, contents, ids, embedded)
+        _apply(actor, current, shares, contents, ids, embedded, contexts)
         audit_record(
             actor=actor,
             action="skills.version.traffic",
@@ -296,3 +316,44 @@ def version_activate(*, actor: Actor, skill: Skill, version: SkillVersion) -> Sk
     traffic_set(actor=actor, skill=skill, traffic={version.version: 1.0})
     version.refresh_from_db()
     return version
+
+
+def is_reviewer(actor: Actor, account_id: int) -> bool:
+    try:
+        require_reviewer(actor, account_id)
+    except PermissionDenied:
+        return False
+    return True
+
+
+def needs_review(actor: Actor, skill: Skill) -> bool:
+    """Whether a change of ``skill``'s procedure or execution context by ``actor`` goes live
+    only through a reviewer: the skill is reviewed and the actor is not a reviewer."""
+    return skill.status in REVIEWED_STATUSES and not is_reviewer(actor, skill.account_id)
+
+
+def _next_patch(skill: Skill) -> str:
+    highest = (
+        SkillVersion.objects.filter(skill=skill).order_by("-major", "-minor", "-patch").first()
+    )
+    if highest is None:
+        return "1.0.0"
+    return f"{highest.major}.{highest.minor}.{highest.patch + 1}"
+
+
+def execution_context_propose(
+    *, actor: Actor, skill: Skill, execution_context: Mapping[str, Any]
+) -> SkillVersion:
+    """A change of a reviewed skill's execution context, as a version waiting for review: the
+    next patch version, with the procedure the skill runs now (its primary variant's) and the
+    new execution context, inactive. A reviewer activates it (the admin's "Activate", or the
+    activate and traffic operations); until then every agent gets the reviewed context."""
+    return version_create(
+        actor=actor,
+        skill=skill,
+        version=_next_patch(skill),
+        change_type=SkillVersion.ChangeType.PATCH,
+        content=skill.procedure,
+        execution_context=execution_context,
+        notes=f"Execution context changed by {actor}; waits for a reviewer to activate it.",
+    )

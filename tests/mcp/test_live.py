@@ -76,6 +76,8 @@ LATER = {
     "memory_maintenance",
     # issue 19: long-term memory search in every mode, graph included
     "long_term_memory_search",
+    # issue 35: cluster maintenance as a job, and its status
+    "memory_maintenance_status",
 }
 ALL_TOOLS = CONTRACT | LATER
 
@@ -322,7 +324,11 @@ def test_every_tool_answers_on_its_happy_path(url: str, side: Side) -> None:
         assert context["tokens"] <= 300 and "The ferry leaves at nine." in context["context"]
 
         planned = await call("memory_maintenance", {"dry_run": True})
-        assert planned["dry_run"] and planned["status"] == "completed", planned
+        assert planned["status"] == "queued" and planned["job_id"], planned
+        # Celery is eager here: the job ran once the request's transaction committed.
+        followed = await call("memory_maintenance_status", {"job_id": planned["job_id"]})
+        assert followed["status"] == "completed", followed
+        assert followed["report"]["dry_run"] and followed["report"]["id"] == followed["report_id"]
 
     with_client(url, secret, walk)
     assert set(called) == ALL_TOOLS

@@ -11,7 +11,7 @@ from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
 from rest_framework import serializers
 
 from core.mcp import Call, Tool
-from core.mcp.registry import route_of_request, tools
+from core.mcp.registry import route_of_message, tools
 from core.mcp.schemas import generate, tool_schemas
 from core.serializers import InputSerializer
 
@@ -114,20 +114,29 @@ def test_tool_names_follow_the_specification() -> None:
 
 
 @pytest.mark.parametrize(
-    ("body", "headers", "method", "tool"),
+    ("body", "method", "tool", "scope"),
     [
-        (b'{"method": "tools/call", "params": {"name": "memory_write"}}', {}, "tools/call", "w"),
-        (b'{"method": "tools/call", "params": {"name": "memory_search"}}', {}, "tools/call", "r"),
-        (b'{"method": "tools/call", "params": {"name": "nope"}}', {}, "tools/call", None),
-        (b'{"method": "tools/list"}', {}, "tools/list", None),
-        (b"", {"mcp-method": "tools/call", "mcp-name": "write_page"}, "tools/call", "w"),
-        (b"[1, 2]", {}, None, None),
-        (b"{not json", {}, None, None),
+        ({"method": "tools/call", "params": {"name": "memory_write"}}, "tools/call", "w", "write"),
+        ({"method": "tools/call", "params": {"name": "memory_search"}}, "tools/call", "r", "read"),
+        ({"method": "tools/call", "params": {"name": "nope"}}, "tools/call", None, "read"),
+        ({"method": "tools/list"}, "tools/list", None, "read"),
+        ([1, 2], None, None, "read"),
+        (
+            [
+                {"method": "tools/call", "params": {"name": "memory_search"}},
+                {"method": "tools/call", "params": {"name": "write_page"}},
+            ],
+            None,
+            None,
+            "write",
+        ),
+        ("text", None, None, "read"),
     ],
 )
 def test_a_request_counts_as_its_tools_scope(
-    body: bytes, headers: dict[str, str], method: str | None, tool: str | None
+    body: Any, method: str | None, tool: str | None, scope: str
 ) -> None:
-    found_method, found = route_of_request(body, headers)
-    assert found_method == method
-    assert (found.scope[0] if found else None) == tool
+    route = route_of_message(body)
+    assert route.method == method
+    assert (route.tool.scope[0] if route.tool else None) == tool
+    assert route.scope == scope

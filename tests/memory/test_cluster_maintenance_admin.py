@@ -14,7 +14,7 @@ from django.urls import reverse
 
 from core import services as core_services
 from core.actors import actor_for_agent
-from memory.models import MemoryEntry, MemoryMaintenanceReport
+from memory.models import MaintenanceJob, MemoryEntry, MemoryMaintenanceReport
 from memory.services import long_term as ltm
 from tests.conftest import AuthedAgent
 from tests.factories import AgentFactory, UserFactory
@@ -36,7 +36,9 @@ def person(account: Any, role: str) -> Client:
     return client
 
 
-def test_operators_preview_run_read_and_undo(agent_client: AuthedAgent) -> None:
+def test_operators_preview_run_read_and_undo(
+    agent_client: AuthedAgent, django_capture_on_commit_callbacks: Any
+) -> None:
     actor = actor_for_agent(agent_client.agent)
     context = ltm.context_create(actor=actor, name="ops")
     ltm.entries_write(
@@ -45,17 +47,30 @@ def test_operators_preview_run_read_and_undo(agent_client: AuthedAgent) -> None:
     operator = person(agent_client.agent.account, "operator")
     contexts = reverse("admin:memory_memorycontext_changelist")
 
-    preview = operator.post(
-        contexts,
-        {"action": "preview_cluster_maintenance", "_selected_action": [context.pk]},
-        follow=True,
-    )
-    assert "would keep 1 memories, absorbing 1" in preview.content.decode()
+    # The action queues a job (a worker runs it; eager here, once the request commits) and
+    # links it; the job's page links its report once the run has ended.
+    with django_capture_on_commit_callbacks(execute=True):
+        preview = operator.post(
+            contexts,
+            {"action": "preview_cluster_maintenance", "_selected_action": [context.pk]},
+            follow=True,
+        )
+    job = MaintenanceJob.objects.get()
+    assert "Cluster maintenance (dry run) of 1 context(s) queued as" in preview.content.decode()
+    assert reverse("admin:memory_maintenancejob_change", args=[job.pk]) in preview.content.decode()
     dry = MemoryMaintenanceReport.objects.get()
-    assert (dry.dry_run, dry.trigger) == (True, "admin")
+    assert (dry.dry_run, dry.trigger, dry.kept_count, dry.replaced_count) == (True, "admin", 1, 1)
+    assert job.report_id == dry.pk and job.status == "completed"
+    job_page = operator.get(reverse("admin:memory_maintenancejob_change", args=[job.pk]))
+    assert reverse("admin:memory_memorymaintenancereport_change", args=[dry.pk]) in (
+        job_page.content.decode()
+    )
     assert MemoryEntry.objects.filter(archived_at__isnull=False).count() == 0
 
-    operator.post(contexts, {"action": "run_cluster_maintenance", "_selected_action": [context.pk]})
+    with django_capture_on_commit_callbacks(execute=True):
+        operator.post(
+            contexts, {"action": "run_cluster_maintenance", "_selected_action": [context.pk]}
+        )
     real = MemoryMaintenanceReport.objects.get(dry_run=False)
     assert real.replaced_count == 1
     assert MemoryEntry.objects.filter(archived_at__isnull=False).count() == 1
@@ -95,19 +110,28 @@ def test_operators_preview_run_read_and_undo(agent_client: AuthedAgent) -> None:
     assert MemoryMaintenanceReport.objects.get(pk=real.pk).undone_at is not None
 
 
-def test_other_accounts_and_other_roles_see_nothing(agent_client: AuthedAgent) -> None:
+def test_other_accounts_and_other_roles_see_nothing(
+    agent_client: AuthedAgent, django_capture_on_commit_callbacks: Any
+) -> None:
     actor = actor_for_agent(agent_client.agent)
     context = ltm.context_create(actor=actor, name="ops")
     ltm.entries_write(
         actor=actor, context=context, items=[ltm.EntryInput(content=t) for t in TEXTS]
     )
     owner = person(agent_client.agent.account, "owner")
-    owner.post(
-        reverse("admin:memory_memorycontext_changelist"),
-        {"action": "run_cluster_maintenance", "_selected_action": [context.pk]},
-    )
+    with django_capture_on_commit_callbacks(execute=True):
+        owner.post(
+            reverse("admin:memory_memorycontext_changelist"),
+            {"action": "run_cluster_maintenance", "_selected_action": [context.pk]},
+        )
     report = MemoryMaintenanceReport.objects.get()
+    job = MaintenanceJob.objects.get()
     stranger = person(AgentFactory.create().account, "operator")
+    assert stranger.get(
+        reverse("admin:memory_maintenancejob_change", args=[job.pk])
+    ).status_code in (302, 404)
+    jobs = stranger.get(reverse("admin:memory_maintenancejob_changelist"))
+    assert jobs.status_code == 200 and f"job {job.pk} " not in jobs.content.decode()
     listed = stranger.get(reverse("admin:memory_memorymaintenancereport_changelist"))
     assert (
         listed.status_code == 200 and f"maintenance run {report.pk}" not in listed.content.decode()

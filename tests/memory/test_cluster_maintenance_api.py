@@ -40,6 +40,35 @@ def post(authed: AuthedAgent, path: str, body: Any) -> Any:
     return authed.client.post(f"{BASE}/{path}", body, format="json")
 
 
+Maintain = Callable[[AuthedAgent, dict[str, Any]], dict[str, Any]]
+
+
+@pytest.fixture
+def maintain(django_capture_on_commit_callbacks: Any) -> Maintain:
+    """Ask for a run (202 with the job's id and status URL), let the worker run it (Celery is
+    eager here: the task runs when the request's transaction commits), then answer the report
+    the job's status names."""
+
+    def run(authed: AuthedAgent, body: dict[str, Any]) -> dict[str, Any]:
+        with django_capture_on_commit_callbacks(execute=True):
+            queued = post(authed, "maintenance", body)
+        assert queued.status_code == 202, queued.json()
+        assert set(queued.json()) == {"job_id", "status_url"}
+        job = authed.client.get(queued.json()["status_url"]).json()
+        assert (job["job_id"], job["status"], job["error"]) == (
+            queued.json()["job_id"],
+            "completed",
+            None,
+        ), job
+        report = authed.client.get(f"{BASE}/maintenance/reports/{job['report_id']}")
+        assert report.status_code == 200
+        assert job["report_url"].endswith(f"/maintenance/reports/{job['report_id']}")
+        answer: dict[str, Any] = report.json()
+        return answer
+
+    return run
+
+
 def written(authed: AuthedAgent, name: str = "notes") -> tuple[int, list[list[int]], list[int]]:
     context = post(authed, "contexts", {"name": name}).json()["id"]
     ids = []
@@ -54,12 +83,12 @@ def written(authed: AuthedAgent, name: str = "notes") -> tuple[int, list[list[in
     return context, ids, [e["id"] for e in singles["entries"]]
 
 
-def test_dry_run_then_real_run_through_the_api(admin_client: AuthedAgent) -> None:
+def test_dry_run_then_real_run_through_the_api(
+    admin_client: AuthedAgent, maintain: Maintain
+) -> None:
     context, groups, singles = written(admin_client)
     assert len(singles) == len(SINGLES)
-    dry = post(admin_client, "maintenance", {"dry_run": True, "context_ids": [context]})
-    assert dry.status_code == 201, dry.json()
-    report = dry.json()
+    report = maintain(admin_client, {"dry_run": True, "context_ids": [context]})
     assert (report["dry_run"], report["status"], report["trigger"]) == (True, "completed", "api")
     assert (report["kept_count"], report["replaced_count"]) == (2, 3)
     assert report["context_ids"] == [context] and report["entries_seen"] == 7
@@ -68,7 +97,7 @@ def test_dry_run_then_real_run_through_the_api(admin_client: AuthedAgent) -> Non
     assert all(k["applied"] is None for k in report["kept"])
     assert MemoryEntry.objects.filter(archived_at__isnull=False).count() == 0
 
-    real = post(admin_client, "maintenance", {"dry_run": False}).json()
+    real = maintain(admin_client, {"dry_run": False})
     assert (real["dry_run"], real["replaced_count"]) == (False, 3)
     assert {"load", "reembed", "reduce", "cluster", "group", "rewrite", "apply", "total"} <= set(
         real["timings_ms"]
@@ -101,6 +130,7 @@ def test_a_write_key_maintains_the_contexts_its_agent_may_write(
     agent_client: AuthedAgent,
     admin_client: AuthedAgent,
     make_agent_client: Callable[..., AuthedAgent],
+    maintain: Maintain,
 ) -> None:
     reader = make_agent_client(scopes=("read",), account=agent_client.agent.account)
     assert post(reader, "maintenance", {"dry_run": True}).status_code == 403
@@ -111,12 +141,12 @@ def test_a_write_key_maintains_the_contexts_its_agent_may_write(
     theirs, _, _ = written(teammate, "theirs")
     refused = post(agent_client, "maintenance", {"context_ids": [theirs]})
     assert refused.status_code == 404 and code(refused) == "context_not_found"
-    report = post(agent_client, "maintenance", {"dry_run": False}).json()
+    report = maintain(agent_client, {"dry_run": False})
     assert report["context_ids"] == [mine] and report["replaced_count"] == 3
     assert sorted(report["replaced"]) == sorted(i for k in report["kept"] for i in k["absorbed"])
     assert MemoryEntry.objects.filter(context_id=theirs, archived_at__isnull=False).count() == 0
     # Its own runs' reports only; an admin key of the account reads every report.
-    other = post(teammate, "maintenance", {"dry_run": True}).json()
+    other = maintain(teammate, {"dry_run": True})
     listed = agent_client.client.get(f"{BASE}/maintenance/reports").json()["results"]
     assert [r["id"] for r in listed] == [report["id"]]
     hidden = agent_client.client.get(f"{BASE}/maintenance/reports/{other['id']}")
@@ -129,11 +159,11 @@ def test_a_write_key_maintains_the_contexts_its_agent_may_write(
 
 
 def test_an_intruders_reports_and_contexts_answer_like_missing_ones(
-    admin_client: AuthedAgent, make_agent_client: Callable[..., AuthedAgent]
+    admin_client: AuthedAgent, make_agent_client: Callable[..., AuthedAgent], maintain: Maintain
 ) -> None:
     intruder = make_agent_client(scopes=("read", "write", "admin"))
     their_context, _, _ = written(intruder, "theirs")
-    theirs = post(intruder, "maintenance", {"dry_run": True}).json()
+    theirs = maintain(intruder, {"dry_run": True})
     mine, _, _ = written(admin_client)
     before = list(MemoryEntry.objects.order_by("pk").values_list("pk", "archived_at", "version"))
 
@@ -147,7 +177,7 @@ def test_an_intruders_reports_and_contexts_answer_like_missing_ones(
     assert code(foreign) == code(missing) == "report_not_found"
     assert admin_client.client.get(f"{BASE}/maintenance/reports").json()["results"] == []
     # A run of the whole account maintains the caller's own contexts only.
-    real = post(admin_client, "maintenance", {}).json()
+    real = maintain(admin_client, {})
     assert real["context_ids"] == [mine]
     assert (
         MemoryEntry.objects.filter(context_id=their_context, archived_at__isnull=False).count() == 0

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from core.actors import Actor, actor_for_agent
+from core.actors import Actor, actor_for_account, actor_for_agent
 from core.errors import Conflict, EngramError, NotFound, PermissionDenied, ValidationFailed
 from core.models import ApiKey
 from memory.models import (
@@ -178,6 +178,75 @@ def test_own_memory_names_are_reserved(
         True,
         f"agent:{victim.agent.pk}",
     )
+
+
+LOOKALIKES = [
+    "agent\uff1a3",  # a full-width colon
+    "agent\u200b:3",  # a zero-width space
+    "\u200eagent:3",  # a left-to-right mark first
+    "age\u00adnt:3",  # a soft hyphen
+    "agent\u2060:3",  # a word joiner
+    "agent\ufe13\ufe0f3",  # a presentation-form colon, then a variation selector
+    "\uff41\uff47\uff45\uff4e\uff54:3",  # full-width letters
+    "conversation\u200d:abc",  # a zero-width joiner
+    " \ufeffAGENT:3",  # white space and a byte order mark
+    "agent\u034f:3",  # the combining grapheme joiner
+]
+
+
+@pytest.mark.parametrize("name", LOOKALIKES)
+def test_names_that_only_look_reserved_are_reserved(agent_client: AuthedAgent, name: str) -> None:
+    contexts = "/api/v1/memory/contexts"
+    squat = agent_client.client.post(contexts, {"name": name}, format="json")
+    assert squat.status_code == 400 and code(squat) == "context_name_reserved", squat.json()
+    mine = agent_client.client.post(contexts, {"name": "ok"}, format="json").json()
+    renamed = agent_client.client.patch(f"{contexts}/{mine['id']}", {"name": name}, format="json")
+    assert renamed.status_code == 400 and code(renamed) == "context_name_reserved"
+    assert MemoryContext.objects.get(pk=mine["id"]).name == "ok"
+
+
+def test_names_are_stored_normalised(agent_client: AuthedAgent) -> None:
+    contexts = "/api/v1/memory/contexts"
+    made = agent_client.client.post(
+        contexts, {"name": " Ｒｅｌｅａｓｅ\u200b notes "}, format="json"
+    )
+    assert made.status_code == 201 and made.json()["name"] == "Release notes"
+    # One name, however it is written.
+    again = agent_client.client.post(contexts, {"name": "Release\u2060 notes"}, format="json")
+    assert again.status_code == 409 and code(again) == "context_name_taken"
+    blank = agent_client.client.post(contexts, {"name": "\u200b\u200c"}, format="json")
+    assert blank.status_code == 400 and code(blank) == "invalid_context_name"
+
+
+def test_agent_memory_type_is_not_chosen_by_hand(agent_client: AuthedAgent) -> None:
+    contexts = "/api/v1/memory/contexts"
+    typed = agent_client.client.post(
+        contexts, {"name": "mine", "context_type": "agent_memory"}, format="json"
+    )
+    assert typed.status_code == 400 and code(typed) == "context_type_reserved"
+    made = agent_client.client.post(contexts, {"name": "mine"}, format="json").json()
+    assert made["context_type"] == "project_context"
+    changed = agent_client.client.patch(
+        f"{contexts}/{made['id']}", {"context_type": "agent_memory"}, format="json"
+    )
+    assert changed.status_code == 400 and code(changed) == "context_type_reserved"
+    assert not MemoryContext.objects.filter(context_type="agent_memory").exists()
+    # The agent's own memory is still made with it.
+    written = agent_client.client.post("/api/v1/memory/entries", {"content": "x"}, format="json")
+    own = MemoryContext.objects.get(pk=written.json()["context_id"])
+    assert (own.context_type, own.is_agent_memory) == ("agent_memory", True)
+
+
+def test_people_in_the_admin_cannot_choose_reserved_types_either() -> None:
+    agent = AgentFactory.create()
+    person = actor_for_account(agent.account_id)
+    for context_type in ("agent_memory", "conversation"):
+        with pytest.raises(ValidationFailed) as refused:
+            ltm.context_create(actor=person, name="x", context_type=context_type)
+        assert refused.value.code == "context_type_reserved"
+    with pytest.raises(ValidationFailed) as refused:
+        ltm.context_create(actor=person, name="agent\uff1a1")
+    assert refused.value.code == "context_name_reserved"
 
 
 def test_an_own_memory_keeps_its_name(agent_client: AuthedAgent) -> None:

@@ -162,3 +162,112 @@ def test_reviewers_read_and_activate_versions_in_the_admin(
     assert live(skill) == {"1.1.0": 1.0}
     skill.refresh_from_db()
     assert skill.procedure == "Use the vault CLI, then rotate the database password."
+
+
+# --- execution_context goes through review as the procedure does ------------------------------
+
+RISKY = {"tools": ["shell"], "allow_network": True}
+
+
+def test_an_agents_execution_context_change_of_an_active_skill_waits_for_review(
+    agent_client: AuthedAgent, make_agent_client: Callable[..., AuthedAgent], reviewer: Actor
+) -> None:
+    skill = catalog.skill_create(
+        actor=reviewer,
+        name="Rotate keys",
+        category="deployment",
+        status="active",
+        procedure="Use the vault CLI.",
+        execution_context={"tools": ["vault"]},
+    )
+    url = f"/api/v1/skills/{skill.pk}"
+    changed = agent_client.client.patch(
+        url, {"execution_context": RISKY, "description": "Keys, rotated."}, format="json"
+    )
+    assert changed.status_code == 202, changed.json()
+    body = changed.json()
+    # The description changed; the execution context did not: it became a version.
+    assert body["description"] == "Keys, rotated."
+    assert body["execution_context"] == {"tools": ["vault"]}
+    pending = body["pending_version"]
+    assert pending["is_active"] is False and pending["execution_context"] == RISKY
+    assert (pending["version"], pending["content"]) == ("1.0.1", "Use the vault CLI.")
+    skill.refresh_from_db()
+    assert skill.execution_context == {"tools": ["vault"]}
+    assert live(skill) == {"1.0.0": 1.0}
+    # Every agent still runs the reviewed context.
+    other = make_agent_client(agent=AgentFactory.create(account=agent_client.agent.account))
+    context = other.client.get(f"{url}/context").json()
+    assert context["version"]["execution_context"] == {"tools": ["vault"]}
+    assert "shell" not in str(other.client.get(url).json())
+    # The agent cannot put it live; a reviewer can, and then it is the skill's.
+    activate = agent_client.client.post(f"{url}/versions/{pending['id']}/activate")
+    assert activate.status_code == 403 and code(activate) == "reviewer_required"
+    version = SkillVersion.objects.get(pk=pending["id"])
+    services.version_activate(actor=reviewer, skill=skill, version=version)
+    skill.refresh_from_db()
+    assert skill.execution_context == RISKY and live(skill) == {"1.0.1": 1.0}
+    assert skill.procedure == "Use the vault CLI."
+    # A PATCH changing nothing else but the context answers 202 too; the same context, 200.
+    again = agent_client.client.patch(url, {"execution_context": {"tools": []}}, format="json")
+    assert again.status_code == 202 and again.json()["pending_version"]["version"] == "1.0.2"
+    same = agent_client.client.patch(url, {"execution_context": RISKY}, format="json")
+    assert same.status_code == 200 and same.json()["pending_version"] is None
+
+
+def test_a_tool_goes_through_review_a_reviewer_and_a_draft_do_not(
+    agent_client: AuthedAgent, skill: Skill, reviewer: Actor
+) -> None:
+    tool = actor_for_account(agent_client.agent.account_id)
+    updated = catalog.skill_update(actor=tool, skill=skill, fields={"execution_context": RISKY})
+    assert updated.pending_version is not None and not updated.pending_version.is_active
+    skill.refresh_from_db()
+    assert skill.execution_context == {}
+    # A reviewer changes it at once, with the live versions.
+    updated = catalog.skill_update(
+        actor=reviewer, skill=skill, fields={"execution_context": {"tools": ["vault"]}}
+    )
+    assert updated.pending_version is None
+    assert updated.execution_context == {"tools": ["vault"]}
+    assert SkillVersion.objects.get(skill=skill, is_active=True).execution_context == {
+        "tools": ["vault"]
+    }
+    # A draft is its writers' own.
+    agent = actor_for_agent(agent_client.agent)
+    draft = catalog.skill_create(actor=agent, name="Draft skill", category="testing")
+    updated = catalog.skill_update(actor=agent, skill=draft, fields={"execution_context": RISKY})
+    assert updated.pending_version is None and updated.execution_context == RISKY
+    # A version carries its own context; A/B routing gives each variant's.
+    services.version_create(
+        actor=agent,
+        skill=draft,
+        version="2.0.0",
+        change_type="major",
+        content="v2",
+        execution_context={"tools": ["v2"]},
+        activate=True,
+    )
+    draft.refresh_from_db()
+    assert (draft.procedure, draft.execution_context) == ("v2", {"tools": ["v2"]})
+
+
+def test_reviewers_see_the_proposed_context_in_the_admin_and_edit_it_directly(
+    agent_client: AuthedAgent, skill: Skill
+) -> None:
+    account = agent_client.agent.account
+    agent_client.client.patch(
+        f"/api/v1/skills/{skill.pk}", {"execution_context": RISKY}, format="json"
+    )
+    pending = SkillVersion.objects.get(skill=skill, is_active=False)
+    user = UserFactory.create(is_staff=True)
+    core_services.membership_grant(account=account, user=user, role="reviewer")
+    client = Client()
+    client.force_login(user)
+    page = client.get(reverse("admin:skills_skillversion_change", args=[pending.pk]))
+    assert page.status_code == 200 and "allow_network" in page.content.decode()
+    client.post(
+        reverse("admin:skills_skillversion_changelist"),
+        {"action": "activate", "_selected_action": [pending.pk]},
+    )
+    skill.refresh_from_db()
+    assert skill.execution_context == RISKY

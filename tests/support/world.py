@@ -23,6 +23,7 @@ from memory.models import (
     Extraction,
     KnowledgeItem,
     KnowledgeStore,
+    MaintenanceJob,
     MemoryAccessLog,
     MemoryContext,
     MemoryEntry,
@@ -34,7 +35,7 @@ from memory.models import (
     ShortTermEntry,
 )
 from memory.services import changes as change_services
-from memory.services import cluster_maintenance
+from memory.services import cluster_maintenance, maintenance_jobs
 from memory.services import conversations as conversation_services
 from memory.services import extractions as extraction_services
 from memory.services import knowledge as knowledge_services
@@ -110,6 +111,8 @@ class Side:
     pending_change: PendingChange | None = None
     # A cluster maintenance report: a dry run over the side's context.
     maintenance_report: MemoryMaintenanceReport | None = None
+    # A maintenance job the side's agent asked for (a dry run of its context), completed.
+    maintenance_job: MaintenanceJob | None = None
     # A conversation (user id and title with the marker) with two messages (metadata with the
     # marker) and a summary.
     conversation: Conversation | None = None
@@ -221,6 +224,7 @@ def build_side(marker: str, capture_on_commit: Callable[..., Any]) -> Side:
         "memory.memorysnapshot": side.ltm_snapshot,
         "memory.pendingchange": side.pending_change,
         "memory.memorymaintenancereport": side.maintenance_report,
+        "memory.maintenancejob": side.maintenance_job,
         "memory.memoryaccesslog": MemoryAccessLog.objects.get(account=account),
         "memory.conversation": side.conversation,
         "memory.extraction": Extraction.objects.filter(account=account).first(),
@@ -482,6 +486,10 @@ def _memory(
     report = cluster_maintenance.maintenance_run(
         account_id=account.pk, trigger="command", dry_run=True, context_ids=[context.pk]
     )
+    with capture_on_commit(execute=True):
+        job = maintenance_jobs.maintenance_job_enqueue(
+            actor=actor, trigger="api", dry_run=True, context_ids=[context.pk]
+        )
     # A memory written through the memory tools in a run, linked to an entry, and a search.
     written = memory_tools.memory_tool_write(
         actor=actor,
@@ -523,6 +531,7 @@ def _memory(
         "ltm_snapshot": MemorySnapshot.objects.get(pk=snapshot.pk),
         "pending_change": PendingChange.objects.get(pk=pending.pk),  # type: ignore[union-attr]
         "maintenance_report": MemoryMaintenanceReport.objects.get(pk=report.pk),
+        "maintenance_job": MaintenanceJob.objects.get(pk=job.pk, status="completed"),
     }
 
 
@@ -579,6 +588,8 @@ RIGHTS: dict[str, dict[str, str]] = {
         "author": "",
         "operator": "v",
     },
+    # Maintenance jobs: read-only, for operators (and owners).
+    "memory.maintenancejob": {"owner": "v", "reviewer": "", "author": "", "operator": "v"},
     "memory.conversation": {"owner": "vd", "reviewer": "", "author": "", "operator": "vd"},
     "memory.extraction": {"owner": "vd", "reviewer": "", "author": "", "operator": "vd"},
     # Knowledge items: everyone in the account reads; operators (and owners) write.
@@ -627,6 +638,7 @@ LIST_MARKER = {
     "memory.memoryaccesslog": "LTM",
     "memory.pendingchange": "CHANGE",
     "memory.memorymaintenancereport": "ACCOUNT",
+    "memory.maintenancejob": "ACCOUNT",
     "memory.conversation": "CONV",
     "memory.extraction": "CONV",
     "memory.knowledgestore": "KNOWBASE",

@@ -87,7 +87,9 @@ class ContextListCreateApi(ApiView):
         name = serializers.CharField(max_length=200)
         context_type = serializers.ChoiceField(
             choices=MemoryContext.ContextType.choices,
-            default=MemoryContext.ContextType.AGENT_MEMORY,
+            default=services.DEFAULT_CONTEXT_TYPE,
+            help_text="agent_memory and conversation are Engram's to give (400 "
+            "context_type_reserved).",
         )
         scope = serializers.ChoiceField(
             choices=MemoryContext.Scope.choices, default=MemoryContext.Scope.AGENT

@@ -5,6 +5,8 @@
 from memory.services.long_term.access import access_flush
 from memory.services.long_term.contexts import (
     CONTEXT_UPDATABLE,
+    DEFAULT_CONTEXT_TYPE,
+    RESERVED_TYPES,
     agent_memory_context,
     context_archive,
     context_create,
@@ -39,10 +41,12 @@ from memory.services.long_term.snapshots import (
 
 __all__ = [
     "CONTEXT_UPDATABLE",
+    "DEFAULT_CONTEXT_TYPE",
     "ENTRY_IN_PLACE",
     "ENTRY_VERSIONED",
     "MAX_BATCH",
     "MAX_CONTENT_CHARS",
+    "RESERVED_TYPES",
     "SNAPSHOT_FIELDS",
     "EntryInput",
     "RestoreReport",

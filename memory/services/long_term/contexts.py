@@ -42,12 +42,25 @@ def _name_taken() -> Conflict:
 _CONFLICTS = {"ltm_context_unique_name": _name_taken}
 
 
+# Context types Engram gives, never chosen by hand: an agent's own memory (made on its first
+# write without a context) and a conversation's context (made with the conversation).
+RESERVED_TYPES: dict[str, str] = {
+    MemoryContext.ContextType.AGENT_MEMORY: "an agent's own memory, made by Engram on its first "
+    "write without a context",
+    MemoryContext.ContextType.CONVERSATION: "made by creating a conversation",
+}
+# What a context made by hand is unless its creator says otherwise.
+DEFAULT_CONTEXT_TYPE = MemoryContext.ContextType.PROJECT_CONTEXT
+
+
 def _check_context_type(context_type: str) -> None:
-    """Conversation contexts are made with their conversation, never by hand."""
-    if context_type == MemoryContext.ContextType.CONVERSATION:
+    """Agent-memory and conversation contexts are made by Engram, never by hand (400
+    ``context_type_reserved``)."""
+    if context_type in RESERVED_TYPES:
         raise ValidationFailed(
-            "Contexts of type conversation are made by creating a conversation.",
+            f"Contexts of type {context_type} are {RESERVED_TYPES[context_type]}.",
             code="context_type_reserved",
+            details={"context_type": context_type},
         )
 
 
@@ -77,7 +90,7 @@ def context_create(
     *,
     actor: Actor,
     name: str,
-    context_type: str = MemoryContext.ContextType.AGENT_MEMORY,
+    context_type: str = DEFAULT_CONTEXT_TYPE,
     scope: str = MemoryContext.Scope.AGENT,
     team_id: int | None = None,
     description: str = "",
@@ -87,11 +100,13 @@ def context_create(
     agent_write_policy: str = ChangePolicy.AUTO,
 ) -> MemoryContext:
     """A new context owned by the calling agent, in its account (people and tools: owned by
-    nobody, in ``account_id``, which a person with several accounts must name). Names starting
-    with ``agent:`` are reserved (400 ``context_name_reserved``). ``change_policy`` (and
-    ``agent_write_policy``) ``review`` holds automatic changes (agents' memory-tool writes) for
-    review (``memory.services.changes``)."""
-    names.check_context_name(name)
+    nobody, in ``account_id``, which a person with several accounts must name). The name is
+    stored normalised (``names.context_name_normalise``); names that look like ``agent:`` or
+    ``conversation:`` ones are reserved (400 ``context_name_reserved``), and so are the types
+    ``agent_memory`` and ``conversation`` (400 ``context_type_reserved``). ``change_policy``
+    (and ``agent_write_policy``) ``review`` holds automatic changes (agents' memory-tool writes)
+    for review (``memory.services.changes``)."""
+    name = names.check_context_name(name)
     _check_context_type(context_type)
     return _context_insert(
         actor=actor,
@@ -219,7 +234,9 @@ def context_update(
     if "name" in changes:
         if context.is_agent_memory:
             raise Conflict("An agent's own memory keeps its name.", code="agent_memory_protected")
-        names.check_context_name(changes["name"])
+        changes["name"] = names.check_context_name(changes["name"])
+        if changes["name"] == context.name:
+            del changes["name"]
     if "context_type" in changes or context.context_type == MemoryContext.ContextType.CONVERSATION:
         if context.context_type == MemoryContext.ContextType.CONVERSATION and changes:
             raise Conflict(

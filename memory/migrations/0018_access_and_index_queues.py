@@ -12,7 +12,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("memory", "0015_entry_fillfactor"),
+        ("memory", "0017_maintenance_jobs"),
     ]
 
     operations = [

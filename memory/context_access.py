@@ -14,6 +14,8 @@ do everything there.
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.db.models import BooleanField, Exists, ExpressionWrapper, OuterRef, Q, QuerySet, Value
 
 from core.actors import Actor
@@ -85,7 +87,7 @@ def derived_visible(actor: Actor, prefix: str = "") -> Q:
     return Q()
 
 
-def derived_visible_sql(actor: Actor, alias: str, params: dict[str, object]) -> str:
+def derived_visible_sql(actor: Actor, alias: str, params: dict[str, Any]) -> str:
     """``derived_visible`` as SQL over the row ``alias`` (a raw query's, named parameters
     added to ``params``); ``TRUE`` for a tool."""
     if actor.agent is not None:

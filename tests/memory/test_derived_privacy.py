@@ -261,12 +261,32 @@ def test_a_stranger_of_the_account_reads_nothing_a_private_conversation_taught(
         hidden(answer)
         hidden(answer, FOREIGN)
     base = "knowledge/conversations/items"
-    for path in (f"{base}/{FACT_KEY}", f"{base}/{FACT_KEY}/versions"):
+    for path in (
+        f"{base}/{FACT_KEY}",
+        f"{base}/{FACT_KEY}/versions",
+        f"{base}/{FACT_KEY}/relationships",
+    ):
         answer = stranger.get(path)
         assert answer.status_code == 404, answer.content
         assert answer.json()["error"]["code"] == "knowledge_item_not_found"
+    ok(stranger.client.put(f"/api/v1/{base}/mine", {"content": "Mine."}, format="json"))
+    related = stranger.post(
+        "knowledge/relationships",
+        {
+            "source": {"base": "conversations", "key": "mine"},
+            "target": {"base": "conversations", "key": FACT_KEY},
+            "relationship_type": "about",
+        },
+    )
+    assert related.json()["error"]["code"] == "knowledge_item_not_found", related.content
+    fact = KnowledgeItem.objects.get(key=FACT_KEY, is_current=True)
+    linked = stranger.tool(
+        "write_memory",
+        {"text": "Notes about a move", "related": [{"kind": "knowledge_item", "id": fact.pk}]},
+    )
+    assert linked["structuredContent"]["error"]["code"] == "related_not_found", linked
     bases = {b["name"]: b for b in stranger.get("knowledge/bases").json()["results"]}
-    assert bases["conversations"]["item_count"] == 0
+    assert bases["conversations"]["item_count"] == 1  # its own "mine" alone
     # The conversation's nodes and edges answer like missing ones.
     for path in (f"graph/nodes/{world.person.pk}", f"graph/nodes/{world.place.pk}/neighbors"):
         assert stranger.get(path).status_code == 404

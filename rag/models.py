@@ -355,7 +355,9 @@ class GraphNode(TimeStampedModel):
     # search space whose unit named it first (a conversation's context). Blank / NULL: an
     # account-wide source made it. A node is visible to a reader of that scope, or through any
     # mention the reader may see.
-    derived_space = models.CharField(max_length=40, blank=True, default="", editable=False)
+    derived_space = models.CharField(
+        max_length=40, blank=True, default="", db_default="", editable=False
+    )
     derived_scope_id = models.BigIntegerField(null=True, blank=True, editable=False)
 
     objects: ClassVar[AccountScopedQuerySet[GraphNode]] = AccountScopedQuerySet.as_manager()  # type: ignore[assignment]
@@ -409,7 +411,9 @@ class GraphEdge(TimeStampedModel):
     # conversation stated, the co-occurrences within one private scope. Blank / NULL: an
     # account-wide source or an explicit write. One edge of a type joins two nodes once per
     # source: a public and a private co-occurrence of the same pair are two rows.
-    derived_space = models.CharField(max_length=40, blank=True, default="", editable=False)
+    derived_space = models.CharField(
+        max_length=40, blank=True, default="", db_default="", editable=False
+    )
     derived_scope_id = models.BigIntegerField(null=True, blank=True, editable=False)
 
     objects: ClassVar[AccountScopedQuerySet[GraphEdge]] = AccountScopedQuerySet.as_manager()  # type: ignore[assignment]

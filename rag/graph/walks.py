@@ -48,7 +48,8 @@ MAX_CYCLES = 1000
 # %(relations)s NULL follows every relation type; the search stops after %(hops)s levels (NULL:
 # no limit), at an empty level, after the level holding %(goal)s (NULL: none), or once it has
 # seen %(enough)s nodes, start nodes included (NULL: no limit): a walk answering its nearest
-# ``limit`` nodes needs no level beyond the one that completes them.
+# ``limit`` nodes needs no level beyond the one that completes them. {edge_visible} and
+# {node_visible} keep a walk to what its reader may see (``_bfs``; TRUE for every edge).
 _BFS = """
     bfs(depth, ids, edges, prevs, relations, seen) AS (
         SELECT 0, %(starts)s::bigint[], ARRAY[]::bigint[], ARRAY[]::bigint[],
@@ -67,7 +68,7 @@ _BFS = """
                       AND (%(forward)s::boolean OR e.bidirectional)
                       AND (%(relations)s::varchar[] IS NULL
                            OR e.relation_type = ANY(%(relations)s::varchar[]))
-                      AND {forward_visible}
+                      AND {edge_visible}
                     UNION ALL
                     SELECT e.target_id, e.source_id, e.id, e.relation_type
                     FROM rag_graphedge e
@@ -75,11 +76,12 @@ _BFS = """
                       AND (%(backward)s::boolean OR e.bidirectional)
                       AND (%(relations)s::varchar[] IS NULL
                            OR e.relation_type = ANY(%(relations)s::varchar[]))
-                      AND {backward_visible}
+                      AND {edge_visible}
                 ) s
                 WHERE NOT EXISTS (SELECT FROM unnest(b.seen) AS v(id) WHERE v.id = s.b)
                 ORDER BY s.b, {first_step}
             ) s
+            WHERE {node_visible}
         ) n
         WHERE (%(hops)s::int IS NULL OR b.depth < %(hops)s::int) AND n.ids IS NOT NULL
           AND (%(goal)s::bigint IS NULL OR NOT %(goal)s::bigint = ANY(b.ids))
@@ -92,15 +94,16 @@ def _bfs(first_step: str, visible: Visibility | None, parameters: dict[str, Any]
     """The search's CTE, following only edges ``visible`` may see into nodes it may see (None:
     every edge; ``rag.visibility``), their conditions' values added to ``parameters``."""
     if visible is None or visible.everything:
-        return _BFS.format(first_step=first_step, forward_visible="TRUE", backward_visible="TRUE")
-    checks = []
-    for end in ("target_id", "source_id"):
-        node = f"vn_{end[0]}"
-        checks.append(
-            f"{visible.edge_sql('e', parameters)} AND EXISTS (SELECT FROM rag_graphnode {node} "
-            f"WHERE {node}.id = e.{end} AND {visible.node_sql(node, parameters)})"
-        )
-    return _BFS.format(first_step=first_step, forward_visible=checks[0], backward_visible=checks[1])
+        return _BFS.format(first_step=first_step, edge_visible="TRUE", node_visible="TRUE")
+    # The edge's source per edge (a column); the node once per node a level enters, after the
+    # level's first step to it is chosen (whether a node may be seen does not depend on the
+    # step): on a 100k-edge graph a check per edge tripled a shortest path's time.
+    edge = visible.edge_sql("e", parameters)
+    node = (
+        f"EXISTS (SELECT FROM rag_graphnode vn WHERE vn.id = s.b AND "
+        f"{visible.node_sql('vn', parameters)})"
+    )
+    return _BFS.format(first_step=first_step, edge_visible=edge, node_visible=node)
 
 
 def _bfs_parameters(

@@ -72,7 +72,9 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name="graphedge",
             name="derived_space",
-            field=models.CharField(blank=True, default="", editable=False, max_length=40),
+            field=models.CharField(
+                blank=True, db_default="", default="", editable=False, max_length=40
+            ),
         ),
         migrations.AddField(
             model_name="graphnode",
@@ -82,7 +84,9 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name="graphnode",
             name="derived_space",
-            field=models.CharField(blank=True, default="", editable=False, max_length=40),
+            field=models.CharField(
+                blank=True, db_default="", default="", editable=False, max_length=40
+            ),
         ),
         migrations.RunSQL(_BACKFILL, reverse_sql=_UNDO),
         migrations.AddConstraint(

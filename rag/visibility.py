@@ -32,7 +32,7 @@ acting on an account see everything of their accounts: the condition is then ``T
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from itertools import count
 from typing import Any
@@ -190,12 +190,14 @@ class Visibility:
         assert self.readable is not None
         q = Q(**{f"{space}__in": open_spaces()})
         for name, readable in self.readable.items():
-            checks = Q(pk__in=[])
+            checks = []
             if readable.account_ids:
-                checks |= Q(**{f"{account}__in": list(readable.account_ids)})
+                checks.append(Q(**{f"{account}__in": list(readable.account_ids)}))
             if readable.scope_ids:
-                checks |= Q(**{f"{scope}__in": list(readable.scope_ids)})
-            q |= Q(**{space: name}) & checks
+                checks.append(Q(**{f"{scope}__in": list(readable.scope_ids)}))
+            if checks:  # none: nothing of this space is readable
+                either = checks[0] if len(checks) == 1 else checks[0] | checks[1]
+                q |= Q(**{space: name}) & either
         return q
 
     def mention_q(self, prefix: str = "") -> Q:
@@ -229,11 +231,3 @@ def visibility_of(actor: Actor) -> Visibility:
     if all(set(accounts) <= set(r.account_ids) for r in readable.values()):
         return Visibility(accounts)
     return Visibility(accounts, readable)
-
-
-EVERYTHING = Visibility(())
-
-
-def everything_of(account_ids: Iterable[int]) -> Visibility:
-    """Every derived row of these accounts (system work, benchmarks)."""
-    return Visibility(tuple(sorted(account_ids)))

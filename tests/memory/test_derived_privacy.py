@@ -313,6 +313,13 @@ def test_a_stranger_of_the_account_reads_nothing_a_private_conversation_taught(
         assert not {m["node_id"] for m in community["members"]} & private_ids
 
 
+def test_an_agent_that_may_read_no_context_at_all_sees_the_public_graph(world: World) -> None:
+    newcomer = _caller(world.account, "newcomer")
+    for answer in [*_knowledge_doors(newcomer), *_graph_doors(newcomer, world)]:
+        hidden(answer)
+    shown(ok(newcomer.get(f"graph/nodes/{world.lisbon.pk}/neighbors")), "portugal")
+
+
 def test_the_owner_and_a_grantee_read_what_the_conversation_taught(world: World) -> None:
     for caller in (world.owner, world.grantee):
         query, items, bases, context = _knowledge_doors(caller)

@@ -27,8 +27,15 @@ each kind run unmeasured. The CTE's own time is reported too (timed around the s
 to stderr. --direction picks the edges followed, as the API's ``?direction=`` does (``both`` by
 default, as the API; ``out`` is what every walk followed before directions existed).
 
+--as-agent measures the walks as an agent of the account sees the graph (derived data keeps
+the visibility of its source: ``rag.visibility``): every edge step and node entered is checked
+against what the agent may read. --private-share S first marks a share S of the nodes and of
+the edges as derived from a private memory context the agent may not read (every 1/S-th id;
+inside a transaction rolled back at the end, so the stored graph stays as built): the walks
+then skip them, as an agent's do a private conversation's.
+
     uv run python bench/graph_traversal.py [--nodes 25000] [--edges 100000] [--direction both]
-        [--explain]
+        [--explain] [--as-agent [--private-share 0.2]]
 
 Prints one JSON object; docs/benchmarks.md records the figures.
 """
@@ -132,12 +139,57 @@ def main() -> None:
         default="both",
         help="edges followed, as the API's ?direction= (default: the API's default, both)",
     )
+    parser.add_argument("--as-agent", action="store_true", help="walk as an agent sees it")
+    parser.add_argument(
+        "--private-share",
+        type=float,
+        default=0.0,
+        help="with --as-agent: this share of nodes and edges private to a context it cannot read",
+    )
     parser.add_argument("--rebuild", action="store_true", help="delete the graph and build it")
     parser.add_argument("--explain", action="store_true", help="print EXPLAIN ANALYZE of the CTEs")
     args = parser.parse_args()
     with django_session():
-        report = run(args)
+        report = run_as(args)
     print(json.dumps(report, indent=2))
+
+
+class _RolledBack(Exception):
+    pass
+
+
+def run_as(args: argparse.Namespace) -> dict[str, Any]:
+    """``run``, inside a transaction rolled back when some of the graph is made private."""
+    from django.db import transaction
+
+    if not (args.as_agent and args.private_share > 0):
+        return run(args)
+    report: dict[str, Any] = {}
+    try:
+        with transaction.atomic():
+            report = run(args)
+            raise _RolledBack
+    except _RolledBack:
+        pass
+    return report
+
+
+def _privatise(account_id: int, share: float) -> dict[str, int]:
+    """Mark every ``1 / share``-th node and edge as derived from memory context 0 (which no
+    agent reads)."""
+    from django.db import connection
+
+    every = max(1, round(1 / share))
+    counts = {}
+    with connection.cursor() as cursor:
+        for table in ("rag_graphnode", "rag_graphedge"):
+            cursor.execute(
+                f"UPDATE {table} SET derived_space = 'memory_entries', derived_scope_id = 0 "  # noqa: S608
+                "WHERE account_id = %s AND id %% %s = 0",
+                [account_id, every],
+            )
+            counts[table] = cursor.rowcount
+    return counts
 
 
 # --- the graph -------------------------------------------------------------------------------
@@ -439,6 +491,15 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         cursor.execute("SELECT pg_size_pretty(pg_total_relation_size('rag_graphedge'))")
         edge_table_size = cursor.fetchone()[0]
 
+    visible = None
+    private: dict[str, int] = {}
+    if args.as_agent:
+        from rag.visibility import Readable, Visibility
+
+        if args.private_share > 0:
+            private = _privatise(account.pk, args.private_share)
+        # An agent reading one context, none of the graph's: every check runs.
+        visible = Visibility((account.pk,), {"memory_entries": Readable(scope_ids=(-1,))})
     # The API asks for one more than it shows (to tell a truncated answer).
     kept = graph.DEFAULT_NEIGHBOURS if args.limit is None else args.limit
     limit = kept + 1 if kept else None
@@ -452,6 +513,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 relation_types=[relation] if relation else [],
                 direction=args.direction,
                 limit=limit,
+                visible=visible,
             )
         )
 
@@ -460,7 +522,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
         def call() -> int:
             try:
-                path = graph.shortest_path(source=source, target=target, direction=args.direction)
+                path = graph.shortest_path(
+                    source=source, target=target, direction=args.direction, visible=visible
+                )
                 return len(path.edges)
             except NotFound:
                 return -1
@@ -511,6 +575,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "build_seconds_this_run": build_seconds,
         },
         "direction": args.direction,
+        "as_agent": args.as_agent,
+        "private_rows": private,
         **report,
         "load_average_1_5_15": [round(x, 2) for x in os.getloadavg()],
         "cpu": f"{os.cpu_count()} cores",

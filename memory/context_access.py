@@ -1,4 +1,6 @@
-"""Who may read and write a long-term memory context, within one account:
+"""Who may read and write a long-term memory context, within one account (and so who may see
+what was derived from it: knowledge items extracted from a conversation, the graph's nodes,
+mentions and edges made from its entries; ``derived_visible``, ``readable_scopes``):
 
 - its owner (the agent that created it) always;
 - an agent with a grant: ``read``, or ``write`` (which reads too);
@@ -12,12 +14,15 @@ do everything there.
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.db.models import BooleanField, Exists, ExpressionWrapper, OuterRef, Q, QuerySet, Value
 
 from core.actors import Actor
 from core.errors import NotFound, PermissionDenied
 from memory.models import MemoryContext, MemoryContextGrant
 from memory.roles import MANAGE_MEMORY
+from rag.visibility import Readable
 
 
 def _granted(agent_id: int, levels: tuple[str, ...]) -> Exists:
@@ -53,6 +58,51 @@ def readable_contexts(actor: Actor) -> QuerySet[MemoryContext]:
     if agent is None:
         return MemoryContext.objects.filter(account_id__in=list(actor.account_ids))
     return MemoryContext.objects.filter(account_id=agent.account_id).filter(readable_by(agent.pk))
+
+
+def readable_scopes(actor: Actor) -> Readable:
+    """The long-term contexts ``actor`` may read, as rag's visibility rule for what the graph
+    derives from memory entries (``rag.visibility``; registered by ``memory.apps``): an agent's
+    readable contexts; a person's every context of the accounts where they manage memory; a
+    tool's every context of its accounts."""
+    if actor.agent is not None:
+        ids = readable_contexts(actor).order_by().values_list("pk", flat=True).distinct()
+        return Readable(scope_ids=tuple(sorted(ids)))
+    if actor.user is not None:
+        return Readable(account_ids=tuple(sorted(actor.accounts_with(MANAGE_MEMORY))))
+    return Readable(account_ids=tuple(sorted(actor.account_ids)))
+
+
+def derived_visible(actor: Actor, prefix: str = "") -> Q:
+    """Rows derived from a context (``<prefix>source_context``: the context they came from,
+    NULL for an account-wide row) that ``actor`` may see: account-wide ones, and those of a
+    context it may read (a person: of the accounts where they manage memory; a tool: all).
+    Derived data keeps the visibility of its source (docs/architecture.md, rule 11)."""
+    public = Q(**{f"{prefix}source_context__isnull": True})
+    if actor.agent is not None:
+        readable = readable_contexts(actor).values("pk")
+        return public | Q(**{f"{prefix}source_context__in": readable})
+    if actor.user is not None:
+        return public | Q(**{f"{prefix}account_id__in": list(actor.accounts_with(MANAGE_MEMORY))})
+    return Q()
+
+
+def derived_visible_sql(actor: Actor, alias: str, params: dict[str, Any]) -> str:
+    """``derived_visible`` as SQL over the row ``alias`` (a raw query's, named parameters
+    added to ``params``); ``TRUE`` for a tool."""
+    if actor.agent is not None:
+        params["dv_contexts"] = list(readable_scopes(actor).scope_ids)
+        return (
+            f"({alias}.source_context_id IS NULL"
+            f" OR {alias}.source_context_id = ANY(%(dv_contexts)s::bigint[]))"
+        )
+    if actor.user is not None:
+        params["dv_accounts"] = sorted(actor.accounts_with(MANAGE_MEMORY))
+        return (
+            f"({alias}.source_context_id IS NULL"
+            f" OR {alias}.account_id = ANY(%(dv_accounts)s::bigint[]))"
+        )
+    return "TRUE"
 
 
 def visible_contexts(

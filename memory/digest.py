@@ -2,8 +2,11 @@
 (``core.digests``): per context, the entries promoted from short-term memory by consolidation,
 the entries written and revised, and those archived (merged into a duplicate, or gone stale).
 
-Counts only, never the entries' text: a summary page is read by every author of the account,
-while an agent's memory is private to the agents its context admits.
+Counts only, never the entries' text: a summary page is read by every author of the account
+(and every agent, through the pages API), while an agent's memory is private to the agents its
+context admits. For the same reason only the contexts every agent of the account reads
+(``account`` and ``global`` scope) are named; the others (an agent's own memory, its
+conversations, a team's) are counted together in one line, without their names.
 """
 
 from __future__ import annotations
@@ -106,7 +109,11 @@ def _memories(account_id: int, day: dt.date) -> list[DigestItem]:
     contexts = MemoryContext.objects.filter(account_id=account_id, pk__in=counts).select_related(
         "owner"
     )
-    named = sorted(contexts, key=lambda c: (-sum(counts[c.pk].values()), c.name))
+    shared = {MemoryContext.Scope.ACCOUNT, MemoryContext.Scope.GLOBAL}
+    named = sorted(
+        (c for c in contexts if c.scope in shared),
+        key=lambda c: (-sum(counts[c.pk].values()), c.name),
+    )
     items = [
         DigestItem(
             section=MEMORIES,
@@ -120,6 +127,20 @@ def _memories(account_id: int, day: dt.date) -> list[DigestItem]:
         entries = sum(sum(counts[c.pk].values()) for c in hidden)
         items.append(
             DigestItem(section=MEMORIES, text=f"and {len(hidden)} more contexts", count=entries)
+        )
+    private = [c for c in contexts if c.scope not in shared]
+    if private:
+        together: dict[str, int] = {}
+        for context in private:
+            for kind, n in counts[context.pk].items():
+                together[kind] = together.get(kind, 0) + n
+        plural = "s" if len(private) > 1 else ""
+        items.append(
+            DigestItem(
+                section=MEMORIES,
+                text=f"{len(private)} private context{plural}: {_counts(together)}",
+                count=sum(together.values()),
+            )
         )
     return items
 

@@ -16,6 +16,7 @@ from core.actors import MANAGE_KNOWLEDGE_BASES, READ, WRITE_DOCUMENTS, WRITE_GRA
 from core.admin_base import AccountScopedAdmin, AccountScopedTabularInline
 from rag import services
 from rag.admin_drawing import NodeDrawingAdmin
+from rag.graph.nodes import visible_edges
 from rag.models import (
     Chunk,
     Document,
@@ -26,6 +27,7 @@ from rag.models import (
     SearchResult,
 )
 from rag.services import graph as graph_services
+from rag.visibility import visibility_of
 
 
 @admin.register(KnowledgeBase)
@@ -385,6 +387,13 @@ class GraphNodeAdmin(NodeDrawingAdmin):
     ]
     readonly_fields = ["embedding_model", "created_at", "updated_at"]
 
+    def get_queryset(self, request: HttpRequest) -> QuerySet[GraphNode]:
+        """The nodes the person may see: derived data keeps the visibility of its source
+        (``rag.visibility``: what a private conversation taught is its readers')."""
+        visible = visibility_of(self.actor(request))
+        queryset = super().get_queryset(request)
+        return queryset if visible.everything else queryset.filter(visible.node_q())
+
     def get_fields(self, request: HttpRequest, obj: Any = None) -> Any:
         if obj is None:
             return ["account", *self.editable]
@@ -435,6 +444,14 @@ class GraphEdgeAdmin(AccountScopedAdmin):
         "bidirectional",
         "metadata",
     ]
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[GraphEdge]:
+        """The edges the person may see (``rag.visibility``)."""
+        visible = visibility_of(self.actor(request))
+        queryset = super().get_queryset(request)
+        if visible.everything:
+            return queryset
+        return queryset.filter(pk__in=visible_edges(visible).values("pk"))
 
     def service_create(self, request: HttpRequest, actor: Actor, form: Any) -> GraphEdge:
         data = form.cleaned_data

@@ -21,6 +21,7 @@ from rag.graph.drawing import (
     node_drawing,
 )
 from rag.models import GraphNode
+from rag.visibility import visibility_of
 
 
 def _bounded(raw: str | None, default: int, maximum: int) -> int:
@@ -87,5 +88,6 @@ class NodeDrawingAdmin(AccountScopedAdmin):
             node=node,
             hops=_bounded(request.GET.get("hops"), DEFAULT_DRAWING_HOPS, MAX_DRAWING_HOPS),
             limit=_bounded(request.GET.get("limit"), DEFAULT_DRAWING_NODES, MAX_DRAWING_NODES),
+            visible=visibility_of(self.actor(request)),
         )
         return JsonResponse({"center": node.pk, **drawing.as_json()})

@@ -10,9 +10,10 @@ from django.utils.html import format_html_join
 
 from core.actors import READ
 from core.admin_base import AccountScopedAdmin
-from rag.graph.communities import members_of
+from rag.graph.communities import communities_seen, members_of
 from rag.models import GraphCommunity
 from rag.services import communities as community_services
+from rag.visibility import visibility_of
 
 _FIELDS: list[str] = [
     "account",
@@ -43,16 +44,24 @@ class GraphCommunityAdmin(AccountScopedAdmin):
     readonly_fields = _FIELDS
     actions = ["recompute"]
 
+    def get_queryset(self, request: HttpRequest) -> QuerySet[GraphCommunity]:
+        """The communities with a member the person may see (``rag.visibility``)."""
+        return communities_seen(super().get_queryset(request), visibility_of(self.actor(request)))
+
     @admin.display(description="summary")
     def summary_excerpt(self, obj: GraphCommunity) -> str:
         return obj.summary[:160] + ("…" if len(obj.summary) > 160 else "")
 
     @admin.display(description="members (most central first)")
     def members_list(self, obj: GraphCommunity) -> str:
+        shown = getattr(obj, "shown_members", None)  # the members the person may see
         return format_html_join(
             ", ",
             '<a href="../../../graphnode/{}/change/">{}</a> ({})',
-            ((m.node_id, m.node.name, m.node.entity_type) for m in members_of(obj)),
+            (
+                (m.node_id, m.node.name, m.node.entity_type)
+                for m in (members_of(obj) if shown is None else shown)
+            ),
         )
 
     @admin.action(description="Recompute the communities of these accounts", permissions=["view"])

@@ -25,10 +25,20 @@ from rag.models import GraphEdge, GraphNode
 from rag.search import DEFAULT_FUSION, FUSIONS, MODES
 from rag.search_apis import StageExplanation
 from rag.services import graph as graph_services
+from rag.visibility import visibility_of
 
 
 class GraphNodeOutput(serializers.ModelSerializer[GraphNode]):
+    """A node; one the reader sees only through another source's mention (its own source is
+    private: ``rag.visibility``) shows no aliases, description or metadata."""
+
     confidence = strict.FiniteFloatField()
+
+    def to_representation(self, instance: GraphNode) -> Any:
+        data = super().to_representation(instance)
+        if getattr(instance, "own_source_shown", True) is False:
+            data.update(aliases=[], description="", metadata={})
+        return data
 
     class Meta:
         model = GraphNode
@@ -222,15 +232,17 @@ class NodeDetailOutput(GraphNodeOutput):
         return GraphEdgeOutput(self.context["edges"].incoming, many=True).data
 
 
-def _detail(node: GraphNode) -> Any:
-    return NodeDetailOutput(node, context={"edges": graph.node_edges(node=node)}).data
+def _detail(node: GraphNode, actor: Any) -> Any:
+    edges = graph.node_edges(node=node, visible=visibility_of(actor))
+    return NodeDetailOutput(node, context={"edges": edges}).data
 
 
 class NodeDetailApi(ApiView):
     @extend_schema(responses=NodeDetailOutput, operation_id="graph_node_retrieve")
     def get(self, request: Request, node_id: int) -> Response:
-        node = graph.node_get(actor=request_actor(request), node_id=node_id)
-        return Response(_detail(node))
+        actor = request_actor(request)
+        node = graph.node_get(actor=actor, node_id=node_id)
+        return Response(_detail(node, actor))
 
     @extend_schema(
         request=NodeUpdateInput, responses=NodeDetailOutput, operation_id="graph_node_update"
@@ -241,7 +253,7 @@ class NodeDetailApi(ApiView):
         data = NodeUpdateInput(data=request.data)
         data.is_valid(raise_exception=True)
         node = graph_services.node_update(actor=actor, node=node, fields=data.validated_data)
-        return Response(_detail(node))
+        return Response(_detail(graph.node_get(actor=actor, node_id=node.pk), actor))
 
     @extend_schema(responses={204: None}, operation_id="graph_node_delete")
     def delete(self, request: Request, node_id: int) -> Response:
@@ -294,7 +306,8 @@ class NodeNeighboursApi(ApiView):
         operation_id="graph_node_neighbors",
     )
     def get(self, request: Request, node_id: int) -> Response:
-        node = graph.node_get(actor=request_actor(request), node_id=node_id)
+        actor = request_actor(request)
+        node = graph.node_get(actor=actor, node_id=node_id)
         limit = self.filters["limit"]
         relation_type = self.filters.get("relation_type")
         found = graph.neighbours(
@@ -303,6 +316,7 @@ class NodeNeighboursApi(ApiView):
             relation_types=[relation_type] if relation_type else [],
             direction=self.filters["direction"],
             limit=limit + 1,
+            visible=visibility_of(actor),
         )
         return Response(
             NeighboursOutput({"results": found[:limit], "truncated": len(found) > limit}).data
@@ -339,7 +353,10 @@ class PathApi(ApiView):
         source = graph.node_get(actor=actor, node_id=self.filters["from"])
         target = graph.node_get(actor=actor, node_id=self.filters["to"])
         path = graph.shortest_path(
-            source=source, target=target, direction=self.filters["direction"]
+            source=source,
+            target=target,
+            direction=self.filters["direction"],
+            visible=visibility_of(actor),
         )
         return Response(
             PathOutput({"hops": len(path.edges), "nodes": path.nodes, "edges": path.edges}).data

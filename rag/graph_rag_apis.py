@@ -146,8 +146,12 @@ class CommunityMemberOutput(serializers.Serializer):
 
 
 class CommunityOutput(serializers.ModelSerializer[GraphCommunity]):
+    """A community as its reader sees it: ``size`` and ``members`` count and list only the
+    members the reader may see (``rag.graph.communities``)."""
+
     parent_id = serializers.IntegerField(allow_null=True)
     modularity = strict.FiniteFloatField(allow_null=True)
+    size = serializers.IntegerField(source="visible_size", help_text="Members you may see.")
     members = serializers.SerializerMethodField()
 
     class Meta:
@@ -169,7 +173,10 @@ class CommunityOutput(serializers.ModelSerializer[GraphCommunity]):
 
     @extend_schema_field(CommunityMemberOutput(many=True))
     def get_members(self, community: GraphCommunity) -> Any:
-        return CommunityMemberOutput(members_of(community), many=True).data
+        shown = getattr(community, "shown_members", None)
+        return CommunityMemberOutput(
+            members_of(community) if shown is None else shown, many=True
+        ).data
 
 
 class CommunitiesApi(ApiView):

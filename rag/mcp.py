@@ -35,6 +35,7 @@ from rag.search_apis import (
     query_run,
     run_search,
 )
+from rag.visibility import visibility_of
 
 
 class AddDocumentInput(DocumentInput):
@@ -108,7 +109,7 @@ def _graph_search(call: Call) -> dict[str, Any]:
     results: list[dict[str, Any]] = []
     if data["mode"] == "graph":
         found, communities = node_walk(
-            account_ids=list(call.actor.account_ids),
+            visible=visibility_of(call.actor),
             query=data["query"],
             top_k=data["top_k"],
             max_hops=data["max_hops"],
@@ -134,7 +135,7 @@ def _graph_search(call: Call) -> dict[str, Any]:
             fusion=data["fusion"],
             entity_type=data.get("entity_type"),
         )
-        communities = node_communities([hit.node.pk for hit in hits])
+        communities = node_communities([hit.node.pk for hit in hits], visibility_of(call.actor))
         community_of = {n: c.id for c in communities for n in c.node_ids}
         for hit in hits:
             r = hit.retrieval
@@ -163,6 +164,7 @@ def _neighbours(call: Call) -> dict[str, Any]:
         relation_types=[data["relation_type"]] if data.get("relation_type") else [],
         direction=data.get("direction") or "both",
         limit=limit + 1,
+        visible=visibility_of(call.actor),
     )
     return dict(NeighboursOutput({"results": found[:limit], "truncated": len(found) > limit}).data)
 

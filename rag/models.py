@@ -351,6 +351,14 @@ class GraphNode(TimeStampedModel):
     alias_keys = ArrayField(
         models.CharField(max_length=500), default=list, blank=True, editable=False
     )
+    # Where the node came from when that may be private (``rag.visibility``): the scope of a
+    # search space whose unit named it first (a conversation's context). Blank / NULL: an
+    # account-wide source made it. A node is visible to a reader of that scope, or through any
+    # mention the reader may see.
+    derived_space = models.CharField(
+        max_length=40, blank=True, default="", db_default="", editable=False
+    )
+    derived_scope_id = models.BigIntegerField(null=True, blank=True, editable=False)
 
     objects: ClassVar[AccountScopedQuerySet[GraphNode]] = AccountScopedQuerySet.as_manager()  # type: ignore[assignment]
 
@@ -399,6 +407,14 @@ class GraphEdge(TimeStampedModel):
     confidence = models.FloatField(default=1.0)
     bidirectional = models.BooleanField(default=False)
     metadata = models.JSONField(default=dict, blank=True)
+    # Where the edge came from when that may be private (``rag.visibility``): a relation a
+    # conversation stated, the co-occurrences within one private scope. Blank / NULL: an
+    # account-wide source or an explicit write. One edge of a type joins two nodes once per
+    # source: a public and a private co-occurrence of the same pair are two rows.
+    derived_space = models.CharField(
+        max_length=40, blank=True, default="", db_default="", editable=False
+    )
+    derived_scope_id = models.BigIntegerField(null=True, blank=True, editable=False)
 
     objects: ClassVar[AccountScopedQuerySet[GraphEdge]] = AccountScopedQuerySet.as_manager()  # type: ignore[assignment]
 
@@ -406,7 +422,9 @@ class GraphEdge(TimeStampedModel):
         ordering = ["-created_at", "-id"]
         constraints = [
             models.UniqueConstraint(
-                fields=["source", "target", "relation_type"], name="graph_edge_unique"
+                fields=["source", "target", "relation_type", "derived_space", "derived_scope_id"],
+                name="graph_edge_unique",
+                nulls_distinct=False,
             ),
             models.CheckConstraint(
                 condition=~Q(source=models.F("target")), name="graph_edge_no_self_loop"

@@ -44,7 +44,12 @@ def document_get(*, actor: Actor, document_id: int) -> Document:
 
 
 def search_query_list(*, actor: Actor) -> QuerySet[SearchQuery]:
-    return SearchQuery.objects.for_actor(actor)
+    """The recorded searches the actor may read: an agent its own (a query's words may carry
+    what a private conversation taught it), a person those of their accounts."""
+    queries = SearchQuery.objects.for_actor(actor)
+    if actor.agent is not None:
+        queries = queries.filter(agent_id=actor.agent.pk)
+    return queries
 
 
 def _finite(field: str) -> Q:
@@ -59,7 +64,7 @@ def search_analytics(*, actor: Actor) -> dict[str, Any]:
     A value that is not a finite number is left out of its average instead of making it one.
     """
     rows = (
-        search_query_list(actor=actor)
+        SearchQuery.objects.for_actor(actor)  # counts and averages: the account's
         .values("mode")
         .annotate(
             queries=Count("id"),

@@ -14,8 +14,9 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils.html import format_html, format_html_join
 
-from core.actors import READ, Actor
+from core.actors import READ, Actor, actor_for_account
 from core.admin_base import AccountScopedAdmin
+from memory.context_access import derived_visible
 from memory.models import KnowledgeItem, KnowledgeStore
 from memory.roles import MANAGE_MEMORY
 from memory.selectors import knowledge as selectors
@@ -113,7 +114,9 @@ class KnowledgeItemAdmin(AccountScopedAdmin):
         ]
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[KnowledgeItem]:
-        queryset = super().get_queryset(request)
+        # Derived data keeps the visibility of its source: an item extracted from a
+        # conversation is for the people who manage memory (docs/architecture.md, rule 11).
+        queryset = super().get_queryset(request).filter(derived_visible(self.actor(request)))
         match = request.resolver_match
         if match is not None and (match.url_name or "").endswith("_changelist"):
             queryset = queryset.filter(is_current=True)
@@ -123,10 +126,17 @@ class KnowledgeItemAdmin(AccountScopedAdmin):
     def short_content(self, obj: KnowledgeItem) -> str:
         return obj.content[:80]
 
+    def get_object(self, request: HttpRequest, object_id: str, from_field: Any = None) -> Any:
+        found = super().get_object(request, object_id, from_field)
+        if found is not None:  # who reads it: its versions and relationships are theirs
+            found.viewer = self.actor(request)
+        return found
+
     @admin.display(description="versions and their sources")
     def versions(self, obj: KnowledgeItem) -> str:
         history = (
             KnowledgeItem.objects.filter(lineage=obj.lineage)
+            .filter(derived_visible(_viewer(obj)))
             .defer("embedding")
             .prefetch_related("sources")
             .order_by("-version")
@@ -154,7 +164,7 @@ class KnowledgeItemAdmin(AccountScopedAdmin):
     def relationships(self, obj: KnowledgeItem) -> str:
         if obj.graph_node_id is None:
             return "-"
-        found = selectors.node_relationships(obj)
+        found = selectors.node_relationships(obj, _viewer(obj))
         rows = format_html_join(
             "",
             "<tr><td>{}</td><td>{}</td><td>{}/{}</td><td>{}</td></tr>",
@@ -185,6 +195,7 @@ class KnowledgeItemAdmin(AccountScopedAdmin):
                 metadata=data["metadata"],
                 confidence=data["confidence"],
                 account_id=original.account_id,
+                source_context_id=original.source_context_id,
             )
 
     @admin.action(
@@ -198,3 +209,10 @@ class KnowledgeItemAdmin(AccountScopedAdmin):
             lambda item: services.knowledge_item_invalidate(actor=actor, item=item),
             "Invalidated",
         )
+
+
+def _viewer(obj: KnowledgeItem) -> Actor:
+    """The person viewing ``obj`` (set by ``get_object``); without one, its account's tool
+    (never reached by a page, which always reads through ``get_object``)."""
+    viewer = getattr(obj, "viewer", None)
+    return viewer if isinstance(viewer, Actor) else actor_for_account(obj.account_id)

@@ -29,9 +29,17 @@ NAME_HELP = (
 
 
 class KnowledgeStoreOutput(serializers.ModelSerializer[KnowledgeStore]):
+    item_count = serializers.SerializerMethodField(
+        help_text="The current, valid items you may read (items extracted from a conversation "
+        "count for those who may read it)."
+    )
+
     class Meta:
         model = KnowledgeStore
         fields = ["id", "name", "description", "knowledge_type", "item_count", "created_at"]
+
+    def get_item_count(self, store: KnowledgeStore) -> int:
+        return int(getattr(store, "visible_items", store.item_count))
 
 
 class KnowledgeSourceInput(strict.InputSerializer):
@@ -54,6 +62,11 @@ class KnowledgeItemOutput(serializers.ModelSerializer[KnowledgeItem]):
     previous_id = serializers.IntegerField(allow_null=True)
     graph_node_id = serializers.IntegerField(allow_null=True)
     author_agent_id = serializers.IntegerField(source="author_id", allow_null=True)
+    source_context_id = serializers.IntegerField(
+        allow_null=True,
+        help_text="The memory context the item was extracted from (a conversation's): only "
+        "those who may read it see the item. Null: written explicitly, account-wide.",
+    )
     confidence = strict.FiniteFloatField()
     sources = KnowledgeSourceOutput(many=True)
 
@@ -77,6 +90,7 @@ class KnowledgeItemOutput(serializers.ModelSerializer[KnowledgeItem]):
             "graph_node_id",
             "embedding_model",
             "author_agent_id",
+            "source_context_id",
             "created_at",
         ]
 

@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
     dependencies = [
         ("core", "0004_installation_operators_group"),
-        ("memory", "0015_entry_fillfactor"),
+        ("memory", "0016_derived_visibility"),
     ]
 
     operations = [

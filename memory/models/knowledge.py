@@ -25,6 +25,7 @@ from pgvector.django import HnswIndex, VectorField
 
 from core.models import Account, Agent, TimeStampedModel
 from core.querysets import AccountScopedQuerySet
+from memory.models.long_term import MemoryContext
 from rag.models import GraphNode
 from rag.spaces import AbstractKeywordPosting, AbstractKeywordTerm
 
@@ -106,6 +107,20 @@ class KnowledgeItem(models.Model):
     author = models.ForeignKey(
         Agent, on_delete=models.SET_NULL, null=True, blank=True, related_name="+", editable=False
     )
+    # Derived data keeps the visibility of its source: an item extraction took out of a
+    # conversation records the conversation's context, and only the readers of that context
+    # see it (``memory.context_access.derived_visible``). NULL: written explicitly, account-wide.
+    # No database constraint: an item outlives a deleted conversation, readable by nobody but
+    # memory managers, never turned account-wide.
+    source_context = models.ForeignKey(
+        MemoryContext,
+        on_delete=models.DO_NOTHING,
+        db_constraint=False,
+        null=True,
+        blank=True,
+        related_name="+",
+        editable=False,
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     objects: ClassVar[AccountScopedQuerySet[KnowledgeItem]] = AccountScopedQuerySet.as_manager()  # type: ignore[assignment]
@@ -119,11 +134,15 @@ class KnowledgeItem(models.Model):
             models.UniqueConstraint(
                 fields=["lineage"], condition=Q(is_current=True), name="knowledge_item_one_current"
             ),
-            # The key names one item of the store: one current version per key.
+            # The key names one item of the store per source: one current version per key
+            # among the account-wide items, and per key within each context's extractions (a
+            # conversation never writes a version of an item others may not read, nor reads
+            # theirs).
             models.UniqueConstraint(
-                fields=["store", "key"],
+                fields=["store", "key", "source_context"],
                 condition=Q(is_current=True),
                 name="knowledge_item_unique_current_key",
+                nulls_distinct=False,
             ),
             models.CheckConstraint(
                 condition=Q(confidence__gte=0, confidence__lte=1),

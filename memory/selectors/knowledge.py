@@ -1,6 +1,8 @@
 """Reads of knowledge items (docs/memory.md, "Knowledge items"), scoped by the actor inside
 every query. Knowledge bases are account-wide: every agent of the account reads every base.
-A base or item of another account answers exactly like a missing one.
+A base or item of another account answers exactly like a missing one. An item extracted from
+a conversation keeps the visibility of its source (``source_context``): only those who may read
+that conversation see it (``memory.context_access.derived_visible``), in every read here.
 
 ``knowledge_search`` is the entry point for other code (context assembly): the best current,
 valid items of the chosen bases (or knowledge types) for a query, through the one engine.
@@ -14,16 +16,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from django.db.models import Prefetch, QuerySet
+from django.db.models import Count, F, Prefetch, Q, QuerySet
 
 from core.actors import Actor
 from core.errors import NotFound, ValidationFailed
 from core.search import list_length_check, search_query_check, top_k_check
+from memory.context_access import derived_visible, derived_visible_sql
 from memory.models import KnowledgeItem, KnowledgeSource, KnowledgeStore
 from memory.spaces import KNOWLEDGE_ITEMS
 from rag.graph import nodes as graph_nodes
 from rag.models import GraphEdge
 from rag.search import DEFAULT_FUSION, DEFAULT_WEIGHTS, MIN_CANDIDATES, RankedHit, space_rank
+from rag.visibility import visibility_of
 
 
 def base_not_found(names: Sequence[str] = ()) -> NotFound:
@@ -40,7 +44,16 @@ def stores_visible(actor: Actor) -> QuerySet[KnowledgeStore]:
 
 
 def store_list(actor: Actor) -> QuerySet[KnowledgeStore]:
-    return stores_visible(actor).order_by("-created_at", "-id")
+    """The account's bases, with ``visible_items``: the current, valid items the actor may
+    see (the stored ``item_count`` counts everyone's)."""
+    searchable = Q(items__is_current=True, items__valid_to__isnull=True)
+    return (
+        stores_visible(actor)
+        .annotate(
+            visible_items=Count("items", filter=searchable & derived_visible(actor, "items__"))
+        )
+        .order_by("-created_at", "-id")
+    )
 
 
 def store_get(actor: Actor, name: str) -> KnowledgeStore:
@@ -74,38 +87,55 @@ def _with_sources(items: QuerySet[KnowledgeItem]) -> QuerySet[KnowledgeItem]:
     )
 
 
-def item_current(store: KnowledgeStore, key: str) -> KnowledgeItem | None:
-    """The current version of ``key`` in ``store`` (a store the caller has already been given)."""
+def item_current(
+    store: KnowledgeStore, key: str, source_context_id: int | None = None
+) -> KnowledgeItem | None:
+    """The current version of ``key`` in ``store`` (a store the caller has already been given)
+    among the items of one source: account-wide (None) or extracted from one context."""
     return _with_sources(
-        KnowledgeItem.objects.filter(store=store, key=key, is_current=True)
+        KnowledgeItem.objects.filter(
+            store=store, key=key, is_current=True, source_context_id=source_context_id
+        )
     ).first()
 
 
+def items_visible(actor: Actor) -> QuerySet[KnowledgeItem]:
+    """Every version of every item the actor may read."""
+    return KnowledgeItem.objects.for_actor(actor).filter(derived_visible(actor))
+
+
 def item_get(actor: Actor, base: str, key: str) -> KnowledgeItem:
-    """The current version of the item ``key`` of the base ``base`` (404
-    ``knowledge_base_not_found`` / ``knowledge_item_not_found``)."""
-    item = item_current(store_get(actor, base), key)
+    """The current version of the item ``key`` of the base ``base`` that the actor may read:
+    the account-wide one, else the newest extracted one it may read (one key may name an item
+    of each source). 404 ``knowledge_base_not_found`` / ``knowledge_item_not_found``."""
+    store = store_get(actor, base)
+    item = (
+        _with_sources(items_visible(actor).filter(store=store, key=key, is_current=True))
+        .order_by(F("source_context").asc(nulls_first=True), "-created_at", "-id")
+        .first()
+    )
     if item is None:
         raise item_not_found()
     return item
 
 
 def item_list(actor: Actor, base: str) -> QuerySet[KnowledgeItem]:
-    """The current versions of the base's items (invalidated ones included: they say so)."""
+    """The current versions of the base's items the actor may read (invalidated ones
+    included: they say so)."""
     store = store_get(actor, base)
-    return _with_sources(KnowledgeItem.objects.filter(store=store, is_current=True))
+    return _with_sources(items_visible(actor).filter(store=store, is_current=True))
 
 
 def item_versions(actor: Actor, base: str, key: str) -> QuerySet[KnowledgeItem]:
-    """Every version of the item, newest first."""
+    """Every version of the item the actor may read, newest first."""
     item = item_get(actor, base, key)
-    return _with_sources(KnowledgeItem.objects.filter(lineage=item.lineage))
+    return _with_sources(items_visible(actor).filter(lineage=item.lineage))
 
 
 def knowledge_item_visible(*, actor: Actor, item_id: int) -> bool:
     """Is ``item_id`` a version of a knowledge item the actor may read? (the memory tools'
     related search links memories to items by id)."""
-    return KnowledgeItem.objects.for_actor(actor).filter(pk=item_id).exists()
+    return items_visible(actor).filter(pk=item_id).exists()
 
 
 # --- relationships (edges of rag's knowledge graph) ------------------------------------------
@@ -124,22 +154,26 @@ class Relationship:
 
 
 def item_relationships(actor: Actor, base: str, key: str) -> list[Relationship]:
-    """The item's relationships to other knowledge items, each way, strongest first (edges of
-    its graph node to nodes of other items; edges to other kinds of node are the graph's)."""
-    return node_relationships(item_get(actor, base, key))
+    """The item's relationships to other knowledge items the actor may read, each way,
+    strongest first (edges of its graph node to nodes of other items; edges to other kinds of
+    node are the graph's)."""
+    return node_relationships(item_get(actor, base, key), actor)
 
 
-def node_relationships(item: KnowledgeItem) -> list[Relationship]:
-    """The relationships of an item already read (``item_relationships``, the admin)."""
+def node_relationships(item: KnowledgeItem, actor: Actor) -> list[Relationship]:
+    """The relationships of an item already read (``item_relationships``, the admin) to the
+    items ``actor`` may read, along the edges it may see."""
     if item.graph_node_id is None:
         return []
-    edges = graph_nodes.node_edges(node=item.graph_node)  # type: ignore[arg-type]
+    edges = graph_nodes.node_edges(
+        node=item.graph_node,  # type: ignore[arg-type]
+        visible=visibility_of(actor),
+    )
     other_ids = {e.target_id for e in edges.outgoing} | {e.source_id for e in edges.incoming}
     others = {
         found.graph_node_id: found
-        for found in KnowledgeItem.objects.filter(
-            account_id=item.account_id, graph_node_id__in=other_ids, is_current=True
-        )
+        for found in items_visible(actor)
+        .filter(account_id=item.account_id, graph_node_id__in=other_ids, is_current=True)
         .select_related("store")
         .defer("embedding")
     }
@@ -221,6 +255,7 @@ def knowledge_search(
     query_vector: np.ndarray | None = None,
     load_sources: bool = True,
     min_similarity: float | None = None,
+    seen_from_context: int | None = None,
 ) -> KnowledgeSearch:
     """The ``top_k`` best current, valid knowledge items for ``query`` (hybrid: vector and
     BM25, weighted fusion), each with its score and an explanation of its stages.
@@ -233,8 +268,10 @@ def knowledge_search(
     as context assembly: a statement fewer on its hot path). ``min_similarity``: of the
     ``top_k`` best, only the hits whose embedding's cosine similarity to the query's reaches
     it (a hit found by its words alone has none measured, so none qualifies); when no item
-    reaches it, nothing but the vector stage runs. Bounds: ``query`` 1..4,000
-    characters, ``top_k`` 1..100, lists of at most 100.
+    reaches it, nothing but the vector stage runs. ``seen_from_context``: only the items every
+    reader of that context sees (account-wide ones and its own: extraction decides a
+    conversation's facts against those alone). Bounds: ``query`` 1..4,000 characters,
+    ``top_k`` 1..100, lists of at most 100.
     """
     search_query_check(query)
     if not query.strip():
@@ -248,6 +285,12 @@ def knowledge_search(
     timings = {"scope": round((time.perf_counter() - started) * 1000, 3)}
     if not stores:
         return KnowledgeSearch(hits=[], bases=[], timings_ms=timings)
+    params: dict[str, Any] = {}
+    conditions = [derived_visible_sql(actor, "u", params)]
+    if seen_from_context is not None:
+        params["k_context"] = seen_from_context
+        conditions.append("(u.source_context_id IS NULL OR u.source_context_id = %(k_context)s)")
+    visible = " AND ".join(c for c in conditions if c != "TRUE")
     ranking = space_rank(
         space=KNOWLEDGE_ITEMS,
         scope_ids=[s.pk for s in stores],
@@ -257,15 +300,21 @@ def knowledge_search(
         weights=DEFAULT_WEIGHTS,
         query_vector=query_vector,
         vector_floor=min_similarity,
+        filter_sql=visible,
+        filter_params=params,
     )
     timings.update(ranking.stage_ms)
     started = time.perf_counter()
     ranked = ranking.hits[:top_k]
     if min_similarity is not None:
         ranked = [h for h in ranked if h.similar(min_similarity)]
-    found = KnowledgeItem.objects.filter(
+    found = items_visible(actor).filter(
         pk__in=[h.unit_id for h in ranked], is_current=True, valid_to__isnull=True
     )
+    if seen_from_context is not None:
+        found = found.filter(
+            Q(source_context__isnull=True) | Q(source_context_id=seen_from_context)
+        )
     items = (_with_sources(found) if load_sources else _with_store(found)).in_bulk()
     hits = [
         KnowledgeHit(item=items[h.unit_id], score=round(h.score, 6), ranked=h)

@@ -34,6 +34,7 @@ from memory.selectors.relevance import (
 from memory.spaces import MEMORY_ENTRIES
 from rag import granularity, late_interaction
 from rag.analysis import asks_for_several
+from rag.graph.chunks import uses_graph
 from rag.graph.retrieval import DEFAULT_MAX_HOPS, GRAPH, max_hops_check, stages_check
 from rag.graph.staged import staged_rank
 from rag.search import (
@@ -43,6 +44,7 @@ from rag.search import (
     fusion_weights,
     search_options_validate,
 )
+from rag.visibility import visibility_of
 
 # Hybrid fusion of memory entries leans on BM25: on short chat turns it beats the small local
 # embedding model, and 0.4 / 0.6 retrieves more evidence than the documents' 0.5 / 0.5 on LoCoMo
@@ -331,6 +333,7 @@ def long_term_ranked(
         query_vector=query_vector,
         group_lift=False,  # applied below, from the scoring statement's threads
         vector_floor=min_similarity,
+        visible=visibility_of(actor) if uses_graph(mode, stages) else None,
     )
     ranked = ranking.hits
     now = timezone.now()

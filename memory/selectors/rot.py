@@ -31,7 +31,7 @@ from django.utils import timezone
 from core.actors import Actor
 from core.embeddings import get_embedding_provider
 from core.errors import NotFound, ValidationFailed
-from memory.context_access import readable_contexts
+from memory.context_access import derived_visible, derived_visible_sql, readable_contexts
 from memory.models import KnowledgeItem, KnowledgeSource, MemoryEntry
 from memory.roles import MANAGE_MEMORY
 
@@ -130,7 +130,7 @@ def rot_report(
         "outdated_document": lambda: _outdated_documents(account, limit),
         "invalidated_memory": lambda: _invalidated_memories(actor, account, limit),
         "unused_skill": lambda: _unused_skills(account, before, days, limit),
-        "orphaned_knowledge_item": lambda: _orphaned_items(account, limit),
+        "orphaned_knowledge_item": lambda: _orphaned_items(actor, account, limit),
     }
     sections = []
     for kind in KINDS:
@@ -237,6 +237,7 @@ _INVALIDATED = """
     JOIN memory_knowledgestore st ON st.id = c.store_id
     WHERE e.account_id = %(account)s AND e.is_current AND e.archived_at IS NULL
       AND (%(contexts)s::bigint[] IS NULL OR e.context_id = ANY(%(contexts)s::bigint[]))
+      AND {visible}
       AND ((c.valid_to IS NOT NULL AND c.valid_to > e.created_at)
            OR (c.id <> k.id AND c.created_at > e.created_at))
 """
@@ -246,20 +247,23 @@ def _invalidated_memories(actor: Actor, account_id: int, limit: int) -> tuple[li
     contexts = None
     if actor.agent is not None:
         contexts = list(readable_contexts(actor).values_list("pk", flat=True).distinct())
-    params = {"account": account_id, "contexts": contexts, "limit": limit}
+    params: dict[str, Any] = {"account": account_id, "contexts": contexts, "limit": limit}
+    # The newer fact is named only to those who may read it (derived data keeps the
+    # visibility of its source: docs/architecture.md, rule 11).
+    newer_visible = derived_visible_sql(actor, "c", params)
     columns = (
         "DISTINCT ON (e.id) e.id, e.context_id, left(e.content, 200), c.id, st.name, c.key, "
         "left(c.content, 200), c.valid_to, c.version"
     )
     with connection.cursor() as cursor:
         cursor.execute(
-            _INVALIDATED.format(columns=columns) + " ORDER BY e.id, c.id LIMIT %(limit)s", params
-        )
-        rows = cursor.fetchall()
-        cursor.execute(
-            f"SELECT count(DISTINCT e.id) FROM ({_INVALIDATED.format(columns='e.id')}) e",  # noqa: S608
+            _INVALIDATED.format(columns=columns, visible=newer_visible)
+            + " ORDER BY e.id, c.id LIMIT %(limit)s",
             params,
         )
+        rows = cursor.fetchall()
+        counted = _INVALIDATED.format(columns="e.id", visible=newer_visible)
+        cursor.execute(f"SELECT count(DISTINCT e.id) FROM ({counted}) e", params)  # noqa: S608
         total = int(cursor.fetchone()[0])
     items = []
     for entry_id, context_id, text, item_id, base, key, fact, valid_to, version in rows:
@@ -308,9 +312,9 @@ def _unused_skills(
 _RESOLVABLE = ("conversation_message", "document_chunk", "page")
 
 
-def _orphaned_items(account_id: int, limit: int) -> tuple[list[RotItem], int]:
-    """Current, valid items with at least one source naming a message, chunk or page of the
-    account that no longer exists."""
+def _orphaned_items(actor: Actor, account_id: int, limit: int) -> tuple[list[RotItem], int]:
+    """Current, valid items the actor may read with at least one source naming a message,
+    chunk or page of the account that no longer exists."""
     from content import selectors as content
     from rag import selectors as rag
 
@@ -321,6 +325,7 @@ def _orphaned_items(account_id: int, limit: int) -> tuple[list[RotItem], int]:
             item__is_current=True,
             item__valid_to__isnull=True,
         )
+        .filter(derived_visible(actor, "item__"))
         .order_by("item_id", "pk")
         .values_list("item_id", "source_type", "source_id")
     )

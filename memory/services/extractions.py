@@ -15,7 +15,14 @@ cannot be reached or answers unusable JSON, the batch is extracted offline inste
 Facts are knowledge items in the account's base ``EXTRACTION_BASE`` (factual, so context
 assembly reads them for conversations), each version sourced from its messages
 (``conversation_message``, the entry id); entities are nodes of rag's knowledge graph (found
-again by their name and type), relations its edges. No write here runs inside a transaction
+again by their name and type), relations its edges.
+
+Derived data keeps the visibility of its source (docs/architecture.md, rule 11): every item,
+node and edge written here records the conversation's context, so only those who may read the
+conversation see it. A key names one item per source: a conversation writes versions of its
+own items only, and the model decides its facts against the items every reader of the
+conversation sees (account-wide ones and the conversation's own), never another's
+(``memory.services.extraction_writer`` writes them). No write here runs inside a transaction
 of its own: each knowledge or graph service commits its own, after its embedding is computed.
 """
 
@@ -24,14 +31,12 @@ from __future__ import annotations
 import hashlib
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Any
 
-from django.db.models import F
+from django.db.models import F, Q
 from django.utils import timezone
 
 from core.actors import Actor, actor_for_account
-from core.errors import Conflict, ValidationFailed
+from core.errors import ValidationFailed
 from core.llm import LLMError, LLMProvider, get_llm_provider
 from memory.context_access import require_writable
 from memory.extraction import llm, offline
@@ -41,14 +46,12 @@ from memory.selectors import knowledge as knowledge_selectors
 from memory.selectors.conversations import messages_in_range
 from memory.services import knowledge as knowledge_services
 from memory.services.conversations import turn_range_check
+from memory.services.extraction_writer import EXTRACTION_BASE as EXTRACTION_BASE
+from memory.services.extraction_writer import ExtractionRun, ExtractionWriter
 from memory.services.graph_links import conversation_graph_link
-from rag.graph.entities import name_key
-from rag.models import GraphEdge, GraphNode
-from rag.services import graph as graph_services
 
 logger = logging.getLogger("engram.memory")
 
-EXTRACTION_BASE = "conversations"
 CANDIDATES = 10
 LLM_CONFIDENCE = 0.7
 # Offline relations: the fact's predicate -> the entity type of its value.
@@ -61,196 +64,10 @@ Decision = Extraction.Decision
 Kind = Extraction.Kind
 
 
-@dataclass
-class ExtractionRun:
-    from_turn: int
-    to_turn: int
-    method: str
-    extractions: list[Extraction] = field(default_factory=list)
-
-    @property
-    def counts(self) -> dict[str, int]:
-        plural = {Kind.FACT: "facts", Kind.ENTITY: "entities", Kind.RELATION: "relations"}
-        counts = {f"{d}": 0 for d in Decision.values} | {name: 0 for name in plural.values()}
-        for row in self.extractions:
-            counts[row.decision] += 1
-            counts[plural[Kind(row.kind)]] += 1
-        counts["failed"] = sum(1 for row in self.extractions if row.error)
-        return counts
-
-
-@dataclass
-class _Writer:
-    """Writes one run's knowledge and rows for one conversation."""
-
-    actor: Actor
-    conversation: Conversation
-    method: str
-    run: ExtractionRun
-    nodes: dict[tuple[str, str], tuple[GraphNode, bool]] = field(default_factory=dict)
-
-    @property
-    def account_id(self) -> int:
-        return self.conversation.account_id
-
-    def row(
-        self,
-        messages: Sequence[MemoryEntry],
-        *,
-        kind: str,
-        decision: str,
-        fact: str,
-        confidence: float,
-        **links: Any,
-    ) -> Extraction:
-        ordered = sorted(messages, key=lambda m: m.position or 0)
-        made = Extraction.objects.create(
-            account_id=self.account_id,
-            conversation_id=self.conversation.pk,
-            message_ids=[m.pk for m in ordered],
-            turns=[m.position or 0 for m in ordered],
-            method=self.method,
-            kind=kind,
-            decision=decision,
-            fact=fact,
-            confidence=min(1.0, max(0.0, confidence)),
-            **links,
-        )
-        self.run.extractions.append(made)
-        return made
-
-    def fact_put(
-        self,
-        messages: Sequence[MemoryEntry],
-        *,
-        key: str,
-        text: str,
-        confidence: float,
-        base: str = EXTRACTION_BASE,
-        metadata: dict[str, Any] | None = None,
-    ) -> Extraction:
-        """The fact as item ``key`` of ``base``: a new item (add), a new version (update) or,
-        when the current valid version says it already, nothing (none)."""
-        store = knowledge_selectors.stores_visible(self.actor).filter(
-            account_id=self.account_id, name=base
-        )
-        current = None
-        if store.exists():
-            current = knowledge_selectors.item_current(store.get(), key)
-        if current is not None and current.is_valid and current.content == text:
-            return self.row(
-                messages, kind=Kind.FACT, decision=Decision.NONE, fact=text,
-                confidence=confidence, key=key, knowledge_item=current,
-            )  # fmt: skip
-        outcome = knowledge_services.knowledge_item_put(
-            actor=self.actor,
-            base=base,
-            key=key,
-            content=text,
-            confidence=confidence,
-            metadata={"conversation_id": self.conversation.pk, **(metadata or {})},
-            sources=[
-                knowledge_services.SourceInput(
-                    "conversation_message", str(m.pk), reliability=confidence
-                )
-                for m in messages
-            ],
-            account_id=self.account_id,
-        )
-        decision = (
-            Decision.ADD
-            if outcome.created
-            else Decision.UPDATE
-            if outcome.changed
-            else Decision.NONE
-        )
-        return self.row(
-            messages, kind=Kind.FACT, decision=decision, fact=text, confidence=confidence,
-            key=key, knowledge_item=outcome.item,
-        )  # fmt: skip
-
-    def node(self, name: str, entity_type: str, confidence: float) -> tuple[GraphNode, bool]:
-        """The account's node of this name (case-insensitive) and type, made when missing:
-        (node, made now)."""
-        wanted = (name.strip().lower(), entity_type)
-        if wanted in self.nodes:
-            return self.nodes[wanted][0], False
-        found = (
-            GraphNode.objects.defer("embedding")
-            .filter(account_id=self.account_id, name_key=name_key(name))
-            .first()
-        )
-        made = found is None
-        if found is None:
-            try:
-                found = graph_services.node_create(
-                    actor=self.actor,
-                    account_id=self.account_id,
-                    name=name.strip(),
-                    entity_type=entity_type,
-                    node_type=GraphNode.NodeType.ENTITY,
-                    confidence=confidence,
-                    metadata={"extracted_from": f"conversation:{self.conversation.pk}"},
-                    roles=knowledge_services.WRITE_KNOWLEDGE,
-                )
-            except Conflict:  # made meanwhile by a concurrent run
-                made = False
-                found = (
-                    GraphNode.objects.defer("embedding")
-                    .filter(account_id=self.account_id, entity_type=entity_type)
-                    .get(name__iexact=name.strip())
-                )
-        self.nodes[wanted] = (found, made)
-        return found, made
-
-    def entity(
-        self, messages: Sequence[MemoryEntry], name: str, entity_type: str, confidence: float
-    ) -> Extraction:
-        node, made = self.node(name, entity_type, confidence)
-        return self.row(
-            messages, kind=Kind.ENTITY, decision=Decision.ADD if made else Decision.NONE,
-            fact=f"{node.name} ({entity_type})", confidence=confidence, graph_node=node,
-        )  # fmt: skip
-
-    def relation(
-        self,
-        messages: Sequence[MemoryEntry],
-        source: GraphNode,
-        relation_type: str,
-        target: GraphNode,
-        confidence: float,
-    ) -> Extraction | None:
-        relation_type = offline.slug(relation_type)[:100]
-        if not relation_type or source.pk == target.pk:
-            return None
-        text = f"{source.name} {relation_type} {target.name}"
-        try:
-            edge = graph_services.edge_create(
-                actor=self.actor,
-                account_id=self.account_id,
-                source_id=source.pk,
-                target_id=target.pk,
-                relation_type=relation_type,
-                confidence=confidence,
-                metadata={"extracted_from": f"conversation:{self.conversation.pk}"},
-                roles=knowledge_services.WRITE_KNOWLEDGE,
-            )
-            decision = Decision.ADD
-        except Conflict:
-            edge = GraphEdge.objects.get(
-                source_id=source.pk, target_id=target.pk, relation_type=relation_type
-            )
-            decision = Decision.NONE
-        return self.row(
-            messages, kind=Kind.RELATION, decision=decision, fact=text,
-            confidence=confidence, graph_edge=edge,
-        )  # fmt: skip
-
-
 # --- the extractors --------------------------------------------------------------------------
 
 
-def _offline(writer: _Writer, messages: Sequence[MemoryEntry]) -> None:
+def _offline(writer: ExtractionWriter, messages: Sequence[MemoryEntry]) -> None:
     speakers = {m.speaker for m in messages if m.speaker}
     mentioned = offline.entities_of([m.content for m in messages], speakers)
     # Each entity once per run, with every message that mentions it.
@@ -301,7 +118,7 @@ def _hashed_key(text: str) -> str:
     return "fact." + hashlib.sha256(" ".join(text.lower().split()).encode()).hexdigest()[:16]
 
 
-def _llm(writer: _Writer, provider: LLMProvider, messages: Sequence[MemoryEntry]) -> None:
+def _llm(writer: ExtractionWriter, provider: LLMProvider, messages: Sequence[MemoryEntry]) -> None:
     """The model's extraction (raises LLMError before anything is written when the first call
     fails, so the caller can fall back)."""
     proposal = llm.propose(
@@ -316,7 +133,10 @@ def _llm(writer: _Writer, provider: LLMProvider, messages: Sequence[MemoryEntry]
         [
             llm.Candidate(hit.item.pk, hit.item.key, hit.item.content)
             for hit in knowledge_selectors.knowledge_search(
-                actor=writer.actor, query=fact.text, top_k=CANDIDATES
+                actor=writer.actor,
+                query=fact.text,
+                top_k=CANDIDATES,
+                seen_from_context=writer.context_id,
             ).hits
         ]
         for fact in proposal.facts
@@ -335,6 +155,7 @@ def _llm(writer: _Writer, provider: LLMProvider, messages: Sequence[MemoryEntry]
                 KnowledgeItem.objects.defer("embedding")
                 .select_related("store")
                 .filter(account_id=writer.account_id, pk=chosen.item_id, is_current=True)
+                .filter(Q(source_context__isnull=True) | Q(source_context_id=writer.context_id))
                 .first()
             )
         if decided.decision == "update" and item is not None:
@@ -342,7 +163,11 @@ def _llm(writer: _Writer, provider: LLMProvider, messages: Sequence[MemoryEntry]
                 where, key=item.key, text=decided.text, confidence=fact.confidence,
                 base=item.store.name,
             )  # fmt: skip
-        elif decided.decision == "invalidate" and item is not None:
+        elif (
+            decided.decision == "invalidate"
+            and item is not None
+            and item.source_context_id == writer.context_id
+        ):  # an account-wide item is never invalidated by what one conversation said
             done = knowledge_services.knowledge_item_invalidate(
                 actor=writer.actor, item=item, reason=fact.text
             )
@@ -355,7 +180,7 @@ def _llm(writer: _Writer, provider: LLMProvider, messages: Sequence[MemoryEntry]
                 where, kind=Kind.FACT, decision=Decision.NONE, fact=fact.text,
                 confidence=fact.confidence, key=item.key if item else "", knowledge_item=item,
             )  # fmt: skip
-        else:  # add (or an update / invalidation of an item gone meanwhile)
+        else:  # add (or an update / invalidation of an item gone meanwhile, or not its own)
             writer.fact_put(where, key=_fact_key(fact), text=fact.text, confidence=fact.confidence)
     types: dict[str, str] = {}
     for entity in proposal.entities:
@@ -395,11 +220,11 @@ def _extract(
     provider = get_llm_provider()
     if provider.model_id.startswith("offline:"):
         run.method = OFFLINE_METHOD
-        _offline(_Writer(actor, conversation, OFFLINE_METHOD, run), messages)
+        _offline(ExtractionWriter(actor, conversation, OFFLINE_METHOD, run), messages)
         return
     methods = set()
     for stretch in _stretches(messages):
-        writer = _Writer(actor, conversation, f"llm:{provider.model_id}", run)
+        writer = ExtractionWriter(actor, conversation, f"llm:{provider.model_id}", run)
         written = len(run.extractions)
         try:
             _llm(writer, provider, stretch)
@@ -409,7 +234,7 @@ def _extract(
             if len(run.extractions) > written:
                 raise  # something of this stretch was written: not a clean fallback
             logger.warning("extraction: the model failed (%s); extracting offline", exc)
-        _offline(_Writer(actor, conversation, OFFLINE_METHOD, run), stretch)
+        _offline(ExtractionWriter(actor, conversation, OFFLINE_METHOD, run), stretch)
         methods.add(OFFLINE_METHOD)
     run.method = " + ".join(sorted(methods)) or OFFLINE_METHOD
 
@@ -470,7 +295,7 @@ def extraction_follow_up(*, conversation_id: int) -> ExtractionRun | None:
         logger.exception(
             "extraction of conversation %s turns %s-%s failed", conversation_id, start, end
         )
-        _Writer(actor, conversation, run.method, run).row(
+        ExtractionWriter(actor, conversation, run.method, run).row(
             messages, kind=Kind.FACT, decision=Decision.NONE, fact="", confidence=0.0,
             error=f"{type(exc).__name__}: {exc}"[:2000],
         )  # fmt: skip

@@ -30,9 +30,10 @@ from memory.models.knowledge import MAX_BASE_NAME_LENGTH, MAX_KEY_LENGTH
 from memory.roles import MANAGE_MEMORY
 from memory.selectors import knowledge as selectors
 from memory.services.knowledge_index import index_forget, index_put
-from memory.spaces import knowledge_item_text
+from memory.spaces import MEMORY_ENTRIES, knowledge_item_text
 from rag.models import GraphEdge, GraphNode
 from rag.services import graph as graph_services
+from rag.visibility import source_of
 
 # A key or a base name: a letter or digit, then letters, digits and . _ : @ - (no "/", so it
 # is one URL path segment). Keys up to 200 characters, base names up to 100.
@@ -250,13 +251,16 @@ def knowledge_item_put(
     confidence: float = 1.0,
     sources: Sequence[SourceInput] | None = None,
     account_id: int | None = None,
+    source_context_id: int | None = None,
 ) -> PutOutcome:
     """Write the item ``key`` of the base ``base`` (created, factual, on first use): version 1
     for a new key; otherwise a new version when anything differs from the current one (or it
     was invalidated), the previous version kept readable. The same content, type, metadata,
     confidence and sources (or none given) as the current valid version write nothing.
     ``sources`` omitted carries the current version's sources over. ``account_id``: the
-    account, for an actor in several (a person in the admin)."""
+    account, for an actor in several (a person in the admin). ``source_context_id``: the
+    context the item is derived from (extraction from a conversation): it keeps that context's
+    visibility, and the key names an item of that source alone (None: account-wide)."""
     key_check(key)
     if not content.strip():
         raise ValidationFailed("The content is empty.", code="empty_content")
@@ -276,7 +280,7 @@ def knowledge_item_put(
     account_id = account_id if account_id is not None else actor.account_id
     _writer(actor, account_id)
     store = _store_for_put(actor, base, account_id)
-    current = selectors.item_current(store, key)
+    current = selectors.item_current(store, key, source_context_id)
     if current is not None:
         unchanged = (
             current.is_valid
@@ -296,7 +300,7 @@ def knowledge_item_put(
         previous = (
             KnowledgeItem.objects.select_for_update()
             .defer("embedding")
-            .filter(store=store, key=key, is_current=True)
+            .filter(store=store, key=key, is_current=True, source_context_id=source_context_id)
             .first()
         )
         item = KnowledgeItem(
@@ -308,6 +312,7 @@ def knowledge_item_put(
             metadata=metadata,
             confidence=confidence,
             author=actor.agent,
+            source_context_id=source_context_id,
         )
         carried: list[SourceInput] = []
         if previous is not None:
@@ -340,9 +345,14 @@ def knowledge_item_put(
 
 def _node_for(actor: Actor, item: KnowledgeItem, base: str, vector: np.ndarray) -> GraphNode:
     """The item's graph node (``<base>/<key>``, entity type ``knowledge_item``), made on its
-    first version (or adopted, when the graph has one of that name) and given each new
-    version's content; the item's embedding serves the node too (no second provider call)."""
+    first version (or adopted, when the graph has one of that name and source) and given each
+    new version's content; the item's embedding serves the node too (no second provider
+    call). An item extracted from a context has a node of that source, named
+    ``<base>/<key> (context <id>)``: it keeps the context's visibility (``rag.visibility``)."""
+    source = source_of(MEMORY_ENTRIES.name, item.source_context_id)
     name = f"{base}/{item.key}"
+    if not source.is_public:
+        name += f" (context {item.source_context_id})"
     description = item.content[:2000]
     node = None
     if item.graph_node_id is not None:
@@ -351,7 +361,11 @@ def _node_for(actor: Actor, item: KnowledgeItem, base: str, vector: np.ndarray) 
         node = (
             GraphNode.objects.defer("embedding")
             .filter(
-                account_id=item.account_id, entity_type=KNOWLEDGE_ENTITY_TYPE, name__iexact=name
+                account_id=item.account_id,
+                entity_type=KNOWLEDGE_ENTITY_TYPE,
+                name__iexact=name,
+                derived_space=source.space,
+                derived_scope_id=source.scope_id,
             )
             .first()
         )
@@ -366,6 +380,7 @@ def _node_for(actor: Actor, item: KnowledgeItem, base: str, vector: np.ndarray) 
             metadata={"knowledge_base": base, "key": item.key},
             roles=WRITE_KNOWLEDGE,
             embedding=vector,
+            source=source,
         )
     if node.description != description:
         node = graph_services.node_update(

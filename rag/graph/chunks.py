@@ -32,6 +32,7 @@ from rag.search import (
     chunk_search,
 )
 from rag.spaces import CHUNKS
+from rag.visibility import visibility_of
 
 
 @dataclass
@@ -86,6 +87,7 @@ def chunk_search_staged(
         query=query, mode=mode, depth=prepared.depth, stages=stages, fusion=fusion,
         weights=weights, filter_sql=prepared.condition, filter_params=prepared.params,
         query_vector=query_vector, embed_query=threshold is not None, max_hops=max_hops,
+        visible=visibility_of(actor),
     )  # fmt: skip
     stage_ms = dict(ranking.stage_ms)
     hits: list[SearchHit] = [

@@ -17,6 +17,7 @@ from django.urls import reverse
 from rag.graph.relations import BOTH
 from rag.graph.walks import neighbours
 from rag.models import GraphEdge, GraphNode
+from rag.visibility import Visibility
 
 # Bounds of a drawing: more nodes than this stop being readable, and cost the browser.
 DEFAULT_DRAWING_HOPS = 1
@@ -47,20 +48,28 @@ class Drawing:
 
 
 def node_drawing(
-    *, node: GraphNode, hops: int = DEFAULT_DRAWING_HOPS, limit: int = DEFAULT_DRAWING_NODES
+    *,
+    node: GraphNode,
+    hops: int = DEFAULT_DRAWING_HOPS,
+    limit: int = DEFAULT_DRAWING_NODES,
+    visible: Visibility | None = None,
 ) -> Drawing:
     """``node`` (scoped by the caller) and its neighbours within ``hops`` either way (at most
-    ``limit`` of them, nearest first), with every edge among them, heaviest first."""
+    ``limit`` of them, nearest first), with every edge among them, heaviest first; only what
+    ``visible`` may see (``rag.visibility``; None: everything)."""
     hops = max(1, min(hops, MAX_DRAWING_HOPS))
     limit = max(1, min(limit, MAX_DRAWING_NODES))
-    found = neighbours(node=node, hops=hops, direction=BOTH, limit=limit + 1)
+    found = neighbours(node=node, hops=hops, direction=BOTH, limit=limit + 1, visible=visible)
     truncated = len(found) > limit
     reached = [(node, 0), *((n.node, n.hops) for n in found[:limit])]
     ids = [member.pk for member, _ in reached]
+    among = GraphEdge.objects.filter(account_id=node.account_id)
+    if visible is not None and not visible.everything:
+        among = among.filter(visible.source_q())
     edges = list(
-        GraphEdge.objects.filter(
-            account_id=node.account_id, source_id__in=ids, target_id__in=ids
-        ).order_by("-weight", "id")[: MAX_DRAWING_EDGES + 1]
+        among.filter(source_id__in=ids, target_id__in=ids).order_by("-weight", "id")[
+            : MAX_DRAWING_EDGES + 1
+        ]
     )
     truncated = truncated or len(edges) > MAX_DRAWING_EDGES
     links = _admin_links(member for member, _ in reached)

@@ -1,7 +1,13 @@
 """Knowledge graph reads one node or edge at a time: the nodes an actor may see, hybrid node
 search, a node's edges, and the edges of one relation type by their ends (what another app reads
 of the edges it owns, such as a skill's ``depends_on`` edges or a page's ``references``).
-Walks over many edges are in ``rag.graph.walks``."""
+Walks over many edges are in ``rag.graph.walks``.
+
+What an actor may see of the graph is decided inside each query by ``rag.visibility``: nodes,
+edges and mentions derived from a private source (a conversation) are the readers' of that
+source. A node visible only through another source's mention shows its name and type but not
+the aliases, description and metadata its own private source gave it (``own_source_shown``).
+"""
 
 from __future__ import annotations
 
@@ -11,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from django.db.models import QuerySet
+from django.db.models import BooleanField, Exists, ExpressionWrapper, OuterRef, QuerySet
 
 from core.actors import Actor
 from core.errors import NotFound
@@ -19,6 +25,7 @@ from core.search import TimedHits
 from rag.models import GraphEdge, GraphNode, GraphScope
 from rag.search import DEFAULT_FUSION, MIN_CANDIDATES, search_options_validate, space_rank
 from rag.spaces import GRAPH_NODES
+from rag.visibility import Visibility, visibility_of
 
 # Edges shown with a node, each way (the neighbours endpoint walks the rest).
 MAX_NODE_EDGES = 500
@@ -28,20 +35,43 @@ def node_not_found() -> NotFound:
     return NotFound("No such graph node.", code="node_not_found")
 
 
+def visible_nodes(visible: Visibility) -> QuerySet[GraphNode]:
+    """The nodes of ``visible``'s accounts it may see, each annotated with
+    ``own_source_shown`` (may it read the source that made the node?)."""
+    nodes = GraphNode.objects.filter(account_id__in=list(visible.account_ids)).defer("embedding")
+    if visible.everything:
+        return nodes
+    return nodes.filter(visible.node_q()).annotate(
+        own_source_shown=ExpressionWrapper(visible.source_q(), output_field=BooleanField())
+    )
+
+
 def node_list(*, actor: Actor) -> QuerySet[GraphNode]:
-    return GraphNode.objects.for_actor(actor).defer("embedding")
+    return visible_nodes(visibility_of(actor))
 
 
 def node_get(*, actor: Actor, node_id: int) -> GraphNode:
-    """A node of the actor's accounts; 404 ``node_not_found`` for a missing or foreign one."""
+    """A node the actor may see; 404 ``node_not_found`` for a missing, foreign or private one."""
     node = node_list(actor=actor).filter(pk=node_id).first()
     if node is None:
         raise node_not_found()
     return node
 
 
+def visible_edges(visible: Visibility) -> QuerySet[GraphEdge]:
+    """The edges of ``visible``'s accounts whose source it may read, between nodes it sees."""
+    edges = GraphEdge.objects.filter(account_id__in=list(visible.account_ids))
+    if visible.everything:
+        return edges
+    nodes = GraphNode.objects.filter(visible.node_q())
+    return edges.filter(visible.source_q()).filter(
+        Exists(nodes.filter(pk=OuterRef("source_id"))),
+        Exists(nodes.filter(pk=OuterRef("target_id"))),
+    )
+
+
 def edge_get(*, actor: Actor, edge_id: int) -> GraphEdge:
-    edge = GraphEdge.objects.for_actor(actor).filter(pk=edge_id).first()
+    edge = visible_edges(visibility_of(actor)).filter(pk=edge_id).first()
     if edge is None:
         raise NotFound("No such graph edge.", code="edge_not_found")
     return edge
@@ -53,13 +83,24 @@ class NodeEdges:
     incoming: list[GraphEdge]
 
 
-def node_edges(*, node: GraphNode) -> NodeEdges:
-    """The node's edges each way, heaviest first (at most ``MAX_NODE_EDGES`` each)."""
+def node_edges(*, node: GraphNode, visible: Visibility | None = None) -> NodeEdges:
+    """The node's edges each way that ``visible`` may see (None: every edge), heaviest first
+    (at most ``MAX_NODE_EDGES`` each)."""
     order = ("-weight", "id")
+    edges = GraphEdge.objects.all() if visible is None else visible_edges(visible)
     return NodeEdges(
-        outgoing=list(GraphEdge.objects.filter(source=node).order_by(*order)[:MAX_NODE_EDGES]),
-        incoming=list(GraphEdge.objects.filter(target=node).order_by(*order)[:MAX_NODE_EDGES]),
+        outgoing=list(edges.filter(source=node).order_by(*order)[:MAX_NODE_EDGES]),
+        incoming=list(edges.filter(target=node).order_by(*order)[:MAX_NODE_EDGES]),
     )
+
+
+def nodes_shown(nodes: Iterable[GraphNode], visible: Visibility) -> None:
+    """Mark on loaded nodes whether ``visible`` reads their own source (``own_source_shown``,
+    as ``visible_nodes`` annotates it)."""
+    for node in nodes:
+        node.own_source_shown = visible.reads_source(  # type: ignore[attr-defined]
+            node.derived_space, node.derived_scope_id, node.account_id
+        )
 
 
 def relation_edges(
@@ -128,10 +169,16 @@ def node_search(
     )
     if not scope_ids:
         return TimedHits()
-    condition, params = "", {}
+    visible = visibility_of(actor)
+    conditions: list[str] = []
+    params: dict[str, Any] = {}
     types = [entity_type] if entity_type else list(entity_types)
     if types:
-        condition, params = "u.entity_type = ANY(%(f_entity_types)s)", {"f_entity_types": types}
+        conditions.append("u.entity_type = ANY(%(f_entity_types)s)")
+        params["f_entity_types"] = types
+    if not visible.everything:
+        conditions.append(visible.node_sql("u", params))
+    condition = " AND ".join(conditions)
     ranking = space_rank(
         space=GRAPH_NODES,
         scope_ids=scope_ids,
@@ -155,5 +202,6 @@ def node_search(
         for hit in ranked
         if hit.unit_id in nodes  # deleted meanwhile: gone
     ]
+    nodes_shown([hit.node for hit in hits], visible)
     timings = {**ranking.stage_ms, "hydrate": round((time.perf_counter() - started) * 1000, 3)}
     return TimedHits(hits, timings)

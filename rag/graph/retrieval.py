@@ -20,6 +20,12 @@ document chunks, long-term memory entries (docs/rag.md, "Graph mode").
 Every hit names the seed, the path (node names and relation types) from it to the node that
 contributed most, and that node's community. ``staged_rank`` adds the graph as a third stage of
 a hybrid ranking (``stages``), fused like the other two.
+
+Derived data keeps the visibility of its source (``rag.visibility``): given the searcher's
+``Visibility``, the walk follows only the edges it may see into nodes it may see, so no path
+names a node of a private conversation it may not read; a community counts only the members
+it sees, and its stored title and summary name account-wide members only
+(``rag.services.communities``).
 """
 
 from __future__ import annotations
@@ -42,6 +48,7 @@ from rag.search import (
 )
 from rag.spaces import GRAPH_NODES, SearchSpace
 from rag.vector import vector_literal, vector_search
+from rag.visibility import Visibility
 
 MAX_SEED_NODES = 5
 SEED_DISTANCE_THRESHOLD = 0.8
@@ -206,9 +213,16 @@ def _feedback(
     return sorted(found.values(), key=lambda s: (-s.similarity, s.node_id))
 
 
-def _walk(seeds: Sequence[Seed], max_hops: int, hop_decay: float) -> dict[int, Reach]:
+def _walk(
+    seeds: Sequence[Seed], max_hops: int, hop_decay: float, visible: Visibility | None = None
+) -> dict[int, Reach]:
     """Breadth-first from the seeds, one query per level (step 2); a node reached keeps
-    ``hop_decay`` of its parent's score."""
+    ``hop_decay`` of its parent's score. Only edges and nodes ``visible`` may see (None:
+    every one)."""
+    params: dict[str, Any] = {"fanout": FANOUT}
+    edge_ok = node_ok = "TRUE"
+    if visible is not None and not visible.everything:
+        edge_ok, node_ok = visible.edge_sql("e", params), visible.node_sql("n", params)
     reached: dict[int, Reach] = {
         s.node_id: Reach(
             s.node_id, s.name, s.entity_type, s.node_id, 0, s.similarity, [(s.name, "")]
@@ -221,22 +235,22 @@ def _walk(seeds: Sequence[Seed], max_hops: int, hop_decay: float) -> dict[int, R
             break
         with connection.cursor() as cursor:
             cursor.execute(
-                """
+                f"""
                 SELECT k.id, x.other, x.relation_type, n.name, n.entity_type
-                FROM unnest(%s::bigint[]) WITH ORDINALITY AS k(id, o)
+                FROM unnest(%(frontier)s::bigint[]) WITH ORDINALITY AS k(id, o)
                 CROSS JOIN LATERAL (
                     SELECT s.other, s.relation_type, s.weight FROM (
                         SELECT e.target_id AS other, e.relation_type, e.weight
-                        FROM rag_graphedge e WHERE e.source_id = k.id
+                        FROM rag_graphedge e WHERE e.source_id = k.id AND {edge_ok}
                         UNION ALL
                         SELECT e.source_id, e.relation_type, e.weight
-                        FROM rag_graphedge e WHERE e.target_id = k.id
-                    ) s ORDER BY s.weight DESC, s.other LIMIT %s
+                        FROM rag_graphedge e WHERE e.target_id = k.id AND {edge_ok}
+                    ) s ORDER BY s.weight DESC, s.other LIMIT %(fanout)s
                 ) x
-                JOIN rag_graphnode n ON n.id = x.other AND n.status = 'active'
+                JOIN rag_graphnode n ON n.id = x.other AND n.status = 'active' AND {node_ok}
                 ORDER BY k.o, x.weight DESC, x.other
-                """,
-                [frontier, FANOUT],
+                """,  # noqa: S608 - the conditions are code, their values parameters
+                {**params, "frontier": frontier},
             )
             rows = cursor.fetchall()
         following: list[int] = []
@@ -258,20 +272,31 @@ def _walk(seeds: Sequence[Seed], max_hops: int, hop_decay: float) -> dict[int, R
     return reached
 
 
-def _communities(reached: dict[int, Reach]) -> list[CommunityRef]:
+def _communities(
+    reached: dict[int, Reach], visible: Visibility | None = None
+) -> list[CommunityRef]:
     """The reached nodes' communities, best first, at most ``MAX_COMMUNITIES`` (step 3); drops
-    the reached nodes of the communities left out."""
+    the reached nodes of the communities left out. A community's size counts the members
+    ``visible`` may see (None: all)."""
     if not reached:
         return []
+    params: dict[str, Any] = {"nodes": list(reached)}
+    size = "c.size"
+    if visible is not None and not visible.everything:
+        seen = visible.node_sql("n", params)
+        size = (
+            "(SELECT count(*) FROM rag_graphcommunitymember vm JOIN rag_graphnode n "  # noqa: S608
+            f"ON n.id = vm.node_id WHERE vm.community_id = c.id AND {seen})"
+        )
     with connection.cursor() as cursor:
         cursor.execute(
-            """
-            SELECT DISTINCT ON (m.node_id) m.node_id, c.id, c.level, c.title, c.summary, c.size
+            f"""
+            SELECT DISTINCT ON (m.node_id) m.node_id, c.id, c.level, c.title, c.summary, {size}
             FROM rag_graphcommunitymember m JOIN rag_graphcommunity c ON c.id = m.community_id
-            WHERE m.node_id = ANY(%s)
+            WHERE m.node_id = ANY(%(nodes)s)
             ORDER BY m.node_id, m.level DESC
-            """,
-            [list(reached)],
+            """,  # noqa: S608 - the condition is code, its values parameters
+            params,
         )
         rows = cursor.fetchall()
     members: dict[int, list[int]] = {}
@@ -315,10 +340,14 @@ def graph_rank(
     filter_params: Mapping[str, Any] | None = None,
     query_vector: np.ndarray | None = None,
     feedback_units: Sequence[tuple[int, float]] = (),
+    visible: Visibility | None = None,
 ) -> GraphRanking:
     """The space's units of ``scope_ids`` ranked by the graph (steps 1-4), at most ``depth``.
     ``feedback_units``: (unit id, score 0..1) of another stage's best hits, whose most salient
-    nodes start the walk too (graph feedback), beside the seeds."""
+    nodes start the walk too (graph feedback), beside the seeds. ``visible``: the searcher's
+    visibility (the walk and the communities see what it may; None: everything, for system
+    work and benchmarks). Seeds and feedback nodes are mentioned by units of the searched
+    scopes, which the caller has checked the searcher may read."""
     max_hops_check(max_hops)
     stage_ms: dict[str, float] = {}
     if query_vector is None:
@@ -334,8 +363,8 @@ def graph_rank(
         starts += _feedback(space, feedback_units[:FEEDBACK_UNITS], {s.node_id for s in seeds})
     stage_ms["graph_seeds"] = _ms(started)
     started = time.perf_counter()
-    reached = _walk(starts, max_hops, space.hop_decay)
-    communities = _communities(reached)
+    reached = _walk(starts, max_hops, space.hop_decay, visible)
+    communities = _communities(reached, visible)
     stage_ms["graph_walk"] = _ms(started)
     started = time.perf_counter()
     hits = _units(space, scope_ids, reached, query_vector, depth, filter_sql, filter_params)

@@ -41,6 +41,7 @@ from rag.search import (
 )
 from rag.spaces import GRAPH_NODES, SearchSpace
 from rag.vector import vector_search
+from rag.visibility import Visibility
 
 
 def _normalised(hits: Sequence[RankedHit]) -> list[tuple[int, float]]:
@@ -72,6 +73,7 @@ def staged_rank(
     max_hops: int = DEFAULT_MAX_HOPS,
     group_lift: bool = True,
     vector_floor: float | None = None,
+    visible: Visibility | None = None,
 ) -> Ranking:
     """``rag.search.space_rank`` with the graph: mode ``graph`` fuses the graph stage with the
     vector and keyword stages (the graph alone finds nothing for text whose entities it does
@@ -79,7 +81,8 @@ def staged_rank(
     whose ``stages`` name ``graph`` fuses it with the stages it names (weight
     the space's ``graph_weight`` unless ``weights`` gives one). Other searches are
     ``space_rank``'s (``vector_floor`` with them: the graph stage, when it runs, finds by
-    entities, not by similarity, and ignores it)."""
+    entities, not by similarity, and ignores it). ``visible``: the searcher's visibility over
+    the graph (``graph_rank``)."""
     stages = stages_check(mode, stages)
     if mode == GRAPH:
         mode, stages = "hybrid", STAGES
@@ -107,6 +110,7 @@ def staged_rank(
         space=space, scope_ids=scope_ids, account_ids=account_ids, query=query, depth=depth,
         max_hops=max_hops, filter_sql=filter_sql, filter_params=filter_params,
         query_vector=query_vector, feedback_units=_normalised(base.hits if base else []),
+        visible=visible,
     )  # fmt: skip
     started = time.perf_counter()
     lists: dict[str, list[tuple[int, float]]] = {}
@@ -153,23 +157,30 @@ def staged_rank(
 
 
 def node_walk(
-    *, account_ids: Sequence[int], query: str, top_k: int, max_hops: int = DEFAULT_MAX_HOPS
+    *, visible: Visibility, query: str, top_k: int, max_hops: int = DEFAULT_MAX_HOPS
 ) -> tuple[list[tuple[Reach, float | None]], list[CommunityRef]]:
     """The graph mode of node search (MCP ``search_knowledge_graph``): the seed nodes nearest
-    the query (as in graph search, any node of the accounts), the nodes the walk reaches
-    within ``max_hops`` and their communities; (node, its similarity when a seed) best first,
-    at most ``top_k``, and the communities."""
+    the query (as in graph search, any node of the accounts that ``visible`` may see), the
+    nodes the walk reaches within ``max_hops`` and their communities; (node, its similarity
+    when a seed) best first, at most ``top_k``, and the communities."""
     max_hops_check(max_hops)
     vector = get_embedding_provider().embed_query(query)
     graph_scopes = list(
-        GraphScope.objects.filter(account_id__in=list(account_ids)).values_list("pk", flat=True)
+        GraphScope.objects.filter(account_id__in=list(visible.account_ids)).values_list(
+            "pk", flat=True
+        )
     )
+    params: dict[str, Any] = {}
+    condition = "u.status = 'active'"
+    if not visible.everything:
+        condition += " AND " + visible.node_sql("u", params)
     nearest = vector_search(
         space=GRAPH_NODES,
         scope_ids=graph_scopes,
         query_vector=vector,
         limit=MAX_SEED_NODES,
-        filter_sql="u.status = 'active'",
+        filter_sql=condition,
+        filter_params=params,
     )
     kept = [(i, s) for i, s in nearest if 1.0 - s <= SEED_DISTANCE_THRESHOLD]
     names: dict[int, tuple[str, str]] = {}
@@ -181,15 +192,17 @@ def node_walk(
             )
             names = {row[0]: (row[1], row[2]) for row in cursor.fetchall()}
     seeds = [Seed(i, *names[i], similarity=s) for i, s in kept if i in names]
-    reached = _walk(seeds, max_hops, GRAPH_NODES.hop_decay)
-    communities = _communities(reached)
+    reached = _walk(seeds, max_hops, GRAPH_NODES.hop_decay, visible)
+    communities = _communities(reached, visible)
     similarity = {s.node_id: s.similarity for s in seeds}
     ranked = sorted(reached.values(), key=lambda r: (-r.score, r.hops, r.node_id))[:top_k]
     return [(r, similarity.get(r.node_id)) for r in ranked], communities
 
 
-def node_communities(node_ids: Sequence[int]) -> list[CommunityRef]:
+def node_communities(
+    node_ids: Sequence[int], visible: Visibility | None = None
+) -> list[CommunityRef]:
     """The communities (finest level) of these nodes, in the order of their first member,
-    at most ``MAX_COMMUNITIES``."""
+    at most ``MAX_COMMUNITIES`` (their sizes: the members ``visible`` may see)."""
     reached = {n: Reach(n, "", "", n, 0, 1.0 / (rank + 1), []) for rank, n in enumerate(node_ids)}
-    return _communities(reached)
+    return _communities(reached, visible)

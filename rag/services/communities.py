@@ -6,6 +6,13 @@ degree inside it) and a summary: the model's when one is configured, otherwise e
 (its most central names, and the sentences of the chunks mentioning most of its members that
 name the most of them). Communities smaller than ``COMMUNITY_MIN_SIZE`` are not kept.
 
+Derived data keeps the visibility of its source (``rag.visibility``): Leiden runs over the
+whole graph, but a community's title and summary are written from its *account-wide* members
+only (nodes made by an account-wide source or mentioned by a unit of an open space, such as a
+document's chunk) and from chunks' sentences, so that a stored summary never names a node
+that only a private conversation taught; readers see the members they may see, and a
+community none of whose members they see is not theirs (``rag.graph.communities``).
+
 ``communities_compute`` computes outside any transaction (reads, Leiden, summaries with their
 model calls), then swaps the account's communities in one: readers see the old set or the new,
 never a mix. The periodic job ``rag.graph_communities`` runs it for every account whose graph
@@ -33,6 +40,7 @@ from core.audit import audit_record
 from core.llm import LLMError, get_llm_provider
 from rag.graph.retrieval import COMMUNITY_MIN_SIZE
 from rag.models import GraphCommunity, GraphCommunityMember, GraphEdge, GraphNode
+from rag.visibility import open_spaces
 
 logger = logging.getLogger("engram.rag")
 
@@ -159,13 +167,21 @@ def detect(
     return found, modularity
 
 
-def _names(node_ids: Sequence[int]) -> dict[int, tuple[str, str]]:
-    return {
-        pk: (name, kind)
-        for pk, name, kind in GraphNode.objects.filter(pk__in=list(node_ids)).values_list(
-            "id", "name", "entity_type"
+def _public_names(node_ids: Sequence[int]) -> dict[int, tuple[str, str]]:
+    """The names and types of the account-wide nodes among ``node_ids``: made by an
+    account-wide source, or mentioned by a unit of an open space. A node only private sources
+    know is left out: summaries are read by the whole account."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """
+            SELECT n.id, n.name, n.entity_type FROM rag_graphnode n
+            WHERE n.id = ANY(%s) AND (n.derived_scope_id IS NULL OR EXISTS (
+                SELECT FROM rag_graphmention m
+                WHERE m.node_id = n.id AND m.space = ANY(%s::varchar[])))
+            """,
+            [list(node_ids), open_spaces()],
         )
-    }
+        return {pk: (name, kind) for pk, name, kind in cursor.fetchall()}
 
 
 def _sentences(members: Sequence[int], names: dict[int, tuple[str, str]]) -> list[str]:
@@ -194,11 +210,17 @@ def _sentences(members: Sequence[int], names: dict[int, tuple[str, str]]) -> lis
 
 
 def _summarise(community: Found, names: dict[int, tuple[str, str]], use_llm: bool) -> None:
-    top = [names[n] for n in community.node_ids[:SUMMARY_MEMBERS] if n in names]
+    """Title and summary from the community's account-wide members (``names`` holds only
+    those); none when it has none."""
+    public = [n for n in community.node_ids if n in names]
+    top = [names[n] for n in public[:SUMMARY_MEMBERS]]
+    if not top:
+        community.title, community.summary, community.method = "", "", "extractive"
+        return
     community.title = ", ".join(name for name, _ in top[:3])[:300]
     listed = "; ".join(f"{name} ({kind})" for name, kind in top)
-    sentences = _sentences(community.node_ids[:SUMMARY_MEMBERS], names)
-    extractive = f"{len(community.node_ids)} members, most central: {listed}."
+    sentences = _sentences(public[:SUMMARY_MEMBERS], names)
+    extractive = f"{len(public)} members, most central: {listed}."
     if sentences:
         extractive += " " + " ".join(sentences)
     community.summary, community.method = extractive[:4000], "extractive"
@@ -253,7 +275,7 @@ def communities_compute(
         run.communities[community.level] = run.communities.get(community.level, 0) + 1
     if dry_run:
         return run
-    names = _names([n for c in found for n in c.node_ids[:SUMMARY_MEMBERS]])
+    names = _public_names([n for c in found for n in c.node_ids])
     use_llm = not get_llm_provider().model_id.startswith("offline:")
     for number, community in enumerate(found):
         _summarise(community, names, use_llm and number < LLM_SUMMARY_LIMIT)

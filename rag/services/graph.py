@@ -10,6 +10,12 @@ self-loops.
 Another app owning nodes (skills) calls these with its own ``roles`` (the roles its write needs,
 checked here instead of ``WRITE_GRAPH``) and may pass the node's ``embedding`` computed before its
 own transaction opened, so that a node is written in that transaction without a provider call.
+
+Derived data keeps the visibility of its source (``rag.visibility``): a write made for a private
+source (extraction from a conversation) passes ``source``; an explicit write is account-wide.
+An agent cannot touch what it cannot see: an edge to a node it may not see is 404
+``node_not_found``, and creating a node whose name a node it may not see holds already makes
+that node account-wide under the caller's fields (answering 409 would tell that it exists).
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ from rag import keyword
 from rag.graph.entities import name_key
 from rag.models import GraphEdge, GraphNode, GraphScope
 from rag.spaces import GRAPH_NODES, graph_node_text
+from rag.visibility import PUBLIC, Source, visibility_of
 
 NODE_UPDATABLE_FIELDS = (
     "node_type",
@@ -162,9 +169,12 @@ def node_create(
     account_id: int | None = None,
     roles: Iterable[str] = WRITE_GRAPH,
     embedding: np.ndarray | None = None,
+    source: Source = PUBLIC,
 ) -> GraphNode:
     """A node of the account's graph, indexed and embedded. 409 ``node_exists`` when the account
-    has a node of this entity type whose name matches case-insensitively."""
+    has a node of this entity type whose name matches case-insensitively and the actor may see
+    it (one it may not see is made account-wide with these fields: the module's docstring).
+    ``source``: the private source the node is derived from (default: account-wide)."""
     account_id = account_id if account_id is not None else actor.account_id
     actor.require(account_id, roles)
     _confidence(confidence)
@@ -179,6 +189,8 @@ def node_create(
         mention_count=mention_count,
         status=status,
         confidence=confidence,
+        derived_space=source.space,
+        derived_scope_id=source.scope_id,
     )
     node.name_key, node.alias_keys = _keys(node.name, node.aliases)
     node.full_clean(exclude=["account", "scope"], validate_unique=False, validate_constraints=False)
@@ -198,10 +210,55 @@ def node_create(
             )
     except IntegrityError as exc:
         if "graph_node_unique_name" in str(exc):
-            raise _node_exists() from exc
+            hidden = _hidden_namesake(actor, node) if source.is_public else None
+            if hidden is None:
+                raise _node_exists() from exc
+            return _adopt(actor, hidden, node, vector)
         raise
     node.refresh_from_db()
     return node
+
+
+def _hidden_namesake(actor: Actor, node: GraphNode) -> GraphNode | None:
+    """The account's node of ``node``'s type and name when ``actor`` may not see it."""
+    from rag.graph.nodes import node_list  # reads, below the services
+
+    found = (
+        GraphNode.objects.defer("embedding")
+        .filter(account_id=node.account_id, entity_type=node.entity_type)
+        .filter(name__iexact=node.name)
+        .first()
+    )
+    if found is None or node_list(actor=actor).filter(pk=found.pk).exists():
+        return None
+    return found
+
+
+def _adopt(actor: Actor, found: GraphNode, wanted: GraphNode, vector: np.ndarray) -> GraphNode:
+    """An explicit, account-wide write of a node that only private sources named: the node
+    becomes account-wide with the writer's fields (its private mentions and edges stay
+    private), audited as the creation it answers."""
+    fields = {n: getattr(wanted, n) for n in NODE_UPDATABLE_FIELDS if n != "mention_count"}
+    with transaction.atomic():
+        scope = _scope_locked(found.account_id)
+        GraphNode.objects.filter(pk=found.pk).update(
+            **fields,
+            name_key=wanted.name_key,
+            alias_keys=wanted.alias_keys,
+            derived_space="",
+            derived_scope_id=None,
+            updated_at=timezone.now(),
+        )
+        _index(scope, GraphNode.objects.get(pk=found.pk), vector)
+        audit_record(
+            actor=actor,
+            action="rag.graph.node.create",
+            account_id=found.account_id,
+            target=found,
+            changes={"name": wanted.name, "entity_type": wanted.entity_type},
+        )
+    found.refresh_from_db()
+    return found
 
 
 def node_update(
@@ -286,10 +343,12 @@ def edge_create(
     metadata: Mapping[str, Any] | None = None,
     account_id: int | None = None,
     roles: Iterable[str] = WRITE_GRAPH,
+    source: Source = PUBLIC,
 ) -> GraphEdge:
     """A typed edge between two nodes of the account. 400 ``self_loop`` from a node to itself,
-    404 ``node_not_found`` for a node that is missing or another account's, 409 ``edge_exists``
-    for a second edge of the type between the same nodes in the same direction."""
+    404 ``node_not_found`` for a node that is missing, another account's or one the actor may
+    not see, 409 ``edge_exists`` for a second edge of the type between the same nodes in the
+    same direction from the same ``source`` (default: account-wide)."""
     account_id = account_id if account_id is not None else actor.account_id
     actor.require(account_id, roles)
     relation_type = relation_type.strip()
@@ -298,8 +357,10 @@ def edge_create(
     if source_id == target_id:
         raise ValidationFailed("An edge cannot join a node to itself.", code="self_loop")
     _confidence(confidence)
-    found = GraphNode.objects.filter(account_id=account_id, pk__in=[source_id, target_id]).count()
-    if found != 2:
+    ends = GraphNode.objects.filter(account_id=account_id, pk__in=[source_id, target_id])
+    if source.is_public:  # an explicit write: of nodes the actor may see
+        ends = ends.filter(visibility_of(actor).node_q())
+    if ends.count() != 2:
         raise node_not_found()
     edge = GraphEdge(
         account_id=account_id,
@@ -310,6 +371,8 @@ def edge_create(
         confidence=confidence,
         bidirectional=bidirectional,
         metadata=dict(metadata or {}),
+        derived_space=source.space,
+        derived_scope_id=source.scope_id,
     )
     try:
         with transaction.atomic():
@@ -382,12 +445,18 @@ def edges_sync(
         if not GraphNode.objects.select_for_update().filter(pk=source.pk).exists():
             raise node_not_found()
         if wanted:
-            found = GraphNode.objects.filter(account_id=source.account_id, pk__in=wanted).count()
+            found = (
+                GraphNode.objects.filter(account_id=source.account_id, pk__in=wanted)
+                .filter(visibility_of(actor).node_q())
+                .count()
+            )
             if found != len(wanted):
                 raise node_not_found()
         existing = {
             edge.target_id: edge
-            for edge in GraphEdge.objects.filter(source=source, relation_type=relation_type)
+            for edge in GraphEdge.objects.filter(
+                source=source, relation_type=relation_type, derived_scope_id__isnull=True
+            )
         }
         removed = [edge.pk for target, edge in existing.items() if target not in wanted]
         changed = []

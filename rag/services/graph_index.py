@@ -13,7 +13,13 @@ built from text"):
   recomputes, for every node whose mentions changed, its ``mention_count`` and its
   ``co_occurs`` edges from the mentions themselves (weights are counts of shared units, never
   increments);
-- relations an extractor names (the LLM's) become edges of their type, kept once.
+- relations an extractor names (the LLM's) become edges of their type, kept once;
+- derived data keeps the visibility of its source (``rag.visibility``): a node made from a
+  unit of a private scope (a memory context) records that scope, an entity merges into a node
+  by an alias only when that node is account-wide or of the same scope (an alias is what a
+  source said of the node), and edges record their source: ``co_occurs`` edges are counted per
+  source (the open spaces' units together, each private scope apart), so a private
+  co-occurrence never shows in a public edge's weight.
 
 New nodes are embedded before the transaction opens; the transaction takes the account's graph
 scope lock (``GraphScope``), under which names are looked up again, so concurrent runs never
@@ -37,6 +43,7 @@ from rag import keyword
 from rag.graph.entities import Entity, Relation, name_key
 from rag.models import GraphMention, GraphNode, GraphScope
 from rag.spaces import GRAPH_NODES, SearchSpace, graph_node_text
+from rag.visibility import PUBLIC, Source, open_spaces, source_of
 
 COOCCURS = "co_occurs"
 # A unit's entities of at least this salience (its six most salient, ``rag.graph.entities``)
@@ -76,38 +83,47 @@ def _keys_of(node: GraphNode) -> set[str]:
     return {node.name_key, *node.alias_keys} - {""}
 
 
-def _existing(account_id: int, keys: Iterable[str]) -> dict[str, int]:
-    """The account's nodes by every key they answer to (name or alias), among ``keys``."""
+def _existing(account_id: int, keys: Iterable[str], source: Source = PUBLIC) -> dict[str, int]:
+    """The account's nodes by every key they answer to among ``keys``: by name always; by an
+    alias only a node that is account-wide or from ``source`` (an alias a private source gave
+    a node is not named to others through another source's mention)."""
     keys = list(set(keys))
     if not keys:
         return {}
     found: dict[str, int] = {}
+    by_alias: dict[str, int] = {}
     rows = (
         GraphNode.objects.filter(account_id=account_id)
         .filter(Q(name_key__in=keys) | Q(alias_keys__overlap=keys))
         .order_by("id")
-        .values_list("id", "name_key", "alias_keys")
+        .values_list("id", "name_key", "alias_keys", "derived_space", "derived_scope_id")
     )
     wanted = set(keys)
-    for node_id, key, aliases in rows:
-        for known in (key, *aliases):
-            if known in wanted:
-                found.setdefault(known, node_id)
+    for node_id, key, aliases, space, scope_id in rows:
+        if key in wanted:
+            found.setdefault(key, node_id)
+        if scope_id is None or (space, scope_id) == (source.space, source.scope_id):
+            for known in aliases:
+                if known in wanted:
+                    by_alias.setdefault(known, node_id)
+    for known, node_id in by_alias.items():
+        found.setdefault(known, node_id)
     return found
 
 
 def nodes_resolve(
-    *, account_id: int, entities: Iterable[Entity], origin: str = ""
+    *, account_id: int, entities: Iterable[Entity], origin: str = "", source: Source = PUBLIC
 ) -> tuple[dict[str, int], int]:
     """The node of every entity (by its name key), made when the account has none: (key ->
-    node id, nodes created). Aliases of an entity find its node too; a new node keeps them."""
+    node id, nodes created). Aliases of an entity find its node too; a new node keeps them and
+    records ``source`` (where the entities were found)."""
     wanted: dict[str, Entity] = {}
     for entity in entities:
         key = name_key(entity.name)
         if key and key not in wanted:
             wanted[key] = entity
     alias_of = {name_key(a): key for key, e in wanted.items() for a in e.aliases if name_key(a)}
-    known = _existing(account_id, [*wanted, *alias_of])
+    known = _existing(account_id, [*wanted, *alias_of], source)
     resolved = {key: known[key] for key in wanted if key in known}
     for alias, key in alias_of.items():
         if key not in resolved and alias in known:
@@ -127,7 +143,7 @@ def nodes_resolve(
     with transaction.atomic():
         GraphScope.objects.get_or_create(account_id=account_id)
         scope = GraphScope.objects.select_for_update().get(account_id=account_id)
-        known = _existing(account_id, missing)  # made meanwhile, under the lock now
+        known = _existing(account_id, missing, source)  # made meanwhile, under the lock now
         new: list[tuple[GraphNode, keyword.ChunkTerms]] = []
         for key, vector in zip(missing, vectors, strict=True):
             if key in known:
@@ -147,6 +163,8 @@ def nodes_resolve(
                 name_key=key,
                 alias_keys=[name_key(a) for a in aliases[:100]],
                 metadata={"extracted_from": origin} if origin else {},
+                derived_space=source.space,
+                derived_scope_id=source.scope_id,
                 confidence=0.5,
                 embedding=vector,
                 embedding_model=provider.model_id,
@@ -197,11 +215,19 @@ def mentions_replace(
     outcome = IndexOutcome(units=len(units))
     if not units:
         return outcome
-    resolved, outcome.nodes_created = nodes_resolve(
-        account_id=account_id,
-        entities=[e for unit in units for e in unit.entities],
-        origin=origin,
-    )
+    # Each source's entities resolved apart (the account-wide first: a name an open unit
+    # names makes an account-wide node); one node per name whatever its source.
+    by_source: dict[Source, list[Entity]] = {}
+    for unit in units:
+        by_source.setdefault(source_of(space.name, unit.scope_id), []).extend(unit.entities)
+    resolved: dict[str, int] = {}
+    for source in sorted(by_source, key=lambda s: (not s.is_public, s.space, s.scope_id or 0)):
+        found, created = nodes_resolve(
+            account_id=account_id, entities=by_source[source], origin=origin, source=source
+        )
+        for key, made in found.items():
+            resolved.setdefault(key, made)
+        outcome.nodes_created += created
     rows: dict[tuple[int, int], tuple[int, float, int]] = {}
     for unit in units:
         for entity in unit.entities:
@@ -246,7 +272,7 @@ def mentions_replace(
             outcome.mentions = cursor.rowcount
         touched |= {node_id for node_id, _ in rows}
         outcome.nodes_touched = len(touched)
-        outcome.edges = _relations_write(cursor, account_id, units, resolved, origin)
+        outcome.edges = _relations_write(cursor, account_id, space, units, resolved, origin)
         nodes_refresh(cursor, account_id, sorted(touched))
     return outcome
 
@@ -254,28 +280,32 @@ def mentions_replace(
 def _relations_write(
     cursor: Any,
     account_id: int,
+    space: SearchSpace,
     units: Sequence[UnitEntities],
     resolved: dict[str, int],
     origin: str,
 ) -> int:
-    """The relations the extractor named, as edges of their type (kept once)."""
-    edges: dict[tuple[int, int, str], None] = {}
+    """The relations the extractor named, as edges of their type (kept once per source)."""
+    edges: dict[tuple[int, int, str, str, int | None], None] = {}
     for unit in units:
+        where = source_of(space.name, unit.scope_id)
         for relation in unit.relations:
             source = resolved.get(name_key(relation.source))
             target = resolved.get(name_key(relation.target))
             kind = relation.relation_type.strip()[:100]
             if source and target and source != target and kind and kind != COOCCURS:
-                edges[(source, target, kind)] = None
+                edges[(source, target, kind, where.space, where.scope_id)] = None
     if not edges:
         return 0
     keys = list(edges)
     cursor.execute(
         """
         INSERT INTO rag_graphedge (account_id, source_id, target_id, relation_type, weight,
-            confidence, bidirectional, metadata, created_at, updated_at)
-        SELECT %s, t.s, t.t, t.r, 1.0, 0.5, false, %s::jsonb, now(), now()
-        FROM unnest(%s::bigint[], %s::bigint[], %s::varchar[]) AS t(s, t, r)
+            confidence, bidirectional, metadata, created_at, updated_at, derived_space,
+            derived_scope_id)
+        SELECT %s, t.s, t.t, t.r, 1.0, 0.5, false, %s::jsonb, now(), now(), t.space, t.scope
+        FROM unnest(%s::bigint[], %s::bigint[], %s::varchar[], %s::varchar[], %s::bigint[])
+            AS t(s, t, r, space, scope)
         ON CONFLICT ON CONSTRAINT graph_edge_unique DO NOTHING
         """,
         [
@@ -284,6 +314,8 @@ def _relations_write(
             [k[0] for k in keys],
             [k[1] for k in keys],
             [k[2] for k in keys],
+            [k[3] for k in keys],
+            [k[4] for k in keys],
         ],
     )
     return int(cursor.rowcount)
@@ -304,39 +336,51 @@ def nodes_refresh(cursor: Any, account_id: int, node_ids: Sequence[int]) -> None
         """,
         [nodes, nodes],
     )
+    # Per pair and source: the open spaces' units together (derived blank / NULL), each
+    # scope of another space apart.
     cursor.execute(
         """
         WITH top AS (
-            SELECT node_id, space, unit_id FROM rag_graphmention
+            SELECT node_id, space, unit_id,
+                   CASE WHEN space = ANY(%(open)s::varchar[]) THEN '' ELSE space END AS vspace,
+                   CASE WHEN space = ANY(%(open)s::varchar[]) THEN NULL ELSE scope_id END
+                       AS vscope
+            FROM rag_graphmention
             WHERE salience >= %(salience)s
         ),
         touched AS (
             SELECT DISTINCT space, unit_id FROM top WHERE node_id = ANY(%(nodes)s)
         )
-        SELECT a.node_id, b.node_id, count(*)
+        SELECT a.node_id, b.node_id, a.vspace, a.vscope, count(*)
         FROM touched u
         JOIN top a ON a.space = u.space AND a.unit_id = u.unit_id
         JOIN top b ON b.space = u.space AND b.unit_id = u.unit_id AND a.node_id < b.node_id
         WHERE a.node_id = ANY(%(nodes)s) OR b.node_id = ANY(%(nodes)s)
-        GROUP BY a.node_id, b.node_id
+        GROUP BY a.node_id, b.node_id, a.vspace, a.vscope
         """,
-        {"salience": COOCCURRENCE_MIN_SALIENCE, "nodes": nodes},
+        {"salience": COOCCURRENCE_MIN_SALIENCE, "nodes": nodes, "open": open_spaces()},
     )
     pairs = cursor.fetchall()
-    sources = [p[0] for p in pairs]
-    targets = [p[1] for p in pairs]
-    weights = [float(p[2]) for p in pairs]
+    columns = [
+        [p[0] for p in pairs],
+        [p[1] for p in pairs],
+        [p[2] for p in pairs],
+        [p[3] for p in pairs],
+        [float(p[4]) for p in pairs],
+    ]
     cursor.execute(
         """
         INSERT INTO rag_graphedge (account_id, source_id, target_id, relation_type, weight,
-            confidence, bidirectional, metadata, created_at, updated_at)
-        SELECT %s, t.s, t.t, %s, t.w, 1.0, true, '{}'::jsonb, now(), now()
-        FROM unnest(%s::bigint[], %s::bigint[], %s::float8[]) AS t(s, t, w)
+            confidence, bidirectional, metadata, created_at, updated_at, derived_space,
+            derived_scope_id)
+        SELECT %s, t.s, t.t, %s, t.w, 1.0, true, '{}'::jsonb, now(), now(), t.space, t.scope
+        FROM unnest(%s::bigint[], %s::bigint[], %s::varchar[], %s::bigint[], %s::float8[])
+            AS t(s, t, space, scope, w)
         ON CONFLICT ON CONSTRAINT graph_edge_unique
         DO UPDATE SET weight = EXCLUDED.weight, updated_at = now()
         WHERE rag_graphedge.weight IS DISTINCT FROM EXCLUDED.weight
         """,
-        [account_id, COOCCURS, sources, targets, weights],
+        [account_id, COOCCURS, *columns],
     )
     cursor.execute(
         """
@@ -344,10 +388,12 @@ def nodes_refresh(cursor: Any, account_id: int, node_ids: Sequence[int]) -> None
         WHERE e.account_id = %s AND e.relation_type = %s
           AND (e.source_id = ANY(%s) OR e.target_id = ANY(%s))
           AND NOT EXISTS (
-              SELECT FROM unnest(%s::bigint[], %s::bigint[]) AS t(s, t)
-              WHERE t.s = e.source_id AND t.t = e.target_id)
+              SELECT FROM unnest(%s::bigint[], %s::bigint[], %s::varchar[], %s::bigint[])
+                  AS t(s, t, space, scope)
+              WHERE t.s = e.source_id AND t.t = e.target_id AND t.space = e.derived_space
+                AND t.scope IS NOT DISTINCT FROM e.derived_scope_id)
         """,
-        [account_id, COOCCURS, nodes, nodes, sources, targets],
+        [account_id, COOCCURS, nodes, nodes, *columns[:4]],
     )
 
 

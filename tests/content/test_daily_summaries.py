@@ -225,7 +225,10 @@ def test_one_accounts_summary_never_mentions_anothers_data(
         assert other.marker not in page.content and other.marker.lower() not in page.content
         assert f"[[{side.marker}PAGE]]" in page.content
         assert f"{side.marker}DOC" in page.content
-        assert f"context ltm-{side.account.pk}: 2 written, 1 revised" in page.content
+        # The side's context is its agent's (private): counted, never named (the page is read
+        # by the whole account).
+        assert "private contexts: " in page.content and "1 revised" in page.content
+        assert f"ltm-{side.account.pk}" not in page.content
         page.refresh_from_db()
         edges = GraphEdge.objects.filter(source_id=page.node_id).select_related("target")
         assert edges and {e.target.account_id for e in edges} == {side.account.pk}

@@ -1,6 +1,6 @@
 """Memory's lines in the daily summary pages (``memory/digest.py``, a ``core.digests`` hook):
 counts per context of the entries promoted, written, revised and archived that day, never
-their text."""
+their text; private contexts counted together, never named."""
 
 from __future__ import annotations
 
@@ -31,7 +31,11 @@ def test_memory_reports_promotions_writes_revisions_and_archives_per_context(
     today = timezone.localdate()
     stm(agent_client, "deploy", "billing deploys on fridays", reads=3)
     assert consolidation.consolidation_promote(account_id=account)["promoted"] == 1
-    notes = context_of(agent_client, "notes")
+    # Every agent of the account reads "notes": it is named; "old" and the agent's own memory
+    # are private, counted together without their names.
+    notes = ltm.context_create(
+        actor=actor_for_agent(agent_client.agent), name="notes", scope="account"
+    )
     first = write(agent_client, notes, "The office is in Lisbon.")
     write(agent_client, notes, "Standup at nine.")
     ltm.entry_update(
@@ -49,9 +53,9 @@ def test_memory_reports_promotions_writes_revisions_and_archives_per_context(
         DigestItem(section=section, text="context notes: 2 written, 1 revised", count=3),
         DigestItem(
             section=section,
-            text=f"memory of agent {agent_client.agent.name}: 1 promoted from short-term memory",
+            text="2 private contexts: 1 promoted from short-term memory, 1 archived",
+            count=2,
         ),
-        DigestItem(section=section, text="context old: 1 archived"),
     ]
     assert digest.daily_digest(account_id=account, day=today - dt.timedelta(days=1)) == []
 
@@ -61,5 +65,6 @@ def test_memory_reports_promotions_writes_revisions_and_archives_per_context(
     content = outcome.page.content
     assert "## Long-term memory (5)" in content
     assert "- context notes: 2 written, 1 revised" in content
-    for text in ("Lisbon", "Porto", "Standup", "fridays", "Forgotten"):
+    for text in ("Lisbon", "Porto", "Standup", "fridays", "Forgotten", "context old"):
         assert text not in content
+    assert agent_client.agent.name not in content

@@ -265,11 +265,18 @@ def test_llm_decisions_add_update_invalidate_and_none(
         "caroline.job": "Caroline works at the bakery on Rua Augusta.",
         "caroline.pet": "Caroline has a cat named Oscar.",
     }
+    conversation = start(agent_client)
+    # What this conversation taught before (its own items: a conversation decides its facts
+    # against those and the account-wide ones, and writes versions of its own only).
+    context_id = Conversation.objects.get(pk=conversation).context_id
     for key, content in known.items():
         knowledge_services.knowledge_item_put(
-            actor=actor, base=services.EXTRACTION_BASE, key=key, content=content
+            actor=actor,
+            base=services.EXTRACTION_BASE,
+            key=key,
+            content=content,
+            source_context_id=context_id,
         )
-    conversation = start(agent_client)
     ids = add(
         agent_client,
         conversation,

@@ -11,6 +11,9 @@ import os
 
 import pytest
 
+# The stand-in of an OpenAI-compatible server and the ``llm`` fixture on it, for every test.
+pytest_plugins = ["tests.support.openai_standin"]
+
 _services = None
 
 

@@ -264,6 +264,7 @@ SPECTACULAR_SETTINGS = {
         "ChangePolicyEnum": "memory.models.ChangePolicy",
         "PendingChangeStatusEnum": "memory.models.PendingChange.Status",
         "MaintenanceReportStatusEnum": "memory.models.MemoryMaintenanceReport.Status",
+        "MaintenanceJobStatusEnum": "memory.models.maintenance_jobs.MaintenanceJob.Status",
         "PendingChangeKindEnum": "memory.services.changes.KNOWN_KINDS",
         "RotKindEnum": "memory.selectors.rot.KINDS",
     },

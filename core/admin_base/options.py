@@ -171,10 +171,11 @@ class AccountScopedAdmin(MissingObjectMixin, ServiceRefusalsMixin, ScopedRules, 
         self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any
     ) -> Any:
         form = super().get_form(request, obj, change=change, **kwargs)
+        if "metadata" in form.base_fields:
+            # Before narrowing: a subclass gets its fields anew from the model.
+            form = _metadata_bounded(form)
         ids = self.writable(request) if obj is None else frozenset({self.account_id_of(obj)})
         self.narrow_fields(request, form.base_fields, ids)  # type: ignore[arg-type]
-        if "metadata" in form.base_fields:
-            form = _metadata_bounded(form)
         return form
 
     # --- writes through services ------------------------------------------------------------

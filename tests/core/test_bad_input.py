@@ -109,6 +109,7 @@ def test_overflowing_weights_are_refused_and_analytics_stay_readable(agent_clien
     )
     SearchQuery.objects.create(
         account_id=agent_client.agent.account_id,
+        agent=agent_client.agent,  # an agent's query log shows its own queries
         query_text="legacy",
         mode="hybrid",
         top_k=10,

@@ -177,12 +177,13 @@ def test_the_decision_panel_is_in_full_view_and_its_buttons_decide(
             in_full_view(browser, button)
         browser.save_screenshot(f"/tmp/review_queue_{width}x{height}_bottom.png")
 
-        # The statements the merge would archive are highlighted in the absorbed entry's text.
+        # The statements the merge would archive are highlighted in the absorbed entry's text,
+        # each marked as still said by the survivor (an exact copy covers every one).
         absorbed = change.payload["absorbed"][0]["id"]
         marks = browser.find_elements(
             By.CSS_SELECTOR, f"#archived-entry-{absorbed} .entry-text mark.statement"
         )
-        assert len(marks) >= 2 and all(m.get_attribute("data-fate") == "archived" for m in marks)
+        assert len(marks) >= 2 and all(m.get_attribute("data-fate") == "covered" for m in marks)
         text = MemoryEntry.objects.get(pk=absorbed).content
         assert all(m.text and m.text in text for m in marks)
 

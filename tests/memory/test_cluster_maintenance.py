@@ -6,7 +6,6 @@ through the local stand-in server, and the scheduled job."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
 
@@ -15,7 +14,6 @@ import pytest
 from django.utils import timezone
 
 from core.actors import actor_for_account, actor_for_agent
-from core.llm import reset_llm_provider
 from core.models import JobRun
 from memory import clustering, tasks
 from memory.models import MemoryContext, MemoryEntry, MemoryMaintenanceReport
@@ -330,15 +328,6 @@ def test_the_scheduled_job_records_its_run(agent_client: AuthedAgent, settings: 
 
 
 # --- the LLM rewrite, through a local stand-in of its API -------------------------------------
-
-
-@pytest.fixture
-def llm(openai_standin: OpenAIStandIn, settings: Any) -> Iterator[OpenAIStandIn]:
-    settings.LLM_PROVIDER, settings.LLM_MODEL = "openai", "stand-in-model"
-    settings.LLM_BASE_URL, settings.LLM_API_KEY = openai_standin.base_url, "k"
-    reset_llm_provider()
-    yield openai_standin
-    reset_llm_provider()
 
 
 def test_the_llm_rewrites_each_group_and_an_invalid_answer_falls_back(

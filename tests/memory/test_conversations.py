@@ -7,14 +7,12 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from django.db import connections
 
 from core.actors import actor_for_agent
-from core.llm import reset_llm_provider
 from memory import summaries
 from memory.models import Conversation, MemoryContext, MemoryEntry
 from memory.services import conversations as services
@@ -323,15 +321,6 @@ def test_mmr_picks_different_sentences_and_rake_finds_phrases() -> None:
         ["The counseling school applications are due.", "Counseling school is her plan."]
     )
     assert any("counseling school" in p.lower() for p in phrases)
-
-
-@pytest.fixture
-def llm(openai_standin: OpenAIStandIn, settings: Any) -> Iterator[OpenAIStandIn]:
-    settings.LLM_PROVIDER, settings.LLM_MODEL = "openai", "stand-in-model"
-    settings.LLM_BASE_URL, settings.LLM_API_KEY = openai_standin.base_url, "k"
-    reset_llm_provider()
-    yield openai_standin
-    reset_llm_provider()
 
 
 def test_with_an_llm_the_model_writes_the_summary(

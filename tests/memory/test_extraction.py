@@ -7,13 +7,11 @@ through the stand-in LLM, failures that end in a visible row, and tenancy."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from core.actors import actor_for_agent
-from core.llm import reset_llm_provider
 from memory.extraction import offline
 from memory.models import Conversation, Extraction, KnowledgeItem, KnowledgeSource
 from memory.selectors import knowledge as knowledge_selectors
@@ -245,15 +243,6 @@ def test_a_read_only_key_lists_but_cannot_extract(
 
 
 # --- the LLM path (a stand-in server: the protocol, not the quality) ------------------------
-
-
-@pytest.fixture
-def llm(openai_standin: OpenAIStandIn, settings: Any) -> Iterator[OpenAIStandIn]:
-    settings.LLM_PROVIDER, settings.LLM_MODEL = "openai", "stand-in-model"
-    settings.LLM_BASE_URL, settings.LLM_API_KEY = openai_standin.base_url, "k"
-    reset_llm_provider()
-    yield openai_standin
-    reset_llm_provider()
 
 
 def test_llm_decisions_add_update_invalidate_and_none(

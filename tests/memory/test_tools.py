@@ -7,14 +7,13 @@ from __future__ import annotations
 
 import json
 import multiprocessing
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from core.actors import Actor, actor_for_agent
 from core.errors import Throttled
-from core.llm import reset_llm_provider
 from memory import run_budget, structuring
 from memory.models import MemoryEntry
 from memory.services import tools
@@ -209,15 +208,6 @@ def test_the_budget_holds_across_processes(agent_client: AuthedAgent) -> None:
 
 
 # --- the LLM's structuring, through a local stand-in of its API -------------------------------
-
-
-@pytest.fixture
-def llm(openai_standin: OpenAIStandIn, settings: Any) -> Iterator[OpenAIStandIn]:
-    settings.LLM_PROVIDER, settings.LLM_MODEL = "openai", "stand-in-model"
-    settings.LLM_BASE_URL, settings.LLM_API_KEY = openai_standin.base_url, "k"
-    reset_llm_provider()
-    yield openai_standin
-    reset_llm_provider()
 
 
 def test_with_an_llm_the_model_structures_and_may_refuse(

@@ -4,14 +4,13 @@ LLM paths through the stand-in server."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import igraph
 import pytest
 
 from core.actors import Actor
-from core.llm import reset_llm_provider
 from rag.graph import retrieval
 from rag.graph_rag import graph_context
 from rag.models import (
@@ -208,15 +207,6 @@ def test_the_walk_decays_by_the_space_s_hop_decay(
 
 
 # --- the LLM paths (the stand-in server: the protocol, not the quality) ---------------------
-
-
-@pytest.fixture
-def llm(openai_standin: OpenAIStandIn, settings: Any) -> Iterator[OpenAIStandIn]:
-    settings.LLM_PROVIDER, settings.LLM_MODEL = "openai", "stand-in-model"
-    settings.LLM_BASE_URL, settings.LLM_API_KEY = openai_standin.base_url, "k"
-    reset_llm_provider()
-    yield openai_standin
-    reset_llm_provider()
 
 
 def test_llm_extraction_and_summaries_through_the_stand_in(

@@ -293,3 +293,16 @@ def openai_standin_fixture() -> Iterator[OpenAIStandIn]:
     """``openai_standin``: a running stand-in server, stopped after the test."""
     with OpenAIStandIn() as server:
         yield server
+
+
+@pytest.fixture(name="llm")
+def llm_fixture(openai_standin: OpenAIStandIn, settings: Any) -> Iterator[OpenAIStandIn]:
+    """``llm``: Engram's LLM provider pointed at a running stand-in server (the real
+    OpenAI-compatible client path), reset before and after the test."""
+    from core.llm import reset_llm_provider
+
+    settings.LLM_PROVIDER, settings.LLM_MODEL = "openai", "stand-in-model"
+    settings.LLM_BASE_URL, settings.LLM_API_KEY = openai_standin.base_url, "k"
+    reset_llm_provider()
+    yield openai_standin
+    reset_llm_provider()

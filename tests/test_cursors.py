@@ -124,7 +124,7 @@ def test_a_cursor_the_list_returned_reads_the_next_page(own: Side) -> None:
     first = client.get("/api/v1/memory/contexts?page_size=2").json()
     assert first["next"] is not None
     cursor = parse_qs(urlsplit(first["next"]).query)["cursor"][0]
-    second = client.get("/api/v1/memory/contexts", {"page_size": 2, "cursor": cursor})
+    second = client.get("/api/v1/memory/contexts", {"page_size": "2", "cursor": cursor})
     assert second.status_code == 200
     seen = [c["id"] for c in first["results"]] + [c["id"] for c in second.json()["results"]]
     assert len(seen) == len(set(seen)) >= 3
@@ -135,7 +135,7 @@ def test_a_cursor_the_list_returned_reads_the_next_page(own: Side) -> None:
     value, signature = cursor.rsplit(":", 1)
     assert "p=" in base64.b64decode(value).decode()
     forged = f"{_b64('o=1&p=2000-01-01+00%3A00%3A00%2B00%3A00')}:{signature}"
-    tampered = client.get("/api/v1/memory/contexts", {"page_size": 2, "cursor": forged})
+    tampered = client.get("/api/v1/memory/contexts", {"page_size": "2", "cursor": forged})
     assert tampered.status_code == 400 and tampered.json()["error"]["code"] == "invalid_cursor"
 
 

@@ -85,7 +85,7 @@ class EngramEnv(BaseSettings):
 
     # --- API ---------------------------------------------------------------------------------
     API_PAGE_SIZE: int = Field(default=50, ge=1, le=500)  # ?page_size= allows 500 at most
-    # Per key; eight clients sharing one key at full speed stay inside both (docs/benchmarks.md,
+    # Per key; eight clients sharing one key at full speed stay inside both (docs/benchmarks-log.md,
     # "Message batches and mixed load").
     API_THROTTLE_READ: str = Field(default="6000/minute", pattern=_RATE)
     API_THROTTLE_WRITE: str = Field(default="3000/minute", pattern=_RATE)

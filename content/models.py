@@ -87,7 +87,7 @@ class Page(WrittenContent):
     # The text's words as unlinked mentions search them (``content.selectors``): whole words,
     # any case. Stored, not only an index expression: a phrase match is rechecked on each page
     # the index finds, which re-parsed its whole text (a third of a millisecond for an
-    # abstract; a hub has hundreds of candidates: docs/benchmarks.md, "Pages and links").
+    # abstract; a hub has hundreds of candidates: docs/benchmarks-log.md, "Pages and links").
     words = models.GeneratedField(
         expression=SearchVector("content", config="simple"),
         output_field=SearchVectorField(),

@@ -186,7 +186,7 @@ def _named(model: type[M], targets: Sequence[str], where: str, params: list[Any]
     fields resolution reads. Raw SQL: three index scans united, the keys bound as three arrays.
     (The ORM's ``IN`` lists bound a parameter per key, and psycopg's client-side binding of
     some 300 parameters, with the planning of one ``OR`` over the three indexes, cost more than
-    running the query: docs/benchmarks.md, "Pages and links".)"""
+    running the query: docs/benchmarks-log.md, "Pages and links".)"""
     keys = list({wikilinks.normalise_title(t) for t in targets})
     slugs = list({s for t in targets if (s := wikilinks.slugify(t))})
     table = model._meta.db_table
@@ -319,7 +319,7 @@ def unlinked_mentions(*, page: Page, limit: int = MAX_MENTIONS) -> list[LinkedIt
     # nodes (read once, hashed), not a phrase test (the CASE fixes that order). For a frequent
     # name the planner walks the newest pages instead and stops at the batch. The same pages
     # as testing the phrase first: a page with the phrase has all its words
-    # (docs/benchmarks.md, "Pages and links").
+    # (docs/benchmarks-log.md, "Pages and links").
     words = " || ".join(["plainto_tsquery('simple'::regconfig, %s)"] * len(names))
     phrases = " || ".join(["phraseto_tsquery('simple'::regconfig, %s)"] * len(names))
     keys = {wikilinks.normalise_title(name) for name in names}

@@ -103,7 +103,7 @@ ECHO_MAX_BYTES = 256
 # characters that count one token) cannot make the answer large. The fixed part holds the query
 # (at most 4,000 characters, each at most 6 bytes as JSON), the section headings, the timings
 # and the answer's other fields. A LoCoMo context's answer weighs 12-15 bytes per token of it
-# (docs/benchmarks.md), so the allowance does not bind on ordinary text.
+# (docs/benchmarks-log.md), so the allowance does not bind on ordinary text.
 BODY_BYTES_PER_TOKEN = 64
 BODY_FIXED_BYTES = 32_768
 

@@ -8,7 +8,7 @@ Reproducible: UMAP runs with a fixed ``random_state`` (which also makes it singl
 HDBSCAN is deterministic for a given input, and grouping breaks ties by position.
 
 At scale, UMAP is fitted on a seeded sample of ``umap_sample`` points and the rest are
-transformed into the fitted space (docs/benchmarks.md, "Cluster maintenance"); small sets
+transformed into the fitted space (docs/benchmarks-log.md, "Cluster maintenance"); small sets
 (fewer than ``umap_min_entries``) are clustered on the unit vectors themselves, where UMAP's
 neighbour graph would be too thin to mean anything.
 """

@@ -27,7 +27,7 @@ statement, "Maria Lind"): the names of that subject are keys it must keep, and a
 current statement keeps the names of its own entry's subject. So "She is allergic to latex"
 about Maria is not covered by the same words about Aisha. The text carried is never changed.
 
-The rules were chosen on the fact-preservation set (docs/benchmarks.md, "Fact
+The rules were chosen on the fact-preservation set (docs/benchmarks-log.md, "Fact
 preservation in upkeep"; every alternative tried is in docs/benchmarks-log.md).
 
 Embeddings of statements are cached per process (model id and text), so that the check a plan

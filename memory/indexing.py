@@ -5,7 +5,8 @@ thread (``thread`` and ``position``: a conversation session, a task run) is inde
 its neighbours in that thread, because a line of dialogue ("Yes, last Tuesday!") means little
 without the lines around it: BM25 sees the entries within ``KEYWORD_RADIUS`` positions and the
 date the entry happened, the embedding the entries within ``EMBEDDING_RADIUS`` (a small model
-dilutes a wider window). Measured on LoCoMo in docs/benchmarks.md. The stored entry is unchanged.
+dilutes a wider window). Measured on LoCoMo in docs/benchmarks-log.md. The stored entry is
+unchanged.
 """
 
 from __future__ import annotations

@@ -39,21 +39,21 @@ MEMORY_ENTRIES = SearchSpace(
     # A conversation session in which several turns match lifts them (rag.granularity):
     # chosen by leave-one-conversation-out on LoCoMo dev, hybrid and graph modes both (0.3 and
     # 0.35 at or above 0.2 in every fold of each, context assembly unchanged at 0.3; 0.25 and
-    # 0.4 each lose a fold) (docs/benchmarks.md, "The session lift again").
+    # 0.4 each lose a fold) (docs/benchmarks-log.md, "The session lift again").
     group_column="thread",
     group_weight=0.3,
     # LoCoMo dev Recall@10 in graph mode by graph weight (conv-26 / conv-30), with the session
     # and speaker lifts: 0.3 0.8117 / 0.8300, 0.2 0.8150 / 0.8300, 0.1 0.8117 / 0.8177: each
-    # fold chooses 0.2 (docs/benchmarks.md, "Graph weight per space").
+    # fold chooses 0.2 (docs/benchmarks-log.md, "Graph weight per space").
     graph_weight=0.2,
     # A conversation's graph walk keeps a fifth of a node's score per hop (documents: half):
     # LoCoMo dev in graph mode, conv-26 flat from 0.1 to 0.5 and conv-30 best from 0.1 to 0.3;
-    # 0.2 is the middle of what both folds share (docs/benchmarks.md, "Hop decay per space").
+    # 0.2 is the middle of what both folds share (docs/benchmarks-log.md, "Hop decay per space").
     hop_decay=0.2,
     # Graph searches re-score their best 30 entries by late interaction (rag.late_interaction,
     # query tokens weighted by their rarity among the 30): chosen by leave-one-conversation-out
     # on LoCoMo dev, the middle of the plateau both folds share (1.0 to 1.5; 1.75 loses
-    # single-hop) (docs/benchmarks.md, "Late interaction").
+    # single-hop) (docs/benchmarks-log.md, "Late interaction").
     late_weight=1.25,
 )
 

@@ -4,7 +4,7 @@
 Deterministic by default: a vote of the nearest labelled examples (``memory/data/
 task_types.json``, ``train``) by cosine similarity of the local model's embeddings, each
 neighbour's vote weighted by its similarity. The labelled ``held_out`` examples are never voted
-with; they measure the classifier (bench/context_task_types.py, docs/benchmarks.md). With an LLM
+with; they measure the classifier (bench/context_task_types.py, docs/benchmarks-log.md). With an LLM
 configured, the model classifies (its answer validated against the four types); a failed
 answer falls back to the vote.
 """

@@ -50,7 +50,7 @@ STOP_WORDS = frozenset(
 )
 # Query analysis: words that ask rather than name (question words, auxiliaries, pronouns). They
 # are indexed like any word, but a question's own are dropped when it names anything else:
-# "What did she research?" searches for "research". Measured in docs/benchmarks.md ("Recall
+# "What did she research?" searches for "research". Measured in docs/benchmarks-log.md ("Recall
 # quality"): LoCoMo Recall@10 +0.016 / +0.021 on the two dev conversations; applied to
 # statements too it cost SciFact (claims) 0.0012 nDCG@10, so only questions are analysed.
 QUERY_FUNCTION_WORDS = True

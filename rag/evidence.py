@@ -15,7 +15,7 @@ and between rounds, so each hit gets its **evidence**:
   knowledge bases (``term_coverage``), plus ``INTERCEPT``. The coefficients were fitted by
   logistic regression on BEIR SciFact *train* relevance judgements (the top 20 hybrid hits of
   each claim, relevant when their abstract is judged relevant; ``bench/agentic_calibration.py``
-  refits and prints them, docs/benchmarks.md records the fit), so the evidence reads as the
+  refits and prints them, docs/benchmarks-log.md records the fit), so the evidence reads as the
   probability that the hit is relevant. They belong to the default local embedding model: a
   different model spreads cosine similarities differently, and the fit should be rerun on
   judgements of one's own.
@@ -38,7 +38,7 @@ from rag.search import SearchHit
 from rag.spaces import CHUNKS
 from rag.vector import unit_similarities
 
-# Fitted on SciFact train (bench/agentic_calibration.py, docs/benchmarks.md).
+# Fitted on SciFact train (bench/agentic_calibration.py, docs/benchmarks-log.md).
 INTERCEPT = -10.03
 SIMILARITY = 12.92
 COVERAGE = 5.85
@@ -110,7 +110,7 @@ def non_increasing(values: Sequence[float]) -> list[float]:
 
 # A context (``memory.assembly``'s documents, ``rag.graph_rag``) shows a chunk only when its
 # evidence reaches this: chosen on SciFact train, LoCoMo dev as documents and a synthetic set by
-# bench/context_floors.py (docs/benchmarks.md, "Every source on topic").
+# bench/context_floors.py (docs/benchmarks-log.md, "Every source on topic").
 CONTEXT_MIN_EVIDENCE: float | None = 0.01
 
 

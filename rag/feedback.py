@@ -13,7 +13,7 @@ each posting), the embeddings from its units.
 
 Why: a question names a thing in its own words; the passages that answer it use others. The
 first pass finds some of them by the words they share; their other words ("adoption",
-"agencies" for "What did she research?") find the rest. Measured in docs/benchmarks.md.
+"agencies" for "What did she research?") find the rest. Measured in docs/benchmarks-log.md.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from rag.spaces import SearchSpace
 FEEDBACK_UNITS = 10
 FEEDBACK_TERMS = 10
 # Chosen on the development data of both kinds (LoCoMo dev by leave-one-conversation-out,
-# SciFact train): docs/benchmarks.md, "Recall quality".
+# SciFact train): docs/benchmarks-log.md, "Recall quality".
 ORIGINAL_WEIGHT = 0.8
 # Terms shorter than this (single letters, stray digits) never expand a query.
 MIN_TERM_CHARS = 2

@@ -7,8 +7,8 @@ from core.search import MAX_WEIGHT
 
 FUSIONS: tuple[str, ...] = ("rrf", "weighted", "simple")
 RRF_K = 60
-# Measured on BEIR SciFact train (docs/benchmarks.md): min-max normalised scores weighted equally
-# beat reciprocal rank fusion by 0.018 nDCG@10 with the local model.
+# Measured on BEIR SciFact train (docs/benchmarks-log.md): min-max normalised scores weighted
+# equally beat reciprocal rank fusion by 0.018 nDCG@10 with the local model.
 DEFAULT_FUSION = "weighted"
 DEFAULT_WEIGHTS = {"vector": 0.5, "keyword": 0.5}
 

@@ -5,7 +5,7 @@ entry's thread). A group in which several candidates match is more likely about 
 a lone match; so each candidate's fused score gets the space's ``group_weight`` x its group's
 score (then divided by 1 + that weight, to stay from 0 to 1), the mean
 of the group's best ``GROUP_TOP`` candidate scores relative to the best group's. Units without a
-group (an empty thread) are their own group. Measured in docs/benchmarks.md.
+group (an empty thread) are their own group. Measured in docs/benchmarks-log.md.
 
 The other way round, ``group_diversify`` spreads the best candidates over their groups, for a
 query that asks for several things found in several places (long-term search: questions such

@@ -27,7 +27,7 @@ from rag.spaces import CHUNKS, SearchSpace
 K1 = 0.9
 B = 0.4
 # Postings read per query term: bounds the cost of common terms (chosen by measurement, see
-# docs/benchmarks.md); rare terms have fewer postings than this anyway.
+# docs/benchmarks-log.md); rare terms have fewer postings than this anyway.
 POSTINGS_PER_TERM = 1000
 
 

@@ -8,7 +8,7 @@ and those maxima averaged (MaxSim, as ColBERT scores). It reads question and can
 token by token, which is what a reranker adds, with the model Engram ships: all-MiniLM-L6-v2's
 states before pooling. That model was trained for pooled sentence vectors, not for MaxSim, so
 this is a weaker signal than a model trained for late interaction would give; measured on LoCoMo
-dev by leave-one-conversation-out (docs/benchmarks.md, "Late interaction").
+dev by leave-one-conversation-out (docs/benchmarks-log.md, "Late interaction").
 
 The cost is one forward pass over the candidates (``DEPTH`` of them: about 300 ms on two cores
 for 30 chat turns; the states of texts scored lately are kept, ``StateCache``), so a space takes
@@ -32,11 +32,11 @@ from rag.analysis import FUNCTION_WORDS, STOP_WORDS
 from rag.search import RankedHit
 
 # How many of the best candidates are re-scored (LoCoMo dev: 30, 50 and 100 rank alike, since a
-# candidate below 30 seldom climbs into the first ten; docs/benchmarks.md).
+# candidate below 30 seldom climbs into the first ten; docs/benchmarks-log.md).
 DEPTH = 30
 # Query tokens that name nothing: a question's function words and the index's stop words.
 _QUIET = FUNCTION_WORDS | STOP_WORDS
-# Whether only the query's content tokens are matched (docs/benchmarks.md, "Late interaction").
+# Whether only the query's content tokens are matched (docs/benchmarks-log.md, "Late interaction").
 CONTENT_ONLY = True
 # The least weight of a query token that every candidate has (``rarity_weights``).
 RARITY_FLOOR = 0.1

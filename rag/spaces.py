@@ -89,17 +89,17 @@ class SearchSpace:
     # several matching units lifts them (``rag.granularity``); empty: no groups.
     group_column: str = ""
     # How much a group's match lifts its units (``rag.granularity``), chosen per space on
-    # development data (docs/benchmarks.md); 0: off.
+    # development data (docs/benchmarks-log.md); 0: off.
     group_weight: float = 0.0
     # The graph stage's weight when a search fuses it with the vector and keyword stages (mode
     # ``graph``, or ``graph`` in a hybrid search's ``stages``) and the caller gives none, next
-    # to theirs; chosen per space on development data (docs/benchmarks.md).
+    # to theirs; chosen per space on development data (docs/benchmarks-log.md).
     graph_weight: float = 0.3
     # What a node reached by the graph walk keeps of its parent's score per hop
-    # (``rag.graph.retrieval``), chosen per space on development data (docs/benchmarks.md).
+    # (``rag.graph.retrieval``), chosen per space on development data (docs/benchmarks-log.md).
     hop_decay: float = 0.5
     # How much a graph search's best candidates gain from their late-interaction score
-    # (``rag.late_interaction``), chosen per space on development data (docs/benchmarks.md);
+    # (``rag.late_interaction``), chosen per space on development data (docs/benchmarks-log.md);
     # 0: off.
     late_weight: float = 0.0
 
@@ -134,7 +134,7 @@ CHUNKS = SearchSpace(
     # SciFact train nDCG@10 by graph weight: 0.3 0.7368, 0.2 0.7375, 0.1 0.7404, 0.05 0.7406
     # (hybrid 0.7410), a difference of noise across its folds; LoCoMo dev as documents
     # (bench/locomo_documents.py): 0.1 finds more multi-hop evidence within five chunks than
-    # weight 0 at chunks of 64, 128 and 256 tokens (docs/benchmarks.md, "Multi-hop questions
+    # weight 0 at chunks of 64, 128 and 256 tokens (docs/benchmarks-log.md, "Multi-hop questions
     # over documents").
     graph_weight=0.1,
 )

@@ -14,7 +14,7 @@ from core.embeddings import get_embedding_provider
 from rag.spaces import SearchSpace
 
 # Scopes holding at most this many units are searched exactly, by comparing the query with each
-# of their units, instead of through the HNSW index the whole space shares (docs/benchmarks.md,
+# of their units, instead of through the HNSW index the whole space shares (docs/benchmarks-log.md,
 # "Context assembly": a conversation of 1,000 turns in an account of 100k memories).
 EXACT_SCAN_UNITS = 5_000
 

@@ -3,7 +3,7 @@ run in that thread between the loop's steps.
 
 Django refuses to run its database code while an event loop runs in the thread, and the SDK's
 transport is asynchronous. ``asgiref.async_to_sync`` answers that by starting a thread per call
-for the loop (about 0.3 ms a request here, several under load: docs/benchmarks.md, "MCP").
+for the loop (about 0.3 ms a request here, several under load: docs/benchmarks-log.md, "MCP").
 Here the loop runs in the calling thread instead, and a coroutine that needs Django hands a
 function to ``run_sync``: the loop stops, the function runs in this thread (no loop running:
 Django is content; the request's connection and its request-finished clean-up apply), and the

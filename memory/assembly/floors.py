@@ -3,7 +3,7 @@ candidate only when it is on topic, so neither a section's share nor the budget 
 the end (the final fill) ever goes to an off-topic item (docs/memory.md, "Context assembly").
 Memories and knowledge items keep theirs in ``sources`` (``MEMORY_MIN_SIMILARITY``,
 ``KNOWLEDGE_MIN_SIMILARITY``); the others are here, each on the signal the engine computes for
-that store, chosen on data by ``bench/context_floors.py`` (docs/benchmarks.md, "Every source on
+that store, chosen on data by ``bench/context_floors.py`` (docs/benchmarks-log.md, "Every source on
 topic"). ``None`` turns a floor off (the benchmark's baseline).
 
 - Document chunks: the calibrated evidence (``rag.evidence.chunk_hits_evidence``: a logistic

@@ -29,23 +29,23 @@ HISTORY_MIN_CANDIDATES, HISTORY_CANDIDATES = 60, 300
 HISTORY_TOKENS_PER_CANDIDATE = 20
 # Candidates per retrieval stage for each history candidate asked for (at least 100): the
 # conversation is small next to a whole memory, a few per hit suffice for its fusion. 2 was
-# chosen over 1, 3 and 4 on LoCoMo dev's evidence recall (docs/benchmarks.md).
+# chosen over 1, 3 and 4 on LoCoMo dev's evidence recall (docs/benchmarks-log.md).
 HISTORY_DEPTH_FACTOR = 2
 MEMORY_CANDIDATES = 20
 # Candidates per retrieval stage for the memories: the floor long-term search keeps for any
 # page (100), not its ten per hit (200 for 20): the 20 best of 100 per stage, at about two
-# thirds of the vector stage's time over 100k memories (docs/benchmarks.md).
+# thirds of the vector stage's time over 100k memories (docs/benchmarks-log.md).
 MEMORY_DEPTH = 100
 # A memory is shown only when it is on topic, as a knowledge item is (below): its cosine
 # similarity to the query at least this. Chosen on LoCoMo dev's gold observations remembered
 # beside unrelated memories (bench/memory_floor.py): 0.4 keeps 198 of the 201 that say a
-# question's evidence and drops 99% of the unrelated ones; docs/benchmarks.md.
+# question's evidence and drops 99% of the unrelated ones; docs/benchmarks-log.md.
 MEMORY_MIN_SIMILARITY: float | None = 0.4
 KNOWLEDGE_CANDIDATES = 10
 # A knowledge item is shown only when it is on topic: its embedding's cosine similarity to the
 # query's at least this, the floor the memory tools' semantic search keeps (0.5 is clearly on
 # topic for all-MiniLM-L6-v2). The fused score ranks but is relative to the query's other hits:
-# its best is near 1 however far off it is. Measured on LoCoMo dev, docs/benchmarks.md.
+# its best is near 1 however far off it is. Measured on LoCoMo dev, docs/benchmarks-log.md.
 KNOWLEDGE_MIN_SIMILARITY = 0.5
 DOCUMENT_CANDIDATES = 10
 PAGE_CANDIDATES = 5
@@ -55,7 +55,7 @@ TASK_CANDIDATES = 10
 MAX_SUMMARIES = 1
 # History's fusion weights (None: long-term memory's own 0.4 / 0.6; 0.5 / 0.5 and 0.3 / 0.7
 # were no better) and the boost of the turns of a speaker the query names ("what did Maria
-# say...": her own lines first). bench/context_locomo.py, docs/benchmarks.md: +0.03 evidence
+# say...": her own lines first). bench/context_locomo.py, docs/benchmarks-log.md: +0.03 evidence
 # recall at 1,000 tokens on both development conversations at 0.25; 0.35 chosen on conv-30 and
 # no worse on conv-26 in any budget (0.3 to 0.5 measured).
 HISTORY_WEIGHTS: dict[str, float] | None = None
@@ -176,7 +176,7 @@ def history(
 ) -> tuple[list[Candidate], dict[str, float]]:
     """This conversation's turns most relevant to the query (the engine's hybrid search with
     neighbour windows, ``long_term_search``), best first, shown in turn order. (Adding the
-    turns next to the best hits was measured and added nothing: docs/benchmarks.md.) An
+    turns next to the best hits was measured and added nothing: docs/benchmarks-log.md.) An
     archived conversation is left out of searches, as every archived context is: its last turns
     and summaries still show, its history is not searched."""
     if conversation.context.archived_at is not None:

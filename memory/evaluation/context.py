@@ -65,7 +65,7 @@ def conversation_write(
     (the messages' index, the rolling summary). Answers each turn's number (its message's
     position) -> dia id: a context echoes a message's metadata and counts it in its budget, so
     a benchmark that keeps its labels itself leaves the budget to the conversation
-    (docs/benchmarks.md)."""
+    (docs/benchmarks-log.md)."""
     from memory.selectors import conversations as conversation_selectors
     from memory.services import conversations as services
     from memory.services.long_term.pending import pending_index_all

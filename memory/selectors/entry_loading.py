@@ -2,7 +2,7 @@
 
 The hot path of context assembly loads a hundred entries per call; an ORM ``in_bulk`` of them
 spent four times its statement's time compiling the query, binding one parameter per id and
-converting each row (bench/context_assembly.py, docs/benchmarks.md). Here the statement is one
+converting each row (bench/context_assembly.py, docs/benchmarks-log.md). Here the statement is one
 array parameter, and the rows become model instances through ``Model.from_db`` with each
 field's own database converter, as the ORM would make them."""
 

@@ -48,15 +48,15 @@ from rag.visibility import visibility_of
 
 # Hybrid fusion of memory entries leans on BM25: on short chat turns it beats the small local
 # embedding model, and 0.4 / 0.6 retrieves more evidence than the documents' 0.5 / 0.5 on LoCoMo
-# (docs/benchmarks.md, "LoCoMo retrieval"). A weight the caller gives overrides its stage's.
+# (docs/benchmarks-log.md, "LoCoMo retrieval"). A weight the caller gives overrides its stage's.
 FUSION_WEIGHTS = {"vector": 0.4, "keyword": 0.6}
 # Candidates each stage returns. Weighted fusion normalises each stage's scores between its best
 # and its last candidate, so a short list sets a high floor and lets one stage's near-misses
-# outrank the other's hits; LoCoMo Recall@10 (docs/benchmarks.md): 50 -> 0.741, 100 -> 0.756,
+# outrank the other's hits; LoCoMo Recall@10 (docs/benchmarks-log.md): 50 -> 0.741, 100 -> 0.756,
 # 200 -> 0.755, 400 -> 0.762. 100 takes most of the gain within the latency budget at 100k entries.
 MIN_CANDIDATES = 100
 # Query analysis of named speakers: how much an entry spoken by a speaker the query names gains
-# (``_speaker_lift``); chosen by leave-one-conversation-out on LoCoMo dev (docs/benchmarks.md).
+# (``_speaker_lift``); chosen by leave-one-conversation-out on LoCoMo dev (docs/benchmarks-log.md).
 SPEAKER_LIFT = 1.0
 # The modes whose scores the session and speaker lifts adjust (fused scores, 0 to 1).
 LIFTED_MODES = frozenset({*FUSED_MODES, GRAPH})
@@ -65,7 +65,7 @@ LIFTED_MODES = frozenset({*FUSED_MODES, GRAPH})
 # entry of a session counting (1 - this) ** n of its score. Chosen by leave-one-conversation-out
 # on LoCoMo dev in graph mode (both folds best at 0.2-0.25, every fold at or above none from 0.1
 # to 0.35; applied to every question it cost single-hop). Hybrid searches do not spread: their
-# multi-hop gain was smaller than the two adversarial questions lost (docs/benchmarks.md,
+# multi-hop gain was smaller than the two adversarial questions lost (docs/benchmarks-log.md,
 # "Sessions spread").
 SESSION_DIVERSITY = 0.2
 CANDIDATE_FACTOR = 10
@@ -366,7 +366,7 @@ def long_term_ranked(
         similarity = {hit.unit_id: max(0.0, min(1.0, hit.score)) for hit in ranked}
     # Every candidate is scored on the few fields relevance needs, read as values; only the
     # results are loaded, without their vector. Loading every candidate whole (embedding
-    # included) was most of a search's time at 100k entries (docs/benchmarks.md).
+    # included) was most of a search's time at 100k entries (docs/benchmarks-log.md).
     kept = best_rows(ranked, similarity, scoring, top_k)
     scored: list[tuple[float, int, dict[str, float], RankedHit]] = []
     for hit, (importance, confidence, idle_days) in kept:

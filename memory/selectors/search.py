@@ -148,7 +148,7 @@ def _short_term_filter(
 ) -> tuple[str, dict[str, Any]]:
     """Postings of the agent's live entries (in the session, of the types, when given). Without
     those filters, the few expired entries not yet deleted are named by id: the postings are then
-    read in impact order without a join (docs/benchmarks.md, "Search across tiers")."""
+    read in impact order without a join (docs/benchmarks-log.md, "Search across tiers")."""
     if not filters.session_id and not filters.memory_types:
         expired = list(
             ShortTermEntry.objects.filter(agent_id=agent_id, expires_at__lte=now)
@@ -178,7 +178,7 @@ def _pool_filter(actor: Actor, filters: RouterFilters) -> tuple[str, dict[str, A
     list as a constant array: the readable pools, or the others (none hidden: no filter, and no
     list read). PostgreSQL hashes a constant array and still walks each term's postings in impact
     order down to the per-term cut; as a subquery the filter became a semi join that read every
-    posting of every query term (docs/benchmarks.md, "Search across tiers")."""
+    posting of every query term (docs/benchmarks-log.md, "Search across tiers")."""
     agent = acting_agent(actor)
     readable = live() if actor.agent is None else live() & readable_by(actor.agent.pk)
     if filters.pool_ids:

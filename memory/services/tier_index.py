@@ -10,7 +10,7 @@ write's own transaction (as long-term memory's, ``services/long_term/index.py``)
 
 Each index change holds its scope's row lock (the agent's, the account's), taken after the rows
 being changed are locked, so concurrent writers of one scope queue and its statistics stay
-exact. Neither tier is embedded: a write would wait for the model (docs/benchmarks.md,
+exact. Neither tier is embedded: a write would wait for the model (docs/benchmarks-log.md,
 "Cross-tier search", measures it); they are found by BM25 and fused with long-term memory's
 hybrid ranking by the router.
 """

@@ -59,7 +59,7 @@ MAX_GRAPH_HOPS = 5
 FANOUT = 25
 MAX_REACHED = 300
 # Per node, the units most similar to the query (a speaker's node in a long conversation is
-# mentioned by hundreds of turns; docs/benchmarks.md, "Units per node").
+# mentioned by hundreds of turns; docs/benchmarks-log.md, "Units per node").
 UNITS_PER_NODE = 100
 SIMILARITY_WEIGHT = 0.5
 GRAPH = "graph"

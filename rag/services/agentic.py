@@ -58,7 +58,7 @@ MIN_AVG_SCORE = 0.5
 FEEDBACK_RESULTS = 3
 EXPANSION_TERMS = 5
 # Sources: every round's results fused by reciprocal rank, the question's own round weighing 1
-# and the n-th reformulation this over n (measured on SciFact train, docs/benchmarks.md:
+# and the n-th reformulation this over n (measured on SciFact train, docs/benchmarks-log.md:
 # reformulated queries drift, and weighing them equally cost 0.011 nDCG@10).
 REFORMULATED_WEIGHT = 0.2
 # The results whose words count as covering the question (gap identification).

@@ -207,7 +207,7 @@ def test_deleting_a_context_cascades_its_index(me: Actor, context: MemoryContext
 def test_entry_pages_keep_room_for_the_reads_every_search_records() -> None:
     """Recording a search's hits updates their rows; with free space on the page PostgreSQL
     updates them in place instead of inserting into every index, HNSW included (migration
-    0015, docs/benchmarks.md)."""
+    0015, docs/benchmarks-log.md)."""
     from django.db import connection
 
     with connection.cursor() as cursor:

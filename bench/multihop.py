@@ -17,7 +17,7 @@ Figures, per mode and per hop count (2, 3, all):
   with ``--fold-by template``); ``--fold k`` adds ``train`` (every other fold) and ``test``
   (fold k) so a constant chosen on train is reported on test.
 - ``final_mention``: top5_final split by how the final document names the bridge entity (full
-  name, surname, title and surname, pronoun).
+  name, surname, title and surname, pronoun); ``final_relation``: by the last hop's relation.
 - ``latency_ms``: p50 / p95 of the whole call, the query embeddings cached beforehand (the
   embedding excluded; agentic's own reformulations are embedded inside the call).
 
@@ -80,7 +80,15 @@ def main() -> None:
                     report["modes"][mode] = _figures(rows, args)
                     if args.per_question:
                         report["modes"][mode]["per_question"] = [
-                            {k: r[k] for k in ("id", "hops", "final_rank", "evidence_ranks")}
+                            {
+                                "id": r["id"],
+                                "text": r["question"].text,
+                                "chain": r["question"].chain,
+                                "final_doc": r["question"].final_doc,
+                                "final_rank": r["final_rank"],
+                                "evidence_ranks": r["evidence_ranks"],
+                                "top5": r["top5"],
+                            }
                             for r in rows
                         ]
             print(json.dumps(report), flush=True)
@@ -181,6 +189,7 @@ def _ask(
                     "hops": q.hops,
                     "final_rank": rank.get(q.final_doc),
                     "evidence_ranks": [rank.get(d) for d in q.evidence],
+                    "top5": ranked[:5],
                     "ms": elapsed,
                 }
             )
@@ -240,6 +249,13 @@ def _figures(rows: list[dict[str, Any]], args: argparse.Namespace) -> dict[str, 
     out["final_mention"] = {
         m: {"n": len(rs), "top5_final": _block(rs)["top5_final"]}
         for m, rs in sorted(mentions.items())
+    }
+    relations: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        relations.setdefault(r["question"].chain[-1], []).append(r)
+    out["final_relation"] = {
+        name: {"n": len(rs), "top5_final": _block(rs)["top5_final"]}
+        for name, rs in sorted(relations.items())
     }
     times = [r["ms"] for r in rows]
     out["latency_ms"] = {"p50": _percentile(times, 50), "p95": _percentile(times, 95)}

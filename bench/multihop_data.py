@@ -552,9 +552,11 @@ class _Builder:
         for org in every_org:
             if org.type in LEADABLE:
                 self.fact("leads", next(take), org)
+        founders = list(people)  # one organisation a founder: "the company that X founded"
+        rng.shuffle(founders)
         for org in every_org:
             if org.type in ("company", "club", "foundation", "publisher") and rng.random() < 0.8:
-                self.fact("founded", rng.choice(people), org)
+                self.fact("founded", founders.pop(), org)
         for club in orgs["club"]:
             self.fact("coach_of", rng.choice(people), club)
         for cafe in orgs["cafe"]:
@@ -644,20 +646,23 @@ def _documents(builder: _Builder) -> list[Document]:
             chunk, group = group[:size], group[size:]
             alias_only = topic.type == "person" and rng.random() < 0.2
             sentences, mentions = [], {}
+            leads = False  # did the previous sentence open with the topic? (a pronoun's antecedent)
             for index, fact in enumerate(chunk):
                 relation = RELATION[fact.relation]
                 template = rng.choice(relation.doc)
                 s, o = entities[fact.s], entities[fact.o]
                 names = {"s": s.name, "o": o.name}
                 role = "s" if fact.s == topic_id else "o"
+                opens = template.startswith("{" + role + "}")
                 form = "full"
                 if topic.type == "person" and (index > 0 or alias_only):
                     options = ["surname", "title"]
-                    if index > 0 and template.startswith("{" + role + "}"):
+                    if leads and opens:
                         options.append("pronoun")
                     form = rng.choice(options)
-                elif index > 0 and template.startswith("{" + role + "}") and rng.random() < 0.5:
+                elif leads and opens and rng.random() < 0.5:
                     form = "pronoun"
+                leads = opens
                 if form == "surname":
                     names[role] = topic.surname
                 elif form == "title":
@@ -828,6 +833,8 @@ def _questions(
 
 def world(seed: int, *, persons: int = 16, questions: int = 24, three_hop: float = 0.35) -> World:
     """One world, deterministic for its seed and sizes."""
+    if persons < 12:
+        raise ValueError("a world needs 12 persons at least (one head an organisation)")
     builder = _Builder(seed, persons)
     builder.build()
     documents = _documents(builder)

@@ -126,3 +126,26 @@ def test_folds_split_worlds_and_templates(gen: ModuleType, worlds: list) -> None
     assert all(by_world[q.world] == gen.question_fold(q, 3) for q in questions)
     template_folds = Counter(gen.template_fold(q, 3) for q in questions)
     assert len(template_folds) == 3
+
+
+def test_every_hop_has_one_answer(gen: ModuleType, worlds: list) -> None:
+    """Each noun phrase and the question pick out one entity: the known end of every hop's fact
+    has exactly one fact of that relation in that role."""
+    for w in worlds:
+        for q in w.questions:
+            facts = [w.facts[f] for f in q.facts]
+            first, second = facts[0], facts[1]
+            known = first.o if first.s in (second.s, second.o) else first.s
+            for fact in facts:
+                symmetric = gen.RELATION[fact.relation].symmetric
+                same = [
+                    f
+                    for f in w.facts.values()
+                    if f.relation == fact.relation
+                    and (
+                        (f.o == known) if known == fact.o and not symmetric
+                        else known in ((f.s,) if not symmetric else (f.s, f.o))
+                    )
+                ]  # fmt: skip
+                assert same == [fact], (q.text, fact)
+                known = fact.o if known == fact.s else fact.s

@@ -6,6 +6,8 @@ Each world of the dataset is loaded once into an account of its own with one kno
 generator loads afresh), its documents ingested, linked to the graph and the account's
 communities computed; later runs only search. Every question is then asked through
 ``rag_eval.ranked_hits`` (the modes rag_eval scores: hybrid, graph, hybrid+graph, agentic...).
+A diagnostic mode ``stages:graph`` (or ``stages:graph+vector``...) ranks by a hybrid search of
+those stages alone: the graph stage's own ranking.
 
 Figures, per mode and per hop count (2, 3, all):
 - ``top5_final``: the share of questions whose final evidence document (the one that shares no
@@ -167,14 +169,25 @@ def _warm(worlds: list[data.World]) -> None:
 def _ask(
     worlds: list[data.World], loaded: dict[int, tuple[Any, int, dict[int, str]]], mode: str
 ) -> list[dict[str, Any]]:
+    from rag.graph.chunks import chunk_search_staged
     from rag.management.commands.rag_eval import ranked_hits
+    from rag.search import SearchFilters
 
     rows = []
     for w in worlds:
         actor, kb_id, doc_of = loaded[w.seed]
         for q in w.questions:
             started = time.perf_counter()
-            hits = ranked_hits(actor, knowledge_base_id=kb_id, mode=mode, query=q.text, top_k=TOP_K)
+            if mode.startswith("stages:"):  # a diagnostic: a hybrid search of these stages only
+                hits = chunk_search_staged(
+                    actor=actor, query=q.text, mode="hybrid", top_k=TOP_K,
+                    stages=tuple(mode.removeprefix("stages:").split("+")),
+                    filters=SearchFilters(knowledge_base_ids=(kb_id,)),
+                ).hits  # fmt: skip
+            else:
+                hits = ranked_hits(
+                    actor, knowledge_base_id=kb_id, mode=mode, query=q.text, top_k=TOP_K
+                )
             elapsed = (time.perf_counter() - started) * 1000
             ranked: list[str] = []
             for hit in hits:  # a document ranks where its best chunk does

@@ -32,6 +32,7 @@ import json
 import random
 import re
 from dataclasses import asdict, dataclass, field
+from functools import lru_cache
 from typing import Any
 
 # ---------------------------------------------------------------------------------------------
@@ -352,32 +353,69 @@ RELATION = {r.name: r for r in RELATIONS}
 # ---------------------------------------------------------------------------------------------
 # Words
 
+# Words that never count as shared: the keyword index's stop words (Lucene's English set) and
+# the words by which a question asks (question words, auxiliaries, pronouns), which the
+# product's query analysis drops from a question.
 STOPWORDS = frozenset(
     _words(
-        "a an the of in at by to for and or but who whom whose what which where when why how was "
-        "is are were be been being has have had does did do done that this these those it its he "
-        "she his her him hers they them their there since from with on as into than then so not "
-        "no s every year years one"
+        "a an and are as at be but by for if in into is it no not of on or such that the their "
+        "then there these they this to was will with what when where who whom whose which why how "
+        "did do does doing done has have had having were been being am can could would should "
+        "shall may might must i me my mine you your he him his she her hers we us our they them "
+        "its itself any some about from up out over so than too very just also"
     )
 )
 _WORD = re.compile(r"[A-Za-z]+")
 
 
-def stem(word: str) -> str:
-    """A conservative stem for "shares a content word": suffixes off, then the first five
-    letters (so "runs"/"run", "founder"/"founded", "library"/"libraries" all meet)."""
+def _norm(word: str) -> str:
     w = word.lower()
-    for suffix in ("ing", "ed", "es", "er", "s"):
-        if w.endswith(suffix) and len(w) - len(suffix) >= 3:
-            w = w[: -len(suffix)]
-            break
-    if len(w) >= 3 and w[-1] == w[-2]:
-        w = w[:-1]
-    return w[:5]
+    if len(w) > 4 and w.endswith(("ies", "ied")):
+        w = w[:-3] + "y"  # cities -> city, married -> marry
+    return w
 
 
-def content_stems(text: str) -> set[str]:
-    return {stem(w) for w in _WORD.findall(text) if w.lower() not in STOPWORDS}
+def meets(a: str, b: str) -> bool:
+    """Whether two words may be the same word to a stemmer, conservatively: they share their
+    first four letters, or the shorter (of three letters or fewer) begins the longer. So "run"
+    / "runs", "marry" / "married", "city" / "cities", "founder" / "founded" meet (and so do
+    "head" / "headquartered": a false alarm costs a question, never the promise)."""
+    a, b = _norm(a), _norm(b)
+    if min(len(a), len(b)) >= 4:
+        return a[:4] == b[:4]
+    short, long_ = sorted((a, b), key=len)
+    return long_.startswith(short)
+
+
+def content_words(text: str) -> set[str]:
+    return {w.lower() for w in _WORD.findall(text) if w.lower() not in STOPWORDS}
+
+
+@lru_cache(maxsize=4096)
+def _profile(text: str) -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
+    """A text's words as ``meets`` compares them: first four letters (words of four or more),
+    short words (three or fewer), and every word's first one to three letters."""
+    words = [_norm(w) for w in content_words(text)]
+    return (
+        frozenset(w[:4] for w in words if len(w) >= 4),
+        frozenset(w for w in words if len(w) < 4),
+        frozenset(w[:k] for w in words for k in (1, 2, 3)),
+    )
+
+
+def shared_words(question: str, text: str) -> set[str]:
+    """The question's content words that meet (``meets``) a content word of ``text``."""
+    heads, shorts, prefixes = _profile(text)
+    shared = set()
+    for word in content_words(question):
+        w = _norm(word)
+        if len(w) < 4:
+            hit = w in prefixes
+        else:
+            hit = w[:4] in heads or any(w.startswith(short) for short in shorts)
+        if hit:
+            shared.add(word)
+    return shared
 
 
 # ---------------------------------------------------------------------------------------------
@@ -785,20 +823,16 @@ def _questions(
             tid, template = rng.choice(_asks(final_fact, bridge))
             question = _cap(_fill(template, text, final_fact, entities))
             used.append(tid)
-            if not content_stems(question) & content_stems(final_doc.text):
+            if not shared_words(question, final_doc.text):
                 options.append((question, used))
         if not options:
             continue
         question, used = options[0]
-        q_stems = content_stems(question)
         evidence = [d.id for d in docs]
+        overlap = {d.id: len(shared_words(question, d.text)) for d in documents}
         distractors = sorted(
-            (
-                d
-                for d in documents
-                if d.id not in evidence and len(content_stems(d.text) & q_stems) >= 2
-            ),
-            key=lambda d: (-len(content_stems(d.text) & q_stems), int(d.id.rsplit("d", 1)[1])),
+            (d for d in documents if d.id not in evidence and overlap[d.id] >= 2),
+            key=lambda d: (-overlap[d.id], int(d.id.rsplit("d", 1)[1])),
         )
         if not distractors:  # a few anchors (a book's title) have no lookalike: not asked
             continue

@@ -16,8 +16,9 @@ Figures, per mode and per hop count (2, 3, all):
   top 5 / 10.
 - ``mrr_final``: the final document's reciprocal rank in the top 20 (0 beyond).
 - ``folds``: the same per fold (``--folds K``; by world seed, or by the final question template
-  with ``--fold-by template``); ``--fold k`` adds ``train`` (every other fold) and ``test``
-  (fold k) so a constant chosen on train is reported on test.
+  with ``--fold-by template``, or by the last hop's relation with ``--fold-by relation``);
+  ``--fold k`` adds ``train`` (every other fold) and ``test`` (fold k) so a constant chosen on
+  train is reported on test.
 - ``final_mention``: top5_final split by how the final document names the bridge entity (full
   name, surname, title and surname, pronoun); ``final_relation``: by the last hop's relation.
 - ``latency_ms``: p50 / p95 of the whole call, the query embeddings cached beforehand (the
@@ -53,7 +54,7 @@ def main() -> None:
     parser.add_argument("--modes", default="hybrid,graph,agentic")
     parser.add_argument("--folds", type=int, default=3)
     parser.add_argument("--fold", type=int, default=None, help="report train/test for fold k")
-    parser.add_argument("--fold-by", choices=("world", "template"), default="world")
+    parser.add_argument("--fold-by", choices=("world", "template", "relation"), default="world")
     parser.add_argument("--variant", action="append", default=[])
     parser.add_argument("--per-question", action="store_true", help="each question's ranks too")
     args = parser.parse_args()
@@ -212,6 +213,8 @@ def _ask(
 def _fold(question: data.Question, args: argparse.Namespace) -> int:
     if args.fold_by == "template":
         return data.template_fold(question, args.folds)
+    if args.fold_by == "relation":
+        return data.relation_fold(question, args.folds)
     return data.question_fold(question, args.folds)
 
 

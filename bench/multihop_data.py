@@ -11,8 +11,9 @@ A world is identified by its own seed (``world(seed)``); a dataset of ``n`` worl
 ``s`` is the worlds ``s .. s+n-1``. Names are built from combinatorial pools (about a thousand
 surnames, a thousand place names, several thousand organisation names), so two worlds share few
 of them. Folds for cross-validation: ``question_fold(q, k)`` (by world seed: worlds never
-straddle folds) and ``template_fold(q, k)`` (by the question's final template, so a held-out
-fold also holds paraphrases never tuned on).
+straddle folds), ``template_fold(q, k)`` (by the question's final template, so a held-out
+fold also holds paraphrases never tuned on) and ``relation_fold(q, k)`` (by the last hop's
+relation).
 
 The world, in short:
 - Every relation (25 types) has several document templates (active, passive, with a year) and
@@ -894,6 +895,11 @@ def question_fold(question: Question, folds: int) -> int:
 def template_fold(question: Question, folds: int) -> int:
     """The question's fold by its final question template (stable across runs and worlds)."""
     return int(hashlib.sha256(question.template.encode()).hexdigest(), 16) % folds
+
+
+def relation_fold(question: Question, folds: int) -> int:
+    """The question's fold by its last hop's relation (its place in ``RELATIONS``)."""
+    return [r.name for r in RELATIONS].index(question.chain[-1]) % folds
 
 
 def fingerprint(worlds: list[World]) -> str:

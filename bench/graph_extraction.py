@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from _setup import django_session
-from graph_extraction_data import DEV, HELD_OUT, Labelled
+from graph_extraction_data import DEV, HELD_OUT, HELD_OUT_2, Labelled
 
 NAMED = ("person", "place", "organisation", "term")
 _VERBS_TEXT = (
@@ -239,14 +239,14 @@ def main() -> None:
     with django_session():
         extract = _extractor(args.legacy_module)
         out: dict[str, Any] = {"extractor": args.legacy_module or "current"}
-        for name, documents in (("dev", DEV), ("held_out", HELD_OUT)):
+        for name, documents in (("dev", DEV), ("held_out", HELD_OUT), ("held_out_2", HELD_OUT_2)):
             result = _labelled(extract, documents)
             if not args.mistakes:
                 result.pop("mistakes")
             out[f"labelled_{name}"] = result
         sessions = _locomo_sessions(Path(args.data) / "locomo" / "locomo-dev.json")
         out["verb_ngrams"] = {
-            "labelled": _verb_ngrams(extract, [d.chunks for d in (*DEV, *HELD_OUT)]),
+            "labelled": _verb_ngrams(extract, [d.chunks for d in (*DEV, *HELD_OUT, *HELD_OUT_2)]),
             "locomo_sessions": _verb_ngrams(extract, sessions),
         }
         abstracts = []

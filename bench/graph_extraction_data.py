@@ -3,8 +3,10 @@
 their types, and the relations it states (subject, relation, object; symmetric relations in
 either order). Written by hand for this benchmark; names, places and relations are invented.
 
-``DEV`` is what the extractor was developed against; ``HELD_OUT`` was written before the
-extractor was run on it and never tuned on (its figures are the honest ones).
+``DEV`` is what the extractor was developed against. ``HELD_OUT`` was written before the
+extractor was first run on it; its first figures were recorded, then the extractor was
+improved on its mistakes (so it is a second dev set now). ``HELD_OUT_2`` was written after
+that and never tuned on: its figures are the honest ones.
 """
 
 from __future__ import annotations
@@ -179,5 +181,78 @@ HELD_OUT: tuple[Labelled, ...] = (
         "Caroline moved from Sweden four years ago.",
         {"Caroline": P, "LGBTQ": T, "Melanie": P, "Sweden": L},
         "Caroline | moves_from | Sweden",
+    ),
+)
+
+HELD_OUT_2: tuple[Labelled, ...] = (
+    doc(
+        (
+            "Dr. Ingrid Falk chairs the Baltic Ocean Council. Falk grew up in Riga.",
+            "The council is headquartered in Tallinn. Falk's deputy is Mikael Roos.",
+        ),
+        {"Ingrid Falk": P, "Baltic Ocean Council": G, "Riga": L, "Tallinn": L, "Mikael Roos": P},
+        "Ingrid Falk | leads | Baltic Ocean Council",
+        "Ingrid Falk | grew_up_in | Riga",
+        "Baltic Ocean Council | located_in | Tallinn",
+    ),
+    doc(
+        "Oren Shapiro, who was born in Haifa, is the chief engineer at Delta Turbines. "
+        "Delta Turbines was acquired by Corvid Holdings in 2019.",
+        {"Oren Shapiro": P, "Haifa": L, "Delta Turbines": G, "Corvid Holdings": G},
+        "Oren Shapiro | born_in | Haifa",
+        "Oren Shapiro | works_at | Delta Turbines",
+        "Corvid Holdings | owns | Delta Turbines",
+    ),
+    doc(
+        "Priya Raman teaches chemistry at Hillcrest Academy. She is married to Arjun Mehta, "
+        "who runs a bakery in Pune.",
+        {"Priya Raman": P, "Hillcrest Academy": G, "Arjun Mehta": P, "Pune": L},
+        "Priya Raman | works_at | Hillcrest Academy",
+        "Priya Raman | married_to | Arjun Mehta",
+    ),
+    doc(
+        "The Copper Kettle was opened by Hana Novak in Brno. Novak previously cooked at Hotel "
+        "Central in Prague.",
+        {"Copper Kettle": G, "Hana Novak": P, "Brno": L, "Hotel Central": G, "Prague": L},
+        "Hana Novak | founded | Copper Kettle",
+        "Hana Novak | works_at | Hotel Central",
+        "Hotel Central | located_in | Prague",
+    ),
+    doc(
+        "Sami Haddad plays for Beirut Lions. The club is owned by Nadia Khoury. Khoury studied "
+        "at the American University of Beirut.",
+        {
+            "Sami Haddad": P,
+            "Beirut Lions": G,
+            "Nadia Khoury": P,
+            "American University of Beirut": G,
+        },
+        "Sami Haddad | member_of | Beirut Lions",
+        "Nadia Khoury | owns | Beirut Lions",
+        "Nadia Khoury | studied_at | American University of Beirut",
+    ),
+    doc(
+        "Vega Analytics, a startup based in Lisbon, was founded by Tiago Costa and Ines Lopes. "
+        "Costa is the son of Rui Costa.",
+        {"Vega Analytics": G, "Lisbon": L, "Tiago Costa": P, "Ines Lopes": P, "Rui Costa": P},
+        "Vega Analytics | located_in | Lisbon",
+        "Tiago Costa | founded | Vega Analytics",
+        "Ines Lopes | founded | Vega Analytics",
+        "Tiago Costa | child_of | Rui Costa",
+    ),
+    doc(
+        "Mount Kessel lies in the Varden Range. The mountain was first climbed by Ola Nygaard, "
+        "a guide from Bodo.",
+        {"Mount Kessel": L, "Varden Range": L, "Ola Nygaard": P, "Bodo": L},
+        "Mount Kessel | located_in | Varden Range",
+        "Ola Nygaard | climbs | Mount Kessel",
+        "Ola Nygaard | comes_from | Bodo",
+    ),
+    doc(
+        "Elena Petrova manages the Sofia office of Kestrel Bank. Her colleague Dimitar Ivanov "
+        "lives in Plovdiv.",
+        {"Elena Petrova": P, "Sofia": L, "Kestrel Bank": G, "Dimitar Ivanov": P, "Plovdiv": L},
+        "Dimitar Ivanov | lives_in | Plovdiv",
+        "Dimitar Ivanov | colleague_of | Elena Petrova",
     ),
 )

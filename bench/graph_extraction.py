@@ -15,6 +15,8 @@ hand-labelled documents, the junk it names, its speed, and the cost of building 
 - ``--locomo-build``: the graph of the ``bench/locomo_documents.py`` account (run that first)
   deleted and built again, timed (extraction + writing, then communities); then run
   ``bench/locomo_documents.py --modes hybrid,graph`` for its recall on the new graph.
+- ``--build PREFIX``: the same for the accounts whose slug starts with PREFIX (``multihop``
+  for ``bench/multihop.py``'s worlds).
 - ``--legacy-module``: an older ``entities.py`` (its ``text_entities``, one unit at a time) in
   place of the current extractor, for before / after figures.
 
@@ -183,15 +185,16 @@ def _throughput(extract: Extract, units: list[list[str]]) -> dict[str, Any]:
     }
 
 
-def _locomo_build(legacy: str | None) -> dict[str, Any]:
+def _build(slug_prefix: str, legacy: str | None) -> dict[str, Any]:
+    """Delete and build again the graphs of the accounts whose slug starts with the prefix."""
     from core.models import Account
     from rag.models import GraphCommunity, GraphEdge, GraphScope, KnowledgeBase
     from rag.services import graph_build
     from rag.services.communities import communities_compute
 
-    account = Account.objects.filter(slug="locomo-documents-128-16").first()
-    if account is None:
-        return {"error": "run bench/locomo_documents.py first"}
+    accounts = list(Account.objects.filter(slug__startswith=slug_prefix).order_by("pk"))
+    if not accounts:
+        return {"error": f"no account {slug_prefix}*: run its benchmark first"}
     if legacy:
         extract = _extractor(legacy)
 
@@ -200,19 +203,20 @@ def _locomo_build(legacy: str | None) -> dict[str, Any]:
             return dict(zip(ids, extract([t for _, t in texts]), strict=True))
 
         graph_build._offline = offline  # type: ignore[assignment]
-    GraphCommunity.objects.filter(account=account).delete()
-    GraphScope.objects.filter(account=account).delete()  # nodes, edges, mentions, postings
+    GraphCommunity.objects.filter(account__in=accounts).delete()
+    GraphScope.objects.filter(account__in=accounts).delete()  # nodes, edges, mentions...
     started = time.perf_counter()
     outcome = None
-    for kb in KnowledgeBase.objects.filter(account=account).order_by("pk"):
+    for kb in KnowledgeBase.objects.filter(account__in=accounts).order_by("pk"):
         made = graph_build.knowledge_base_graph_rebuild(kb=kb)
         outcome = made if outcome is None else (outcome.add(made) or outcome)
     built = time.perf_counter() - started
     started = time.perf_counter()
-    communities_compute(account_id=account.pk)
+    for account in accounts:
+        communities_compute(account_id=account.pk)
     communities = time.perf_counter() - started
     edges = Counter(
-        GraphEdge.objects.filter(account=account).values_list("relation_type", flat=True)
+        GraphEdge.objects.filter(account__in=accounts).values_list("relation_type", flat=True)
     )
     return {
         "chunks": outcome.units if outcome else 0,
@@ -232,6 +236,9 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--scifact", type=int, default=2000, help="abstracts timed")
     parser.add_argument("--locomo-build", action="store_true")
+    parser.add_argument(
+        "--build", default=None, help="rebuild the graphs of accounts with this slug prefix"
+    )
     parser.add_argument("--legacy-module", default=None)
     parser.add_argument("--data", default="/work/shared/data")
     parser.add_argument("--mistakes", action="store_true", help="list each mistake")
@@ -261,7 +268,9 @@ def main() -> None:
             "locomo_sessions": _throughput(extract, sessions),
         }
         if args.locomo_build:
-            out["locomo_build"] = _locomo_build(args.legacy_module)
+            out["locomo_build"] = _build("locomo-documents-128-16", args.legacy_module)
+        if args.build:
+            out["build"] = _build(args.build, args.legacy_module)
         print(json.dumps(out, indent=1))
 
 

@@ -32,6 +32,7 @@ from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from rag.graph.relation_patterns import (
+    PLURAL_ROLES,
     RELATION_VERBS,
     Found,
     is_symmetric,
@@ -85,7 +86,11 @@ _ORG_SUFFIXES_TEXT = """
     Ensemble Band Media Systems Technologies Solutions Partners Holdings Industries Airlines
     Motors Records Games Pictures Films Publishing Publishers Capital Ventures Conservatory
     Seminary Observatory Theatre Theater Opera Ballet Parliament Senate Police Army Navy
-    Robotics Pharmaceuticals Laboratories Institution Bureau Office Authority Agency Guild"""
+    Robotics Pharmaceuticals Laboratories Institution Bureau Office Authority Agency Guild
+    Playhouse Textiles Analytics Books Logistics Foods Brewery Bakery Farms Mills Shipping
+    Freight Energy Mining Software Consulting Engineering Construction Airways Telecom Pharma
+    Biotech Electronics Instruments Supplies Brands Retail Cinema Gymnasium Seminary Kitchen
+    Workshop Collective Cooperative Co-op Fund Alliance Coalition Council Institute"""
 _ORG_SUFFIXES = frozenset(_ORG_SUFFIXES_TEXT.split())
 _PLACE_CUES = frozenset({"in", "to", "from", "near", "visit", "visited", "visiting", "around"})
 _ORG_CUES = frozenset({"at", "for", "join", "joined", "joining"})
@@ -209,6 +214,9 @@ _PLACE_WORDS_TEXT = """
     Station Stadium Arena Bridge Plaza Heights Springs"""
 _PLACE_WORDS = frozenset(_PLACE_WORDS_TEXT.split())
 _DOC_CONNECTORS = _CONNECTORS - {"and"}
+# Verbs a capitalised run may swallow in a title-cased line ("Jonas Lind Runs ..."): dropped.
+_NAME_ENDING_VERBS_TEXT = "is was are were has had says said runs leads works lives founded"
+_NAME_ENDING_VERBS = frozenset(_NAME_ENDING_VERBS_TEXT.split())
 # Pronouns that may stand for a named entity as a subject, and the types they may stand for.
 _PRONOUNS = {
     "he": (PERSON,),
@@ -218,6 +226,7 @@ _PRONOUNS = {
 }
 _POSSESSIVES = {"his": (PERSON,), "her": (PERSON,), "their": (PERSON, ORGANISATION)}
 _POSSESSIVES["its"] = (ORGANISATION,)
+_PLURAL_ADJECTIVES = frozenset({"close", "best", "old", "good", "happily", "now", "also"})
 # Mentions kept only when a relation of the dictionary takes them.
 _WEAK = ("weak", "possessive")
 # "The company ...": a definite description standing for the last organisation or place.
@@ -256,10 +265,16 @@ def _name_runs(words: list[str]) -> list[tuple[int, list[str]]]:
 
 
 def _shape_type(run: Sequence[str], title: str) -> str | None:
-    """The type a name's own words say: a term, an organisation's or a place's word, a
-    person's title; None when they say nothing."""
+    """The type a name's own words say: a term, an organisation's or a place's word (its head
+    first: "Tidewater Street Playhouse" is an organisation, "Bank Street" a place), a person's
+    title; None when they say nothing."""
     if len(run) == 1 and _is_term(run[0]):
         return TERM
+    head = run[: run.index("of")] if "of" in run else run
+    if head and head[-1] in _ORG_SUFFIXES:
+        return ORGANISATION
+    if head and head[-1] in _PLACE_WORDS:
+        return PLACE
     if any(word in _ORG_SUFFIXES for word in run):
         return ORGANISATION
     if any(word in _PLACE_WORDS for word in run):
@@ -270,9 +285,11 @@ def _shape_type(run: Sequence[str], title: str) -> str | None:
 
 
 def _cue_type(before: str) -> str | None:
+    """The type the word before a name suggests: "in Kiruna" a place, "at Volvo" and "the
+    Skylark Hall" an organisation (a person's name takes no article); "by" says nothing."""
     if before in _PLACE_CUES:
         return PLACE
-    if before in _ORG_CUES:
+    if before in _ORG_CUES or before == "the":
         return ORGANISATION
     return None
 
@@ -382,7 +399,7 @@ def _runs(words: list[str]) -> list[_Run]:
         while len(run) > 1 and start == 0 and run[0] in _NOT_NAMES:
             run, start = run[1:], start + 1
         # A verb glued to a name ("Jonas Lind Runs" in a title): dropped.
-        while len(run) > 1 and _is_verb_word(run[-1]) and run[-1] not in _ORG_SUFFIXES:
+        while len(run) > 1 and run[-1].lower() in _NAME_ENDING_VERBS:
             run, end = run[:-1], end - 1
         before_index = start - 1 - (1 if title and words[start - 1] == title else 0)
         before = words[before_index].lower() if before_index >= 0 else ""
@@ -501,7 +518,10 @@ def document_entities(
                 if resolved is None:
                     continue
                 key, weak = resolved
-                found.append(_Mention(key, run.start, run.end, "weak" if weak else "name"))
+                # A title belongs to the mention: "headed by Prof. Lind" ends at "by".
+                titled = run.title and run.start > 0 and words[run.start - 1] == run.title
+                start = run.start - 1 if titled else run.start
+                found.append(_Mention(key, start, run.end, "weak" if weak else "name"))
                 taken.update(range(run.start, run.end))
             for index, word in enumerate(words):
                 if index not in taken and _is_term(word):
@@ -641,6 +661,11 @@ def _sentence_relations(
         between = lower[first.end : second.start]
         if between in (["and"], [","], [",", "and"], ["or"]):
             group.setdefault(index + 1, []).extend([*group.get(index, []), index])
+            rest = [w for w in lower[second.end : second.end + 4] if w not in _PLURAL_ADJECTIVES]
+            if between == ["and"] and rest[:1] in (["are"], ["were"]) and len(rest) > 1:
+                plural = PLURAL_ROLES.get(rest[1])  # "A and B are siblings"
+                if plural:
+                    add(first, second, Found(plural, False, PERSON, PERSON, True))
             if index in second_of:  # "C was founded by A and B": B too
                 other, rel = second_of[index]
                 ends = (found[index + 1], found[other])

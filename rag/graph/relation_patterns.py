@@ -127,7 +127,7 @@ CANONICAL: tuple[_Canonical, ...] = (
         "born_in",
         PERSON,
         PLACE,
-        phrases=("born in", "born at", "a native of", "native to"),
+        phrases=("born in", "born at", "a native of", "native to", "came into the world in"),
         reverse_phrases=("the birthplace of", "birthplace of"),
     ),
     _Canonical(
@@ -159,7 +159,13 @@ CANONICAL: tuple[_Canonical, ...] = (
             "settled in",
             "lives near",
             "a resident of",
-            "living in",
+            "made a home in",
+            "made his home in",
+            "made her home in",
+            "made their home in",
+            "makes a home in",
+            "makes his home in",
+            "makes her home in",
         ),
     ),
     _Canonical(
@@ -227,6 +233,12 @@ CANONICAL: tuple[_Canonical, ...] = (
             "close to",
             "outside",
             "just outside",
+            *(
+                f"{verb} {det} {seat} in"
+                for verb in ("has", "had", "keeps", "kept", "have")
+                for det in ("its", "their", "a")
+                for seat in ("head office", "headquarters", "main office", "seat", "base")
+            ),
         ),
         reverse_phrases=("home to", "the home of", "home of"),
     ),
@@ -328,6 +340,11 @@ CANONICAL: tuple[_Canonical, ...] = (
         ),
         passive=_forms("funded|financed|sponsored|backed|supported"),
         roles=_forms("sponsor|funder|backer|patron|donor"),
+        reverse_phrases=tuple(
+            f"{verb} {what} from"
+            for verb in ("receives", "received", "gets", "got", "receive")
+            for what in ("funding", "its funding", "its money", "money", "support", "its support")
+        ),
     ),
     _Canonical(
         "discovered",
@@ -392,6 +409,17 @@ def _compile() -> list[tuple[re.Pattern[str], _Canonical, bool]]:
                     re.compile(rf"{_REL}{_AUX}{_ROLE_DET}{_ADJ}(?:{roles}) (?:of|at|for){_DET}"),
                     rel,
                     False,
+                )
+            )
+            # "Y has a sibling, X", "Y has a mentor called X"
+            compiled.append(
+                (
+                    re.compile(
+                        rf"{_REL}(?:has|had|have) (?:a|an|one) {_ADJ}(?:{roles})"
+                        rf"(?: ,| named| called)?"
+                    ),
+                    rel,
+                    True,
                 )
             )
             # "Y's director is X", "Y's director, X", "Y's director X"
@@ -656,6 +684,17 @@ def role_before(before: list[str]) -> Found | None:
         if rel is not None:
             return Found(rel.name, True, rel.subject_type, rel.object_type, True)
     return None
+
+
+# "A and B are siblings": the plural of a symmetric relation's role.
+PLURAL_ROLES = {
+    f"{role}s": rel.name
+    for rel in CANONICAL
+    if rel.symmetric
+    for role in rel.roles
+    if " " not in role
+}
+PLURAL_ROLES.update({"married": "married_to", "engaged": "married_to", "twins": "sibling_of"})
 
 
 def is_symmetric(relation_type: str) -> bool:

@@ -38,7 +38,7 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from django.db import connection, transaction
@@ -126,17 +126,42 @@ def nodes_resolve(
     wanted: dict[str, Entity] = {}
     for entity in entities:
         key = name_key(entity.name)
-        if key and key not in wanted:
+        if not key:
+            continue
+        if key not in wanted:
             wanted[key] = entity
-    alias_of = {name_key(a): key for key, e in wanted.items() for a in e.aliases if name_key(a)}
+        elif entity.aliases:  # one name's aliases from every unit that gives some
+            aliases = tuple(dict.fromkeys([*wanted[key].aliases, *entity.aliases]))
+            wanted[key] = replace(wanted[key], aliases=aliases)
+    owners: dict[str, set[str]] = {}
+    for key, entity in wanted.items():
+        for alias in entity.aliases:
+            if name_key(alias) not in ("", key):
+                owners.setdefault(name_key(alias), set()).add(key)
+    alias_of = {alias: next(iter(keys)) for alias, keys in owners.items() if len(keys) == 1}
     known = _existing(account_id, [*wanted, *alias_of], source)
     resolved = {key: known[key] for key in wanted if key in known}
     for alias, key in alias_of.items():
         if key not in resolved and alias in known:
             resolved[key] = known[alias]
-    _aliases_add(account_id, wanted, resolved, source)
+    via_alias = {key for key in resolved if key not in known}
+    # An entity named by another one's alias in this batch ("Eckner", "Dr. Eckner" in one
+    # document, "Daria Eckner" with the alias "Eckner" in another) is that entity's node.
+    merged = {
+        key: alias_of[key]
+        for key in wanted
+        if key not in resolved and key in alias_of and alias_of[key] in wanted
+    }
+    for key, into in merged.items():
+        extra = [wanted[key].name, *wanted[key].aliases]
+        aliases = tuple(dict.fromkeys([*wanted[into].aliases, *extra]))
+        wanted[into] = replace(wanted[into], aliases=aliases)
+    for key in merged:
+        wanted.pop(key)
+    _aliases_add(account_id, wanted, resolved, source, via_alias)
     missing = [key for key in wanted if key not in resolved]
     if not missing:
+        resolved.update({key: resolved[into] for key, into in merged.items() if into in resolved})
         return resolved, 0
     texts = [
         graph_node_text(name=wanted[k].name, aliases=wanted[k].aliases, description="")
@@ -197,11 +222,16 @@ def nodes_resolve(
             GraphScope.objects.filter(pk=scope.pk).update(node_count=count, total_terms=total)
         for node, _ in new:
             resolved[node.name_key] = node.pk
+    resolved.update({key: resolved[into] for key, into in merged.items() if into in resolved})
     return resolved, created
 
 
 def _aliases_add(
-    account_id: int, wanted: dict[str, Entity], resolved: dict[str, int], source: Source
+    account_id: int,
+    wanted: dict[str, Entity],
+    resolved: dict[str, int],
+    source: Source,
+    via_alias: set[str],
 ) -> None:
     """Give existing nodes the aliases their entities bring ("Lind" and "Dr. Lind" for
     "Jonas Lind", found in a later document), re-indexed and re-embedded; only a node of the
@@ -210,8 +240,10 @@ def _aliases_add(
 
     brought: dict[int, list[str]] = {}
     for key, entity in wanted.items():
-        if entity.aliases and key in resolved:
-            brought.setdefault(resolved[key], []).extend(entity.aliases)
+        if key in resolved and (entity.aliases or key in via_alias):
+            # Its name too when it found the node by an alias ("Daria Eckner" joining the
+            # node "Eckner" a document that wrote the surname alone made).
+            brought.setdefault(resolved[key], []).extend([entity.name, *entity.aliases])
     if not brought:
         return
     changed: list[tuple[GraphNode, list[str]]] = []

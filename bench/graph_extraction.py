@@ -12,6 +12,9 @@ hand-labelled documents, the junk it names, its speed, and the cost of building 
   the labelled documents and the LoCoMo sessions.
 - ``throughput``: extraction alone (no database), SciFact abstracts one unit each, LoCoMo
   sessions as documents of one line a turn.
+- ``--multihop N``: on ``bench/multihop.py``'s first N worlds (seed 0), extraction alone: the
+  share of hops whose fact's two ends are both entities of its evidence document (aliases
+  resolved across the world's documents), and joined by a typed relation.
 - ``--locomo-build``: the graph of the ``bench/locomo_documents.py`` account (run that first)
   deleted and built again, timed (extraction + writing, then communities); then run
   ``bench/locomo_documents.py --modes hybrid,graph`` for its recall on the new graph.
@@ -170,6 +173,60 @@ def _locomo_sessions(path: Path) -> list[list[str]]:
     return out
 
 
+def _multihop(extract: Extract, worlds: int, seed: int) -> dict[str, Any]:
+    """On ``bench/multihop.py``'s worlds (``--multihop-seed``), extraction alone: for each hop of each question,
+    are both ends of its fact entities of its evidence document (after aliases: a name
+    another document of the world gives as an alias of one full name is that name), and does
+    a typed relation join them? By how the final document names the bridge entity too."""
+    import multihop_data as data
+
+    linked: Counter[str] = Counter()
+    typed: Counter[str] = Counter()
+    total: Counter[str] = Counter()
+    for world in data.dataset(seed, worlds, persons=16, questions=24):
+        extracted = {d.id: extract([d.text]) for d in world.documents}
+        owners: dict[str, set[str]] = {}
+        for units in extracted.values():
+            for unit in units:
+                for entity in unit.entities:
+                    for alias in getattr(entity, "aliases", ()):
+                        owners.setdefault(_key(alias), set()).add(_key(entity.name))
+
+        def canonical(name: str) -> str:
+            key = _key(name)
+            found = owners.get(key, set())
+            return next(iter(found)) if len(found) == 1 else key
+
+        for question in world.questions:
+            for hop, (fact_id, doc_id) in enumerate(
+                zip(question.facts, question.evidence, strict=False)
+            ):
+                fact = world.facts[fact_id]
+                ends = {canonical(world.entities[e].name) for e in (fact.s, fact.o)}
+                units = extracted[doc_id]
+                names = {canonical(e.name) for u in units for e in u.entities}
+                pairs = {
+                    frozenset((canonical(r.source), canonical(r.target)))
+                    for u in units
+                    for r in u.relations
+                }
+                kinds = ["all", "final" if hop == len(question.facts) - 1 else "earlier"]
+                if hop == len(question.facts) - 1:
+                    kinds.append(f"final_{question.final_mention}")
+                for kind in kinds:
+                    total[kind] += 1
+                    linked[kind] += ends <= names
+                    typed[kind] += frozenset(ends) in pairs
+    return {
+        kind: {
+            "hops": total[kind],
+            "both_ends_found": round(linked[kind] / total[kind], 4),
+            "typed_relation": round(typed[kind] / total[kind], 4),
+        }
+        for kind in sorted(total)
+    }
+
+
 def _throughput(extract: Extract, units: list[list[str]]) -> dict[str, Any]:
     chars = sum(len(t) for u in units for t in u)
     started = time.perf_counter()
@@ -236,6 +293,8 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--scifact", type=int, default=2000, help="abstracts timed")
     parser.add_argument("--locomo-build", action="store_true")
+    parser.add_argument("--multihop", type=int, default=0, help="multihop worlds to check")
+    parser.add_argument("--multihop-seed", type=int, default=0)
     parser.add_argument(
         "--build", default=None, help="rebuild the graphs of accounts with this slug prefix"
     )
@@ -267,6 +326,8 @@ def main() -> None:
             "scifact_abstracts": _throughput(extract, abstracts),
             "locomo_sessions": _throughput(extract, sessions),
         }
+        if args.multihop:
+            out["multihop_extraction"] = _multihop(extract, args.multihop, args.multihop_seed)
         if args.locomo_build:
             out["locomo_build"] = _build("locomo-documents-128-16", args.legacy_module)
         if args.build:

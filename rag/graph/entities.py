@@ -662,8 +662,10 @@ def _sentence_relations(
         if between in (["and"], [","], [",", "and"], ["or"]):
             group.setdefault(index + 1, []).extend([*group.get(index, []), index])
             rest = [w for w in lower[second.end : second.end + 4] if w not in _PLURAL_ADJECTIVES]
-            if between == ["and"] and rest[:1] in (["are"], ["were"]) and len(rest) > 1:
-                plural = PLURAL_ROLES.get(rest[1])  # "A and B are siblings"
+            if rest[:1] in (["are"], ["were"], ["got"], ["have"]) and len(rest) > 1:
+                rest = rest[1:]
+            if between == ["and"] and rest:
+                plural = PLURAL_ROLES.get(rest[0])  # "A and B are siblings", "A and B wed"
                 if plural:
                     add(first, second, Found(plural, False, PERSON, PERSON, True))
             if index in second_of:  # "C was founded by A and B": B too

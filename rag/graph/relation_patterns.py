@@ -191,7 +191,18 @@ CANONICAL: tuple[_Canonical, ...] = (
         ),
         passive=("educated at", "trained at"),
         roles=("student", "graduate", "alumnus", "alumna"),
-        phrases=("enrolled at", "enrolled in", "educated at", "trained at"),
+        phrases=(
+            "enrolled at",
+            "enrolled in",
+            "educated at",
+            "trained at",
+            *(
+                f"{verb} {det} degree {prep}"
+                for verb in ("took", "takes", "earned", "earns", "received", "obtained", "got")
+                for det in ("a", "his", "her", "their")
+                for prep in ("at", "from")
+            ),
+        ),
     ),
     _Canonical(
         "member_of",
@@ -406,7 +417,7 @@ def _compile() -> list[tuple[re.Pattern[str], _Canonical, bool]]:
             # "X is the director of Y", "X, the director of Y", "X, director of Y"
             compiled.append(
                 (
-                    re.compile(rf"{_REL}{_AUX}{_ROLE_DET}{_ADJ}(?:{roles}) (?:of|at|for){_DET}"),
+                    re.compile(rf"{_REL}{_AUX}{_ROLE_DET}{_ADJ}(?:{roles}) (?:of|at|for|to){_DET}"),
                     rel,
                     False,
                 )
@@ -694,7 +705,9 @@ PLURAL_ROLES = {
     for role in rel.roles
     if " " not in role
 }
-PLURAL_ROLES.update({"married": "married_to", "engaged": "married_to", "twins": "sibling_of"})
+PLURAL_ROLES.update(
+    {"married": "married_to", "engaged": "married_to", "wed": "married_to", "twins": "sibling_of"}
+)
 
 
 def is_symmetric(relation_type: str) -> bool:

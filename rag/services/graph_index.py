@@ -131,8 +131,8 @@ def nodes_resolve(
         if key not in wanted:
             wanted[key] = entity
         elif entity.aliases:  # one name's aliases from every unit that gives some
-            aliases = tuple(dict.fromkeys([*wanted[key].aliases, *entity.aliases]))
-            wanted[key] = replace(wanted[key], aliases=aliases)
+            joined = tuple(dict.fromkeys([*wanted[key].aliases, *entity.aliases]))
+            wanted[key] = replace(wanted[key], aliases=joined)
     owners: dict[str, set[str]] = {}
     for key, entity in wanted.items():
         for alias in entity.aliases:
@@ -154,8 +154,8 @@ def nodes_resolve(
     }
     for key, into in merged.items():
         extra = [wanted[key].name, *wanted[key].aliases]
-        aliases = tuple(dict.fromkeys([*wanted[into].aliases, *extra]))
-        wanted[into] = replace(wanted[into], aliases=aliases)
+        joined = tuple(dict.fromkeys([*wanted[into].aliases, *extra]))
+        wanted[into] = replace(wanted[into], aliases=joined)
     for key in merged:
         wanted.pop(key)
     _aliases_add(account_id, wanted, resolved, source, via_alias)

@@ -211,10 +211,12 @@ def test_reindexing_or_deleting_a_unit_takes_its_relations_back(
     first = ingest("Sol Brekke founded the Fjord Kayak Club. Sol Brekke lives in Voss.")
     second = ingest("Sol Brekke founded the Fjord Kayak Club in spring.", title="again")
 
-    def founded() -> GraphEdge | None:
-        return GraphEdge.objects.filter(relation_type="founded").first()
+    def founded() -> float | None:
+        """The weight of the "founded" edge (None: no such edge)."""
+        edge = GraphEdge.objects.filter(relation_type="founded").first()
+        return None if edge is None else edge.weight
 
-    assert founded() is not None and founded().weight == 2.0  # two units state it
+    assert founded() == 2.0  # two units state it
     assert GraphEdge.objects.filter(relation_type="lives_in").count() == 1
     chunk = first.chunks.get()
     # The unit now says something else: its relations are taken back, the other unit's kept.
@@ -224,7 +226,7 @@ def test_reindexing_or_deleting_a_unit_takes_its_relations_back(
         units=[(chunk.pk, chunk.knowledge_base_id, "Sol Brekke paints boats in Voss.")],
     )
     assert not GraphEdge.objects.filter(relation_type="lives_in").exists()
-    assert founded() is not None and founded().weight == 1.0
+    assert founded() == 1.0
     # The last unit stating it is deleted: the edge goes with it; co_occurs edges stay derived.
     services.document_delete(actor=actor, document=second)
     mentions_forget(space=CHUNKS, scope_ids=[second.knowledge_base_id])

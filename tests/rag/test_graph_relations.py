@@ -43,6 +43,8 @@ def types(text: str | list[str]) -> dict[str, str]:
         "The Quarry Theatre's director is Dagny Holt.",  # possessive role
         "Dagny Holt, the artistic director of the Quarry Theatre, left early.",  # apposition
         "Dagny Holt, who heads the Quarry Theatre, left early.",  # relative clause
+        "In 2019 Dagny Holt became the new director of the Quarry Theatre.",
+        "Dagny Holt has served as head of the Quarry Theatre since 2001.",
     ],
 )
 def test_every_voice_of_a_relation_makes_one_directed_edge(sentence: str) -> None:
@@ -73,6 +75,7 @@ def test_the_generic_fallback_names_a_relation_by_its_verb_both_ways() -> None:
     passive = triples("The Ostra Festival is catered by Brine Foods.")
     assert active == passive == {("Brine Foods", "caters", "Ostra Festival")}
     assert triples("Tove Marsh was buried in Skagen.") == {("Tove Marsh", "buried_in", "Skagen")}
+    assert ("Tove Marsh", "born_in", "Skagen") in triples("Tove Marsh's birthplace is Skagen.")
     assert ("Rovaniemi", "capital_of", "Lapland") in triples(
         "Nils Aho says Rovaniemi is the capital of Lapland."
     )

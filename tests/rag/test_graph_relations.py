@@ -380,3 +380,16 @@ def test_a_document_naming_only_the_surname_joins_the_full_name_of_another(
     assert {"daria eckner", "eckner", "dr eckner"} <= {node.name_key, *node.alias_keys}
     assert GraphMention.objects.filter(node=node).count() == 2  # both documents' chunks
     assert GraphEdge.objects.filter(source=node, relation_type="lives_in").exists()
+
+
+@pytest.mark.django_db
+def test_two_full_names_sharing_a_surname_stay_two_nodes(
+    ingest: Callable[..., Document],
+) -> None:
+    ingest("Marie Curie was born in Warsaw. Curie studied at the Flying University.", title="a")
+    ingest("Pierre Curie was born in Paris. Curie taught at the Sorbonne.", title="b")
+    marie = GraphNode.objects.get(name_key="marie curie")
+    pierre = GraphNode.objects.get(name_key="pierre curie")
+    assert marie.pk != pierre.pk
+    assert GraphEdge.objects.filter(source=pierre, target__name_key="paris").exists()
+    assert not GraphEdge.objects.filter(source=marie, target__name_key="paris").exists()

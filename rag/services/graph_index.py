@@ -147,9 +147,12 @@ def nodes_resolve(
     short = [known[a] for a in alias_of if a in known and _short(a)]
     named = dict(GraphNode.objects.filter(pk__in=short).values_list("id", "name_key"))
     for alias, key in alias_of.items():
-        if key not in resolved and alias in known:
-            if not _short(alias) or named.get(known[alias]) == alias:
-                resolved[key] = known[alias]
+        if (
+            key not in resolved
+            and alias in known
+            and (not _short(alias) or named.get(known[alias]) == alias)
+        ):
+            resolved[key] = known[alias]
     via_alias = {key for key in resolved if key not in known}
     # An entity named by another one's alias in this batch ("Eckner", "Dr. Eckner" in one
     # document, "Daria Eckner" with the alias "Eckner" in another) is that entity's node.

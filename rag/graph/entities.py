@@ -582,7 +582,9 @@ def document_entities(
             sentence_relations, kept = _sentence_relations(words, with_pronouns, names)
             found[:] = [m for m in with_pronouns if m.kind not in _WEAK or m in kept]
             unit_relations.extend(sentence_relations)
-            # Latest sentence first, and in it the first mention first (the subject).
+            # Latest sentence first, and in it the first mention first (the subject); only
+            # the window's sentences kept (a long document stays linear).
+            recent = [p for p in recent if sentence_number - p[1] < PRONOUN_WINDOW]
             recent.extend((m.key, sentence_number) for m in reversed(found) if m.kind != "term")
             unit_boundaries.append(
                 {i for m in with_pronouns for i in range(m.start, m.end)}

@@ -19,6 +19,7 @@ citing sources by number, or offline the best sentences of the sources, each cit
 
 from __future__ import annotations
 
+import itertools
 import logging
 import re
 from collections.abc import Sequence
@@ -33,19 +34,32 @@ from core.llm import get_llm_provider
 from core.llm.base import InvalidJSONError
 from core.search import MAX_QUERY_CHARS, top_k_check
 from rag import evidence
+from rag.graph.bridges import unit_entities
+from rag.graph.chunks import chunk_search_staged
 from rag.keyword import CorpusStats, analyze, corpus_stats
 from rag.rerank import get_reranker
 from rag.search import (
     RRF_K,
     SearchFilters,
     SearchHit,
-    chunk_search,
     knowledge_bases_for_search,
     rank_fusion,
     search_options_validate,
 )
+from rag.services.agentic_bridge import (
+    BRIDGE_RESULTS,
+    Bridge,
+    BridgeHit,
+    Description,
+    asks_only_for,
+    find_bridge,
+    grounded,
+    question_description,
+    substitute,
+)
 from rag.spaces import CHUNKS
 from rag.vector import unit_similarities
+from rag.visibility import Visibility, visibility_of
 
 logger = logging.getLogger("engram.rag")
 
@@ -56,11 +70,22 @@ MIN_RELEVANT_RESULTS = 3
 MIN_AVG_SCORE = 0.5
 # Pseudo-relevance feedback: words taken from the round's best results.
 FEEDBACK_RESULTS = 3
+# The round's best results the LLM reads to reformulate (and to name a bridge entity from).
+LLM_REFORMULATION_RESULTS = 5
 EXPANSION_TERMS = 5
 # Sources: every round's results fused by reciprocal rank, the question's own round weighing 1
 # and the n-th reformulation this over n (measured on SciFact train, docs/benchmarks-log.md:
 # reformulated queries drift, and weighing them equally cost 0.011 nDCG@10).
 REFORMULATED_WEIGHT = 0.2
+# Sources when a round followed a bridge entity (docs/rag.md, "Agentic RAG"): "evidence" ranks
+# every chunk by its best calibrated evidence against the question its round answered (the
+# original, or the question with the bridge's name in place of its description); "rrf" is the
+# fusion above; "interleave" takes the rounds' results in turn (bench/multihop.py, agentic).
+BRIDGE_FUSION = "evidence"
+# The search mode of a round whose question describes an entity (a relation chain), and of the
+# rounds that follow a bridge: "hybrid" or "graph" (bench/multihop.py, agentic).
+CHAIN_MODE = "hybrid"
+BRIDGE_MODE = "hybrid"
 # The results whose words count as covering the question (gap identification).
 COVERING_RESULTS = 5
 # Offline synthesis: at most this many sentences, from at most this many sources.
@@ -99,6 +124,13 @@ class AgenticRound:
     gaps: list[str]
     reformulated_query: str | None = None
     reformulated_by: str = ""
+    # The question the round's evidence is measured against: the original, or the original
+    # with an earlier round's bridge entity in place of its description.
+    target: str = ""
+    mode: str = "hybrid"
+    # The bridge entity this round's hits name for the target's description (the next round
+    # asks with it), if any.
+    bridge: Bridge | None = None
 
 
 @dataclass
@@ -141,6 +173,7 @@ def agentic_query(
     reranker = get_reranker()
     llm = get_llm_provider()
     use_llm = not llm.model_id.startswith("offline:")
+    visible = visibility_of(actor)
     question_terms = _distinct(analyze(query))
     stats = corpus_stats(space=CHUNKS, scope_ids=kb_ids, terms=question_terms)
     question_vector = get_embedding_provider().embed_query(query)
@@ -148,34 +181,45 @@ def agentic_query(
     rounds: list[AgenticRound] = []
     seen: dict[int, ScoredHit] = {}
     ranked_lists: dict[str, list[tuple[int, float]]] = {}
+    # The question the rounds answer: the original until a bridge entity stands in for its
+    # description; its terms, their statistics and its embedding measure the evidence.
+    target, target_terms, target_stats, target_vector = (
+        query,
+        question_terms,
+        stats,
+        question_vector,
+    )
     current = query
     for number in range(1, max_rounds + 1):
-        outcome = chunk_search(
+        description = question_description(target)
+        mode = _round_mode(description, bridged=target != query)
+        outcome = chunk_search_staged(
             actor=actor,
             query=current,
-            mode="hybrid",
+            mode=mode,
             top_k=top_k,
             filters=filters,
             rerank=reranker is not None,
-            query_vector=question_vector if current == query else None,
+            query_vector=target_vector if current == target else None,
         )
         results = _scored(
             outcome.hits,
-            question_terms=question_terms,
-            stats=stats,
-            question_vector=question_vector if current != query else None,
+            question_terms=target_terms,
+            stats=target_stats,
+            question_vector=target_vector if current != target else None,
             reranker=reranker.name if reranker is not None else None,
             round_number=number,
         )
         # The mean calibrated score (isotonic calibration keeps the mean of the evidence).
         avg = round(sum(r.score for r in results) / len(results), 4) if results else 0.0
-        sufficient = len(results) >= MIN_RELEVANT_RESULTS and avg >= MIN_AVG_SCORE
         this = AgenticRound(
             query=current,
             results=results,
-            sufficient=sufficient,
+            sufficient=False,
             avg_score=avg,
-            gaps=_gaps(query, question_terms, results, stats),
+            gaps=_gaps(target, target_terms, results, target_stats),
+            target=target,
+            mode=mode,
         )
         rounds.append(this)
         ranked_lists[f"round{number}"] = [(r.hit.chunk_id, r.score) for r in results]
@@ -183,10 +227,26 @@ def agentic_query(
             best = seen.get(result.hit.chunk_id)
             if best is None or result.evidence > best.evidence:
                 seen[result.hit.chunk_id] = result
-        if sufficient or number == max_rounds:
+        last = number == max_rounds
+        if description is not None and not last:
+            this.bridge = _offline_bridge(
+                description, target, results, visible, earlier=_bridges(rounds)
+            )
+            if this.bridge is not None and asks_only_for(
+                substitute(target, description, this.bridge.name), this.bridge.name
+            ):
+                this.bridge = None  # the bridge is the answer: no hop to make
+        # Sufficient: enough results, good enough on average, and no hop left to make (a
+        # description whose bridge the round found, or an LLM that may find it).
+        hop = description is not None and (this.bridge is not None or use_llm)
+        this.sufficient = len(results) >= MIN_RELEVANT_RESULTS and avg >= MIN_AVG_SCORE and not hop
+        if this.sufficient or last:
             break
-        this.reformulated_query, this.reformulated_by = _reformulate(
+        next_query, this.reformulated_by, bridge = _reformulate(
             question=query,
+            target=target,
+            description=description,
+            offline_bridge=this.bridge,
             current=current,
             earlier=[r.query for r in rounds],
             gaps=this.gaps,
@@ -194,13 +254,72 @@ def agentic_query(
             use_llm=use_llm,
             kb_ids=kb_ids,
         )
-        current = this.reformulated_query
+        this.bridge = bridge
+        this.reformulated_query = current = next_query
+        if bridge is not None:  # an equivalent question: the next rounds answer it
+            target = next_query
+            target_terms = _distinct(analyze(target))
+            target_stats = corpus_stats(space=CHUNKS, scope_ids=kb_ids, terms=target_terms)
+            target_vector = get_embedding_provider().embed_query(target)
 
-    sources = _fused_sources(ranked_lists, seen, top_k=top_k)
-    answer, by = _synthesize(query, sources, question_terms, stats, use_llm=use_llm)
+    bridged = any(r.bridge is not None for r in rounds)
+    sources = _fused_sources(
+        ranked_lists,
+        seen,
+        top_k=top_k,
+        fusion=BRIDGE_FUSION if bridged else "rrf",
+        chain=_chain(rounds),
+    )
+    # The offline answer's sentences cover the question, or the question as a bridge resolved
+    # it ("Jonas Lind was born in Kiruna" answers "Where was Jonas Lind born?").
+    questions = [(question_terms, stats)] + [
+        (_distinct(analyze(t)), corpus_stats(space=CHUNKS, scope_ids=kb_ids, terms=analyze(t)))
+        for t in dict.fromkeys(r.target for r in rounds)
+        if t != query
+    ]
+    answer, by = _synthesize(query, sources, questions, use_llm=use_llm)
     return AgenticAnswer(
         answer=answer, sources=sources, rounds=rounds, total_results=len(seen), synthesized_by=by
     )
+
+
+def _round_mode(description: Description | None, *, bridged: bool) -> str:
+    """A round's search mode: ``BRIDGE_MODE`` after a bridge, ``CHAIN_MODE`` when its question
+    describes an entity, hybrid otherwise."""
+    if bridged:
+        return BRIDGE_MODE
+    return CHAIN_MODE if description is not None else "hybrid"
+
+
+def _chain(rounds: list[AgenticRound]) -> dict[int, float]:
+    """The chunks that named a bridge, each with the best evidence of the round that followed
+    it: the chain that leads to the answer ranks right after the answer it led to."""
+    chain: dict[int, float] = {}
+    for this, following in itertools.pairwise(rounds):
+        if this.bridge is not None and this.bridge.chunk_id is not None and following.results:
+            value = max(r.evidence for r in following.results)
+            chain[this.bridge.chunk_id] = max(chain.get(this.bridge.chunk_id, 0.0), value)
+    return chain
+
+
+def _bridges(rounds: list[AgenticRound]) -> list[str]:
+    return [r.bridge.name for r in rounds if r.bridge is not None]
+
+
+def _offline_bridge(
+    description: Description,
+    target: str,
+    results: list[ScoredHit],
+    visible: Visibility,
+    *,
+    earlier: list[str],
+) -> Bridge | None:
+    """The bridge entity the round's best results name (``rag.services.agentic_bridge``), from
+    their text and the graph's mentions of them (the nodes the searcher may see)."""
+    best = results[:BRIDGE_RESULTS]
+    mentions = unit_entities(space=CHUNKS, unit_ids=[r.hit.chunk_id for r in best], visible=visible)
+    hits = [BridgeHit(r.hit.chunk_id, r.hit.text, mentions.get(r.hit.chunk_id, ())) for r in best]
+    return find_bridge(description, target, hits, earlier=earlier)
 
 
 # --- scoring --------------------------------------------------------------------------------
@@ -254,18 +373,48 @@ def _calibrate_along(items: list[ScoredHit]) -> None:
 
 
 def _fused_sources(
-    ranked_lists: dict[str, list[tuple[int, float]]], seen: dict[int, ScoredHit], *, top_k: int
+    ranked_lists: dict[str, list[tuple[int, float]]],
+    seen: dict[int, ScoredHit],
+    *,
+    top_k: int,
+    fusion: str = "rrf",
+    chain: dict[int, float] | None = None,
 ) -> list[ScoredHit]:
-    """Every round's results in one ranking (weighted reciprocal rank fusion: a chunk several
-    queries found rises; the question's own round weighs most), cut to ``top_k``, numbered from
-    1, each calibrated along that order."""
-    weights = {
-        name: 1.0 if number == 0 else REFORMULATED_WEIGHT / number
-        for number, name in enumerate(ranked_lists)
-    }
-    order = rank_fusion(ranked_lists, method="rrf", weights=weights, rrf_k=RRF_K)[:top_k]
+    """Every round's results in one ranking, cut to ``top_k``, numbered from 1, each calibrated
+    along that order. ``rrf``: weighted reciprocal rank fusion (a chunk several queries found
+    rises; the question's own round weighs most: reformulated queries drift). After a bridge
+    (``BRIDGE_FUSION``): ``evidence``, each chunk's best evidence against the question its
+    round answered, so the chunk that answers the question with the bridge's name in it
+    enters the sources beside round 1's best, and the chunks that named the bridges
+    (``chain``) right after the answer they led to; ``interleave``: the rounds' results in
+    turn."""
+    if fusion == "evidence":
+        chain = chain or {}
+
+        def key(chunk_id: int) -> tuple[float, int, int, int]:
+            value = seen[chunk_id].evidence
+            if chunk_id in chain and chain[chunk_id] > value:
+                return (-chain[chunk_id], 1, seen[chunk_id].round, chunk_id)
+            return (-value, 0, seen[chunk_id].round, chunk_id)
+
+        order = sorted(seen, key=key)[:top_k]
+    elif fusion == "interleave":
+        order = []
+        lists = list(ranked_lists.values())
+        for rank in range(max((len(one) for one in lists), default=0)):
+            for one in lists:
+                if rank < len(one) and one[rank][0] not in order:
+                    order.append(one[rank][0])
+        order = order[:top_k]
+    else:
+        weights = {
+            name: 1.0 if number == 0 else REFORMULATED_WEIGHT / number
+            for number, name in enumerate(ranked_lists)
+        }
+        fused = rank_fusion(ranked_lists, method="rrf", weights=weights, rrf_k=RRF_K)
+        order = [chunk_id for chunk_id, _ in fused[:top_k]]
     sources = []
-    for ref, (chunk_id, _) in enumerate(order, start=1):
+    for ref, chunk_id in enumerate(order, start=1):
         best = seen[chunk_id]
         sources.append(
             ScoredHit(
@@ -300,7 +449,10 @@ def _gaps(
 
 REFORMULATION_SCHEMA = {
     "type": "object",
-    "properties": {"query": {"type": "string", "maxLength": MAX_QUERY_CHARS}},
+    "properties": {
+        "query": {"type": "string", "maxLength": MAX_QUERY_CHARS},
+        "bridge": {"type": ["string", "null"], "maxLength": 200},
+    },
     "required": ["query"],
 }
 
@@ -308,46 +460,88 @@ REFORMULATION_SCHEMA = {
 def _reformulate(
     *,
     question: str,
+    target: str,
+    description: Description | None,
+    offline_bridge: Bridge | None,
     current: str,
     earlier: list[str],
     gaps: list[str],
     results: list[ScoredHit],
     use_llm: bool,
     kb_ids: list[int],
-) -> tuple[str, str]:
-    """The next round's query and what made it (``llm`` or ``feedback``)."""
+) -> tuple[str, str, Bridge | None]:
+    """The next round's query, what made it (``llm``, ``bridge`` or ``feedback``) and the
+    bridge entity it follows, if any: the LLM's (validated), else the offline bridge put in
+    place of the description, else pseudo-relevance feedback."""
     if use_llm:
-        rewritten = _llm_reformulation(question, earlier, gaps, results)
+        rewritten, bridge = _llm_reformulation(
+            question, target, description, earlier, gaps, results
+        )
         if rewritten and rewritten not in earlier:
-            return rewritten, "llm"
-    return _feedback_reformulation(current, earlier, results, kb_ids), "feedback"
+            return rewritten, "llm", bridge
+    if offline_bridge is not None and description is not None:
+        rewritten = substitute(target, description, offline_bridge.name)
+        if rewritten not in earlier:
+            return rewritten, "bridge", offline_bridge
+    return _feedback_reformulation(current, earlier, results, kb_ids), "feedback", None
 
 
 def _llm_reformulation(
-    question: str, earlier: list[str], gaps: list[str], results: list[ScoredHit]
-) -> str:
-    found = "\n".join(
-        f"- {r.hit.document_title}: {r.hit.text[:300].strip()}" for r in results[:FEEDBACK_RESULTS]
-    )
+    question: str,
+    target: str,
+    description: Description | None,
+    earlier: list[str],
+    gaps: list[str],
+    results: list[ScoredHit],
+) -> tuple[str, Bridge | None]:
+    """The model's next query and, when it names one that the passages it was shown name and
+    the question does not, its bridge entity; ("", None) when the reply is not usable."""
+    shown = results[:LLM_REFORMULATION_RESULTS]
+    found = "\n".join(f"- {r.hit.document_title}: {r.hit.text[:300].strip()}" for r in shown)
     prompt = (
         f"Question: {question}\n"
-        f"Searches tried so far: {'; '.join(earlier)}\n"
+        + (
+            f"The question as the searches resolved it so far: {target}\n"
+            if target != question
+            else ""
+        )
+        + f"Searches tried so far: {'; '.join(earlier)}\n"
         f"Words of the question no result covers: {', '.join(gaps) or 'none'}\n"
         f"Best results so far:\n{found or '(none)'}\n\n"
         "Write one new search query (keywords or a short sentence) that finds passages "
-        "answering the question, covering what the results miss. Do not repeat a search."
+        "answering the question, covering what the results miss. Do not repeat a search.\n"
+        'If the question describes an entity instead of naming it (such as "the person who '
+        'runs X") and a result names that entity, give its name as "bridge" and write the '
+        "query as the question with the name in place of the description; otherwise give "
+        '"bridge": null.'
     )
     try:
         reply = get_llm_provider().complete_json(
             prompt, schema=REFORMULATION_SCHEMA, max_tokens=200
         )
     except InvalidJSONError:
-        logger.warning("the LLM's reformulation is not usable JSON; using feedback terms")
-        return ""
+        logger.warning("the LLM's reformulation is not usable JSON; using the offline path")
+        return "", None
     query = reply.get("query")
     if not isinstance(query, str):
-        return ""
-    return " ".join(query.split())[:MAX_QUERY_CHARS]
+        return "", None
+    query = " ".join(query.split())[:MAX_QUERY_CHARS]
+    name = reply.get("bridge")
+    if not isinstance(name, str) or not name.strip() or not query:
+        return query, None
+    name = " ".join(name.split())
+    texts = [f"{r.hit.document_title}. {r.hit.text}" for r in shown]
+    if not grounded(name, texts, target):
+        logger.info("the LLM's bridge %r is not named by the results shown; ignored", name)
+        return query, None
+    source = next((r for r, t in zip(shown, texts, strict=True) if grounded(name, [t], target)))
+    return query, Bridge(
+        name=name,
+        entity_type=description.wanted if description is not None else "",
+        replaces=description.text if description is not None else "",
+        chunk_id=source.hit.chunk_id,
+        found_by="llm",
+    )
 
 
 def _feedback_reformulation(
@@ -384,8 +578,7 @@ def _feedback_reformulation(
 def _synthesize(
     question: str,
     sources: list[ScoredHit],
-    terms: list[str],
-    stats: CorpusStats,
+    questions: list[tuple[list[str], CorpusStats]],
     *,
     use_llm: bool,
 ) -> tuple[str, str]:
@@ -396,7 +589,7 @@ def _synthesize(
         answer = _llm_answer(question, sources)
         by = "llm"
     else:
-        answer = _extractive_answer(sources, terms, stats)
+        answer = _extractive_answer(sources, questions)
         by = "extractive"
     cited = {int(n) for n in _CITATION.findall(answer)}
     for source in sources:
@@ -425,7 +618,9 @@ def _llm_answer(question: str, sources: list[ScoredHit]) -> str:
     )
 
 
-def _extractive_answer(sources: list[ScoredHit], terms: list[str], stats: CorpusStats) -> str:
+def _extractive_answer(
+    sources: list[ScoredHit], questions: list[tuple[list[str], CorpusStats]]
+) -> str:
     """The best sentences of the best sources, each followed by its source's number: a
     sentence's worth is the share of the question it covers (idf-weighted) times its source's
     calibrated score; sentences covering nothing of the question are never chosen."""
@@ -437,7 +632,8 @@ def _extractive_answer(sources: list[ScoredHit], terms: list[str], stats: Corpus
             if not key or key in seen_text:
                 continue  # overlapping chunks repeat sentences
             seen_text.add(key)
-            coverage = evidence.term_coverage(terms, set(key.split()), stats)
+            words = set(key.split())
+            coverage = max(evidence.term_coverage(t, words, st) for t, st in questions)
             if coverage <= 0:
                 continue
             worth = coverage * (0.5 + 0.5 * source.score)

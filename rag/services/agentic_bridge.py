@@ -49,11 +49,11 @@ from dataclasses import dataclass
 from core.search import MAX_QUERY_CHARS
 from rag.graph.bridges import MentionedEntity
 from rag.graph.entities import (
+    CONCEPT,
     ORGANISATION,
     PERSON,
     PLACE,
     name_key,
-    sentences,
     text_entities,
 )
 from rag.keyword import analyze
@@ -82,9 +82,9 @@ _PERSON_NOUNS = """
     apprentice boyfriend girlfriend husband partner heir king queen prince princess emperor
     """
 _PLACE_NOUNS = """
-    place city town village country state region island capital birthplace hometown location
+    place city town village country state island capital birthplace hometown location
     district province county neighbourhood neighborhood street port harbour harbor valley
-    mountain river lake area suburb municipality nation continent
+    mountain river lake suburb municipality nation continent
     """
 _ORGANISATION_NOUNS = """
     company firm organisation organization institution business employer school university
@@ -92,7 +92,8 @@ _ORGANISATION_NOUNS = """
     charity publisher label bank newspaper magazine restaurant cafe shop store brand
     department ministry party orchestra choir theatre theater gallery foundation institute
     academy factory brewery bakery hotel airline manufacturer retailer corporation society
-    association council committee union network station channel
+    association council committee union network station channel house funder sponsor backer
+    mater theatre playhouse
     """
 _THING_NOUNS = """
     book novel film movie song album play painting ship boat car project product dish language
@@ -126,7 +127,10 @@ _ORG_WORDS_TEXT = """
     foundation group club association society church hospital clinic center centre museum
     agency studio studios labs lab team council department ministry party festival library
     gallery cafe restaurant hotel organization organisation charity shelter committee
-    commission board trust federation union network service services press journal"""
+    commission board trust federation union network service services press journal theatre
+    theater playhouse books publishing publishers shipping textiles robotics analytics
+    materials industries systems holdings media records pictures films motors airlines energy
+    partners ventures technologies software foods brewing labs institute"""
 _ORG_WORDS = frozenset(_ORG_WORDS_TEXT.split())
 
 
@@ -193,10 +197,15 @@ def _tokens(text: str) -> list[_Token]:
 
 def _is_name_word(tokens: list[_Token], index: int) -> bool:
     token = tokens[index]
-    if not token.word[:1].isupper() or token.lower in _NOT_NAMES:
-        return False
-    if index == 0:
+    if index == 0 or not token.word[:1].isupper():
         return False  # a question's first word is capitalised whatever it is
+    if token.lower in _NOT_NAMES:
+        # A title's article ("the film A Burning Bridge") opens a name.
+        return (
+            token.word in ("A", "An", "The")
+            and index + 1 < len(tokens)
+            and _is_name_word(tokens, index + 1)
+        )
     # A role written in capitals after a determiner ("the CEO of ...", "the Director who")
     # is a description's head, no name ("the Harbor Library" is a name).
     following = tokens[index + 1].lower if index + 1 < len(tokens) else ""
@@ -209,7 +218,7 @@ def _is_name_word(tokens: list[_Token], index: int) -> bool:
 
 def _name_run(tokens: list[_Token], index: int) -> tuple[int, int] | None:
     """The capitalised run starting at ``index`` (a leading "the" skipped): (first, last)."""
-    if index < len(tokens) and tokens[index].lower in _DETERMINERS:
+    if index < len(tokens) and tokens[index].word in _DETERMINERS:  # "the", not "The"
         index += 1
     if index >= len(tokens) or not _is_name_word(tokens, index):
         return None
@@ -229,19 +238,139 @@ def _name_run(tokens: list[_Token], index: int) -> tuple[int, int] | None:
     return index, last
 
 
-def _starts_description(tokens: list[_Token], index: int) -> bool:
-    """Does a determiner + (modifiers) + head noun + trigger start at ``index``?"""
-    if index >= len(tokens) or tokens[index].lower not in _DETERMINERS:
-        return False
+_NESTED = "nested"
+# Verbs after a name that open a relative clause without its pronoun ("the person Jonas Lind
+# married", "the book Hidden Tide is based on"); a past or present form ends in -ed or -s.
+_VERB_FORMS_TEXT = """
+    is was are were has had have does did wrote ran led met won made built began became
+    taught left found chose gave took drew sang"""
+_VERB_FORMS = frozenset(_VERB_FORMS_TEXT.split())
+_BE_HAVE = frozenset({"is", "was", "are", "were", "has", "had", "have", "been"})
+
+
+@dataclass(frozen=True)
+class _Clause:
+    """What follows a description's head: the named entity's run and the last token."""
+
+    anchor: tuple[int, int]
+    last: int
+    relation: tuple[int, ...]
+
+
+def _head_of(tokens: list[_Token], index: int) -> int | None:
+    """The head noun of the description starting at ``index`` (a determiner, or "whoever"):
+    at most two modifiers after the determiner."""
+    if index >= len(tokens):
+        return None
+    if tokens[index].lower == "whoever":
+        return index
+    if tokens[index].lower not in _DETERMINERS:
+        return None
     for head in range(index + 1, min(index + 4, len(tokens))):
         if _is_name_word(tokens, head):
-            return False
+            return None
         if tokens[head].lower in HEAD_TYPES:
-            following = tokens[head + 1].lower if head + 1 < len(tokens) else ""
-            return following == "of" or following in _RELATIVES
-        if tokens[head].word[:1].isupper():
-            return False
-    return False
+            return head
+        if tokens[head].lower in _AUXILIARIES:
+            return None
+    return None
+
+
+def _verb_phrase(tokens: list[_Token], first: int) -> int:
+    """The last token of the verb phrase starting at ``first`` ("married", "is a member of",
+    "works for", "grew up in"): determiners and particles continue it, and so does any word
+    after a determiner or a form of be / have."""
+    last = first
+    while last + 1 < len(tokens):
+        following = tokens[last + 1]
+        if following.word[:1].isupper():
+            break
+        continues = following.lower in _PARTICLES or following.lower in _DETERMINERS
+        if not continues and tokens[last].lower not in _DETERMINERS | _BE_HAVE:
+            break
+        last += 1
+    return last
+
+
+def _opens_clause(tokens: list[_Token], index: int, wanted: str) -> bool:
+    """Does the word at ``index`` open a relative clause's verb phrase (after a name)?"""
+    if index >= len(tokens) or tokens[index].word[:1].isupper():
+        return False
+    word = tokens[index].lower
+    if word in _BE_HAVE or word in {"does", "did"}:
+        return True
+    if wanted == ANY:  # "the film A Burning Bridge" is the film: only be / have open one
+        return False
+    return word in _VERB_FORMS or (len(word) > 3 and (word.endswith("ed") or word.endswith("s")))
+
+
+def _clause(tokens: list[_Token], head: int, wanted: str) -> _Clause | str | None:
+    """What follows the head at ``head``: a clause naming its entity directly, ``_NESTED``
+    (it names it through another description, resolved first) or None (no description)."""
+    after = head + 1
+    if tokens[head].lower == "whoever":
+        after = head
+    if after >= len(tokens) and tokens[head].lower != "whoever":
+        return None
+    trigger = tokens[after].lower if after < len(tokens) else ""
+    if tokens[head].lower == "whoever" or trigger in _RELATIVES:
+        clause = after + 1
+        if _starts_description(tokens, clause):
+            return _NESTED
+        run = _name_run(tokens, clause)
+        if run is not None:  # object relative: "the company that Jonas Lind founded"
+            if not _opens_clause(tokens, run[1] + 1, PERSON):
+                return _Clause(run, run[1], ())
+            last = _verb_phrase(tokens, run[1] + 1)
+            return _Clause(run, last, tuple(range(run[1] + 1, last + 1)))
+        for index in range(clause, len(tokens)):  # subject relative: "who runs the X"
+            if _starts_description(tokens, index):
+                return _NESTED
+            run = _name_run(tokens, index)
+            if run is not None:
+                return _Clause(run, run[1], tuple(range(clause, run[0])))
+        return None
+    if trigger == "of":
+        if _starts_description(tokens, after + 1):
+            return _NESTED
+        run = _name_run(tokens, after + 1) or _apposition(tokens, after + 1)
+        return _Clause(run, run[1], (head,)) if run is not None else None
+    if (  # a reduced passive: "the club started by Petra Kellhart"
+        after + 2 < len(tokens)
+        and not tokens[after].word[:1].isupper()
+        and tokens[after + 1].lower == "by"
+    ):
+        if _starts_description(tokens, after + 2):
+            return _NESTED
+        run = _name_run(tokens, after + 2)
+        return _Clause(run, run[1], (after,)) if run is not None else None
+    lower_article = after < len(tokens) and tokens[after].word in _DETERMINERS
+    if lower_article and _starts_description(tokens, after):
+        # "the person the mentor of X married": the inner description first.
+        return _NESTED
+    run = _name_run(tokens, after) if not lower_article else None
+    if run is not None and _opens_clause(tokens, run[1] + 1, wanted):
+        # A relative clause without its pronoun: "the person Jonas Lind married".
+        last = _verb_phrase(tokens, run[1] + 1)
+        return _Clause(run, last, tuple(range(run[1] + 1, last + 1)))
+    return None
+
+
+def _apposition(tokens: list[_Token], index: int) -> tuple[int, int] | None:
+    """The name of "the film A Burning Bridge" at ``index``: the noun names its kind."""
+    head = _head_of(tokens, index)
+    if head is None or tokens[head].lower == "whoever":
+        return None
+    return _name_run(tokens, head + 1)
+
+
+def _starts_description(tokens: list[_Token], index: int) -> bool:
+    """Does a description (direct or nested) start at ``index``?"""
+    head = _head_of(tokens, index)
+    if head is None:
+        return False
+    wanted = PERSON if tokens[head].lower == "whoever" else HEAD_TYPES[tokens[head].lower]
+    return _clause(tokens, head, wanted) is not None
 
 
 def _text(query: str, tokens: list[_Token], first: int, last: int) -> str:
@@ -257,113 +386,93 @@ def _relation(tokens: list[_Token], words: Iterable[int]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(stems))
 
 
+def _possessive(tokens: list[_Token], head: int) -> tuple[int, int, int] | None:
+    """ "<Name>'s <role>" ending at ``head``: (the span's first token, the name's run)."""
+    for back in range(head - 1, max(-1, head - 4), -1):
+        if tokens[back].possessive:
+            first = back
+            while first - 1 >= 0 and (
+                _is_name_word(tokens, first - 1)
+                or (
+                    tokens[first - 1].lower in _CONNECTORS
+                    and first - 2 >= 0
+                    and _is_name_word(tokens, first - 2)
+                )
+            ):
+                first -= 1
+            if not _is_name_word(tokens, first):
+                return None
+            start = first - 1 if first > 0 and tokens[first - 1].lower == "the" else first
+            return start, first, back
+        if (
+            tokens[back].lower in _DETERMINERS
+            or tokens[back].word[:1].isupper()
+            or tokens[back].lower in _AUXILIARIES
+        ):
+            return None
+    return None
+
+
 def question_descriptions(query: str) -> list[Description]:
     """Every description of ``query`` that names its entity directly (not through another
     description), in the order they start."""
     tokens = _tokens(query)
     found: list[Description] = []
-    for head, token in enumerate(tokens):
-        if token.lower not in HEAD_TYPES or _is_name_word(tokens, head):
+    for start, token in enumerate(tokens):
+        if token.lower not in HEAD_TYPES or _is_name_word(tokens, start):
+            if token.lower == "whoever":
+                clause = _clause(tokens, start, PERSON)
+                if isinstance(clause, _Clause):
+                    found.append(_description(query, tokens, start, start, PERSON, clause))
             continue
+        head = start
         wanted = HEAD_TYPES[token.lower]
-        # Back to the determiner or a possessive name, over at most two modifiers.
-        start = None
-        possessive_run = None
-        for back in range(head - 1, max(-1, head - 4), -1):
-            if tokens[back].possessive:
-                first = back
-                while first - 1 >= 0 and (
-                    _is_name_word(tokens, first - 1)
-                    or (
-                        tokens[first - 1].lower in _CONNECTORS
-                        and first - 2 >= 0
-                        and _is_name_word(tokens, first - 2)
-                    )
-                ):
-                    first -= 1
-                if _is_name_word(tokens, first):
-                    possessive_run = (first, back)
-                    start = first - 1 if first > 0 and tokens[first - 1].lower == "the" else first
-                break
-            if tokens[back].lower in _DETERMINERS:
-                start = back
-                break
-            if tokens[back].word[:1].isupper() or tokens[back].lower in _AUXILIARIES:
-                break
-        if start is None:
-            continue
-        if possessive_run is not None:
-            first, last = possessive_run
+        possessive = _possessive(tokens, head)
+        if possessive is not None:
+            first, run_first, run_last = possessive
             found.append(
-                Description(
-                    start=tokens[start].start,
-                    end=tokens[head].end,
-                    text=_text(query, tokens, start, head),
-                    head=token.lower,
-                    wanted=wanted,
-                    anchors=(_text(query, tokens, first, last),),
-                    relation=_relation(tokens, [head]),
+                _description(
+                    query,
+                    tokens,
+                    first,
+                    head,
+                    wanted,
+                    _Clause((run_first, run_last), head, (head,)),
                 )
             )
             continue
-        if head + 1 >= len(tokens):
+        first = next(
+            (
+                back
+                for back in range(head - 1, max(-1, head - 4), -1)
+                if tokens[back].lower in _DETERMINERS and _head_of(tokens, back) == head
+            ),
+            None,
+        )
+        if first is None:
             continue
-        trigger = tokens[head + 1].lower
-        if trigger == "of":
-            if _starts_description(tokens, head + 2):
-                continue  # nested: the inner description is resolved first
-            run = _name_run(tokens, head + 2)
-            if run is None:
-                continue
-            found.append(
-                Description(
-                    start=tokens[start].start,
-                    end=tokens[run[1]].start + len(tokens[run[1]].word),
-                    text=_text(query, tokens, start, run[1]),
-                    head=token.lower,
-                    wanted=wanted,
-                    anchors=(_text(query, tokens, run[0], run[1]),),
-                    relation=_relation(tokens, [head]),
-                )
-            )
-        elif trigger in _RELATIVES:
-            if not wanted and _RELATIVES[trigger]:
+        clause = _clause(tokens, head, wanted)
+        if isinstance(clause, _Clause):
+            trigger = tokens[head + 1].lower if head + 1 < len(tokens) else ""
+            if not wanted and trigger in _RELATIVES:
                 wanted = _RELATIVES[trigger]
-            clause = head + 2
-            run = _name_run(tokens, clause)
-            if run is not None:  # object relative: "the company that Jonas Lind founded"
-                last = run[1]
-                verb = last + 1
-                if verb < len(tokens) and not tokens[verb].word[:1].isupper():
-                    last = verb
-                    while last + 1 < len(tokens) and tokens[last + 1].lower in _PARTICLES:
-                        last += 1
-                relation_words = range(run[1] + 1, last + 1)
-            else:  # subject relative: "the person who runs the Harbor Library"
-                nested = False
-                for index in range(clause, len(tokens)):
-                    if _starts_description(tokens, index):
-                        nested = True
-                        break
-                    run = _name_run(tokens, index)
-                    if run is not None:
-                        break
-                if nested or run is None:
-                    continue
-                last = run[1]
-                relation_words = range(clause, run[0])
-            found.append(
-                Description(
-                    start=tokens[start].start,
-                    end=tokens[last].start + len(tokens[last].word),
-                    text=_text(query, tokens, start, last),
-                    head=token.lower,
-                    wanted=wanted,
-                    anchors=(_text(query, tokens, run[0], run[1]),),
-                    relation=_relation(tokens, relation_words),
-                )
-            )
+            found.append(_description(query, tokens, first, head, wanted, clause))
     return found
+
+
+def _description(
+    query: str, tokens: list[_Token], first: int, head: int, wanted: str, clause: _Clause
+) -> Description:
+    anchor_first, anchor_last = clause.anchor
+    return Description(
+        start=tokens[first].start,
+        end=tokens[clause.last].start + len(tokens[clause.last].word),
+        text=_text(query, tokens, first, clause.last),
+        head=tokens[head].lower,
+        wanted=wanted,
+        anchors=(_text(query, tokens, anchor_first, anchor_last),),
+        relation=_relation(tokens, clause.relation),
+    )
 
 
 def question_description(query: str) -> Description | None:
@@ -390,8 +499,62 @@ def _key_in(key: str, text_key: str) -> bool:
     return bool(key) and f" {key} " in f" {text_key} "
 
 
-def _compatible(entity_type: str, name: str, wanted: str) -> bool:
-    if not wanted or entity_type == wanted:
+_TITLES = frozenset({"dr", "mr", "mrs", "ms", "prof", "sir", "dame", "miss"})
+_PRONOUNS = frozenset({"he", "she", "they", "it", "his", "her", "its", "their"})
+_THING = "thing"
+
+
+def _clean(name: str) -> list[str]:
+    """A candidate's names: "Nina Marshdal and Prof" is "Nina Marshdal"; titles dropped."""
+    out = []
+    for part in re.split(r"\s+and\s+", name):
+        words = [w for w in part.split() if w.lower().rstrip(".") not in _TITLES]
+        if words:
+            out.append(" ".join(words))
+    return out
+
+
+def _context_type(name: str, texts: Sequence[str]) -> str:
+    """The type the contexts of ``name`` in the round's results give it, "" when they say
+    nothing: an organisation's word in it; a title before it or its surname ("Dr. Lind") a
+    person; "in / from / near / around" before it a place; a lower-case "the" or a capital article
+    before it ("the Wren Clinic", "A Distant Atlas") a thing or an organisation, no person."""
+    words = name.split()
+    if {w.lower() for w in words} & _ORG_WORDS:
+        return ORGANISATION
+    votes: dict[str, int] = {}
+    pattern = re.compile(r"(\S+)\s+" + re.escape(name) + r"\b")
+    surname = re.compile(r"(\S+)\s+" + re.escape(words[-1]) + r"\b") if len(words) > 1 else None
+    for text in texts:
+        for match in pattern.finditer(text):
+            before = match.group(1)
+            lower = before.lower().rstrip(".,;:")
+            if lower in _TITLES:
+                votes[PERSON] = votes.get(PERSON, 0) + 2
+            elif lower in ("in", "from", "near", "around"):
+                votes[PLACE] = votes.get(PLACE, 0) + 1
+            elif before in ("the", "A", "An", "The") or lower in ("at", "by"):
+                kind = _THING if before in ("A", "An", "The") else ORGANISATION
+                if lower == "by":
+                    continue  # "run by Jonas Lind", "founded by the Puffin Trust": both
+                votes[kind] = votes.get(kind, 0) + 1
+        if surname is not None:
+            for match in surname.finditer(text):
+                if match.group(1).lower().rstrip(".") in _TITLES:
+                    votes[PERSON] = votes.get(PERSON, 0) + 2
+    if not votes:
+        return ""
+    return max(votes, key=lambda k: (votes[k], k))
+
+
+def _compatible(entity_type: str, known: str, name: str, wanted: str) -> bool:
+    """Is a candidate of the type the description asks for? ``known``: the type its
+    contexts give it (``_context_type``), which decides when it says anything."""
+    if not wanted:
+        return True
+    if known:
+        return known == wanted
+    if entity_type == wanted:
         return True
     words = {w.lower() for w in name.split()}
     if wanted == PERSON:
@@ -399,12 +562,48 @@ def _compatible(entity_type: str, name: str, wanted: str) -> bool:
         # organisation's word in it, it may well be a person.
         return entity_type in (ORGANISATION, "organization") and not words & _ORG_WORDS
     if wanted == ORGANISATION:
-        return bool(words & _ORG_WORDS)
+        return bool(words & _ORG_WORDS) or entity_type == PERSON
     if wanted == PLACE:
         return entity_type in ("location", "city", "country") or (
             entity_type == PERSON and len(words) == 1
         )
     return False
+
+
+def _anchor_keys(anchors: Sequence[str]) -> list[str]:
+    """The description's entities as name keys, with a person's surname ("Lind" for "Jonas
+    Lind", as documents shorten a name after its first use)."""
+    keys = []
+    for anchor in anchors:
+        key = name_key(anchor)
+        keys.append(key)
+        words = anchor.split()
+        if (
+            len(words) >= 2
+            and not {w.lower() for w in words} & _ORG_WORDS
+            and words[0][:1].isupper()
+            and words[0] not in ("A", "An", "The")
+        ):
+            keys.append(name_key(words[-1]))
+    return [k for k in dict.fromkeys(keys) if len(k) >= 2]
+
+
+_SENTENCE_BREAK = re.compile(r"(?<=[.!?])\s+|\n+")
+
+
+def _sentences(text: str) -> list[str]:
+    """``text``'s sentences, not broken after a title ("Prof. Jessley")."""
+    out: list[str] = []
+    for piece in _SENTENCE_BREAK.split(text):
+        piece = piece.strip()
+        if not piece:
+            continue
+        last = out[-1].rsplit(maxsplit=1)[-1].lower().rstrip(".") if out else ""
+        if out and out[-1].endswith(".") and last in _TITLES:
+            out[-1] = f"{out[-1]} {piece}"
+        else:
+            out.append(piece)
+    return out
 
 
 def find_bridge(
@@ -413,23 +612,43 @@ def find_bridge(
     hits: Sequence[BridgeHit],
     *,
     earlier: Iterable[str] = (),
+    weights: Sequence[float] | None = None,
+    context: Sequence[str] = (),
 ) -> Bridge | None:
     """The best bridge entity the hits name for ``description`` (see the module's
-    docstring), or None. ``earlier``: names already used as bridges (never again)."""
+    docstring), or None. ``earlier``: names already used as bridges (never again);
+    ``weights``: each hit's weight (default 1 / (1 + its rank)); ``context``: more texts of
+    the round whose contexts type the candidates."""
     query_key = name_key(query)
     used = {name_key(n) for n in earlier}
-    anchors = [name_key(a) for a in description.anchors]
+    anchors = _anchor_keys(description.anchors)
+    texts = [h.text for h in hits[:BRIDGE_RESULTS]] + list(context)
+    types: dict[str, str] = {}
     best: dict[str, Bridge] = {}
     for rank, hit in enumerate(hits[:BRIDGE_RESULTS]):
-        weight = 1.0 / (1 + rank)
+        weight = weights[rank] if weights is not None else 1.0 / (1 + rank)
         extracted = text_entities(hit.text).entities
-        candidates: list[tuple[str, str]] = [(e.name, e.entity_type) for e in extracted]
+        candidates: list[tuple[str, str]] = [
+            (name, e.entity_type)
+            for e in extracted
+            if e.entity_type != CONCEPT  # key phrases are no names
+            for name in _clean(e.name)
+        ]
         for mentioned in hit.entities:
-            candidates.append((mentioned.name, mentioned.entity_type))
-            candidates.extend((alias, mentioned.entity_type) for alias in mentioned.aliases)
-        for sentence in sentences(hit.text):
+            for name in (mentioned.name, *mentioned.aliases):
+                candidates.extend((n, mentioned.entity_type) for n in _clean(name))
+        # A surname stands for the full name the same text gives ("Tammgren": "Felix
+        # Tammgren").
+        full = {name_key(n.split()[-1]): n for n, _ in candidates if len(n.split()) >= 2}
+        mentions_anchor = False
+        for sentence in _sentences(hit.text):
             sentence_key = name_key(sentence)
-            if not any(_key_in(anchor, sentence_key) for anchor in anchors):
+            first = sentence.split(maxsplit=1)[0].lower() if sentence.split() else ""
+            # A sentence opening with a pronoun continues the one before it.
+            mentions_anchor = any(_key_in(a, sentence_key) for a in anchors) or (
+                mentions_anchor and first in _PRONOUNS
+            )
+            if not mentions_anchor:
                 continue
             stems = set(analyze(sentence))
             share = (
@@ -437,24 +656,28 @@ def find_bridge(
                 if description.relation
                 else 0.0
             )
-            for name, entity_type in candidates:
-                key = name_key(name)
+            for written, entity_type in candidates:
+                key = name_key(written)
                 if (
                     len(key) < 2
-                    or key in used
                     or not _key_in(key, sentence_key)
                     or _key_in(key, query_key)
                     or any(_key_in(key, a) or _key_in(a, key) for a in anchors)
                 ):
                     continue
-                factor = 1.0 if _compatible(entity_type, name, description.wanted) else 0.0
-                if not factor:
-                    factor = TYPE_MISMATCH
+                name = full.get(key, written) if len(key.split()) == 1 else written
+                key = name_key(name)
+                if key in used or _key_in(key, query_key):
+                    continue
+                if key not in types:
+                    types[key] = _context_type(name, texts)
+                compatible = _compatible(entity_type, types[key], name, description.wanted)
+                factor = 1.0 if compatible else TYPE_MISMATCH
                 score = weight * factor * (1 + RELATION_BONUS * share)
                 if score > best.get(key, Bridge("", "", "", None, "", -1.0)).score:
                     best[key] = Bridge(
                         name=name,
-                        entity_type=description.wanted or entity_type,
+                        entity_type=description.wanted or types[key] or entity_type,
                         replaces=description.text,
                         chunk_id=hit.chunk_id,
                         found_by="offline",

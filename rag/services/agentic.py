@@ -85,10 +85,11 @@ BRIDGE_FUSION = "evidence"
 # The search mode of a round whose question describes an entity (a relation chain), and of the
 # rounds that follow a bridge: "hybrid" or "graph" (bench/multihop.py, agentic).
 CHAIN_MODE = "hybrid"
-# How a bridge candidate's hit weighs: "rank" (1 / (1 + its rank in the round)) or
-# "description" (its chunk's cosine similarity to the description, "the person who runs the
-# Harbor Library"); and the round's results whose text types the candidates.
-BRIDGE_WEIGHT = "rank"
+# How a bridge candidate's sentence weighs: "rank" (1 / (1 + its hit's rank in the round)) or
+# "sentence" (its cosine similarity to the description, "the person who runs the Harbor
+# Library": the relation said in other words); and the round's results whose text types the
+# candidates.
+BRIDGE_WEIGHT = "sentence"
 CONTEXT_RESULTS = 20
 BRIDGE_MODE = "hybrid"
 # The results whose words count as covering the question (gap identification).
@@ -324,16 +325,19 @@ def _offline_bridge(
     best = results[:BRIDGE_RESULTS]
     mentions = unit_entities(space=CHUNKS, unit_ids=[r.hit.chunk_id for r in best], visible=visible)
     hits = [BridgeHit(r.hit.chunk_id, r.hit.text, mentions.get(r.hit.chunk_id, ())) for r in best]
-    weights = None
-    if BRIDGE_WEIGHT == "description":
-        similarity = unit_similarities(
-            space=CHUNKS,
-            unit_ids=[h.chunk_id for h in hits],
-            query_vector=get_embedding_provider().embed_query(description.text),
-        )
-        weights = [similarity.get(h.chunk_id, 0.0) for h in hits]
+    similarity = None
+    if BRIDGE_WEIGHT == "sentence":
+        described = get_embedding_provider().embed_query(description.text)
+
+        def similarity(texts: list[str]) -> list[float]:
+            vectors = get_embedding_provider().embed_documents(texts)
+            norms = np.linalg.norm(vectors, axis=1) * (np.linalg.norm(described) or 1.0)
+            return [float(x) for x in vectors @ described / np.where(norms > 0, norms, 1.0)]
+
     context = [r.hit.text for r in results[BRIDGE_RESULTS:CONTEXT_RESULTS]]
-    return find_bridge(description, target, hits, earlier=earlier, weights=weights, context=context)
+    return find_bridge(
+        description, target, hits, earlier=earlier, similarity=similarity, context=context
+    )
 
 
 # --- scoring --------------------------------------------------------------------------------

@@ -43,7 +43,7 @@ anything else falls back to the offline path.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from core.search import MAX_QUERY_CHARS
@@ -514,6 +514,73 @@ def _clean(name: str) -> list[str]:
     return out
 
 
+# What follows a name says what it is: a person is born, marries, studies; a place is home to
+# something; an organisation employs, funds, publishes.
+_FOLLOWING_CUES = {
+    PERSON: (
+        "was born",
+        "is a native",
+        "grew up",
+        "married",
+        "wed ",
+        "and her",
+        "and his",
+        "studied",
+        "graduated",
+        "lives",
+        "resides",
+        "has made a home",
+        "mentored",
+        "was raised",
+        "spent",
+        "took a degree",
+        "is an alumnus",
+        "is married",
+        "came into the world",
+        "is a sibling",
+        "trained under",
+        "was mentored",
+    ),
+    PLACE: ("is home to", "is where", "is the birthplace"),
+    ORGANISATION: (
+        "employs",
+        "funds",
+        "published",
+        "sponsors",
+        "is headquartered",
+        "is based in",
+        "has its head office",
+        "keeps its head office",
+        "brought out",
+        "includes",
+        "has paid for",
+        "is funded",
+        "receives its money",
+    ),
+}
+
+
+def _first_run(tokens: list[_Token]) -> tuple[int, int] | None:
+    """The capitalised run that opens a sentence ("Quillholt runs ...", "Dr. Lind ...")."""
+    first = 0
+    while first < len(tokens) and tokens[first].lower.rstrip(".") in _TITLES:
+        first += 1
+    if first >= len(tokens) or not tokens[first].word[:1].isupper():
+        return None
+    if tokens[first].lower in _NOT_NAMES or tokens[first].lower in _PRONOUNS:
+        return None
+    last = first
+    while last + 1 < len(tokens) and _is_name_word(tokens, last + 1):
+        last += 1
+    return first, last
+
+
+def _proper(name: str, text: str) -> bool:
+    """Is ``name`` written in ``text`` as a proper name (capitalised)?"""
+    match = re.search(r"\b" + re.escape(name) + r"\b", text, re.IGNORECASE)
+    return match is not None and match.group()[:1].isupper()
+
+
 def _context_type(name: str, texts: Sequence[str]) -> str:
     """The type the contexts of ``name`` in the round's results give it, "" when they say
     nothing: an organisation's word in it; a title before it or its surname ("Dr. Lind") a
@@ -522,6 +589,8 @@ def _context_type(name: str, texts: Sequence[str]) -> str:
     words = name.split()
     if {w.lower() for w in words} & _ORG_WORDS:
         return ORGANISATION
+    if len(words) > 1 and words[0] in ("A", "An", "The"):
+        return _THING  # a title: "A Distant Atlas"
     votes: dict[str, int] = {}
     pattern = re.compile(r"(\S+)\s+" + re.escape(name) + r"\b")
     surname = re.compile(r"(\S+)\s+" + re.escape(words[-1]) + r"\b") if len(words) > 1 else None
@@ -542,6 +611,15 @@ def _context_type(name: str, texts: Sequence[str]) -> str:
             for match in surname.finditer(text):
                 if match.group(1).lower().rstrip(".") in _TITLES:
                     votes[PERSON] = votes.get(PERSON, 0) + 2
+        for match in re.finditer(re.escape(name) + r"\b([^.!?]{0,40})", text):
+            following = " " + match.group(1).lower()
+            for kind, cues in _FOLLOWING_CUES.items():
+                if any(following.startswith(f" {cue}") for cue in cues):
+                    votes[kind] = votes.get(kind, 0) + 1
+        for match in re.finditer(re.escape(name) + r"\b[^.!?]*[.!?]\s+(\w+)", text):
+            pronoun = match.group(1).lower()
+            if pronoun in ("he", "she", "his", "her"):
+                votes[PERSON] = votes.get(PERSON, 0) + 1
     if not votes:
         return ""
     return max(votes, key=lambda k: (votes[k], k))
@@ -554,7 +632,7 @@ def _compatible(entity_type: str, known: str, name: str, wanted: str) -> bool:
         return True
     if known:
         return known == wanted
-    if entity_type == wanted:
+    if entity_type == wanted or not entity_type:
         return True
     words = {w.lower() for w in name.split()}
     if wanted == PERSON:
@@ -612,21 +690,21 @@ def find_bridge(
     hits: Sequence[BridgeHit],
     *,
     earlier: Iterable[str] = (),
-    weights: Sequence[float] | None = None,
+    similarity: Callable[[list[str]], list[float]] | None = None,
     context: Sequence[str] = (),
 ) -> Bridge | None:
     """The best bridge entity the hits name for ``description`` (see the module's
     docstring), or None. ``earlier``: names already used as bridges (never again);
-    ``weights``: each hit's weight (default 1 / (1 + its rank)); ``context``: more texts of
-    the round whose contexts type the candidates."""
+    ``similarity``: each sentence's similarity to the description (then a sentence weighs
+    that, not its hit's rank); ``context``: more texts of the round whose contexts type the
+    candidates."""
     query_key = name_key(query)
     used = {name_key(n) for n in earlier}
     anchors = _anchor_keys(description.anchors)
     texts = [h.text for h in hits[:BRIDGE_RESULTS]] + list(context)
-    types: dict[str, str] = {}
-    best: dict[str, Bridge] = {}
+    # The sentences naming the description's entity: (hit rank, hit, sentence, candidates).
+    found: list[tuple[int, BridgeHit, str, list[tuple[str, str]]]] = []
     for rank, hit in enumerate(hits[:BRIDGE_RESULTS]):
-        weight = weights[rank] if weights is not None else 1.0 / (1 + rank)
         extracted = text_entities(hit.text).entities
         candidates: list[tuple[str, str]] = [
             (name, e.entity_type)
@@ -635,54 +713,82 @@ def find_bridge(
             for name in _clean(e.name)
         ]
         for mentioned in hit.entities:
+            if mentioned.entity_type == CONCEPT:
+                continue
             for name in (mentioned.name, *mentioned.aliases):
                 candidates.extend((n, mentioned.entity_type) for n in _clean(name))
+        candidates = [(n, t) for n, t in candidates if _proper(n, hit.text)]
+        # The extractor skips a sentence's single first word ("Quillholt runs the library."):
+        # every capitalised run of the text is a candidate too, untyped.
+        known = {name_key(n) for n, _ in candidates}
+        for sentence in _sentences(hit.text):
+            tokens = _tokens(sentence)
+            index = 0
+            while index < len(tokens):
+                run = _name_run(tokens, index) if index else _first_run(tokens)
+                if run is None:
+                    index += 1
+                    continue
+                name = _text(sentence, tokens, run[0], run[1])
+                if name_key(name) not in known and len(name) >= 3:
+                    candidates.append((name, ""))
+                    known.add(name_key(name))
+                index = run[1] + 1
+        mentions_anchor = False
+        for sentence in _sentences(hit.text):
+            first = sentence.split(maxsplit=1)[0].lower() if sentence.split() else ""
+            # A sentence opening with a pronoun continues the one before it.
+            mentions_anchor = any(_key_in(a, name_key(sentence)) for a in anchors) or (
+                mentions_anchor and first in _PRONOUNS
+            )
+            if mentions_anchor:
+                found.append((rank, hit, sentence, candidates))
+    if not found:
+        return None
+    if similarity is not None:
+        weights = similarity([sentence for _, _, sentence, _ in found])
+    else:
+        weights = [1.0 / (1 + rank) for rank, *_ in found]
+    types: dict[str, str] = {}
+    best: dict[str, Bridge] = {}
+    for (_, hit, sentence, candidates), weight in zip(found, weights, strict=True):
+        sentence_key = name_key(sentence)
         # A surname stands for the full name the same text gives ("Tammgren": "Felix
         # Tammgren").
         full = {name_key(n.split()[-1]): n for n, _ in candidates if len(n.split()) >= 2}
-        mentions_anchor = False
-        for sentence in _sentences(hit.text):
-            sentence_key = name_key(sentence)
-            first = sentence.split(maxsplit=1)[0].lower() if sentence.split() else ""
-            # A sentence opening with a pronoun continues the one before it.
-            mentions_anchor = any(_key_in(a, sentence_key) for a in anchors) or (
-                mentions_anchor and first in _PRONOUNS
-            )
-            if not mentions_anchor:
+        stems = set(analyze(sentence))
+        share = (
+            len(stems & set(description.relation)) / len(description.relation)
+            if description.relation
+            else 0.0
+        )
+        for written, entity_type in candidates:
+            key = name_key(written)
+            if (
+                len(key) < 2
+                or not _key_in(key, sentence_key)
+                or _key_in(key, query_key)
+                or any(_key_in(key, a) or _key_in(a, key) for a in anchors)
+            ):
                 continue
-            stems = set(analyze(sentence))
-            share = (
-                len(stems & set(description.relation)) / len(description.relation)
-                if description.relation
-                else 0.0
-            )
-            for written, entity_type in candidates:
-                key = name_key(written)
-                if (
-                    len(key) < 2
-                    or not _key_in(key, sentence_key)
-                    or _key_in(key, query_key)
-                    or any(_key_in(key, a) or _key_in(a, key) for a in anchors)
-                ):
-                    continue
-                name = full.get(key, written) if len(key.split()) == 1 else written
-                key = name_key(name)
-                if key in used or _key_in(key, query_key):
-                    continue
-                if key not in types:
-                    types[key] = _context_type(name, texts)
-                compatible = _compatible(entity_type, types[key], name, description.wanted)
-                factor = 1.0 if compatible else TYPE_MISMATCH
-                score = weight * factor * (1 + RELATION_BONUS * share)
-                if score > best.get(key, Bridge("", "", "", None, "", -1.0)).score:
-                    best[key] = Bridge(
-                        name=name,
-                        entity_type=description.wanted or types[key] or entity_type,
-                        replaces=description.text,
-                        chunk_id=hit.chunk_id,
-                        found_by="offline",
-                        score=round(score, 4),
-                    )
+            name = full.get(key, written) if len(key.split()) == 1 else written
+            key = name_key(name)
+            if key in used or _key_in(key, query_key):
+                continue
+            if key not in types:
+                types[key] = _context_type(name, texts)
+            compatible = _compatible(entity_type, types[key], name, description.wanted)
+            factor = 1.0 if compatible else TYPE_MISMATCH
+            score = weight * factor * (1 + RELATION_BONUS * share)
+            if score > best.get(key, Bridge("", "", "", None, "", -1.0)).score:
+                best[key] = Bridge(
+                    name=name,
+                    entity_type=description.wanted or types[key] or entity_type,
+                    replaces=description.text,
+                    chunk_id=hit.chunk_id,
+                    found_by="offline",
+                    score=round(score, 4),
+                )
     if not best:
         return None
     return max(best.values(), key=lambda b: (b.score, -len(b.name), b.name))

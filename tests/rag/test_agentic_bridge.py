@@ -110,6 +110,21 @@ def ask(agent_client, **body) -> dict:
         ("What is the capital of the country where Anna Berg lives?",
          "the country where Anna Berg lives", "Anna Berg", "place",
          "What is the capital of Jonas Lind?"),
+        # Reduced relatives, "whoever", a relative's verb phrase, a title in apposition.
+        ("Where does the coach of the club started by Anna Berg work?",
+         "the club started by Anna Berg", "Anna Berg", "organisation",
+         "Where does the coach of Jonas Lind work?"),
+        ("Where was the person Anna Berg married born?", "the person Anna Berg married",
+         "Anna Berg", "person", "Where was Jonas Lind born?"),
+        ("Which town is home to whoever started Marigold Analytics?",
+         "whoever started Marigold Analytics", "Marigold Analytics", "person",
+         "Which town is home to Jonas Lind?"),
+        ("Who coaches the club that Anna Berg is a member of?",
+         "the club that Anna Berg is a member of", "Anna Berg", "organisation",
+         "Who coaches Jonas Lind?"),
+        ("In which city was the director of the film A Burning Bridge born?",
+         "the director of the film A Burning Bridge", "A Burning Bridge", "person",
+         "In which city was Jonas Lind born?"),
     ],
 )  # fmt: skip
 def test_the_description_of_a_question_and_its_substitution(
@@ -152,6 +167,32 @@ def test_the_bridge_shares_a_sentence_with_the_named_entity_and_has_the_wanted_t
     assert bridge.replaces == "the person who runs the Harbor Library"
     # A name already used as a bridge is never used again.
     assert find_bridge(description, QUESTION, hits[2:], earlier=["Jonas Lind"]) is None
+
+
+def test_the_bridge_is_found_by_surname_pronoun_and_context_typing() -> None:
+    question = "Where was the person Tobias Sandhart married born?"
+    description = question_description(question)
+    assert description is not None
+    hits = [
+        # "Brammora" shares a sentence with the surname but is a place ("resides in").
+        BridgeHit(1, "Tobias Sandhart resides in Brammora. He likes boats."),
+        # The surname names the anchor; the spouse follows in a sentence of its own.
+        BridgeHit(2, "Sandhart met Ivrhaven in June. Mr. Sandhart married Helena Grimwick."),
+    ]
+    bridge = find_bridge(description, question, hits)
+    assert bridge is not None and bridge.name == "Helena Grimwick"
+    # A sentence opening with a pronoun continues the anchor's; the title ("A Quiet Atlas")
+    # is no person, the university no person either.
+    question = "Where did the person who wrote A Quiet Atlas grow up?"
+    description = question_description(question)
+    assert description is not None
+    hits = [
+        BridgeHit(3, "Aspen Books published A Quiet Atlas. It sold well at the University of Ost."),
+        BridgeHit(4, "A Quiet Atlas came out in 1990. It was written by Viktor Lorby."),
+        BridgeHit(5, "Dr. Lorby was born in Narstad."),
+    ]
+    bridge = find_bridge(description, question, hits[:2], context=[hits[2].text])
+    assert bridge is not None and bridge.name == "Viktor Lorby"
 
 
 def test_a_question_that_asks_for_the_bridge_itself_makes_no_hop() -> None:

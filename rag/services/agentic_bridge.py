@@ -264,7 +264,7 @@ def _head_of(tokens: list[_Token], index: int) -> int | None:
         return None
     if tokens[index].lower == "whoever":
         return index
-    if tokens[index].lower not in _DETERMINERS:
+    if tokens[index].lower != "the":  # "a member of X" describes no one entity
         return None
     for head in range(index + 1, min(index + 4, len(tokens))):
         if _is_name_word(tokens, head):
@@ -445,7 +445,7 @@ def question_descriptions(query: str) -> list[Description]:
             (
                 back
                 for back in range(head - 1, max(-1, head - 4), -1)
-                if tokens[back].lower in _DETERMINERS and _head_of(tokens, back) == head
+                if tokens[back].lower == "the" and _head_of(tokens, back) == head
             ),
             None,
         )

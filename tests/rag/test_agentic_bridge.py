@@ -10,10 +10,9 @@ import pytest
 
 import core.llm
 from rag.services import agentic
-from rag.services.agentic_bridge import (
-    BridgeHit,
+from rag.services.agentic_bridge import BridgeHit, find_bridge
+from rag.services.agentic_questions import (
     asks_only_for,
-    find_bridge,
     question_description,
     question_descriptions,
     substitute,

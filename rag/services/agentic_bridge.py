@@ -57,6 +57,10 @@ BRIDGE_RESULTS = 5
 TYPE_MISMATCH = 0.25
 # A sentence that also holds the description's relation words ("runs", "director").
 RELATION_BONUS = 1.0
+# With sentence similarities, a sentence's weight is also divided by (1 + its hit's rank) to
+# this power (0: the similarity alone; bench/multihop.py 2-hop top-5: 0 0.594, 0.5 0.573, 1
+# 0.531).
+RANK_MIX = 0.0
 
 
 @dataclass(frozen=True)
@@ -332,7 +336,12 @@ def find_bridge(
     if not found:
         return None
     if similarity is not None:
-        weights = similarity([sentence for _, _, sentence, _ in found])
+        weights = [
+            value / (1 + rank) ** RANK_MIX
+            for (rank, *_), value in zip(
+                found, similarity([sentence for _, _, sentence, _ in found]), strict=True
+            )
+        ]
     else:
         weights = [1.0 / (1 + rank) for rank, *_ in found]
     types: dict[str, str] = {}

@@ -79,6 +79,23 @@ class AgenticSourceOutput(AgenticHitOutput):
     cited = serializers.BooleanField(help_text="Whether the answer cites it.")
 
 
+class AgenticBridgeOutput(serializers.Serializer):
+    """The entity a round's results name for what the question describes ("the person who
+    runs the Harbor Library": "Jonas Lind"); the next round asks with it in its place."""
+
+    name = serializers.CharField()
+    entity_type = serializers.CharField(
+        allow_blank=True, help_text="The kind the description asks for (blank: any)."
+    )
+    replaces = serializers.CharField(
+        allow_blank=True, help_text="The description of the question it stands in for."
+    )
+    chunk_id = serializers.IntegerField(
+        allow_null=True, help_text="The result that names it next to the question's entity."
+    )
+    found_by = serializers.ChoiceField(choices=["offline", "llm"])
+
+
 class AgenticRoundOutput(serializers.Serializer):
     query = serializers.CharField()
     results = AgenticHitOutput(many=True)
@@ -86,6 +103,18 @@ class AgenticRoundOutput(serializers.Serializer):
     avg_score = strict.FiniteFloatField()
     gaps = serializers.ListField(child=serializers.CharField())
     reformulated_query = serializers.CharField(allow_null=True)
+    reformulated_by = serializers.ChoiceField(
+        choices=["", "llm", "bridge", "feedback"],
+        allow_blank=True,
+        help_text="What wrote the next query: the LLM, the bridge entity put in place of the "
+        "question's description, or pseudo-relevance feedback (blank: the last round).",
+    )
+    target = serializers.CharField(
+        help_text="The question the round's scores measure against: the original, or the "
+        "original with an earlier round's bridge entity in place of its description."
+    )
+    mode = serializers.CharField(help_text="The round's search mode: hybrid or graph.")
+    bridge = AgenticBridgeOutput(allow_null=True)
 
 
 class AgenticOutput(serializers.Serializer):
@@ -108,9 +137,10 @@ def agentic_run(actor: Actor, data: dict[str, Any]) -> AgenticAnswer:
 
 
 class AgenticApi(ApiView):
-    """Agentic RAG: rounds of hybrid search (reranked when a reranker is configured), each
-    checked for sufficiency and reformulated to fill its gaps, then an answer citing its
-    sources. A read: it needs only the ``read`` scope."""
+    """Agentic RAG: rounds of search (reranked when a reranker is configured), each checked
+    for sufficiency and reformulated to fill its gaps (a question that describes an entity
+    is asked again with the bridge entity the round found in its place), then an answer citing
+    its sources. A read: it needs only the ``read`` scope."""
 
     required_scope = "read"
 

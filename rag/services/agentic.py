@@ -2,25 +2,32 @@
 
 Each round (docs/rag.md, "Agentic RAG"):
 
-1. **search**: a hybrid search of the caller's knowledge bases through the one engine
-   (``rag.search.chunk_search``), **reranked** by ``rag.rerank`` when a reranker is configured;
+1. **search**: a search of the caller's knowledge bases through the one engine
+   (``rag.graph.chunks.chunk_search_staged``: hybrid, or graph mode per ``CHAIN_MODE`` /
+   ``BRIDGE_MODE``), **reranked** by ``rag.rerank`` when a reranker is configured;
 2. **calibration**: every hit gets a score in [0, 1] that estimates how likely it answers the
-   *original* question (``rag.evidence``), comparable between rounds and queries;
-3. **sufficiency**: the round suffices when it found at least ``MIN_RELEVANT_RESULTS`` results
-   and their mean calibrated score is at least ``MIN_AVG_SCORE``;
-4. **gaps**: the question's words that none of the round's best results contains;
-5. **reformulation** (unless the round sufficed or was the last): the configured LLM rewrites
-   the query to cover the gaps; offline, pseudo-relevance feedback adds the most telling words
-   of the round's best results to the query.
+   round's *target* (``rag.evidence``): the original question, or the question with an earlier
+   round's bridge entity in place of its description; comparable between rounds and queries;
+3. **bridge**: when the target describes an entity ("the person who runs the Harbor Library"),
+   the entity the round's best hits name for it (``rag.services.agentic_bridge``);
+4. **sufficiency**: the round suffices when it found at least ``MIN_RELEVANT_RESULTS`` results,
+   their mean calibrated score is at least ``MIN_AVG_SCORE`` and no hop is left to make;
+5. **gaps**: the target's words that none of the round's best results contains;
+6. **reformulation** (unless the round sufficed or was the last): the configured LLM writes
+   the next query (and names the bridge, checked against the passages it read); offline, the
+   bridge put in place of the description ("Where was Jonas Lind born?"), else
+   pseudo-relevance feedback adds the most telling words of the round's best results.
 
-Then **synthesis** over the sources (every round's results fused, best first): the LLM answers
-citing sources by number, or offline the best sentences of the sources, each cited.
+Then **synthesis** over the sources (every round's results fused, best first: by reciprocal
+rank, round 1 first, for a question without a bridge; by evidence against each round's target
+after one, so the chunk that fills the hop enters): the LLM answers citing sources by number,
+or offline the best sentences of the sources, each cited.
 """
 
 from __future__ import annotations
 
+import itertools
 import logging
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -30,64 +37,91 @@ from core.actors import Actor
 from core.embeddings import get_embedding_provider
 from core.errors import ValidationFailed
 from core.llm import get_llm_provider
-from core.llm.base import InvalidJSONError
-from core.search import MAX_QUERY_CHARS, top_k_check
+from core.search import top_k_check
 from rag import evidence
+from rag.graph.bridges import unit_entities
+from rag.graph.chunks import chunk_search_staged
 from rag.keyword import CorpusStats, analyze, corpus_stats
 from rag.rerank import get_reranker
 from rag.search import (
     RRF_K,
     SearchFilters,
     SearchHit,
-    chunk_search,
     knowledge_bases_for_search,
     rank_fusion,
     search_options_validate,
 )
+from rag.services.agentic_bridge import BRIDGE_RESULTS, Bridge, BridgeHit, find_bridge
+from rag.services.agentic_questions import (
+    Description,
+    asks_only_for,
+    question_description,
+    substitute,
+)
+from rag.services.agentic_steps import (
+    ANSWER_SENTENCES,
+    EXPANSION_TERMS,
+    FEEDBACK_RESULTS,
+    ScoredHit,
+    _distinct,
+    _reformulate,
+    _surface_forms,
+    _synthesize,
+)
 from rag.spaces import CHUNKS
 from rag.vector import unit_similarities
+from rag.visibility import Visibility, visibility_of
 
 logger = logging.getLogger("engram.rag")
+
+# What tests and the API read from here, defined in the steps' module.
+__all__ = [
+    "ANSWER_SENTENCES",
+    "DEFAULT_MAX_ROUNDS",
+    "EXPANSION_TERMS",
+    "FEEDBACK_RESULTS",
+    "MAX_ROUNDS_LIMIT",
+    "MIN_AVG_SCORE",
+    "MIN_RELEVANT_RESULTS",
+    "AgenticAnswer",
+    "AgenticRound",
+    "ScoredHit",
+    "agentic_options_validate",
+    "agentic_query",
+]
 
 # The seed's constants (issue 19).
 DEFAULT_MAX_ROUNDS = 3
 MAX_ROUNDS_LIMIT = 5
 MIN_RELEVANT_RESULTS = 3
 MIN_AVG_SCORE = 0.5
-# Pseudo-relevance feedback: words taken from the round's best results.
-FEEDBACK_RESULTS = 3
-EXPANSION_TERMS = 5
 # Sources: every round's results fused by reciprocal rank, the question's own round weighing 1
 # and the n-th reformulation this over n (measured on SciFact train, docs/benchmarks-log.md:
 # reformulated queries drift, and weighing them equally cost 0.011 nDCG@10).
 REFORMULATED_WEIGHT = 0.2
+# Sources when a round followed a bridge entity (docs/rag.md, "Agentic RAG"): "evidence" ranks
+# every chunk by its best calibrated evidence against the question its round answered (the
+# original, or the question with the bridge's name in place of its description); "resolved"
+# does so after the best result of the round that asked the question as the bridges resolved
+# it; "rrf" is the fusion above; "interleave" takes the rounds' results in turn
+# (bench/multihop.py, agentic: resolved 2-hop top-5 0.60, evidence 0.59, interleave 0.53,
+# rrf 0.24).
+BRIDGE_FUSION = "resolved"
+# With "resolved", the first results (in the engine's order) of the round that asked the
+# question as the bridges resolved it last lead the sources, the rest as with "evidence".
+RESOLVED_FIRST = 1
+# The search mode of a round whose question describes an entity (a relation chain), and of the
+# rounds that follow a bridge: "hybrid" or "graph" (bench/multihop.py, agentic).
+CHAIN_MODE = "hybrid"
+# How a bridge candidate's sentence weighs: "rank" (1 / (1 + its hit's rank in the round)) or
+# "sentence" (its cosine similarity to the description, "the person who runs the Harbor
+# Library": the relation said in other words); and the round's results whose text types the
+# candidates.
+BRIDGE_WEIGHT = "sentence"
+CONTEXT_RESULTS = 20
+BRIDGE_MODE = "hybrid"
 # The results whose words count as covering the question (gap identification).
 COVERING_RESULTS = 5
-# Offline synthesis: at most this many sentences, from at most this many sources.
-ANSWER_SENTENCES = 3
-ANSWER_SOURCES = 5
-# The LLM sees at most this many sources, each cut to this many characters.
-LLM_SOURCES = 8
-LLM_SOURCE_CHARS = 1500
-ANSWER_MAX_TOKENS = 600
-
-_CITATION = re.compile(r"\[(\d{1,3})\]")
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
-_WORD = re.compile(r"[^\W\d_]{3,}", re.UNICODE)
-
-
-@dataclass
-class ScoredHit:
-    """A search hit with its calibrated score (``score``) and the evidence behind it."""
-
-    hit: SearchHit
-    score: float
-    evidence: float
-    similarity: float
-    coverage: float
-    round: int
-    ref: int = 0
-    cited: bool = False
 
 
 @dataclass
@@ -99,6 +133,13 @@ class AgenticRound:
     gaps: list[str]
     reformulated_query: str | None = None
     reformulated_by: str = ""
+    # The question the round's evidence is measured against: the original, or the original
+    # with an earlier round's bridge entity in place of its description.
+    target: str = ""
+    mode: str = "hybrid"
+    # The bridge entity this round's hits name for the target's description (the next round
+    # asks with it), if any.
+    bridge: Bridge | None = None
 
 
 @dataclass
@@ -141,6 +182,7 @@ def agentic_query(
     reranker = get_reranker()
     llm = get_llm_provider()
     use_llm = not llm.model_id.startswith("offline:")
+    visible = visibility_of(actor)
     question_terms = _distinct(analyze(query))
     stats = corpus_stats(space=CHUNKS, scope_ids=kb_ids, terms=question_terms)
     question_vector = get_embedding_provider().embed_query(query)
@@ -148,34 +190,45 @@ def agentic_query(
     rounds: list[AgenticRound] = []
     seen: dict[int, ScoredHit] = {}
     ranked_lists: dict[str, list[tuple[int, float]]] = {}
+    # The question the rounds answer: the original until a bridge entity stands in for its
+    # description; its terms, their statistics and its embedding measure the evidence.
+    target, target_terms, target_stats, target_vector = (
+        query,
+        question_terms,
+        stats,
+        question_vector,
+    )
     current = query
     for number in range(1, max_rounds + 1):
-        outcome = chunk_search(
+        description = question_description(target)
+        mode = _round_mode(description, bridged=target != query)
+        outcome = chunk_search_staged(
             actor=actor,
             query=current,
-            mode="hybrid",
+            mode=mode,
             top_k=top_k,
             filters=filters,
             rerank=reranker is not None,
-            query_vector=question_vector if current == query else None,
+            query_vector=target_vector if current == target else None,
         )
         results = _scored(
             outcome.hits,
-            question_terms=question_terms,
-            stats=stats,
-            question_vector=question_vector if current != query else None,
+            question_terms=target_terms,
+            stats=target_stats,
+            question_vector=target_vector if current != target else None,
             reranker=reranker.name if reranker is not None else None,
             round_number=number,
         )
         # The mean calibrated score (isotonic calibration keeps the mean of the evidence).
         avg = round(sum(r.score for r in results) / len(results), 4) if results else 0.0
-        sufficient = len(results) >= MIN_RELEVANT_RESULTS and avg >= MIN_AVG_SCORE
         this = AgenticRound(
             query=current,
             results=results,
-            sufficient=sufficient,
+            sufficient=False,
             avg_score=avg,
-            gaps=_gaps(query, question_terms, results, stats),
+            gaps=_gaps(target, target_terms, results, target_stats),
+            target=target,
+            mode=mode,
         )
         rounds.append(this)
         ranked_lists[f"round{number}"] = [(r.hit.chunk_id, r.score) for r in results]
@@ -183,10 +236,26 @@ def agentic_query(
             best = seen.get(result.hit.chunk_id)
             if best is None or result.evidence > best.evidence:
                 seen[result.hit.chunk_id] = result
-        if sufficient or number == max_rounds:
+        last = number == max_rounds
+        if description is not None and not last:
+            this.bridge = _offline_bridge(
+                description, target, results, visible, earlier=_bridges(rounds)
+            )
+            if this.bridge is not None and asks_only_for(
+                substitute(target, description, this.bridge.name), this.bridge.name
+            ):
+                this.bridge = None  # the bridge is the answer: no hop to make
+        # Sufficient: enough results, good enough on average, and no hop left to make (a
+        # description whose bridge the round found, or an LLM that may find it).
+        hop = description is not None and (this.bridge is not None or use_llm)
+        this.sufficient = len(results) >= MIN_RELEVANT_RESULTS and avg >= MIN_AVG_SCORE and not hop
+        if this.sufficient or last:
             break
-        this.reformulated_query, this.reformulated_by = _reformulate(
+        next_query, this.reformulated_by, bridge = _reformulate(
             question=query,
+            target=target,
+            description=description,
+            offline_bridge=this.bridge,
             current=current,
             earlier=[r.query for r in rounds],
             gaps=this.gaps,
@@ -194,12 +263,94 @@ def agentic_query(
             use_llm=use_llm,
             kb_ids=kb_ids,
         )
-        current = this.reformulated_query
+        this.bridge = bridge
+        this.reformulated_query = current = next_query
+        if bridge is not None:  # an equivalent question: the next rounds answer it
+            target = next_query
+            target_terms = _distinct(analyze(target))
+            target_stats = corpus_stats(space=CHUNKS, scope_ids=kb_ids, terms=target_terms)
+            target_vector = get_embedding_provider().embed_query(target)
 
-    sources = _fused_sources(ranked_lists, seen, top_k=top_k)
-    answer, by = _synthesize(query, sources, question_terms, stats, use_llm=use_llm)
+    bridged = any(r.bridge is not None for r in rounds)
+    sources = _fused_sources(
+        ranked_lists,
+        seen,
+        top_k=top_k,
+        fusion=BRIDGE_FUSION if bridged else "rrf",
+        chain=_chain(rounds),
+        resolved=_resolved(rounds, query),
+    )
+    # The offline answer's sentences cover the question, or the question as a bridge resolved
+    # it ("Jonas Lind was born in Kiruna" answers "Where was Jonas Lind born?").
+    questions = [(question_terms, stats)] + [
+        (_distinct(analyze(t)), corpus_stats(space=CHUNKS, scope_ids=kb_ids, terms=analyze(t)))
+        for t in dict.fromkeys(r.target for r in rounds)
+        if t != query
+    ]
+    answer, by = _synthesize(query, sources, questions, use_llm=use_llm)
     return AgenticAnswer(
         answer=answer, sources=sources, rounds=rounds, total_results=len(seen), synthesized_by=by
+    )
+
+
+def _round_mode(description: Description | None, *, bridged: bool) -> str:
+    """A round's search mode: ``BRIDGE_MODE`` after a bridge, ``CHAIN_MODE`` when its question
+    describes an entity, hybrid otherwise."""
+    if bridged:
+        return BRIDGE_MODE
+    return CHAIN_MODE if description is not None else "hybrid"
+
+
+def _resolved(rounds: list[AgenticRound], query: str) -> list[int]:
+    """The results, in the engine's order, of the first round that asked the question as the
+    bridges resolved it last (none without a bridge)."""
+    last = rounds[-1].target
+    if last == query:
+        return []
+    first = next(r for r in rounds if r.target == last)
+    return [r.hit.chunk_id for r in first.results]
+
+
+def _chain(rounds: list[AgenticRound]) -> dict[int, float]:
+    """The chunks that named a bridge, each with the best evidence of the round that followed
+    it: the chain that leads to the answer ranks right after the answer it led to."""
+    chain: dict[int, float] = {}
+    for this, following in itertools.pairwise(rounds):
+        if this.bridge is not None and this.bridge.chunk_id is not None and following.results:
+            value = max(r.evidence for r in following.results)
+            chain[this.bridge.chunk_id] = max(chain.get(this.bridge.chunk_id, 0.0), value)
+    return chain
+
+
+def _bridges(rounds: list[AgenticRound]) -> list[str]:
+    return [r.bridge.name for r in rounds if r.bridge is not None]
+
+
+def _offline_bridge(
+    description: Description,
+    target: str,
+    results: list[ScoredHit],
+    visible: Visibility,
+    *,
+    earlier: list[str],
+) -> Bridge | None:
+    """The bridge entity the round's best results name (``rag.services.agentic_bridge``), from
+    their text and the graph's mentions of them (the nodes the searcher may see)."""
+    best = results[:BRIDGE_RESULTS]
+    mentions = unit_entities(space=CHUNKS, unit_ids=[r.hit.chunk_id for r in best], visible=visible)
+    hits = [BridgeHit(r.hit.chunk_id, r.hit.text, mentions.get(r.hit.chunk_id, ())) for r in best]
+    similarity = None
+    if BRIDGE_WEIGHT == "sentence":
+        described = get_embedding_provider().embed_query(description.text)
+
+        def similarity(texts: list[str]) -> list[float]:
+            vectors = get_embedding_provider().embed_documents(texts)
+            norms = np.linalg.norm(vectors, axis=1) * (np.linalg.norm(described) or 1.0)
+            return [float(x) for x in vectors @ described / np.where(norms > 0, norms, 1.0)]
+
+    context = [r.hit.text for r in results[BRIDGE_RESULTS:CONTEXT_RESULTS]]
+    return find_bridge(
+        description, target, hits, earlier=earlier, similarity=similarity, context=context
     )
 
 
@@ -254,18 +405,54 @@ def _calibrate_along(items: list[ScoredHit]) -> None:
 
 
 def _fused_sources(
-    ranked_lists: dict[str, list[tuple[int, float]]], seen: dict[int, ScoredHit], *, top_k: int
+    ranked_lists: dict[str, list[tuple[int, float]]],
+    seen: dict[int, ScoredHit],
+    *,
+    top_k: int,
+    fusion: str = "rrf",
+    chain: dict[int, float] | None = None,
+    resolved: Sequence[int] = (),
 ) -> list[ScoredHit]:
-    """Every round's results in one ranking (weighted reciprocal rank fusion: a chunk several
-    queries found rises; the question's own round weighs most), cut to ``top_k``, numbered from
-    1, each calibrated along that order."""
-    weights = {
-        name: 1.0 if number == 0 else REFORMULATED_WEIGHT / number
-        for number, name in enumerate(ranked_lists)
-    }
-    order = rank_fusion(ranked_lists, method="rrf", weights=weights, rrf_k=RRF_K)[:top_k]
+    """Every round's results in one ranking, cut to ``top_k``, numbered from 1, each calibrated
+    along that order. ``rrf``: weighted reciprocal rank fusion (a chunk several queries found
+    rises; the question's own round weighs most: reformulated queries drift). After a bridge
+    (``BRIDGE_FUSION``): ``evidence``, each chunk's best evidence against the question its
+    round answered, so the chunk that answers the question with the bridge's name in it
+    enters the sources beside round 1's best, and the chunks that named the bridges
+    (``chain``) right after the answer they led to; ``interleave``: the rounds' results in
+    turn."""
+    if fusion in ("evidence", "resolved"):
+        chain = chain or {}
+
+        def key(chunk_id: int) -> tuple[float, int, int, int]:
+            value = seen[chunk_id].evidence
+            if chunk_id in chain and chain[chunk_id] > value:
+                return (-chain[chunk_id], 1, seen[chunk_id].round, chunk_id)
+            return (-value, 0, seen[chunk_id].round, chunk_id)
+
+        order = sorted(seen, key=key)
+        if fusion == "resolved" and resolved:
+            # The best results of the question the bridges resolved last lead.
+            first = list(dict.fromkeys(resolved))[:RESOLVED_FIRST]
+            order = first + [c for c in order if c not in first]
+        order = order[:top_k]
+    elif fusion == "interleave":
+        order = []
+        lists = list(ranked_lists.values())
+        for rank in range(max((len(one) for one in lists), default=0)):
+            for one in lists:
+                if rank < len(one) and one[rank][0] not in order:
+                    order.append(one[rank][0])
+        order = order[:top_k]
+    else:
+        weights = {
+            name: 1.0 if number == 0 else REFORMULATED_WEIGHT / number
+            for number, name in enumerate(ranked_lists)
+        }
+        fused = rank_fusion(ranked_lists, method="rrf", weights=weights, rrf_k=RRF_K)
+        order = [chunk_id for chunk_id, _ in fused[:top_k]]
     sources = []
-    for ref, (chunk_id, _) in enumerate(order, start=1):
+    for ref, chunk_id in enumerate(order, start=1):
         best = seen[chunk_id]
         sources.append(
             ScoredHit(
@@ -294,178 +481,3 @@ def _gaps(
     surface = _surface_forms(question)
     missing.sort(key=lambda t: -evidence.term_idf(t, stats))
     return [surface.get(t, t) for t in missing]
-
-
-# --- reformulation --------------------------------------------------------------------------
-
-REFORMULATION_SCHEMA = {
-    "type": "object",
-    "properties": {"query": {"type": "string", "maxLength": MAX_QUERY_CHARS}},
-    "required": ["query"],
-}
-
-
-def _reformulate(
-    *,
-    question: str,
-    current: str,
-    earlier: list[str],
-    gaps: list[str],
-    results: list[ScoredHit],
-    use_llm: bool,
-    kb_ids: list[int],
-) -> tuple[str, str]:
-    """The next round's query and what made it (``llm`` or ``feedback``)."""
-    if use_llm:
-        rewritten = _llm_reformulation(question, earlier, gaps, results)
-        if rewritten and rewritten not in earlier:
-            return rewritten, "llm"
-    return _feedback_reformulation(current, earlier, results, kb_ids), "feedback"
-
-
-def _llm_reformulation(
-    question: str, earlier: list[str], gaps: list[str], results: list[ScoredHit]
-) -> str:
-    found = "\n".join(
-        f"- {r.hit.document_title}: {r.hit.text[:300].strip()}" for r in results[:FEEDBACK_RESULTS]
-    )
-    prompt = (
-        f"Question: {question}\n"
-        f"Searches tried so far: {'; '.join(earlier)}\n"
-        f"Words of the question no result covers: {', '.join(gaps) or 'none'}\n"
-        f"Best results so far:\n{found or '(none)'}\n\n"
-        "Write one new search query (keywords or a short sentence) that finds passages "
-        "answering the question, covering what the results miss. Do not repeat a search."
-    )
-    try:
-        reply = get_llm_provider().complete_json(
-            prompt, schema=REFORMULATION_SCHEMA, max_tokens=200
-        )
-    except InvalidJSONError:
-        logger.warning("the LLM's reformulation is not usable JSON; using feedback terms")
-        return ""
-    query = reply.get("query")
-    if not isinstance(query, str):
-        return ""
-    return " ".join(query.split())[:MAX_QUERY_CHARS]
-
-
-def _feedback_reformulation(
-    current: str, earlier: list[str], results: list[ScoredHit], kb_ids: list[int]
-) -> str:
-    """Pseudo-relevance feedback (RM3-like): the words that weigh most in the round's best
-    results (frequency in each result, weighted by its evidence, times the word's idf in the
-    searched knowledge bases), not in any earlier query, added to the current query."""
-    used = {t for q in earlier for t in analyze(q)}
-    weights: dict[str, float] = {}
-    surface: dict[str, dict[str, int]] = {}
-    for result in results[:FEEDBACK_RESULTS]:
-        words = [w.lower() for w in _WORD.findall(f"{result.hit.document_title} {result.hit.text}")]
-        stems = [analyze(w) for w in words]
-        length = sum(1 for s in stems if s) or 1
-        for word, stem in zip(words, stems, strict=True):
-            if not stem or stem[0] in used:
-                continue
-            term = stem[0]
-            weights[term] = weights.get(term, 0.0) + (0.1 + result.evidence) / length
-            forms = surface.setdefault(term, {})
-            forms[word] = forms.get(word, 0) + 1
-    if not weights:
-        return current
-    stats = corpus_stats(space=CHUNKS, scope_ids=kb_ids, terms=sorted(weights))
-    ranked = sorted(weights, key=lambda t: (-weights[t] * evidence.term_idf(t, stats), t))
-    chosen = [max(surface[t], key=lambda w: (surface[t][w], w)) for t in ranked[:EXPANSION_TERMS]]
-    return f"{current} {' '.join(chosen)}"[:MAX_QUERY_CHARS]
-
-
-# --- synthesis ------------------------------------------------------------------------------
-
-
-def _synthesize(
-    question: str,
-    sources: list[ScoredHit],
-    terms: list[str],
-    stats: CorpusStats,
-    *,
-    use_llm: bool,
-) -> tuple[str, str]:
-    """The answer and what wrote it (``llm`` or ``extractive``); marks the cited sources."""
-    if not sources:
-        return "", ""
-    if use_llm:
-        answer = _llm_answer(question, sources)
-        by = "llm"
-    else:
-        answer = _extractive_answer(sources, terms, stats)
-        by = "extractive"
-    cited = {int(n) for n in _CITATION.findall(answer)}
-    for source in sources:
-        source.cited = source.ref in cited
-    return answer, by
-
-
-def _llm_answer(question: str, sources: list[ScoredHit]) -> str:
-    passages = "\n\n".join(
-        f"[{s.ref}] {s.hit.document_title}\n{s.hit.text[:LLM_SOURCE_CHARS].strip()}"
-        for s in sources[:LLM_SOURCES]
-    )
-    system = (
-        "You answer questions from numbered sources only. After every claim, cite the sources "
-        "that support it by number in square brackets, e.g. [1] or [2][3]. If the sources do "
-        "not answer the question, say so briefly."
-    )
-    return (
-        get_llm_provider()
-        .complete(
-            f"Sources:\n{passages}\n\nQuestion: {question}",
-            system=system,
-            max_tokens=ANSWER_MAX_TOKENS,
-        )
-        .strip()
-    )
-
-
-def _extractive_answer(sources: list[ScoredHit], terms: list[str], stats: CorpusStats) -> str:
-    """The best sentences of the best sources, each followed by its source's number: a
-    sentence's worth is the share of the question it covers (idf-weighted) times its source's
-    calibrated score; sentences covering nothing of the question are never chosen."""
-    candidates: list[tuple[float, int, int, str]] = []
-    seen_text: set[str] = set()
-    for order, source in enumerate(sources[:ANSWER_SOURCES]):
-        for position, sentence in enumerate(_sentences(source.hit.text)):
-            key = " ".join(analyze(sentence))
-            if not key or key in seen_text:
-                continue  # overlapping chunks repeat sentences
-            seen_text.add(key)
-            coverage = evidence.term_coverage(terms, set(key.split()), stats)
-            if coverage <= 0:
-                continue
-            worth = coverage * (0.5 + 0.5 * source.score)
-            candidates.append((-worth, order, position, f"{sentence} [{source.ref}]"))
-    if not candidates:
-        best = sources[0]
-        first = next(iter(_sentences(best.hit.text)), best.hit.text.strip()[:300])
-        return f"{first} [{best.ref}]"
-    chosen = sorted(candidates)[:ANSWER_SENTENCES]
-    return " ".join(text for *_, text in chosen)
-
-
-def _sentences(text: str) -> list[str]:
-    parts = (" ".join(p.split()) for p in _SENTENCE_END.split(text))
-    return [p.lstrip("#>-* ").strip() for p in parts if len(p.split()) >= 3]
-
-
-# --- helpers --------------------------------------------------------------------------------
-
-
-def _distinct(items: list[str]) -> list[str]:
-    return list(dict.fromkeys(items))
-
-
-def _surface_forms(text: str) -> dict[str, str]:
-    """Each stem of ``text``'s words and the word it came from (its first occurrence)."""
-    forms: dict[str, str] = {}
-    for word in re.findall(r"\w+", text):
-        for stem in analyze(word):
-            forms.setdefault(stem, word)
-    return forms

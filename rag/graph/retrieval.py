@@ -31,6 +31,7 @@ it sees, and its stored title and summary name account-wide members only
 from __future__ import annotations
 
 import math
+import re
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -41,6 +42,10 @@ from django.db import connection
 
 from core.embeddings import get_embedding_provider
 from core.errors import ValidationFailed
+from rag.analysis import FUNCTION_WORDS, STOP_WORDS
+from rag.graph import ppr
+from rag.graph.entities import name_key
+from rag.graph.gate import needs_hop
 from rag.models import GraphScope
 from rag.search import (
     RankedHit,
@@ -61,13 +66,31 @@ MAX_REACHED = 300
 # Per node, the units most similar to the query (a speaker's node in a long conversation is
 # mentioned by hundreds of turns; docs/benchmarks-log.md, "Units per node").
 UNITS_PER_NODE = 100
-SIMILARITY_WEIGHT = 0.5
 GRAPH = "graph"
 STAGES = ("vector", "keyword", GRAPH)
-# Graph feedback in a fused search: the nodes of the other stages' best hits start the walk too.
-FEEDBACK_UNITS = 3
-FEEDBACK_NODES = 4
-FEEDBACK_WEIGHT = 0.8
+# The PageRank's passages (step 5): the other stages' best candidates (their fused scores in
+# the reset vector, ``PASSAGE_SHARE`` of it; the seeds the rest), and the most salient
+# entities of each, where the walk starts too.
+PASSAGE_CANDIDATES = 20
+PASSAGE_NODES = 6
+PASSAGE_SHARE = 0.15
+# A unit's graph score: its PageRank mass relative to the best unit's, mixed with its cosine
+# similarity to the query by this weight.
+SIMILARITY_WEIGHT = 0.2
+# Hubs: a node mentioned by more than this share of the searched units (and at least
+# HUB_MIN_MENTIONS times) is reached but not walked from, and its units are not read; below it,
+# hubs are damped by their specificity (``rag.graph.ppr``).
+HUB_SHARE = 0.05
+HUB_MIN_MENTIONS = 50
+# Seeds in the reset vector: a node the query names weighs 1, a node found by embedding its
+# similarity, times this when the query named some node (names first: the embedding's
+# neighbours are often other documents' phrases).
+EMBEDDING_SEED_WEIGHT = 0.1
+# A relation-chain question (``rag.graph.gate.needs_hop``): the node it names is where the
+# chain starts. This share of a named seed's restart moves to its neighbours (the bridge), and
+# the passages that mention a named seed (the first hop) count this much of their score.
+CHAIN_SHIFT = 0.7
+CHAIN_FIRST_HOP = 0.3
 
 
 @dataclass(frozen=True)
@@ -76,6 +99,10 @@ class Seed:
     name: str
     entity_type: str
     similarity: float
+    # How the query found it: "name" / "alias" (a span of the query is its name or an alias),
+    # "embedding" (nearest the query's vector), "passage" (mentioned by a candidate passage).
+    match: str = "embedding"
+    mention_count: int = 0
 
 
 @dataclass
@@ -155,88 +182,172 @@ def _ms(started: float) -> float:
     return round((time.perf_counter() - started) * 1000, 3)
 
 
+# Words that end no entity's name in a question: stop and question words, auxiliaries, and the
+# verbs a relation chain is made of ("jonas lind was", "runs the harbor library": no seed slot).
+_EDGE_WORDS_TEXT = """
+    about after also an any before born by can could from has he her his i its me my our she so
+    some their them they us we who whom whose would you your person people one"""
+_EDGE_WORDS = STOP_WORDS | FUNCTION_WORDS | frozenset(_EDGE_WORDS_TEXT.split())
+MAX_QUERY_NGRAM = 5
+_POSSESSIVE = re.compile(r"['\u2019]s\b")
+
+
+def query_names(query: str) -> list[tuple[str, int, int]]:
+    """The spans of the query that may name a node: (name key, first word, word count), every
+    run of up to ``MAX_QUERY_NGRAM`` words that neither starts nor ends with a function word,
+    longest first ("the founder of Harbor Library's cafe" -> "founder of harbor library cafe",
+    ..., "harbor library", "harbor", ...)."""
+    words = [w.casefold() for w in re.findall(r"[^\W_]+", _POSSESSIVE.sub("", query))]
+    spans = [
+        (" ".join(words[i : i + n]), i, n)
+        for n in range(min(MAX_QUERY_NGRAM, len(words)), 0, -1)
+        for i in range(len(words) - n + 1)
+        if words[i] not in _EDGE_WORDS and words[i + n - 1] not in _EDGE_WORDS
+    ]
+    return [(name_key(key), i, n) for key, i, n in spans if name_key(key)]
+
+
+def _junk(key: str) -> bool:
+    """An n-gram node that adds a function word or a verb to a name ("jonas lind was")."""
+    words = key.split()
+    return not words or words[0] in _EDGE_WORDS or words[-1] in _EDGE_WORDS
+
+
 def seed_nodes(
-    *, account_ids: Sequence[int], space: SearchSpace, scope_ids: Sequence[int], vector: Any
+    *,
+    account_ids: Sequence[int],
+    space: SearchSpace,
+    scope_ids: Sequence[int],
+    vector: Any,
+    query: str = "",
 ) -> list[Seed]:
-    """The nodes nearest the query that a unit of the scopes mentions (step 1)."""
+    """The query's seed nodes among those a unit of the scopes mentions (step 1), at most
+    ``MAX_SEED_NODES``: first the nodes the query names (a span's ``name_key`` equal to a
+    node's name key or one of its alias keys; the longest spans first, a span inside a longer
+    one that matched left out), then the nodes nearest the query's embedding, none farther
+    than ``SEED_DISTANCE_THRESHOLD`` and none whose name starts or ends with a function word
+    (an n-gram that adds "was" to a name)."""
     graph_scopes = list(
         GraphScope.objects.filter(account_id__in=list(account_ids)).values_list("pk", flat=True)
     )
     if not graph_scopes or not scope_ids:
         return []
+    mentioned = (
+        "EXISTS (SELECT FROM rag_graphmention m WHERE m.node_id = {n}.id "
+        "AND m.space = %(g_space)s AND m.scope_id = ANY(%(g_scopes)s))"
+    )
+    params: dict[str, Any] = {"g_space": space.name, "g_scopes": list(scope_ids)}
+    seeds: list[Seed] = []
+    spans = query_names(query) if query else []
+    if spans:
+        keys = sorted({key for key, _, _ in spans})
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"""
+                SELECT n.id, n.name, n.entity_type, n.mention_count, n.name_key, n.alias_keys,
+                       1 - (n.embedding <=> %(q)s::vector) AS similarity
+                FROM rag_graphnode n
+                WHERE n.account_id = ANY(%(accounts)s) AND n.status = 'active'
+                  AND (n.name_key = ANY(%(keys)s::varchar[]) OR n.alias_keys && %(keys)s::varchar[])
+                  AND {mentioned.format(n="n")}
+                """,  # noqa: S608 - the condition is code, its values parameters
+                {**params, "q": vector_literal(vector), "accounts": list(account_ids),
+                 "keys": keys},
+            )  # fmt: skip
+            rows = cursor.fetchall()
+        by_key: dict[str, list[tuple[Any, ...]]] = {}
+        for row in rows:
+            for key in {row[4], *(row[5] or [])} & set(keys):
+                by_key.setdefault(key, []).append(row)
+        covered: set[int] = set()
+        for key, first, count in spans:  # longest first
+            span = set(range(first, first + count))
+            if key not in by_key or span & covered:
+                continue
+            covered |= span
+            for node_id, name, entity_type, mentions, node_key, _, similarity in sorted(
+                by_key[key],
+                key=lambda r: (r[3] or 0, r[0]),  # the rarer node first
+            ):
+                if all(s.node_id != node_id for s in seeds):
+                    match = "name" if node_key == key else "alias"
+                    seeds.append(
+                        Seed(node_id, name, entity_type, float(similarity or 0.0), match,
+                             mentions or 0)
+                    )  # fmt: skip
+        seeds = seeds[:MAX_SEED_NODES]
+    room = MAX_SEED_NODES - len(seeds)
+    if room <= 0:
+        return seeds
     nearest = vector_search(
         space=GRAPH_NODES,
         scope_ids=graph_scopes,
         query_vector=vector,
-        limit=MAX_SEED_NODES,
-        filter_sql="u.status = 'active' AND EXISTS (SELECT FROM rag_graphmention m "
-        "WHERE m.node_id = u.id AND m.space = %(g_space)s AND m.scope_id = ANY(%(g_scopes)s))",
-        filter_params={"g_space": space.name, "g_scopes": list(scope_ids)},
+        limit=MAX_SEED_NODES + room + len(seeds),
+        filter_sql="u.status = 'active' AND " + mentioned.format(n="u"),
+        filter_params=params,
     )
-    kept = [(i, s) for i, s in nearest if 1.0 - s <= SEED_DISTANCE_THRESHOLD][:MAX_SEED_NODES]
+    known = {s.node_id for s in seeds}
+    kept = [(i, s) for i, s in nearest if 1.0 - s <= SEED_DISTANCE_THRESHOLD and i not in known]
     if not kept:
-        return []
+        return seeds
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT id, name, entity_type FROM rag_graphnode WHERE id = ANY(%s)",
+            "SELECT id, name, entity_type, name_key, mention_count FROM rag_graphnode "
+            "WHERE id = ANY(%s)",
             [[i for i, _ in kept]],
         )
-        names = {row[0]: (row[1], row[2]) for row in cursor.fetchall()}
-    return [Seed(i, *names[i], similarity=s) for i, s in kept if i in names]
-
-
-def _feedback(
-    space: SearchSpace, units: Sequence[tuple[int, float]], known: set[int]
-) -> list[Seed]:
-    """The most salient nodes of the given units (at most ``FEEDBACK_NODES`` each), as extra
-    starts scored by the unit's score x salience x ``FEEDBACK_WEIGHT``."""
-    score = dict(units)
-    with connection.cursor() as cursor:
-        cursor.execute(
-            """
-            SELECT x.unit_id, n.id, n.name, n.entity_type, x.salience
-            FROM unnest(%s::bigint[]) AS k(unit_id)
-            CROSS JOIN LATERAL (
-                SELECT m.unit_id, m.node_id, m.salience FROM rag_graphmention m
-                WHERE m.space = %s AND m.unit_id = k.unit_id
-                ORDER BY m.salience DESC, m.node_id LIMIT %s
-            ) x JOIN rag_graphnode n ON n.id = x.node_id AND n.status = 'active'
-            """,
-            [list(score), space.name, FEEDBACK_NODES],
-        )
-        rows = cursor.fetchall()
-    found: dict[int, Seed] = {}
-    for unit_id, node_id, name, entity_type, salience in rows:
-        weight = score[unit_id] * salience * FEEDBACK_WEIGHT
-        if node_id not in known and weight > found.get(node_id, Seed(0, "", "", -1)).similarity:
-            found[node_id] = Seed(node_id, name, entity_type, weight)
-    return sorted(found.values(), key=lambda s: (-s.similarity, s.node_id))
+        names = {row[0]: row[1:] for row in cursor.fetchall()}
+    for node_id, similarity in kept:
+        if len(seeds) >= MAX_SEED_NODES:
+            break
+        if node_id not in names or _junk(names[node_id][2]):
+            continue
+        name, entity_type, _, mentions = names[node_id]
+        seeds.append(Seed(node_id, name, entity_type, similarity, "embedding", mentions or 0))
+    return seeds
 
 
 def _walk(
-    seeds: Sequence[Seed], max_hops: int, hop_decay: float, visible: Visibility | None = None
+    seeds: Sequence[Seed],
+    max_hops: int,
+    hop_decay: float,
+    visible: Visibility | None = None,
+    *,
+    edges: list[tuple[int, int, str, float]] | None = None,
+    expand_below: int | None = None,
 ) -> dict[int, Reach]:
     """Breadth-first from the seeds, one query per level (step 2); a node reached keeps
     ``hop_decay`` of its parent's score. Only edges and nodes ``visible`` may see (None:
-    every one)."""
+    every one). ``edges``: filled with every edge the walk read between nodes it kept
+    (source, target, relation type, weight), for the PageRank. ``expand_below``: nodes
+    mentioned that often or more (hubs) are reached but not walked from."""
     params: dict[str, Any] = {"fanout": FANOUT}
     edge_ok = node_ok = "TRUE"
     if visible is not None and not visible.everything:
         edge_ok, node_ok = visible.edge_sql("e", params), visible.node_sql("n", params)
     reached: dict[int, Reach] = {
         s.node_id: Reach(
-            s.node_id, s.name, s.entity_type, s.node_id, 0, s.similarity, [(s.name, "")]
+            s.node_id, s.name, s.entity_type, s.node_id, 0, s.similarity, [(s.name, "")],
+            mention_count=s.mention_count,
         )
         for s in seeds
-    }
-    frontier = sorted(reached, key=lambda n: -reached[n].score)
+    }  # fmt: skip
+
+    by_passage = {s.node_id for s in seeds if s.match == "passage"}
+
+    def walkable(node: Reach) -> bool:
+        return expand_below is None or node.mention_count < expand_below
+
+    frontier = sorted((n for n in reached if walkable(reached[n])), key=lambda n: -reached[n].score)
     for hops in range(1, max_hops + 1):
         if not frontier or len(reached) >= MAX_REACHED:
             break
         with connection.cursor() as cursor:
             cursor.execute(
                 f"""
-                SELECT k.id, x.other, x.relation_type, n.name, n.entity_type
+                SELECT k.id, x.other, x.relation_type, n.name, n.entity_type, x.weight,
+                       n.mention_count
                 FROM unnest(%(frontier)s::bigint[]) WITH ORDINALITY AS k(id, o)
                 CROSS JOIN LATERAL (
                     SELECT s.other, s.relation_type, s.weight FROM (
@@ -254,30 +365,45 @@ def _walk(
             )
             rows = cursor.fetchall()
         following: list[int] = []
-        for parent_id, other, relation, name, entity_type in rows:
-            if other in reached or len(reached) >= MAX_REACHED:
-                continue
+        for parent_id, other, relation, name, entity_type, weight, mentions in rows:
+            known = reached.get(other)
             parent = reached[parent_id]
-            reached[other] = Reach(
-                other,
-                name,
-                entity_type,
-                parent.seed_id,
-                hops,
-                parent.score * hop_decay,
-                [*parent.path, (name, relation)],
-            )
-            following.append(other)
+            if (
+                known is not None
+                and known.seed_id in by_passage
+                and parent.seed_id not in by_passage
+                and known.hops == 0
+            ):
+                # A candidate passage's entity that a query seed reaches: explained from it.
+                known.seed_id, known.hops = parent.seed_id, hops
+                known.path = [*parent.path, (known.name, relation)]
+            if other not in reached:
+                if len(reached) >= MAX_REACHED:
+                    continue
+                reached[other] = Reach(
+                    other,
+                    name,
+                    entity_type,
+                    parent.seed_id,
+                    hops,
+                    parent.score * hop_decay,
+                    [*parent.path, (name, relation)],
+                    mention_count=mentions or 0,
+                )
+                if walkable(reached[other]):
+                    following.append(other)
+            if edges is not None:
+                edges.append((parent_id, other, relation, float(weight)))
         frontier = following
     return reached
 
 
 def _communities(
-    reached: dict[int, Reach], visible: Visibility | None = None
+    reached: dict[int, Reach], visible: Visibility | None = None, *, drop: bool = True
 ) -> list[CommunityRef]:
     """The reached nodes' communities, best first, at most ``MAX_COMMUNITIES`` (step 3); drops
-    the reached nodes of the communities left out. A community's size counts the members
-    ``visible`` may see (None: all)."""
+    the reached nodes of the communities left out (``drop``). A community's size counts the
+    members ``visible`` may see (None: all)."""
     if not reached:
         return []
     params: dict[str, Any] = {"nodes": list(reached)}
@@ -310,7 +436,7 @@ def _communities(
         key=lambda c: (-max(reached[n].score for n in members[c]), -len(members[c]), c),
     )
     kept = ranked[:MAX_COMMUNITIES]
-    dropped = set(ranked[MAX_COMMUNITIES:])
+    dropped = set(ranked[MAX_COMMUNITIES:]) if drop else set()
     for node_id in [n for n, r in reached.items() if r.community_id in dropped]:
         if reached[node_id].hops > 0:  # seeds stay
             del reached[node_id]
@@ -328,6 +454,23 @@ def _communities(
     ]
 
 
+def scope_units(space: SearchSpace, scope_ids: Sequence[int]) -> int:
+    """How many units the searched scopes hold (the specificity's N)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT coalesce(sum({space.scope_count_column}), 0) FROM {space.scope_table} "  # noqa: S608
+            f"WHERE {space.scope_key_column} = ANY(%s)",
+            [list(scope_ids)],
+        )
+        row = cursor.fetchone()
+    return int(row[0]) if row else 0
+
+
+def hub_limit(units: int) -> int:
+    """Mentions from which a node is a hub: not walked from, its units not read."""
+    return max(HUB_MIN_MENTIONS, math.ceil(HUB_SHARE * units))
+
+
 def graph_rank(
     *,
     space: SearchSpace,
@@ -341,13 +484,15 @@ def graph_rank(
     query_vector: np.ndarray | None = None,
     feedback_units: Sequence[tuple[int, float]] = (),
     visible: Visibility | None = None,
+    chain: bool | None = None,
 ) -> GraphRanking:
-    """The space's units of ``scope_ids`` ranked by the graph (steps 1-4), at most ``depth``.
-    ``feedback_units``: (unit id, score 0..1) of another stage's best hits, whose most salient
-    nodes start the walk too (graph feedback), beside the seeds. ``visible``: the searcher's
-    visibility (the walk and the communities see what it may; None: everything, for system
-    work and benchmarks). Seeds and feedback nodes are mentioned by units of the searched
-    scopes, which the caller has checked the searcher may read."""
+    """The space's units of ``scope_ids`` ranked by the graph (steps 1-5), at most ``depth``.
+    ``chain``: whether the query asks along a relation chain (None: ``gate.needs_hop``).
+    ``feedback_units``: (unit id, score 0..1) of the other stages' best candidates: they are
+    passages of the reset vector, and their entities start the walk too. ``visible``: the
+    searcher's visibility (the walk and the communities see what it may; None: everything, for
+    system work and benchmarks). Seeds and the candidates' entities are mentioned by units of
+    the searched scopes, which the caller has checked the searcher may read."""
     max_hops_check(max_hops)
     stage_ms: dict[str, float] = {}
     if query_vector is None:
@@ -356,18 +501,36 @@ def graph_rank(
         stage_ms["embed"] = _ms(started)
     started = time.perf_counter()
     seeds = seed_nodes(
-        account_ids=account_ids, space=space, scope_ids=scope_ids, vector=query_vector
-    )
+        account_ids=account_ids, space=space, scope_ids=scope_ids, vector=query_vector,
+        query=query,
+    )  # fmt: skip
+    units = scope_units(space, scope_ids)
+    limit = hub_limit(units)
+    candidates = dict(feedback_units[:PASSAGE_CANDIDATES])
+    passage_rows = _passage_nodes(space, list(candidates)) if candidates else []
     starts = list(seeds)
-    if FEEDBACK_UNITS and feedback_units:
-        starts += _feedback(space, feedback_units[:FEEDBACK_UNITS], {s.node_id for s in seeds})
+    known = {s.node_id for s in seeds}
+    for _, node_id, _, name, entity_type, mentions in passage_rows:
+        if node_id not in known:
+            known.add(node_id)
+            starts.append(Seed(node_id, name, entity_type, 0.0, "passage", mentions))
     stage_ms["graph_seeds"] = _ms(started)
     started = time.perf_counter()
-    reached = _walk(starts, max_hops, space.hop_decay, visible)
-    communities = _communities(reached, visible)
+    edges: list[tuple[int, int, str, float]] = []
+    reached = _walk(starts, max_hops, space.hop_decay, visible, edges=edges, expand_below=limit)
+    communities = _communities(reached, visible, drop=False)
     stage_ms["graph_walk"] = _ms(started)
     started = time.perf_counter()
-    hits = _units(space, scope_ids, reached, query_vector, depth, filter_sql, filter_params)
+    mention_rows, similarity = _unit_rows(
+        space, scope_ids, reached, limit, list(candidates), query_vector, filter_sql,
+        filter_params,
+    )  # fmt: skip
+    mention_rows += [(node, unit, salience) for unit, node, salience, *_ in passage_rows]
+    if chain is None:
+        chain = needs_hop(query)
+    hits = _ppr_hits(
+        seeds, reached, edges, mention_rows, similarity, candidates, units, depth, chain=chain
+    )
     stage_ms["graph_units"] = _ms(started)
     return GraphRanking(
         hits=list(hits),
@@ -379,33 +542,52 @@ def graph_rank(
     )
 
 
-def _units(
+def _passage_nodes(
+    space: SearchSpace, unit_ids: Sequence[int]
+) -> list[tuple[int, int, float, str, str, int]]:
+    """The entities the candidate passages mention: (unit, node, salience, name, entity type,
+    mentions), at most ``PASSAGE_NODES`` per passage, the most salient."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """
+            SELECT x.unit_id, n.id, x.salience, n.name, n.entity_type, n.mention_count
+            FROM unnest(%s::bigint[]) AS k(unit_id)
+            CROSS JOIN LATERAL (
+                SELECT m.unit_id, m.node_id, m.salience FROM rag_graphmention m
+                WHERE m.space = %s AND m.unit_id = k.unit_id
+                ORDER BY m.salience DESC, m.node_id LIMIT %s
+            ) x JOIN rag_graphnode n ON n.id = x.node_id AND n.status = 'active'
+            """,
+            [list(unit_ids), space.name, PASSAGE_NODES],
+        )
+        return [(u, n, float(s), name, t, c or 0) for u, n, s, name, t, c in cursor.fetchall()]
+
+
+def _unit_rows(
     space: SearchSpace,
     scope_ids: Sequence[int],
     reached: dict[int, Reach],
+    limit: int,
+    candidates: Sequence[int],
     vector: Any,
-    depth: int,
     filter_sql: str,
     filter_params: Mapping[str, Any] | None,
-) -> list[GraphHit]:
-    """Step 4: the units mentioning the kept nodes, scored and explained."""
-    if not reached:
-        return []
+) -> tuple[list[tuple[int, int, float]], dict[int, float]]:
+    """Step 4: the units mentioning the reached nodes that are no hubs (the ``UNITS_PER_NODE``
+    most similar to the query per node) as (node, unit, salience), and every unit's cosine
+    similarity to the query, the candidates' included (one statement)."""
     conditions = [c for c in (space.vector_condition, filter_sql) if c]
     where = "".join(f" AND {c}" for c in conditions)
     join = space.unit_filter_join if filter_sql else ""
+    nodes = [n for n, r in reached.items() if r.mention_count < limit]
+    similarity_sql = f"1 - (u.{space.embedding_column} <=> %(q)s::vector)"
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT id, mention_count FROM rag_graphnode WHERE id = ANY(%s)", [list(reached)]
-        )
-        for node_id, count in cursor.fetchall():
-            reached[node_id].mention_count = count
-        cursor.execute(
             f"""
-            SELECT k.id, x.unit_id, x.similarity
+            SELECT k.id, x.unit_id, x.salience, x.similarity
             FROM unnest(%(nodes)s::bigint[]) AS k(id)
             CROSS JOIN LATERAL (
-                SELECT m.unit_id, 1 - (u.{space.embedding_column} <=> %(q)s::vector) AS similarity
+                SELECT m.unit_id, m.salience, {similarity_sql} AS similarity
                 FROM rag_graphmention m
                 JOIN {space.unit_table} u ON u.id = m.unit_id {join}
                 WHERE m.node_id = k.id AND m.space = %(space)s AND m.scope_id = ANY(%(scopes)s)
@@ -414,10 +596,15 @@ def _units(
                 ORDER BY similarity DESC, m.unit_id
                 LIMIT %(per_node)s
             ) x
+            UNION ALL
+            SELECT NULL, u.id, NULL, {similarity_sql}
+            FROM {space.unit_table} u WHERE u.id = ANY(%(candidates)s)
+              AND u.{space.model_column} = %(model)s
             """,  # noqa: S608 - names are code; filter_sql is built from validated filters
             {
                 **(filter_params or {}),
-                "nodes": list(reached),
+                "nodes": nodes,
+                "candidates": list(candidates),
                 "q": vector_literal(vector),
                 "space": space.name,
                 "scopes": list(scope_ids),
@@ -426,42 +613,124 @@ def _units(
             },
         )
         rows = cursor.fetchall()
-    similarity: dict[int, float] = {}
-    evidence: dict[int, float] = {}
-    best: dict[int, tuple[float, int]] = {}
-    for node_id, unit_id, sim in rows:
-        node = reached[node_id]
-        contribution = node.score / math.log2(2 + node.mention_count)
-        similarity[unit_id] = float(sim)
-        evidence[unit_id] = evidence.get(unit_id, 0.0) + contribution
-        if contribution > best.get(unit_id, (-1.0, 0))[0]:
-            best[unit_id] = (contribution, node_id)
-    if not evidence:
+    similarity = {unit_id: float(sim or 0.0) for _, unit_id, _, sim in rows}
+    return [(n, u, float(s)) for n, u, s, _ in rows if n is not None], similarity
+
+
+def _ppr_hits(
+    seeds: Sequence[Seed],
+    reached: dict[int, Reach],
+    edges: Sequence[tuple[int, int, str, float]],
+    mention_rows: Sequence[tuple[int, int, float]],
+    similarity: dict[int, float],
+    candidates: Mapping[int, float],
+    units: int,
+    depth: int,
+    *,
+    chain: bool = False,
+) -> list[GraphHit]:
+    """Step 5: personalized PageRank over the reached entities and the units (``rag.graph.ppr``),
+    the units best first by their mass (mixed with their similarity by ``SIMILARITY_WEIGHT``),
+    each explained by the entity that gave it most."""
+    index: dict[tuple[str, int], int] = {}
+
+    def at(kind: str, key: int) -> int:
+        return index.setdefault((kind, key), len(index))
+
+    # In a small corpus no node is a hub: N counts at least HUB_MIN_MENTIONS units.
+    corpus = max(units, HUB_MIN_MENTIONS)
+    spec = {n: ppr.specificity(r.mention_count, corpus) for n, r in reached.items()}
+    src: list[int] = []
+    dst: list[int] = []
+    weight: list[float] = []
+    mentions: dict[int, list[tuple[int, float]]] = {}
+    for node_id, unit_id, salience in mention_rows:
+        if node_id not in reached or unit_id not in similarity:
+            continue  # a unit the filters leave out, a node the walk did not keep
+        w = salience * spec[node_id]
+        src.append(at("n", node_id))
+        dst.append(at("u", unit_id))
+        weight.append(w)
+        mentions.setdefault(unit_id, []).append((node_id, w))
+    typed = ppr.TYPED_EDGE_WEIGHT
+    for a, b, relation, w in edges:
+        if a in reached and b in reached:
+            src.append(at("n", a))
+            dst.append(at("n", b))
+            weight.append(ppr.edge_weight(relation, w, typed) * math.sqrt(spec[a] * spec[b]))
+    for unit_id in candidates:
+        if unit_id in similarity:
+            at("u", unit_id)
+    size = len(index)
+    if size == 0:
         return []
-    top = max(evidence.values()) or 1.0
+    named = {s.node_id for s in seeds if s.match in ("name", "alias")}
+    neighbours: dict[int, dict[int, float]] = {}
+    for a, b, relation, w in edges:
+        for one, other in ((a, b), (b, a)):
+            if one in named and other in reached and other not in named:
+                strength = ppr.edge_weight(relation, w) * spec[other]
+                neighbours.setdefault(one, {})[other] = strength
+    seed_weights: dict[int, float] = {}
+    for seed in seeds:
+        if seed.node_id in named:
+            strength = 1.0
+        else:
+            strength = max(0.0, seed.similarity) * (EMBEDDING_SEED_WEIGHT if named else 1.0)
+        weight_of = strength * max(spec.get(seed.node_id, 0.0), 1e-3)
+        bridge = neighbours.get(seed.node_id, {}) if chain else {}
+        total = sum(bridge.values())
+        if total > 0:
+            for other, w in bridge.items():
+                i = at("n", other)
+                seed_weights[i] = seed_weights.get(i, 0.0) + CHAIN_SHIFT * weight_of * w / total
+            weight_of *= 1 - CHAIN_SHIFT
+        i = at("n", seed.node_id)
+        seed_weights[i] = seed_weights.get(i, 0.0) + weight_of
+    passages = {at("u", u): s for u, s in candidates.items() if u in similarity and s > 0}
+    reset = ppr.reset_vector(len(index), seed_weights, passages, PASSAGE_SHARE)
+    mass = ppr.personalized_pagerank(
+        len(index), np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64),
+        np.asarray(weight, dtype=np.float64), reset, damping=ppr.DAMPING,
+    )  # fmt: skip
+    unit_mass = {u: float(mass[i]) for (kind, u), i in index.items() if kind == "u"}
+    if chain and named:
+        for unit_id, nodes in mentions.items():
+            if any(n in named for n, _ in nodes):
+                unit_mass[unit_id] *= CHAIN_FIRST_HOP
+    top = max(unit_mass.values(), default=0.0) or 1.0
     scored = sorted(
         (
             (
-                SIMILARITY_WEIGHT * similarity[u] + (1 - SIMILARITY_WEIGHT) * evidence[u] / top,
+                (1 - SIMILARITY_WEIGHT) * unit_mass[u] / top
+                + SIMILARITY_WEIGHT * similarity.get(u, 0.0),
                 u,
             )
-            for u in evidence
+            for u in unit_mass
+            if unit_mass[u] > 0
         ),
         key=lambda pair: (-pair[0], pair[1]),
     )[:depth]
     hits = []
     for rank, (score, unit_id) in enumerate(scored, start=1):
-        node = reached[best[unit_id][1]]
-        seed = reached.get(node.seed_id)
-        explanation = {
-            "seed": {"node_id": node.seed_id, "name": seed.name if seed else node.path[0][0]},
-            "node": {"node_id": node.node_id, "name": node.name, "entity_type": node.entity_type},
-            "hops": node.hops,
-            "path": [{"name": name, "relation_type": rel} for name, rel in node.path],
-            "community_id": node.community_id,
-            "similarity": round(similarity[unit_id], 6),
-            "evidence": round(evidence[unit_id] / top, 6),
-        }
+        contributions = [(mass[index[("n", n)]] * w, n) for n, w in mentions.get(unit_id, [])]
+        explanation = None
+        if contributions:
+            node = reached[max(contributions)[1]]
+            origin = reached.get(node.seed_id)
+            explanation = {
+                "seed": {
+                    "node_id": node.seed_id, "name": origin.name if origin else node.path[0][0]
+                },
+                "node": {
+                    "node_id": node.node_id, "name": node.name, "entity_type": node.entity_type
+                },
+                "hops": node.hops,
+                "path": [{"name": name, "relation_type": rel} for name, rel in node.path],
+                "community_id": node.community_id,
+                "similarity": round(similarity.get(unit_id, 0.0), 6),
+                "evidence": round(unit_mass[unit_id] / top, 6),
+            }  # fmt: skip
         hits.append(
             GraphHit(
                 unit_id=unit_id,

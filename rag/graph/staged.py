@@ -13,11 +13,9 @@ from django.db import connection
 from core.embeddings import get_embedding_provider
 from rag.graph.retrieval import (
     DEFAULT_MAX_HOPS,
-    FEEDBACK_UNITS,
     GRAPH,
     MAX_SEED_NODES,
     SEED_DISTANCE_THRESHOLD,
-    STAGES,
     CommunityRef,
     GraphHit,
     GraphRanking,
@@ -45,9 +43,12 @@ from rag.visibility import Visibility
 
 
 def _normalised(hits: Sequence[RankedHit]) -> list[tuple[int, float]]:
-    """The best hits' (unit id, score relative to the best)."""
+    """The best hits' (unit id, score relative to the best), as many as the graph's reset
+    vector takes (``rag.graph.retrieval.PASSAGE_CANDIDATES``)."""
+    from rag.graph import retrieval
+
     top = hits[0].score if hits and hits[0].score > 0 else 1.0
-    return [(h.unit_id, max(0.0, h.score / top)) for h in hits[:FEEDBACK_UNITS]]
+    return [(h.unit_id, max(0.0, h.score / top)) for h in hits[: retrieval.PASSAGE_CANDIDATES]]
 
 
 def _plain(weights: dict[str, float] | None) -> dict[str, float]:
@@ -75,9 +76,10 @@ def staged_rank(
     vector_floor: float | None = None,
     visible: Visibility | None = None,
 ) -> Ranking:
-    """``rag.search.space_rank`` with the graph: mode ``graph`` fuses the graph stage with the
-    vector and keyword stages (the graph alone finds nothing for text whose entities it does
-    not reach; ``stages: ["graph"]`` on a hybrid search ranks by it alone); a hybrid search
+    """``rag.search.space_rank`` with the graph: mode ``graph`` ranks by the graph
+    (``_graph_led``: personalized PageRank whose reset vector holds the query's seed entities
+    and the vector and keyword stages' best candidates; ``stages: ["graph"]`` on a hybrid
+    search ranks by the seeds alone); a hybrid search
     whose ``stages`` name ``graph`` fuses it with the stages it names (weight
     the space's ``graph_weight`` unless ``weights`` gives one). Other searches are
     ``space_rank``'s (``vector_floor`` with them: the graph stage, when it runs, finds by
@@ -85,8 +87,13 @@ def staged_rank(
     the graph (``graph_rank``)."""
     stages = stages_check(mode, stages)
     if mode == GRAPH:
-        mode, stages = "hybrid", STAGES
-    if mode != GRAPH and GRAPH not in stages:
+        return _graph_led(
+            space=space, scope_ids=scope_ids, account_ids=account_ids, query=query,
+            depth=depth, fusion=fusion, weights=weights, filter_sql=filter_sql,
+            filter_params=filter_params, query_vector=query_vector, max_hops=max_hops,
+            group_lift=group_lift, visible=visible,
+        )  # fmt: skip
+    if GRAPH not in stages:
         if stages and set(stages) != {"vector", "keyword"}:
             mode = stages[0]  # one stage of a hybrid: that stage alone
         return space_rank(
@@ -146,6 +153,69 @@ def staged_rank(
         hit.score = score
         hits.append(hit)
     stage_ms = {**(base.stage_ms if base else {}), **graph.stage_ms, "fusion": _ms(started)}
+    return GraphRanking(
+        hits=hits,
+        query_vector=graph.query_vector,
+        stage_ms=stage_ms,
+        seeds=graph.seeds,
+        communities=graph.communities,
+        nodes=graph.nodes,
+    )
+
+
+def _graph_led(
+    *,
+    space: SearchSpace,
+    scope_ids: Sequence[int],
+    account_ids: Sequence[int],
+    query: str,
+    depth: int,
+    fusion: str,
+    weights: dict[str, float] | None,
+    filter_sql: str,
+    filter_params: Mapping[str, Any] | None,
+    query_vector: np.ndarray | None,
+    max_hops: int,
+    group_lift: bool,
+    visible: Visibility | None,
+) -> GraphRanking:
+    """Mode ``graph``: the hybrid ranking's best candidates and the query's seeds restart a
+    personalized PageRank over entities and passages (``graph_rank``), whose order is the
+    answer; a unit only the walk found can come first. The hybrid candidates the walk did not
+    score follow, in their order, below the last of its units."""
+    base = space_rank(
+        space=space, scope_ids=scope_ids, query=query, mode="hybrid", depth=depth,
+        fusion=fusion, weights=_plain(weights), filter_sql=filter_sql,
+        filter_params=filter_params, query_vector=query_vector, embed_query=True,
+        group_lift=group_lift,
+    )  # fmt: skip
+    graph = graph_rank(
+        space=space, scope_ids=scope_ids, account_ids=account_ids, query=query, depth=depth,
+        max_hops=max_hops, filter_sql=filter_sql, filter_params=filter_params,
+        query_vector=base.query_vector, feedback_units=_normalised(base.hits), visible=visible,
+    )  # fmt: skip
+    started = time.perf_counter()
+    stages = {h.unit_id: h for h in base.hits}
+    hits: list[RankedHit] = []
+    for h in graph.hits:
+        assert isinstance(h, GraphHit)
+        hit = (
+            GraphHit(**vars(stages[h.unit_id]))
+            if h.unit_id in stages
+            else GraphHit(unit_id=h.unit_id, score=0.0)
+        )
+        hit.score = h.score
+        hit.graph_rank, hit.graph_score, hit.graph = h.graph_rank, h.graph_score, h.graph
+        hits.append(hit)
+    found = {h.unit_id for h in hits}
+    floor = min((h.score for h in hits), default=1.0)
+    rest = [h for h in base.hits if h.unit_id not in found]
+    best = max((h.score for h in rest), default=1.0) or 1.0
+    for h in rest[: max(0, depth - len(hits))]:
+        hit = GraphHit(**vars(h))
+        hit.score = round(floor * 0.99 * max(0.0, h.score) / best, 6)
+        hits.append(hit)
+    stage_ms = {**base.stage_ms, **graph.stage_ms, "fusion": _ms(started)}
     return GraphRanking(
         hits=hits,
         query_vector=graph.query_vector,

@@ -194,9 +194,11 @@ def test_the_walk_decays_by_the_space_s_hop_decay(
     used: list[float] = []
     walk = retrieval._walk
 
-    def spy(starts: Any, hops: int, decay: float, visible: Any = None) -> dict[int, Any]:
+    def spy(
+        starts: Any, hops: int, decay: float, visible: Any = None, **options: Any
+    ) -> dict[int, Any]:
         used.append(decay)
-        return walk(starts, hops, decay, visible)
+        return walk(starts, hops, decay, visible, **options)
 
     monkeypatch.setattr(retrieval, "_walk", spy)
     retrieval.graph_rank(

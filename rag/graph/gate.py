@@ -1,0 +1,70 @@
+"""Query shape: does a question ask along a relation chain, so that the entity it names is
+where the answer starts, not where it is? ("Where was the person who runs the Harbor Library
+born?": the library's passage names the bridge, Jonas Lind; his passage answers.)
+
+A chain is a noun phrase defined by a relation inside a question that asks something else of
+it: a relative clause ("the person who runs X", "the company that acquired X", "the city
+where X was born"), a relational noun with "of" ("the founder of X", "the wife of the director
+of X"), or a possessive ("X's founder", "Harbor Library's director"). A question that only
+identifies that phrase ("Who is the person who runs X?", "What is the capital of France?") is
+one hop: its answer is in X's own passage.
+
+Offline and deterministic (regular expressions over English); ``rag.graph.retrieval`` and
+``rag.graph.staged`` use it to let the walk lead (docs/rag.md, "Graph mode").
+"""
+
+from __future__ import annotations
+
+import re
+
+_RELATIONAL_NOUNS_TEXT = """
+    founder founders co-founder leader head director directors owner owners chief ceo president
+    chairman chair author creator inventor manager spouse wife husband partner mother father
+    sister brother son daughter sibling parent child children friend colleague boss employer
+    mentor teacher student successor predecessor capital headquarters hometown birthplace
+    architect designer editor publisher producer developer maker coach captain member members
+    curator principal dean mayor governor owner neighbour neighbor sponsor host organiser
+    organizer"""
+_RELATIONAL = "|".join(sorted(set(_RELATIONAL_NOUNS_TEXT.split()), key=len, reverse=True))
+_RELATIVE = re.compile(
+    r"\b(?:the|a|an)\s+(?:[\w-]+\s+){0,2}?(?:who|whom|whose|that|which|where)\s+(?!is\b|was\b)"
+    r"[\w-]+",
+    re.IGNORECASE,
+)
+_OF = re.compile(rf"\b(?:the|a|an)\s+(?:[\w-]+\s+)?(?:{_RELATIONAL})\s+of\s+\S", re.IGNORECASE)
+_POSSESSIVE = re.compile(rf"\b[\w-]+['\u2019]s?\s+(?:[\w-]+\s+)?(?:{_RELATIONAL})\b", re.IGNORECASE)
+# "Who is the person who runs X?", "What is the capital of France?": the phrase is the answer.
+_IDENTIFYING = re.compile(
+    r"^\s*(?:who|what|which)(?:\s+\w+)?\s+(?:is|was|are|were)\s+(?:the|a|an)\s+"
+    r"(?:[\w-]+\s+){0,2}?(?:who|whom|that|which|of)\b[^?]*\??\s*$",
+    re.IGNORECASE,
+)
+_IDENTIFYING_POSSESSIVE = re.compile(
+    r"^\s*(?:who|what|which)\s+(?:is|was|are|were)\s+(?:[\w-]+\s+){0,3}?[\w-]+['\u2019]s?\s+"
+    r"[\w-]+\s*\??\s*$",
+    re.IGNORECASE,
+)
+_NESTED = re.compile(
+    r"\b(?:who|whom|whose|that|which|where|of)\b.*\b(?:who|whom|whose|that|which|where|of)\b",
+    re.IGNORECASE,
+)
+_QUESTION = re.compile(
+    r"^\s*(?:who|whom|whose|what|which|where|when|why|how|in|at|on|for|from|with|by|did|does|do|"
+    r"is|are|was|were|has|have|had|can|could|would|will|name|list|tell)\b",
+    re.IGNORECASE,
+)
+
+
+def needs_hop(query: str) -> bool:
+    """Whether the query asks along a relation chain (see the module's docstring)."""
+    text = query.strip()
+    if not text or not (text.endswith("?") or _QUESTION.match(text)):
+        return False  # statements (a claim to verify) are no chain questions
+    if _IDENTIFYING_POSSESSIVE.match(text):
+        return False
+    chained = bool(_RELATIVE.search(text) or _OF.search(text) or _POSSESSIVE.search(text))
+    if not chained:
+        return False
+    # An identifying question is one hop, unless its phrase nests another relation
+    # ("Who is the wife of the man who runs X?").
+    return not (_IDENTIFYING.match(text) and not _NESTED.search(text.split(None, 1)[-1]))

@@ -32,6 +32,23 @@ _RELATIVE = re.compile(
     re.IGNORECASE,
 )
 _OF = re.compile(rf"\b(?:the|a|an)\s+(?:[\w-]+\s+)?(?:{_RELATIONAL})\s+of\s+\S", re.IGNORECASE)
+# Any "the <noun> of <a name or another phrase>" ("the alma mater of Viktor Lorby").
+_OF_NAME = re.compile(
+    r"\b(?:the|a|an)\s+(?:[\w-]+\s+){0,2}?[\w-]+\s+of\s+(?:the\s+|a\s+|an\s+)?[A-Z]"
+)
+# A participle phrase: "the club started by Petra Kellhart", "the theatre led by X".
+_PARTICIPLE = re.compile(
+    r"\b(?:the|a|an)\s+(?:[\w-]+\s+){0,2}?(?:[\w-]+ed|run|led|founded|built|won|made|owned|"
+    r"held|taught|written|known|seen|begun|begun|chosen|given|set|kept)\s+by\s+\S",
+    re.IGNORECASE,
+)
+# "whoever started X", and a reduced relative clause: "the person Tobias Sandhart married".
+_REDUCED = re.compile(
+    r"\bwho(?:m)?ever\b|\b(?:the|a|an)\s+(?:person|man|woman|one|people|company|firm|club|"
+    r"team|band|group|organisation|organization|place|city|town|country|school|university|"
+    r"book|film|theatre|theater|museum|library|lab|hospital|clinic|shop|restaurant)\s+"
+    r"[A-Z][\w-]*(?:\s+[A-Z][\w-]*)*\s+(?!is\b|was\b|are\b|were\b)[a-z]+",
+)
 _POSSESSIVE = re.compile(rf"\b[\w-]+['\u2019]s?\s+(?:[\w-]+\s+)?(?:{_RELATIONAL})\b", re.IGNORECASE)
 # "Who is the person who runs X?", "What is the capital of France?": the phrase is the answer.
 _IDENTIFYING = re.compile(
@@ -62,9 +79,14 @@ def needs_hop(query: str) -> bool:
         return False  # statements (a claim to verify) are no chain questions
     if _IDENTIFYING_POSSESSIVE.match(text):
         return False
-    chained = bool(_RELATIVE.search(text) or _OF.search(text) or _POSSESSIVE.search(text))
+    chained = any(
+        pattern.search(text)
+        for pattern in (_RELATIVE, _OF, _OF_NAME, _PARTICIPLE, _REDUCED, _POSSESSIVE)
+    )
     if not chained:
         return False
     # An identifying question is one hop, unless its phrase nests another relation
     # ("Who is the wife of the man who runs X?").
-    return not (_IDENTIFYING.match(text) and not _NESTED.search(text.split(None, 1)[-1]))
+    rest = text.split(None, 1)[-1]
+    nested = any(p.search(rest) for p in (_NESTED, _REDUCED, _PARTICIPLE))
+    return not (_IDENTIFYING.match(text) and not nested)

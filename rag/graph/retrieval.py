@@ -74,6 +74,10 @@ STAGES = ("vector", "keyword", GRAPH)
 PASSAGE_CANDIDATES = 20
 PASSAGE_NODES = 6
 PASSAGE_SHARE = 0.15
+PASSAGE_POWER = 2.0
+# How far the walk goes from a candidate passage's entities (their units are read whatever it
+# is: passage -> entity -> passage is the hop a dense first hop needs).
+PASSAGE_HOPS = 0
 # A unit's graph score: its PageRank mass relative to the best unit's, mixed with its cosine
 # similarity to the query by this weight.
 SIMILARITY_WEIGHT = 0.2
@@ -86,11 +90,15 @@ HUB_MIN_MENTIONS = 50
 # similarity, times this when the query named some node (names first: the embedding's
 # neighbours are often other documents' phrases).
 EMBEDDING_SEED_WEIGHT = 0.1
+# Whether key phrases (concept nodes) found by embedding seed a query that named a node.
+EMBEDDING_CONCEPTS_WITH_NAMES = True
 # A relation-chain question (``rag.graph.gate.needs_hop``): the node it names is where the
 # chain starts. This share of a named seed's restart moves to its neighbours (the bridge), and
 # the passages that mention a named seed (the first hop) count this much of their score.
 CHAIN_SHIFT = 0.7
 CHAIN_FIRST_HOP = 0.3
+# The bridge's weight from the edge alone, next to the candidate passages naming both.
+CHAIN_EDGE_PRIOR = 0.1
 
 
 @dataclass(frozen=True)
@@ -298,10 +306,15 @@ def seed_nodes(
             [[i for i, _ in kept]],
         )
         names = {row[0]: row[1:] for row in cursor.fetchall()}
+    named = [f" {name_key(s.name)} " for s in seeds]
     for node_id, similarity in kept:
         if len(seeds) >= MAX_SEED_NODES:
             break
         if node_id not in names or _junk(names[node_id][2]):
+            continue
+        if any(key in f" {names[node_id][2]} " for key in named):
+            continue  # a named node's n-gram ("selma jessley lives"): the name seeds already
+        if named and not EMBEDDING_CONCEPTS_WITH_NAMES and names[node_id][1] == "concept":
             continue
         name, entity_type, _, mentions = names[node_id]
         seeds.append(Seed(node_id, name, entity_type, similarity, "embedding", mentions or 0))
@@ -337,6 +350,8 @@ def _walk(
     by_passage = {s.node_id for s in seeds if s.match == "passage"}
 
     def walkable(node: Reach) -> bool:
+        if node.seed_id in by_passage and node.hops >= PASSAGE_HOPS:
+            return False  # a candidate passage's entity: its units are read, its edges not
         return expand_below is None or node.mention_count < expand_below
 
     frontier = sorted((n for n in reached if walkable(reached[n])), key=lambda n: -reached[n].score)
@@ -617,6 +632,18 @@ def _unit_rows(
     return [(n, u, float(s)) for n, u, s, _ in rows if n is not None], similarity
 
 
+def _passage_weights(candidates: Mapping[int, float]) -> dict[int, float]:
+    """The candidates' weights in the reset vector: their scores between the last's and the
+    best's (min-max), to the power ``PASSAGE_POWER`` (a flat list of fused scores would
+    spread the restart over every candidate alike)."""
+    if not candidates:
+        return {}
+    high, low = max(candidates.values()), min(candidates.values())
+    if high <= low:
+        return dict.fromkeys(candidates, 1.0)
+    return {u: ((s - low) / (high - low)) ** PASSAGE_POWER for u, s in candidates.items()}
+
+
 def _ppr_hits(
     seeds: Sequence[Seed],
     reached: dict[int, Reach],
@@ -665,12 +692,25 @@ def _ppr_hits(
     if size == 0:
         return []
     named = {s.node_id for s in seeds if s.match in ("name", "alias")}
+    passage_weight = _passage_weights(candidates)
+    # On a chain question, the bridge: the named seed's neighbours, each by the candidate
+    # passages that name both (their weight x the neighbour's salience there), plus a little
+    # by the edge joining them.
     neighbours: dict[int, dict[int, float]] = {}
-    for a, b, relation, w in edges:
-        for one, other in ((a, b), (b, a)):
-            if one in named and other in reached and other not in named:
-                strength = ppr.edge_weight(relation, w) * spec[other]
-                neighbours.setdefault(one, {})[other] = strength
+    if chain and named:
+        for a, b, relation, w in edges:
+            for one, other in ((a, b), (b, a)):
+                if one in named and other in reached and other not in named:
+                    prior = CHAIN_EDGE_PRIOR * ppr.edge_weight(relation, w) * spec[other]
+                    found = neighbours.setdefault(one, {})
+                    found[other] = max(found.get(other, 0.0), prior)
+        for unit_id, weight_p in passage_weight.items():
+            nodes = mentions.get(unit_id, [])
+            for seed_id in {n for n, _ in nodes} & named:
+                for other, w in nodes:
+                    if other not in named:
+                        found = neighbours.setdefault(seed_id, {})
+                        found[other] = found.get(other, 0.0) + weight_p * w
     seed_weights: dict[int, float] = {}
     for seed in seeds:
         if seed.node_id in named:
@@ -678,7 +718,7 @@ def _ppr_hits(
         else:
             strength = max(0.0, seed.similarity) * (EMBEDDING_SEED_WEIGHT if named else 1.0)
         weight_of = strength * max(spec.get(seed.node_id, 0.0), 1e-3)
-        bridge = neighbours.get(seed.node_id, {}) if chain else {}
+        bridge = neighbours.get(seed.node_id, {})
         total = sum(bridge.values())
         if total > 0:
             for other, w in bridge.items():
@@ -687,7 +727,7 @@ def _ppr_hits(
             weight_of *= 1 - CHAIN_SHIFT
         i = at("n", seed.node_id)
         seed_weights[i] = seed_weights.get(i, 0.0) + weight_of
-    passages = {at("u", u): s for u, s in candidates.items() if u in similarity and s > 0}
+    passages = {at("u", u): w for u, w in passage_weight.items() if u in similarity and w > 0}
     reset = ppr.reset_vector(len(index), seed_weights, passages, PASSAGE_SHARE)
     mass = ppr.personalized_pagerank(
         len(index), np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64),

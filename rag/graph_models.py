@@ -46,6 +46,34 @@ class GraphMention(models.Model):
         return f"node {self.node_id} in {self.space} {self.unit_id}"
 
 
+class GraphRelationMention(models.Model):
+    """A typed edge stated by one unit of a search space: the relations an extractor found in a
+    unit's text (``rag.services.graph_index``) are edges, each with the units stating it, so
+    that indexing a unit again or deleting it takes back what it stated (an extracted edge no
+    unit states any more is deleted; its weight is the number of units stating it). Derived,
+    in bulk like ``GraphMention``: the database cascades the edge's deletion (migration)."""
+
+    pk = models.CompositePrimaryKey("edge_id", "space", "unit_id")
+    account = models.ForeignKey(
+        Account, on_delete=models.DO_NOTHING, related_name="+", db_index=False
+    )
+    edge = models.ForeignKey(
+        "rag.GraphEdge", on_delete=models.DO_NOTHING, related_name="+", db_index=False
+    )
+    space = models.CharField(max_length=40)
+    scope_id = models.BigIntegerField()
+    unit_id = models.BigIntegerField()
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["space", "unit_id"], name="graph_relmention_unit"),
+            models.Index(fields=["space", "scope_id"], name="graph_relmention_scope"),
+        ]
+
+    def __str__(self) -> str:
+        return f"edge {self.edge_id} in {self.space} {self.unit_id}"
+
+
 class GraphCommunity(TimeStampedModel):
     """A community of an account's graph found by Leiden at one ``level`` (0: the whole graph;
     level n + 1 splits each community of level n), with its members and a summary."""

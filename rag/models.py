@@ -483,3 +483,4 @@ from rag.graph_models import (  # noqa: E402 - models of the graph built from te
 )
 from rag.graph_models import GraphCommunityMember as GraphCommunityMember  # noqa: E402
 from rag.graph_models import GraphMention as GraphMention  # noqa: E402
+from rag.graph_models import GraphRelationMention as GraphRelationMention  # noqa: E402

@@ -16,7 +16,7 @@ from core.actors import Actor
 from memory.context_access import require_writable
 from memory.models import MemoryContext, MemoryEntry
 from memory.spaces import MEMORY_ENTRIES
-from rag.graph.entities import Entity, TextEntities, text_entities
+from rag.graph.entities import Entity, TextEntities, document_entities
 from rag.services.graph_build import units_extract
 from rag.services.graph_index import IndexOutcome, UnitEntities, mentions_replace
 
@@ -38,9 +38,19 @@ def entries_graph_index(
     for start in range(0, len(entries), BATCH):
         batch = entries[start : start + BATCH]
         if use_model:
-            found, _ = units_extract([(e.pk, e.content) for e in batch], known_names=names)
+            found, _ = units_extract(
+                [(e.pk, e.content) for e in batch],
+                known_names=names,
+                groups=[[e.pk for e in batch]],
+                pronouns_across_units=False,
+            )
         else:
-            found = {e.pk: text_entities(e.content, known_names=names) for e in batch}
+            # The batch read together: a surname joins the full name another entry wrote;
+            # a pronoun stands for a name of its own entry only.
+            extracted = document_entities(
+                [e.content for e in batch], known_names=names, pronouns_across_units=False
+            )
+            found = {e.pk: one for e, one in zip(batch, extracted, strict=True)}
         units = []
         for entry in batch:
             text = found.get(entry.pk, TextEntities())

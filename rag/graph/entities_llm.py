@@ -1,8 +1,21 @@
 """Entities and relations of text units by a model (OpenAI-compatible, through ``core.llm``):
 numbered passages in, JSON out: each entity (name, type, aliases, the passages mentioning it,
 in the order of its importance) and the relations between them (source, snake_case type,
-target, passages). A reply that does not hold raises ``InvalidJSONError`` and the caller falls
-back to the offline extractor (``rag.graph.entities``) for those units."""
+target, passages). A reply whose shape does not hold (not lists, an entity or relation that is
+not an object, passages that were never given) raises ``InvalidJSONError`` and the caller
+falls back to the offline extractor (``rag.graph.entities``) for those units.
+
+What the model says is checked and normalised, item by item:
+
+- an entity type outside the list is mapped by its meaning ("organization", "company" ->
+  organisation; "location", "city" -> place), else it is a concept;
+- a relation type is snake_case; one the offline dictionary knows, in any voice, is named and
+  directed as the offline extractor would ("run_by" from the library to Lind is ``leads`` from
+  Lind to the library, ``rag.graph.relation_patterns``), so both extractors make one edge;
+- a relation whose end the model did not list as an entity gets that end as an entity of the
+  relation's passages (an edge needs both nodes); a relation citing no passage is given the
+  passages that mention both ends; a relation with an empty end or to itself is dropped.
+"""
 
 from __future__ import annotations
 
@@ -17,10 +30,16 @@ from rag.graph.entities import (
     ENTITY_TYPES,
     MAX_ENTITIES_PER_UNIT,
     MAX_NAME_CHARS,
+    ORGANISATION,
+    PERSON,
+    PLACE,
+    TERM,
     Entity,
     Relation,
     TextEntities,
+    name_key,
 )
+from rag.graph.relation_patterns import is_symmetric, relation_between
 
 INPUT_CHARS = 12_000
 MAX_ENTITIES = 150
@@ -69,6 +88,59 @@ SYSTEM = (
 )
 
 
+# Entity types a model may say for the ones we keep.
+_TYPE_SYNONYMS = {
+    "organization": ORGANISATION,
+    "org": ORGANISATION,
+    "company": ORGANISATION,
+    "institution": ORGANISATION,
+    "business": ORGANISATION,
+    "group": ORGANISATION,
+    "team": ORGANISATION,
+    "location": PLACE,
+    "city": PLACE,
+    "country": PLACE,
+    "region": PLACE,
+    "gpe": PLACE,
+    "loc": PLACE,
+    "people": PERSON,
+    "human": PERSON,
+    "per": PERSON,
+    "acronym": TERM,
+    "technical_term": TERM,
+    "gene": TERM,
+    "protein": TERM,
+}
+
+
+def entity_type_of(value: object) -> str:
+    """A model's entity type as one of ``ENTITY_TYPES`` (by meaning; concept otherwise)."""
+    if not isinstance(value, str):
+        return CONCEPT
+    kind = "_".join(re.findall(r"[a-z0-9]+", value.lower()))
+    if kind in ENTITY_TYPES:
+        return kind
+    return _TYPE_SYNONYMS.get(kind, CONCEPT)
+
+
+def relation_of(source: str, kind: str, target: str) -> Relation | None:
+    """A model's relation, named and directed as the offline dictionary names it when it
+    knows the type ("run_by", "is located in"), else its snake_case type; None when it
+    names no type or joins a name to itself."""
+    words = re.findall(r"[a-z0-9']+", kind.lower())
+    relation_type = "_".join(words)[:100]
+    if not relation_type or name_key(source) == name_key(target):
+        return None
+    found = relation_between(words) if len(words) <= 6 else None
+    if found is not None and found.canonical:
+        relation_type = found.relation_type
+        if found.reverse:
+            source, target = target, source
+    if is_symmetric(relation_type) and name_key(target) < name_key(source):
+        source, target = target, source
+    return Relation(source=source, target=target, relation_type=relation_type)
+
+
 def batches(texts: Sequence[tuple[int, str]]) -> list[list[tuple[int, str]]]:
     """Units in batches whose passages fit one call (``INPUT_CHARS``)."""
     out: list[list[tuple[int, str]]] = [[]]
@@ -94,46 +166,74 @@ def extract(provider: LLMProvider, units: Sequence[tuple[int, str]]) -> dict[int
     raw_relations = answer.get("relations")
     if not isinstance(raw_entities, list) or not isinstance(raw_relations, list):
         raise InvalidJSONError("entities and relations must be lists")
+    mentioned: dict[str, set[int]] = {}  # an entity's key -> the passages naming it
     for entity in raw_entities[:MAX_ENTITIES]:
         if not isinstance(entity, dict):
             raise InvalidJSONError("an entity must be an object")
-        kind = entity.get("type")
-        kind = kind if kind in ENTITY_TYPES else CONCEPT
+        kind = entity_type_of(entity.get("type"))
         aliases = entity.get("aliases") or []
         if not isinstance(aliases, list):
             raise InvalidJSONError("aliases must be a list")
         name = reply_text(entity.get("name"), "an entity's name", MAX_NAME_CHARS)
+        cleaned = tuple(
+            " ".join(a.split())[:MAX_NAME_CHARS]
+            for a in aliases
+            if isinstance(a, str) and a.strip()
+        )
         for number in reply_numbers(entity.get("passages"), "passages", known):
-            unit = found[numbered[number]]
-            if len(unit.entities) >= MAX_ENTITIES_PER_UNIT:
-                continue
-            rank = len(unit.entities)
-            unit.entities.append(
-                Entity(
-                    name=name,
-                    entity_type=kind,
-                    salience=round(1.0 / (1 + 0.25 * rank), 4),
-                    aliases=tuple(
-                        " ".join(a.split())[:MAX_NAME_CHARS]
-                        for a in aliases
-                        if isinstance(a, str) and a.strip()
-                    ),
-                )
+            mentioned.setdefault(name_key(name), set()).add(number)
+            for alias in cleaned:
+                mentioned.setdefault(name_key(alias), set()).add(number)
+            _entity_add(
+                found[numbered[number]], Entity(name=name, entity_type=kind, aliases=cleaned)
             )
     for relation in raw_relations[:MAX_RELATIONS]:
         if not isinstance(relation, dict):
             raise InvalidJSONError("a relation must be an object")
-        made = Relation(
-            source=reply_text(relation.get("source"), "a relation's source", MAX_NAME_CHARS),
-            target=reply_text(relation.get("target"), "a relation's target", MAX_NAME_CHARS),
-            relation_type="_".join(
-                re.findall(
-                    r"[a-z0-9]+",
-                    reply_text(relation.get("type"), "a relation's type", MAX_NAME_CHARS).lower(),
-                )
-            )[:100]
-            or "related_to",
+        source, target, kind = (relation.get(k) for k in ("source", "target", "type"))
+        if not all(isinstance(v, str) and v.strip() for v in (source, target, kind)):
+            continue  # an incomplete relation: dropped, the rest kept
+        made = relation_of(
+            reply_text(source, "a relation's source", MAX_NAME_CHARS),
+            reply_text(kind, "a relation's type", MAX_NAME_CHARS),
+            reply_text(target, "a relation's target", MAX_NAME_CHARS),
         )
-        for number in reply_numbers(relation.get("passages"), "passages", known):
-            found[numbered[number]].relations.append(made)
+        if made is None:
+            continue
+        numbers = reply_numbers(relation.get("passages") or [], "passages", known)
+        if not numbers:  # no passage cited: those naming both ends
+            both = mentioned.get(name_key(made.source), set()) & mentioned.get(
+                name_key(made.target), set()
+            )
+            numbers = sorted(both)
+        for number in numbers:
+            unit = found[numbered[number]]
+            for end in (made.source, made.target):  # an end the model did not list
+                if not any(_names(e, end) for e in unit.entities):
+                    _entity_add(unit, Entity(name=end, entity_type=CONCEPT))
+            if made not in unit.relations:
+                unit.relations.append(made)
     return found
+
+
+def _names(entity: Entity, name: str) -> bool:
+    key = name_key(name)
+    return name_key(entity.name) == key or any(name_key(a) == key for a in entity.aliases)
+
+
+def _entity_add(unit: TextEntities, entity: Entity) -> None:
+    """An entity of a unit, ranked after those already there (at most
+    ``MAX_ENTITIES_PER_UNIT``; one per name)."""
+    if len(unit.entities) >= MAX_ENTITIES_PER_UNIT or any(
+        _names(e, entity.name) for e in unit.entities
+    ):
+        return
+    rank = len(unit.entities)
+    unit.entities.append(
+        Entity(
+            name=entity.name,
+            entity_type=entity.entity_type,
+            salience=round(1.0 / (1 + 0.25 * rank), 4),
+            aliases=entity.aliases,
+        )
+    )

@@ -13,7 +13,7 @@ from django.db.models import F, QuerySet
 
 from core.llm import LLMError, get_llm_provider
 from rag.graph import entities_llm
-from rag.graph.entities import TextEntities, text_entities
+from rag.graph.entities import TextEntities, document_entities
 from rag.models import Chunk, Document, KnowledgeBase
 from rag.services.graph_index import IndexOutcome, UnitEntities, mentions_replace
 from rag.spaces import CHUNKS, SearchSpace
@@ -32,15 +32,22 @@ def extraction_method() -> str:
 
 
 def units_extract(
-    texts: Sequence[tuple[int, str]], *, known_names: Iterable[str] = ()
+    texts: Sequence[tuple[int, str]],
+    *,
+    known_names: Iterable[str] = (),
+    groups: Sequence[Sequence[int]] | None = None,
+    pronouns_across_units: bool = True,
 ) -> tuple[dict[int, TextEntities], str]:
     """The entities of each unit (``(unit id, text)``): the model's, batch by batch, falling
     back to the offline extractor for a batch whose call fails or whose answer does not hold;
-    offline when no model is configured. Returns them by unit id, and the methods used."""
+    offline when no model is configured. ``groups``: the unit ids read together offline (a
+    document's chunks in order: aliases and pronouns resolve across them,
+    ``rag.graph.entities.document_entities``); None: each unit alone. Returns the entities by
+    unit id, and the methods used."""
     names = list(known_names)
     provider = get_llm_provider()
     if provider.model_id.startswith("offline:"):
-        return {u: text_entities(t, known_names=names) for u, t in texts}, "offline"
+        return _offline(texts, names, groups, pronouns_across_units), "offline"
     found: dict[int, TextEntities] = {}
     methods: set[str] = set()
     for batch in entities_llm.batches(texts):
@@ -49,9 +56,31 @@ def units_extract(
             methods.add(f"llm:{provider.model_id}")
         except LLMError as exc:
             logger.warning("graph extraction: the model failed (%s); extracting offline", exc)
-            found.update({u: text_entities(t, known_names=names) for u, t in batch})
+            found.update(_offline(batch, names, groups, pronouns_across_units))
             methods.add("offline")
     return found, " + ".join(sorted(methods)) or "offline"
+
+
+def _offline(
+    texts: Sequence[tuple[int, str]],
+    names: list[str],
+    groups: Sequence[Sequence[int]] | None,
+    pronouns_across_units: bool,
+) -> dict[int, TextEntities]:
+    text_of = dict(texts)
+    found: dict[int, TextEntities] = {}
+    for group in groups if groups is not None else [[u] for u, _ in texts]:
+        ids = [u for u in group if u in text_of]
+        extracted = document_entities(
+            [text_of[u] for u in ids],
+            known_names=names,
+            pronouns_across_units=pronouns_across_units,
+        )
+        found.update(zip(ids, extracted, strict=True))
+    for unit_id, text in texts:  # a unit of no group: alone
+        if unit_id not in found:
+            found[unit_id] = document_entities([text], known_names=names)[0]
+    return found
 
 
 def units_index(
@@ -61,19 +90,34 @@ def units_index(
     units: Sequence[tuple[int, int, str]],
     known_names: Iterable[str] = (),
     origin: str = "",
+    groups: Sequence[Sequence[int]] | None = None,
 ) -> IndexOutcome:
-    """Extract and index the entities of units (``(unit id, scope id, text)``) of a space."""
+    """Extract and index the entities of units (``(unit id, scope id, text)``) of a space;
+    ``groups``: the unit ids read together (``units_extract``), each kept in one batch."""
     total = IndexOutcome()
     names = list(known_names)
-    for start in range(0, len(units), INDEX_BATCH):
-        batch = units[start : start + INDEX_BATCH]
-        scopes = {unit_id: scope_id for unit_id, scope_id, _ in batch}
-        found, method = units_extract([(u, t) for u, _, t in batch], known_names=names)
+    scope_of = {unit_id: scope_id for unit_id, scope_id, _ in units}
+    text_of = {unit_id: text for unit_id, _, text in units}
+    batches: list[list[list[int]]] = [[]]
+    size = 0
+    for group in groups if groups is not None else [[u] for u, _, _ in units]:
+        if batches[-1] and size + len(group) > INDEX_BATCH:
+            batches.append([])
+            size = 0
+        batches[-1].append([u for u in group if u in scope_of])
+        size += len(group)
+    for batch in batches:
+        ids = [u for group in batch for u in group]
+        if not ids:
+            continue
+        found, method = units_extract(
+            [(u, text_of[u]) for u in ids], known_names=names, groups=batch
+        )
         outcome = mentions_replace(
             account_id=account_id,
             space=space,
             units=[
-                UnitEntities(u, scopes[u], found[u].entities, found[u].relations) for u in scopes
+                UnitEntities(u, scope_of[u], found[u].entities, found[u].relations) for u in ids
             ],
             origin=origin or method,
         )
@@ -93,12 +137,20 @@ def documents_graph_index(*, document_ids: Sequence[int]) -> IndexOutcome:
     )
     for account_id in sorted({account for _, account, _ in documents}):
         ids = [pk for pk, account, _ in documents if account == account_id]
-        rows = list(
+        chunks = list(
             Chunk.objects.filter(document_id__in=ids, account_id=account_id)
             .order_by("document_id", "position")
-            .values_list("id", "knowledge_base_id", "text")
+            .values_list("id", "knowledge_base_id", "text", "document_id")
         )
-        outcome = units_index(account_id=account_id, space=CHUNKS, units=rows)
+        groups: dict[int, list[int]] = {}
+        for chunk_id, _, _, document_id in chunks:
+            groups.setdefault(document_id, []).append(chunk_id)
+        outcome = units_index(
+            account_id=account_id,
+            space=CHUNKS,
+            units=[(chunk_id, kb_id, text) for chunk_id, kb_id, text, _ in chunks],
+            groups=list(groups.values()),
+        )
         total.add(outcome)
     marked = [(pk, at) for pk, _, at in documents if at is not None]
     if marked:

@@ -13,7 +13,13 @@ built from text"):
   recomputes, for every node whose mentions changed, its ``mention_count`` and its
   ``co_occurs`` edges from the mentions themselves (weights are counts of shared units, never
   increments);
-- relations an extractor names (the LLM's) become edges of their type, kept once;
+- relations an extractor names (the offline one's, ``rag.graph.relation_patterns``, or the
+  LLM's) become edges of their type, once per pair, type and source, each with the units
+  stating it (``GraphRelationMention``): an extracted edge weighs the number of units stating
+  it, and indexing a unit again, or deleting it, takes back what it stated (an extracted edge
+  no unit states any more is deleted; edges written through the graph API are never touched);
+- the aliases an extractor brings for an existing node's entity ("Lind" for "Jonas Lind") are
+  added to the node (re-indexed, re-embedded) when the node is of the same source;
 - derived data keeps the visibility of its source (``rag.visibility``): a node made from a
   unit of a private scope (a memory context) records that scope, an entity merges into a node
   by an alias only when that node is account-wide or of the same scope (an alias is what a
@@ -32,7 +38,7 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from django.db import connection, transaction
@@ -120,16 +126,42 @@ def nodes_resolve(
     wanted: dict[str, Entity] = {}
     for entity in entities:
         key = name_key(entity.name)
-        if key and key not in wanted:
+        if not key:
+            continue
+        if key not in wanted:
             wanted[key] = entity
-    alias_of = {name_key(a): key for key, e in wanted.items() for a in e.aliases if name_key(a)}
+        elif entity.aliases:  # one name's aliases from every unit that gives some
+            aliases = tuple(dict.fromkeys([*wanted[key].aliases, *entity.aliases]))
+            wanted[key] = replace(wanted[key], aliases=aliases)
+    owners: dict[str, set[str]] = {}
+    for key, entity in wanted.items():
+        for alias in entity.aliases:
+            if name_key(alias) not in ("", key):
+                owners.setdefault(name_key(alias), set()).add(key)
+    alias_of = {alias: next(iter(keys)) for alias, keys in owners.items() if len(keys) == 1}
     known = _existing(account_id, [*wanted, *alias_of], source)
     resolved = {key: known[key] for key in wanted if key in known}
     for alias, key in alias_of.items():
         if key not in resolved and alias in known:
             resolved[key] = known[alias]
+    via_alias = {key for key in resolved if key not in known}
+    # An entity named by another one's alias in this batch ("Eckner", "Dr. Eckner" in one
+    # document, "Daria Eckner" with the alias "Eckner" in another) is that entity's node.
+    merged = {
+        key: alias_of[key]
+        for key in wanted
+        if key not in resolved and key in alias_of and alias_of[key] in wanted
+    }
+    for key, into in merged.items():
+        extra = [wanted[key].name, *wanted[key].aliases]
+        aliases = tuple(dict.fromkeys([*wanted[into].aliases, *extra]))
+        wanted[into] = replace(wanted[into], aliases=aliases)
+    for key in merged:
+        wanted.pop(key)
+    _aliases_add(account_id, wanted, resolved, source, via_alias)
     missing = [key for key in wanted if key not in resolved]
     if not missing:
+        resolved.update({key: resolved[into] for key, into in merged.items() if into in resolved})
         return resolved, 0
     texts = [
         graph_node_text(name=wanted[k].name, aliases=wanted[k].aliases, description="")
@@ -190,7 +222,60 @@ def nodes_resolve(
             GraphScope.objects.filter(pk=scope.pk).update(node_count=count, total_terms=total)
         for node, _ in new:
             resolved[node.name_key] = node.pk
+    resolved.update({key: resolved[into] for key, into in merged.items() if into in resolved})
     return resolved, created
+
+
+def _aliases_add(
+    account_id: int,
+    wanted: dict[str, Entity],
+    resolved: dict[str, int],
+    source: Source,
+    via_alias: set[str],
+) -> None:
+    """Give existing nodes the aliases their entities bring ("Lind" and "Dr. Lind" for
+    "Jonas Lind", found in a later document), re-indexed and re-embedded; only a node of the
+    same source (an alias a private source gave is not shown through an account-wide node)."""
+    from rag.services.graph import _index, _scope_locked
+
+    brought: dict[int, list[str]] = {}
+    for key, entity in wanted.items():
+        if key in resolved and (entity.aliases or key in via_alias):
+            # Its name too when it found the node by an alias ("Daria Eckner" joining the
+            # node "Eckner" a document that wrote the surname alone made).
+            brought.setdefault(resolved[key], []).extend([entity.name, *entity.aliases])
+    if not brought:
+        return
+    changed: list[tuple[GraphNode, list[str]]] = []
+    for node in GraphNode.objects.filter(account_id=account_id, pk__in=list(brought)).only(
+        "id", "name", "aliases", "description", "name_key", "alias_keys", "derived_space",
+        "derived_scope_id",
+    ):  # fmt: skip
+        if (node.derived_space, node.derived_scope_id) != (source.space, source.scope_id):
+            continue
+        keys = _keys_of(node)
+        new = []
+        for alias in brought[node.pk]:
+            key = name_key(alias)
+            if key and key not in keys:
+                keys.add(key)
+                new.append(" ".join(alias.split())[:500])
+        if new and len(node.aliases) < 100:
+            changed.append((node, [*node.aliases, *new][:100]))
+    if not changed:
+        return
+    provider = get_embedding_provider()
+    vectors = provider.embed_documents(
+        [graph_node_text(name=n.name, aliases=a, description=n.description) for n, a in changed]
+    )  # outside any transaction
+    with transaction.atomic():
+        scope = _scope_locked(account_id)
+        for (node, aliases), vector in zip(changed, vectors, strict=True):
+            GraphNode.objects.filter(pk=node.pk).update(
+                aliases=aliases, alias_keys=[k for k in dict.fromkeys(map(name_key, aliases)) if k]
+            )
+            node.aliases = aliases
+            _index(scope, node, vector)
 
 
 def _prune(cursor: Any, space: SearchSpace, scope_ids: Sequence[int]) -> set[int]:
@@ -201,6 +286,20 @@ def _prune(cursor: Any, space: SearchSpace, scope_ids: Sequence[int]) -> set[int
         WHERE m.space = %s AND m.scope_id = ANY(%s)
           AND NOT EXISTS (SELECT FROM {space.unit_table} u WHERE u.id = m.unit_id)
         RETURNING m.node_id
+        """,  # noqa: S608 - the table name is code
+        [space.name, list(scope_ids)],
+    )
+    return {row[0] for row in cursor.fetchall()}
+
+
+def _relations_prune(cursor: Any, space: SearchSpace, scope_ids: Sequence[int]) -> set[int]:
+    """Forget the relation mentions of units gone from these scopes; the edges they named."""
+    cursor.execute(
+        f"""
+        DELETE FROM rag_graphrelationmention m
+        WHERE m.space = %s AND m.scope_id = ANY(%s)
+          AND NOT EXISTS (SELECT FROM {space.unit_table} u WHERE u.id = m.unit_id)
+        RETURNING m.edge_id
         """,  # noqa: S608 - the table name is code
         [space.name, list(scope_ids)],
     )
@@ -272,7 +371,15 @@ def mentions_replace(
             outcome.mentions = cursor.rowcount
         touched |= {node_id for node_id, _ in rows}
         outcome.nodes_touched = len(touched)
-        outcome.edges = _relations_write(cursor, account_id, space, units, resolved, origin)
+        cursor.execute(
+            "DELETE FROM rag_graphrelationmention WHERE space = %s AND unit_id = ANY(%s) "
+            "RETURNING edge_id",
+            [space.name, unit_ids],
+        )
+        edges = {row[0] for row in cursor.fetchall()}
+        edges |= _relations_prune(cursor, space, sorted({unit.scope_id for unit in units}))
+        outcome.edges, stated = _relations_write(cursor, account_id, space, units, resolved, origin)
+        edges_refresh(cursor, sorted(edges | stated))
         nodes_refresh(cursor, account_id, sorted(touched))
     return outcome
 
@@ -284,33 +391,48 @@ def _relations_write(
     units: Sequence[UnitEntities],
     resolved: dict[str, int],
     origin: str,
-) -> int:
-    """The relations the extractor named, as edges of their type (kept once per source)."""
-    edges: dict[tuple[int, int, str, str, int | None], None] = {}
+) -> tuple[int, set[int]]:
+    """The relations the extractor named, as edges of their type (one per pair, type and
+    source), each with the units stating it (``GraphRelationMention``): (edges made, the ids
+    of the edges stated). A relation's end may be named by an entity's alias."""
+    stated: dict[tuple[int, int, str, str, int | None], set[tuple[int, int]]] = {}
     for unit in units:
         where = source_of(space.name, unit.scope_id)
+        by_alias = {
+            name_key(alias): name_key(entity.name)
+            for entity in unit.entities
+            for alias in entity.aliases
+        }
         for relation in unit.relations:
-            source = resolved.get(name_key(relation.source))
-            target = resolved.get(name_key(relation.target))
+            ends = []
+            for name in (relation.source, relation.target):
+                key = name_key(name)
+                ends.append(resolved.get(key) or resolved.get(by_alias.get(key, "")))
+            source, target = ends
             kind = relation.relation_type.strip()[:100]
             if source and target and source != target and kind and kind != COOCCURS:
-                edges[(source, target, kind, where.space, where.scope_id)] = None
-    if not edges:
-        return 0
-    keys = list(edges)
+                stated.setdefault((source, target, kind, where.space, where.scope_id), set()).add(
+                    (unit.scope_id, unit.unit_id)
+                )
+    if not stated:
+        return 0, set()
+    keys = list(stated)
     cursor.execute(
         """
         INSERT INTO rag_graphedge (account_id, source_id, target_id, relation_type, weight,
             confidence, bidirectional, metadata, created_at, updated_at, derived_space,
             derived_scope_id)
-        SELECT %s, t.s, t.t, t.r, 1.0, 0.5, false, %s::jsonb, now(), now(), t.space, t.scope
+        SELECT %s, t.s, t.t, t.r, 0.0, 0.5, false, %s::jsonb, now(), now(), t.space, t.scope
         FROM unnest(%s::bigint[], %s::bigint[], %s::varchar[], %s::varchar[], %s::bigint[])
             AS t(s, t, r, space, scope)
-        ON CONFLICT ON CONSTRAINT graph_edge_unique DO NOTHING
+        ON CONFLICT ON CONSTRAINT graph_edge_unique
+        DO UPDATE SET relation_type = EXCLUDED.relation_type
+        RETURNING id, (xmax = 0), source_id, target_id, relation_type, derived_space,
+            derived_scope_id
         """,
         [
             account_id,
-            json.dumps({"extracted_from": origin} if origin else {}),
+            json.dumps({"extracted_from": origin or "text"}),
             [k[0] for k in keys],
             [k[1] for k in keys],
             [k[2] for k in keys],
@@ -318,7 +440,48 @@ def _relations_write(
             [k[4] for k in keys],
         ],
     )
-    return int(cursor.rowcount)
+    made = 0
+    rows: list[tuple[int, int, int]] = []  # edge, scope, unit
+    for edge_id, inserted, s, t, r, dspace, dscope in cursor.fetchall():
+        made += bool(inserted)
+        rows.extend((edge_id, scope, unit) for scope, unit in stated[(s, t, r, dspace, dscope)])
+    cursor.execute(
+        """
+        INSERT INTO rag_graphrelationmention (account_id, edge_id, space, scope_id, unit_id)
+        SELECT %s, t.e, %s, t.scope, t.unit
+        FROM unnest(%s::bigint[], %s::bigint[], %s::bigint[]) AS t(e, scope, unit)
+        ON CONFLICT DO NOTHING
+        """,
+        [account_id, space.name, [r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows]],
+    )
+    return made, {r[0] for r in rows}
+
+
+def edges_refresh(cursor: Any, edge_ids: Sequence[int]) -> None:
+    """Extracted edges (``metadata.extracted_from``) weigh the number of units stating them;
+    one that no unit states any more is deleted. Edges written through the graph API keep
+    their weight and stay."""
+    if not edge_ids:
+        return
+    edges = list(edge_ids)
+    cursor.execute(
+        """
+        UPDATE rag_graphedge e SET weight = c.n, updated_at = now()
+        FROM (SELECT edge_id, count(*)::float8 AS n FROM rag_graphrelationmention
+              WHERE edge_id = ANY(%s) GROUP BY edge_id) c
+        WHERE e.id = c.edge_id AND e.metadata ->> 'extracted_from' IS NOT NULL
+          AND e.weight IS DISTINCT FROM c.n
+        """,
+        [edges],
+    )
+    cursor.execute(
+        """
+        DELETE FROM rag_graphedge e
+        WHERE e.id = ANY(%s) AND e.metadata ->> 'extracted_from' IS NOT NULL
+          AND NOT EXISTS (SELECT FROM rag_graphrelationmention m WHERE m.edge_id = e.id)
+        """,
+        [edges],
+    )
 
 
 def nodes_refresh(cursor: Any, account_id: int, node_ids: Sequence[int]) -> None:
@@ -402,6 +565,7 @@ def mentions_forget(*, space: SearchSpace, scope_ids: Sequence[int]) -> int:
     nodes they named; how many nodes were touched."""
     with transaction.atomic(), connection.cursor() as cursor:
         touched = _prune(cursor, space, scope_ids)
+        edges_refresh(cursor, sorted(_relations_prune(cursor, space, scope_ids)))
         by_account: dict[int, list[int]] = defaultdict(list)
         for node_id, account_id in GraphNode.objects.filter(pk__in=touched).values_list(
             "id", "account_id"

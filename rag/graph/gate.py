@@ -90,3 +90,32 @@ def needs_hop(query: str) -> bool:
     rest = text.split(None, 1)[-1]
     nested = any(p.search(rest) for p in (_NESTED, _REDUCED, _PARTICIPLE))
     return not (_IDENTIFYING.match(text) and not nested)
+
+
+_TRAILING = frozenset(
+    ["in", "at", "on", "to", "for", "with", "from", "into", "of", "by", "as", "the", "a", "an"]
+)
+
+
+def _core(form: str) -> str:
+    """A relation's form without its trailing prepositions ("born in" -> "born")."""
+    words = form.split()
+    while words and words[-1] in _TRAILING:
+        words.pop()
+    return " ".join(words)
+
+
+def query_relations(query: str) -> frozenset[str]:
+    """The canonical relation types (``rag.graph.relation_patterns.CANONICAL``) whose verbs,
+    participles, role nouns or phrases the query uses, trailing prepositions aside ("Where was
+    the founder of X raised?": founded, grew_up_in): typed edges of those types lead the walk."""
+    from rag.graph.relation_patterns import CANONICAL
+
+    text = " " + " ".join(re.findall(r"[a-z][a-z'-]*", query.casefold())) + " "
+    found = set()
+    for relation in CANONICAL:
+        forms = (*relation.active, *relation.passive, *relation.roles, *relation.phrases)
+        cores = {_core(form) for form in forms}
+        if any(len(core) > 2 and f" {core} " in text for core in cores):
+            found.add(relation.name)
+    return frozenset(found)

@@ -45,7 +45,7 @@ from core.errors import ValidationFailed
 from rag.analysis import FUNCTION_WORDS, STOP_WORDS
 from rag.graph import ppr
 from rag.graph.entities import name_key
-from rag.graph.gate import needs_hop
+from rag.graph.gate import needs_hop, query_relations
 from rag.models import GraphScope
 from rag.search import (
     RankedHit,
@@ -95,10 +95,17 @@ EMBEDDING_CONCEPTS_WITH_NAMES = True
 # A relation-chain question (``rag.graph.gate.needs_hop``): the node it names is where the
 # chain starts. This share of a named seed's restart moves to its neighbours (the bridge), and
 # the passages that mention a named seed (the first hop) count this much of their score.
-CHAIN_SHIFT = 0.7
-CHAIN_FIRST_HOP = 0.3
+CHAIN_SHIFT = 1.0
+CHAIN_FIRST_HOP = 0.1
 # The bridge's weight from the edge alone, next to the candidate passages naming both.
 CHAIN_EDGE_PRIOR = 0.1
+CHAIN_TYPED_PRIOR = 1.0
+CHAIN_PASSAGES = 0.3
+# Relations the query names (``rag.graph.gate.query_relations``): typed edges of those types
+# weigh this much more in the walk and in choosing the bridge, and a unit stating one (a fact)
+# is joined to both its ends with this weight.
+RELATION_MATCH = 10.0
+FACT_WEIGHT = 1.0
 
 
 @dataclass(frozen=True)
@@ -327,13 +334,13 @@ def _walk(
     hop_decay: float,
     visible: Visibility | None = None,
     *,
-    edges: list[tuple[int, int, str, float]] | None = None,
+    edges: list[tuple[int, int, str, float, int]] | None = None,
     expand_below: int | None = None,
 ) -> dict[int, Reach]:
     """Breadth-first from the seeds, one query per level (step 2); a node reached keeps
     ``hop_decay`` of its parent's score. Only edges and nodes ``visible`` may see (None:
     every one). ``edges``: filled with every edge the walk read between nodes it kept
-    (source, target, relation type, weight), for the PageRank. ``expand_below``: nodes
+    (source, target, relation type, weight, edge id), for the PageRank. ``expand_below``: nodes
     mentioned that often or more (hubs) are reached but not walked from."""
     params: dict[str, Any] = {"fanout": FANOUT}
     edge_ok = node_ok = "TRUE"
@@ -362,14 +369,14 @@ def _walk(
             cursor.execute(
                 f"""
                 SELECT k.id, x.other, x.relation_type, n.name, n.entity_type, x.weight,
-                       n.mention_count
+                       n.mention_count, x.edge_id
                 FROM unnest(%(frontier)s::bigint[]) WITH ORDINALITY AS k(id, o)
                 CROSS JOIN LATERAL (
-                    SELECT s.other, s.relation_type, s.weight FROM (
-                        SELECT e.target_id AS other, e.relation_type, e.weight
+                    SELECT s.other, s.relation_type, s.weight, s.edge_id FROM (
+                        SELECT e.target_id AS other, e.relation_type, e.weight, e.id AS edge_id
                         FROM rag_graphedge e WHERE e.source_id = k.id AND {edge_ok}
                         UNION ALL
-                        SELECT e.source_id, e.relation_type, e.weight
+                        SELECT e.source_id, e.relation_type, e.weight, e.id
                         FROM rag_graphedge e WHERE e.target_id = k.id AND {edge_ok}
                     ) s ORDER BY s.weight DESC, s.other LIMIT %(fanout)s
                 ) x
@@ -380,7 +387,7 @@ def _walk(
             )
             rows = cursor.fetchall()
         following: list[int] = []
-        for parent_id, other, relation, name, entity_type, weight, mentions in rows:
+        for parent_id, other, relation, name, entity_type, weight, mentions, edge_id in rows:
             known = reached.get(other)
             parent = reached[parent_id]
             if (
@@ -408,7 +415,7 @@ def _walk(
                 if walkable(reached[other]):
                     following.append(other)
             if edges is not None:
-                edges.append((parent_id, other, relation, float(weight)))
+                edges.append((parent_id, other, relation, float(weight), edge_id))
         frontier = following
     return reached
 
@@ -531,7 +538,7 @@ def graph_rank(
             starts.append(Seed(node_id, name, entity_type, 0.0, "passage", mentions))
     stage_ms["graph_seeds"] = _ms(started)
     started = time.perf_counter()
-    edges: list[tuple[int, int, str, float]] = []
+    edges: list[tuple[int, int, str, float, int]] = []
     reached = _walk(starts, max_hops, space.hop_decay, visible, edges=edges, expand_below=limit)
     communities = _communities(reached, visible, drop=False)
     stage_ms["graph_walk"] = _ms(started)
@@ -543,9 +550,12 @@ def graph_rank(
     mention_rows += [(node, unit, salience) for unit, node, salience, *_ in passage_rows]
     if chain is None:
         chain = needs_hop(query)
+    relations = query_relations(query)
+    facts = _facts(space, scope_ids, [e for e in edges if e[2] in relations]) if relations else []
     hits = _ppr_hits(
-        seeds, reached, edges, mention_rows, similarity, candidates, units, depth, chain=chain
-    )
+        seeds, reached, edges, mention_rows, similarity, candidates, units, depth, chain=chain,
+        relations=relations, facts=facts,
+    )  # fmt: skip
     stage_ms["graph_units"] = _ms(started)
     return GraphRanking(
         hits=list(hits),
@@ -632,6 +642,23 @@ def _unit_rows(
     return [(n, u, float(s)) for n, u, s, _ in rows if n is not None], similarity
 
 
+def _facts(
+    space: SearchSpace, scope_ids: Sequence[int], edges: Sequence[tuple[int, int, str, float, int]]
+) -> list[tuple[int, int, int]]:
+    """The units of the searched scopes that state these edges (``GraphRelationMention``):
+    (unit, source node, target node)."""
+    ends = {e[4]: (e[0], e[1]) for e in edges}
+    if not ends:
+        return []
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT edge_id, unit_id FROM rag_graphrelationmention WHERE edge_id = ANY(%s) "
+            "AND space = %s AND scope_id = ANY(%s)",
+            [list(ends), space.name, list(scope_ids)],
+        )
+        return [(unit, *ends[edge]) for edge, unit in cursor.fetchall()]
+
+
 def _passage_weights(candidates: Mapping[int, float]) -> dict[int, float]:
     """The candidates' weights in the reset vector: their scores between the last's and the
     best's (min-max), to the power ``PASSAGE_POWER`` (a flat list of fused scores would
@@ -647,7 +674,7 @@ def _passage_weights(candidates: Mapping[int, float]) -> dict[int, float]:
 def _ppr_hits(
     seeds: Sequence[Seed],
     reached: dict[int, Reach],
-    edges: Sequence[tuple[int, int, str, float]],
+    edges: Sequence[tuple[Any, ...]],
     mention_rows: Sequence[tuple[int, int, float]],
     similarity: dict[int, float],
     candidates: Mapping[int, float],
@@ -655,6 +682,8 @@ def _ppr_hits(
     depth: int,
     *,
     chain: bool = False,
+    relations: frozenset[str] = frozenset(),
+    facts: Sequence[tuple[int, int, int]] = (),
 ) -> list[GraphHit]:
     """Step 5: personalized PageRank over the reached entities and the units (``rag.graph.ppr``),
     the units best first by their mass (mixed with their similarity by ``SIMILARITY_WEIGHT``),
@@ -680,11 +709,22 @@ def _ppr_hits(
         weight.append(w)
         mentions.setdefault(unit_id, []).append((node_id, w))
     typed = ppr.TYPED_EDGE_WEIGHT
-    for a, b, relation, w in edges:
+    for a, b, relation, w, *_ in edges:
         if a in reached and b in reached:
+            match = RELATION_MATCH if relation in relations else 1.0
             src.append(at("n", a))
             dst.append(at("n", b))
-            weight.append(ppr.edge_weight(relation, w, typed) * math.sqrt(spec[a] * spec[b]))
+            weight.append(
+                match * ppr.edge_weight(relation, w, typed) * math.sqrt(spec[a] * spec[b])
+            )
+    # A unit stating a relation the query names (a fact) is joined to both its ends.
+    for unit_id, a, b in facts:
+        if unit_id in similarity:
+            for end in (a, b):
+                if end in reached:
+                    src.append(at("n", end))
+                    dst.append(at("u", unit_id))
+                    weight.append(FACT_WEIGHT * spec[end])
     for unit_id in candidates:
         if unit_id in similarity:
             at("u", unit_id)
@@ -698,10 +738,16 @@ def _ppr_hits(
     # by the edge joining them.
     neighbours: dict[int, dict[int, float]] = {}
     if chain and named:
-        for a, b, relation, w in edges:
+        for a, b, relation, w, *_ in edges:
             for one, other in ((a, b), (b, a)):
                 if one in named and other in reached and other not in named:
-                    prior = CHAIN_EDGE_PRIOR * ppr.edge_weight(relation, w) * spec[other]
+                    if relation in relations:
+                        match = RELATION_MATCH
+                    elif relation == ppr.COOCCURS:
+                        match = CHAIN_EDGE_PRIOR
+                    else:
+                        match = CHAIN_TYPED_PRIOR
+                    prior = match * ppr.edge_weight(relation, w, 1.0) * spec[other]
                     found = neighbours.setdefault(one, {})
                     found[other] = max(found.get(other, 0.0), prior)
         for unit_id, weight_p in passage_weight.items():
@@ -710,7 +756,7 @@ def _ppr_hits(
                 for other, w in nodes:
                     if other not in named:
                         found = neighbours.setdefault(seed_id, {})
-                        found[other] = found.get(other, 0.0) + weight_p * w
+                        found[other] = found.get(other, 0.0) + CHAIN_PASSAGES * weight_p * w
     seed_weights: dict[int, float] = {}
     for seed in seeds:
         if seed.node_id in named:

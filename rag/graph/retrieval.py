@@ -89,13 +89,18 @@ HUB_MIN_MENTIONS = 50
 # Seeds in the reset vector: a node the query names weighs 1, a node found by embedding its
 # similarity, times this when the query named some node (names first: the embedding's
 # neighbours are often other documents' phrases).
-EMBEDDING_SEED_WEIGHT = 0.1
+EMBEDDING_SEED_WEIGHT = 0.0
 # Whether key phrases (concept nodes) found by embedding seed a query that named a node.
 EMBEDDING_CONCEPTS_WITH_NAMES = True
 # A relation-chain question (``rag.graph.gate.needs_hop``): the node it names is where the
 # chain starts. This share of a named seed's restart moves to its neighbours (the bridge), and
 # the passages that mention a named seed (the first hop) count this much of their score.
 CHAIN_SHIFT = 1.0
+# The candidate passages' share of the restart on a chain question that named a node (they
+# share its words, the answer does not).
+CHAIN_PASSAGE_SHARE = 0.0
+# Where the first hop's best passage ranks at the worst on a chain question (0: anywhere).
+CHAIN_FIRST_HOP_RANK = 0
 CHAIN_FIRST_HOP = 0.1
 # The bridge's weight from the edge alone, next to the candidate passages naming both.
 CHAIN_EDGE_PRIOR = 0.1
@@ -671,6 +676,25 @@ def _passage_weights(candidates: Mapping[int, float]) -> dict[int, float]:
     return {u: ((s - low) / (high - low)) ** PASSAGE_POWER for u, s in candidates.items()}
 
 
+def _first_hop_slot(
+    scored: list[tuple[float, int]], first_hop: Mapping[int, float]
+) -> list[tuple[float, int]]:
+    """The first hop's best passage (the seed's passage that gave the walk most, lifted by its
+    hybrid rank) moved up to ``CHAIN_FIRST_HOP_RANK`` when it ranks below: it names the bridge,
+    evidence the answer needs."""
+    if not first_hop or not scored:
+        return scored
+    best = max(first_hop, key=lambda u: (first_hop[u], -u))
+    order = [u for _, u in scored]
+    if best not in order or order.index(best) < CHAIN_FIRST_HOP_RANK:
+        return scored
+    item = scored[order.index(best)]
+    rest = [pair for pair in scored if pair[1] != best]
+    slot = CHAIN_FIRST_HOP_RANK - 1
+    above = rest[slot - 1][0] if slot >= 1 else item[0]
+    return [*rest[:slot], (min(above, max(item[0], rest[slot][0])), best), *rest[slot:]]
+
+
 def _ppr_hits(
     seeds: Sequence[Seed],
     reached: dict[int, Reach],
@@ -774,15 +798,18 @@ def _ppr_hits(
         i = at("n", seed.node_id)
         seed_weights[i] = seed_weights.get(i, 0.0) + weight_of
     passages = {at("u", u): w for u, w in passage_weight.items() if u in similarity and w > 0}
-    reset = ppr.reset_vector(len(index), seed_weights, passages, PASSAGE_SHARE)
+    share = CHAIN_PASSAGE_SHARE if chain and named else PASSAGE_SHARE
+    reset = ppr.reset_vector(len(index), seed_weights, passages, share)
     mass = ppr.personalized_pagerank(
         len(index), np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64),
         np.asarray(weight, dtype=np.float64), reset, damping=ppr.DAMPING,
     )  # fmt: skip
     unit_mass = {u: float(mass[i]) for (kind, u), i in index.items() if kind == "u"}
+    first_hop: dict[int, float] = {}
     if chain and named:
         for unit_id, nodes in mentions.items():
-            if any(n in named for n, _ in nodes):
+            if unit_id in unit_mass and any(n in named for n, _ in nodes):
+                first_hop[unit_id] = unit_mass[unit_id] * (1 + passage_weight.get(unit_id, 0.0))
                 unit_mass[unit_id] *= CHAIN_FIRST_HOP
     top = max(unit_mass.values(), default=0.0) or 1.0
     scored = sorted(
@@ -797,6 +824,8 @@ def _ppr_hits(
         ),
         key=lambda pair: (-pair[0], pair[1]),
     )[:depth]
+    if chain and named and CHAIN_FIRST_HOP_RANK:
+        scored = _first_hop_slot(scored, first_hop)
     hits = []
     for rank, (score, unit_id) in enumerate(scored, start=1):
         contributions = [(mass[index[("n", n)]] * w, n) for n, w in mentions.get(unit_id, [])]

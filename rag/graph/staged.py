@@ -11,11 +11,13 @@ import numpy as np
 from django.db import connection
 
 from core.embeddings import get_embedding_provider
+from rag.graph.gate import needs_hop
 from rag.graph.retrieval import (
     DEFAULT_MAX_HOPS,
     GRAPH,
     MAX_SEED_NODES,
     SEED_DISTANCE_THRESHOLD,
+    STAGES,
     CommunityRef,
     GraphHit,
     GraphRanking,
@@ -40,6 +42,10 @@ from rag.search import (
 from rag.spaces import GRAPH_NODES, SearchSpace
 from rag.vector import vector_search
 from rag.visibility import Visibility
+
+# The spaces whose graph mode the graph leads (``_graph_led``); the others fuse it with the
+# vector and keyword stages at the space's ``graph_weight``.
+GRAPH_LED_SPACES = {"chunks", "memory_entries"}
 
 
 def _normalised(hits: Sequence[RankedHit]) -> list[tuple[int, float]]:
@@ -75,6 +81,7 @@ def staged_rank(
     group_lift: bool = True,
     vector_floor: float | None = None,
     visible: Visibility | None = None,
+    hop_gate: bool = False,
 ) -> Ranking:
     """``rag.search.space_rank`` with the graph: mode ``graph`` ranks by the graph
     (``_graph_led``: personalized PageRank whose reset vector holds the query's seed entities
@@ -86,14 +93,24 @@ def staged_rank(
     entities, not by similarity, and ignores it). ``visible``: the searcher's visibility over
     the graph (``graph_rank``)."""
     stages = stages_check(mode, stages)
-    if mode == GRAPH:
+    if mode == GRAPH and space.name not in GRAPH_LED_SPACES:
+        mode, stages = "hybrid", STAGES  # the graph fused as a third stage
+    elif mode == GRAPH:
         return _graph_led(
             space=space, scope_ids=scope_ids, account_ids=account_ids, query=query,
             depth=depth, fusion=fusion, weights=weights, filter_sql=filter_sql,
             filter_params=filter_params, query_vector=query_vector, max_hops=max_hops,
             group_lift=group_lift, visible=visible,
         )  # fmt: skip
-    if GRAPH not in stages:
+    if hop_gate and mode == "hybrid" and not stages and needs_hop(query):
+        # A relation-chain question: the graph leads when the query names a node of it.
+        return _graph_led(
+            space=space, scope_ids=scope_ids, account_ids=account_ids, query=query,
+            depth=depth, fusion=fusion, weights=weights, filter_sql=filter_sql,
+            filter_params=filter_params, query_vector=query_vector, max_hops=max_hops,
+            group_lift=group_lift, visible=visible, named_only=True,
+        )  # fmt: skip
+    if mode != GRAPH and GRAPH not in stages:
         if stages and set(stages) != {"vector", "keyword"}:
             mode = stages[0]  # one stage of a hybrid: that stage alone
         return space_rank(
@@ -178,11 +195,13 @@ def _graph_led(
     max_hops: int,
     group_lift: bool,
     visible: Visibility | None,
-) -> GraphRanking:
+    named_only: bool = False,
+) -> Ranking:
     """Mode ``graph``: the hybrid ranking's best candidates and the query's seeds restart a
     personalized PageRank over entities and passages (``graph_rank``), whose order is the
     answer; a unit only the walk found can come first. The hybrid candidates the walk did not
-    score follow, in their order, below the last of its units."""
+    score follow, in their order, below the last of its units. ``named_only``: the hybrid
+    ranking itself unless the query names a node (a name or alias seed): the hybrid gate."""
     base = space_rank(
         space=space, scope_ids=scope_ids, query=query, mode="hybrid", depth=depth,
         fusion=fusion, weights=_plain(weights), filter_sql=filter_sql,
@@ -194,6 +213,9 @@ def _graph_led(
         max_hops=max_hops, filter_sql=filter_sql, filter_params=filter_params,
         query_vector=base.query_vector, feedback_units=_normalised(base.hits), visible=visible,
     )  # fmt: skip
+    if named_only and not any(s.match in ("name", "alias") for s in graph.seeds):
+        base.stage_ms.update(graph.stage_ms)
+        return base
     started = time.perf_counter()
     stages = {h.unit_id: h for h in base.hits}
     hits: list[RankedHit] = []

@@ -297,8 +297,8 @@ def seed_nodes(
                     )  # fmt: skip
         seeds = seeds[:MAX_SEED_NODES]
     room = MAX_SEED_NODES - len(seeds)
-    if room <= 0:
-        return seeds
+    if room <= 0 or (seeds and EMBEDDING_SEED_WEIGHT <= 0):
+        return seeds  # the embedding's seeds would weigh nothing next to the names
     nearest = vector_search(
         space=GRAPH_NODES,
         scope_ids=graph_scopes,

@@ -63,6 +63,14 @@ def test_the_walk_ranks_the_hop_only_document_first(
     explained = outcome.hits[0].graph  # type: ignore[attr-defined]
     assert explained["seed"]["name"] == "Harbor Library"
     assert [p["name"] for p in explained["path"]][-1] == explained["node"]["name"]
+    # Hybrid search lets the graph lead this relation-chain question (the gate), not others.
+    assert _search(actor, QUESTION, "hybrid", kb_id)[0] == _chunk(b)
+    plain = "Where is the harbor library?"
+    hybrid = chunk_search_staged(
+        actor=actor, query=plain, mode="hybrid", top_k=5,
+        filters=SearchFilters(knowledge_base_ids=(kb_id,)),
+    )  # fmt: skip
+    assert not hasattr(hybrid, "seeds")  # the plain hybrid search, no graph read
     # The query named the library: it seeds by name, before any embedding neighbour.
     assert outcome.seeds[0].name == "Harbor Library" and outcome.seeds[0].match == "name"  # type: ignore[attr-defined]
 
@@ -188,3 +196,32 @@ def test_an_intruders_graph_never_seeds_nor_answers(
     # Searching every knowledge base it may read changes nothing: theirs is not among them.
     everything = chunk_search_staged(actor=actor, query=QUESTION, mode="graph", top_k=10)
     assert {h.chunk_id for h in everything.hits} <= ours
+
+
+@pytest.mark.parametrize(
+    ("query", "chain"),
+    [
+        ("Where was the person who runs the Harbor Library born?", True),
+        ("In which city was the founder of Acme born?", True),
+        ("Where was the person Tobias Sandhart married born?", True),
+        ("Where did whoever started Redwood Robotics work?", True),
+        ("When was Harbor Library's director born?", True),
+        ("Who is the person who runs the Harbor Library?", False),  # the phrase is the answer
+        ("What is the capital of France?", False),
+        ("Who is Caroline's mother?", False),
+        ("What did Caroline research?", False),
+        ("The protein that binds IL-6 is upregulated in cancer.", False),  # a claim, no question
+    ],
+)
+def test_the_gate_knows_a_relation_chain(query: str, chain: bool) -> None:
+    from rag.graph.gate import needs_hop
+
+    assert needs_hop(query) is chain
+
+
+def test_the_query_names_its_relations() -> None:
+    from rag.graph.gate import query_relations
+
+    asked = query_relations("In which town was the person who founded the Maple Club raised?")
+    assert asked == {"founded", "grew_up_in"}
+    assert query_relations("What did Caroline research?") == frozenset()

@@ -10,7 +10,8 @@ Only the embeddings stand in (``bench/memory_long_term.py``'s word-hash provider
 and dimensions): the measured searches pass the stand-in's vector of each question, so the
 figures exclude the query embedding. Questions: the conversations' own, --queries of them.
 
-    uv run python bench/memory_graph_latency.py [--turns 5000] [--queries 200] [--modes hybrid,graph]
+    uv run python bench/memory_graph_latency.py --dataset ../shared/data/locomo/locomo-dev.json
+        [--turns 5000] [--queries 200] [--modes hybrid,graph]
 
 Prints one JSON object (p50 / p95 / p99 per mode, and the graph's size). The context is reused
 by later runs (account ``engram-bench``, context ``locomo-5k``).

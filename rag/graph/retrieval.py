@@ -78,9 +78,6 @@ PASSAGE_POWER = 2.0
 # How far the walk goes from a candidate passage's entities (their units are read whatever it
 # is: passage -> entity -> passage is the hop a dense first hop needs).
 PASSAGE_HOPS = 0
-# A unit's graph score: its PageRank mass relative to the best unit's, mixed with its cosine
-# similarity to the query by this weight.
-SIMILARITY_WEIGHT = 0.2
 # Hubs: a node mentioned by more than this share of the searched units (and at least
 # HUB_MIN_MENTIONS times) is reached but not walked from, and its units are not read; below it,
 # hubs are damped by their specificity (``rag.graph.ppr``).
@@ -559,7 +556,7 @@ def graph_rank(
     facts = _facts(space, scope_ids, [e for e in edges if e[2] in relations]) if relations else []
     hits = _ppr_hits(
         seeds, reached, edges, mention_rows, similarity, candidates, units, depth, chain=chain,
-        relations=relations, facts=facts,
+        relations=relations, facts=facts, similarity_weight=space.graph_similarity,
     )  # fmt: skip
     stage_ms["graph_units"] = _ms(started)
     return GraphRanking(
@@ -708,9 +705,11 @@ def _ppr_hits(
     chain: bool = False,
     relations: frozenset[str] = frozenset(),
     facts: Sequence[tuple[int, int, int]] = (),
+    similarity_weight: float = 0.2,
 ) -> list[GraphHit]:
     """Step 5: personalized PageRank over the reached entities and the units (``rag.graph.ppr``),
-    the units best first by their mass (mixed with their similarity by ``SIMILARITY_WEIGHT``),
+    the units best first by their mass (mixed with their similarity by ``similarity_weight``,
+    the space's ``graph_similarity``),
     each explained by the entity that gave it most."""
     index: dict[tuple[str, int], int] = {}
 
@@ -815,8 +814,8 @@ def _ppr_hits(
     scored = sorted(
         (
             (
-                (1 - SIMILARITY_WEIGHT) * unit_mass[u] / top
-                + SIMILARITY_WEIGHT * similarity.get(u, 0.0),
+                (1 - similarity_weight) * unit_mass[u] / top
+                + similarity_weight * similarity.get(u, 0.0),
                 u,
             )
             for u in unit_mass

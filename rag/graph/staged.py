@@ -43,9 +43,15 @@ from rag.spaces import GRAPH_NODES, SearchSpace
 from rag.vector import vector_search
 from rag.visibility import Visibility
 
-# The spaces whose graph mode the graph leads (``_graph_led``); the others fuse it with the
-# vector and keyword stages at the space's ``graph_weight``.
-GRAPH_LED_SPACES = {"chunks", "memory_entries"}
+# The spaces whose graph mode the graph leads (``_graph_led``) on a relation-chain question
+# that names a node (``rag.graph.gate.needs_hop``); otherwise, and in the other spaces, the
+# graph is fused with the vector and keyword stages at the space's ``graph_weight``. Memory
+# entries fuse: LoCoMo dev Recall@10 0.855 / 0.855 fused against 0.839 / 0.811 led (conv-26 /
+# conv-30).
+GRAPH_LED_SPACES = frozenset({"chunks"})
+# Whether the graph leads every graph-mode search of those spaces, chain or not: SciFact train
+# nDCG@10 0.6783 against hybrid's 0.7383 (claims name no chain; the walk re-orders by concepts).
+GRAPH_LEADS_ALWAYS = False
 
 
 def _normalised(hits: Sequence[RankedHit]) -> list[tuple[int, float]]:
@@ -83,34 +89,24 @@ def staged_rank(
     visible: Visibility | None = None,
     hop_gate: bool = False,
 ) -> Ranking:
-    """``rag.search.space_rank`` with the graph: mode ``graph`` ranks by the graph
-    (``_graph_led``: personalized PageRank whose reset vector holds the query's seed entities
-    and the vector and keyword stages' best candidates; ``stages: ["graph"]`` on a hybrid
-    search ranks by the seeds alone); a hybrid search
+    """``rag.search.space_rank`` with the graph. Mode ``graph`` runs the hybrid search and the
+    graph stage (``graph_rank``: personalized PageRank whose reset vector holds the query's
+    seed entities and the hybrid ranking's best candidates); on a relation-chain question that
+    names a node the graph leads (``_graph_led``), otherwise the three stages are fused.
+    ``hop_gate``: a hybrid search lets the graph lead in that case too (the hybrid gate), and
+    is its plain self otherwise. ``stages: ["graph"]`` on a hybrid search ranks by the
+    seeds alone; a hybrid search
     whose ``stages`` name ``graph`` fuses it with the stages it names (weight
     the space's ``graph_weight`` unless ``weights`` gives one). Other searches are
     ``space_rank``'s (``vector_floor`` with them: the graph stage, when it runs, finds by
     entities, not by similarity, and ignores it). ``visible``: the searcher's visibility over
     the graph (``graph_rank``)."""
     stages = stages_check(mode, stages)
-    if mode == GRAPH and space.name not in GRAPH_LED_SPACES:
-        mode, stages = "hybrid", STAGES  # the graph fused as a third stage
-    elif mode == GRAPH:
-        return _graph_led(
-            space=space, scope_ids=scope_ids, account_ids=account_ids, query=query,
-            depth=depth, fusion=fusion, weights=weights, filter_sql=filter_sql,
-            filter_params=filter_params, query_vector=query_vector, max_hops=max_hops,
-            group_lift=group_lift, visible=visible,
-        )  # fmt: skip
-    if hop_gate and mode == "hybrid" and not stages and needs_hop(query):
-        # A relation-chain question: the graph leads when the query names a node of it.
-        return _graph_led(
-            space=space, scope_ids=scope_ids, account_ids=account_ids, query=query,
-            depth=depth, fusion=fusion, weights=weights, filter_sql=filter_sql,
-            filter_params=filter_params, query_vector=query_vector, max_hops=max_hops,
-            group_lift=group_lift, visible=visible, named_only=True,
-        )  # fmt: skip
-    if mode != GRAPH and GRAPH not in stages:
+    graph_mode = mode == GRAPH
+    gated = hop_gate and mode == "hybrid" and not stages and needs_hop(query)
+    if graph_mode or gated:
+        mode, stages = "hybrid", STAGES
+    if GRAPH not in stages:
         if stages and set(stages) != {"vector", "keyword"}:
             mode = stages[0]  # one stage of a hybrid: that stage alone
         return space_rank(
@@ -136,6 +132,13 @@ def staged_rank(
         query_vector=query_vector, feedback_units=_normalised(base.hits if base else []),
         visible=visible,
     )  # fmt: skip
+    if (graph_mode or gated) and base is not None:
+        named = any(seed.match in ("name", "alias") for seed in graph.seeds)
+        if space.name in GRAPH_LED_SPACES and (GRAPH_LEADS_ALWAYS or (named and needs_hop(query))):
+            return _graph_led(base, graph, depth)
+        if gated:  # no chain the graph can start: the hybrid search's own ranking
+            base.stage_ms.update(graph.stage_ms)
+            return base
     started = time.perf_counter()
     lists: dict[str, list[tuple[int, float]]] = {}
     found: dict[int, GraphHit] = {}
@@ -180,42 +183,11 @@ def staged_rank(
     )
 
 
-def _graph_led(
-    *,
-    space: SearchSpace,
-    scope_ids: Sequence[int],
-    account_ids: Sequence[int],
-    query: str,
-    depth: int,
-    fusion: str,
-    weights: dict[str, float] | None,
-    filter_sql: str,
-    filter_params: Mapping[str, Any] | None,
-    query_vector: np.ndarray | None,
-    max_hops: int,
-    group_lift: bool,
-    visible: Visibility | None,
-    named_only: bool = False,
-) -> Ranking:
-    """Mode ``graph``: the hybrid ranking's best candidates and the query's seeds restart a
-    personalized PageRank over entities and passages (``graph_rank``), whose order is the
-    answer; a unit only the walk found can come first. The hybrid candidates the walk did not
-    score follow, in their order, below the last of its units. ``named_only``: the hybrid
-    ranking itself unless the query names a node (a name or alias seed): the hybrid gate."""
-    base = space_rank(
-        space=space, scope_ids=scope_ids, query=query, mode="hybrid", depth=depth,
-        fusion=fusion, weights=_plain(weights), filter_sql=filter_sql,
-        filter_params=filter_params, query_vector=query_vector, embed_query=True,
-        group_lift=group_lift,
-    )  # fmt: skip
-    graph = graph_rank(
-        space=space, scope_ids=scope_ids, account_ids=account_ids, query=query, depth=depth,
-        max_hops=max_hops, filter_sql=filter_sql, filter_params=filter_params,
-        query_vector=base.query_vector, feedback_units=_normalised(base.hits), visible=visible,
-    )  # fmt: skip
-    if named_only and not any(s.match in ("name", "alias") for s in graph.seeds):
-        base.stage_ms.update(graph.stage_ms)
-        return base
+def _graph_led(base: Ranking, graph: GraphRanking, depth: int) -> GraphRanking:
+    """The graph leads: the order of the personalized PageRank (``graph_rank``: the query's
+    seeds and the hybrid ranking's best candidates restart it), in which a unit only the walk
+    found can come first; the hybrid candidates the walk did not score follow, in their order,
+    below the last of its units."""
     started = time.perf_counter()
     stages = {h.unit_id: h for h in base.hits}
     hits: list[RankedHit] = []

@@ -66,8 +66,9 @@ _NESTED = re.compile(
     re.IGNORECASE,
 )
 _QUESTION = re.compile(
-    r"^\s*(?:who|whom|whose|what|which|where|when|why|how|in|at|on|for|from|with|by|did|does|do|"
-    r"is|are|was|were|has|have|had|can|could|would|will|name|list|tell)\b",
+    r"^\s*(?:(?:in|at|on|for|from|with|by|to|of)\s+(?:which|what|whose|whom)\b|"
+    r"(?:who|whom|whose|what|which|where|when|why|how|did|does|do|is|are|was|were|has|have|"
+    r"had|can|could|would|will|name|list|tell)\b)",
     re.IGNORECASE,
 )
 

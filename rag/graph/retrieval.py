@@ -100,8 +100,8 @@ CHAIN_PASSAGE_SHARE = 0.0
 CHAIN_FIRST_HOP_RANK = 0
 CHAIN_FIRST_HOP = 0.1
 # The bridge's weight from the edge alone, next to the candidate passages naming both.
-CHAIN_EDGE_PRIOR = 0.1
-CHAIN_TYPED_PRIOR = 1.0
+CHAIN_EDGE_PRIOR = 0.03
+CHAIN_TYPED_PRIOR = 0.1
 CHAIN_PASSAGES = 0.3
 # Relations the query names (``rag.graph.gate.query_relations``): typed edges of those types
 # weigh this much more in the walk and in choosing the bridge, and a unit stating one (a fact)

@@ -1,25 +1,34 @@
 """Graph retrieval over any search space whose units mention graph nodes (``GraphMention``):
 document chunks, long-term memory entries (docs/rag.md, "Graph mode").
 
-1. **Seed nodes** by embedding similarity: the query's nearest nodes of the searching accounts
-   that some unit of the searched scopes mentions, at most ``MAX_SEED_NODES``, none farther
-   than ``SEED_DISTANCE_THRESHOLD`` (cosine distance).
-2. **The walk**: from the seeds, ``max_hops`` levels of breadth-first search over every edge
-   (either way), following at most ``FANOUT`` heaviest edges of a node and reaching at most
-   ``MAX_REACHED`` nodes; a node scores its seed's similarity times the space's ``hop_decay``
-   per hop.
+1. **Seeds, names first**: the query's spans (``query_names``) matched against the nodes'
+   name and alias keys (``rag.graph.entities.name_key``), longest first; when the query names
+   no node, the nodes nearest its embedding (never an n-gram that starts or ends with a
+   function word, nor one that only adds words to a named node); only nodes some unit of the
+   searched scopes mentions, at most ``MAX_SEED_NODES``.
+2. **The local graph**: ``max_hops`` levels of breadth-first search from the seeds over every
+   edge either way (``FANOUT`` heaviest edges a node, ``MAX_REACHED`` nodes, one statement a
+   level), never out of a hub; the candidate passages' (the other stages' best hits) most
+   salient entities join it (``PASSAGE_NODES`` each, walked ``PASSAGE_HOPS``).
 3. **Communities**: the Leiden communities (``rag.services.communities``; each node's finest
-   level) of the nodes reached, best first by their best member, at most ``MAX_COMMUNITIES``;
-   a reached node outside them is dropped (nodes in no community are kept: small components,
-   or a graph not clustered yet).
-4. **Units**: the units mentioning the nodes kept (the ``UNITS_PER_NODE`` most similar to the
-   query per node), scored by ``SIMILARITY_WEIGHT`` x their cosine similarity to the query plus
-   the rest x their graph evidence: the sum over the nodes they mention of node score x
-   specificity (1 / log2(2 + the node's mentions)), relative to the best unit's.
+   level) of the nodes reached, best first by their best member, at most ``MAX_COMMUNITIES``
+   (kept for the explanations; the walk's nodes are not dropped).
+4. **Units**: the units mentioning the reached nodes that are no hubs (the ``UNITS_PER_NODE``
+   most similar to the query per node), the candidates, and on a question naming relations
+   (``rag.graph.gate.query_relations``) the units stating those relations
+   (``GraphRelationMention``).
+5. **Personalized PageRank** over entities and units (``rag.graph.ppr``): passage - entity
+   edges weigh salience x specificity (hubs carry nothing), entity - entity edges their weight,
+   more for a typed relation and most for one the question names; the reset vector holds the
+   seeds and the candidates; on a relation-chain question (``rag.graph.gate.needs_hop``) the
+   named seed's restart moves to the bridge (its neighbours, by the candidate passages naming
+   both and by the relations the question names) and the first hop's passages are damped. A
+   unit's score: its mass relative to the best unit's, mixed with its cosine similarity by the
+   space's ``graph_similarity``.
 
-Every hit names the seed, the path (node names and relation types) from it to the node that
-contributed most, and that node's community. ``staged_rank`` adds the graph as a third stage of
-a hybrid ranking (``stages``), fused like the other two.
+Every hit names the seed, the path (node names and relation types) from it to the entity that
+gave the unit most mass, and that entity's community. ``rag.graph.staged`` decides whether the
+graph leads a search or is fused with the vector and keyword stages.
 
 Derived data keeps the visibility of its source (``rag.visibility``): given the searcher's
 ``Visibility``, the walk follows only the edges it may see into nodes it may see, so no path

@@ -40,10 +40,8 @@ it sees, and its stored title and summary name account-wide members only
 from __future__ import annotations
 
 import math
-import re
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -51,21 +49,21 @@ from django.db import connection
 
 from core.embeddings import get_embedding_provider
 from core.errors import ValidationFailed
-from rag.analysis import FUNCTION_WORDS, STOP_WORDS
 from rag.graph import ppr
-from rag.graph.entities import name_key
 from rag.graph.gate import needs_hop, query_relations
-from rag.models import GraphScope
-from rag.search import (
-    RankedHit,
-    Ranking,
-)
-from rag.spaces import GRAPH_NODES, SearchSpace
-from rag.vector import vector_literal, vector_search
+from rag.graph.graph_types import CommunityRef as CommunityRef
+from rag.graph.graph_types import GraphHit as GraphHit
+from rag.graph.graph_types import GraphRanking as GraphRanking
+from rag.graph.graph_types import Reach as Reach
+from rag.graph.graph_types import Seed as Seed
+from rag.graph.seeds import MAX_SEED_NODES as MAX_SEED_NODES
+from rag.graph.seeds import SEED_DISTANCE_THRESHOLD as SEED_DISTANCE_THRESHOLD
+from rag.graph.seeds import query_names as query_names
+from rag.graph.seeds import seed_nodes as seed_nodes
+from rag.spaces import SearchSpace
+from rag.vector import vector_literal
 from rag.visibility import Visibility
 
-MAX_SEED_NODES = 5
-SEED_DISTANCE_THRESHOLD = 0.8
 MAX_COMMUNITIES = 10
 COMMUNITY_MIN_SIZE = 3
 DEFAULT_MAX_HOPS = 2
@@ -82,8 +80,6 @@ STAGES = ("vector", "keyword", GRAPH)
 # entities of each, where the walk starts too.
 PASSAGE_CANDIDATES = 20
 PASSAGE_NODES = 6
-PASSAGE_SHARE = 0.15
-PASSAGE_POWER = 2.0
 # How far the walk goes from a candidate passage's entities (their units are read whatever it
 # is: passage -> entity -> passage is the hop a dense first hop needs).
 PASSAGE_HOPS = 0
@@ -92,94 +88,6 @@ PASSAGE_HOPS = 0
 # hubs are damped by their specificity (``rag.graph.ppr``).
 HUB_SHARE = 0.05
 HUB_MIN_MENTIONS = 50
-# Seeds in the reset vector: a node the query names weighs 1, a node found by embedding its
-# similarity, times this when the query named some node (names first: the embedding's
-# neighbours are often other documents' phrases).
-EMBEDDING_SEED_WEIGHT = 0.0
-# Whether key phrases (concept nodes) found by embedding seed a query that named a node.
-EMBEDDING_CONCEPTS_WITH_NAMES = True
-# A relation-chain question (``rag.graph.gate.needs_hop``): the node it names is where the
-# chain starts. This share of a named seed's restart moves to its neighbours (the bridge), and
-# the passages that mention a named seed (the first hop) count this much of their score.
-CHAIN_SHIFT = 1.0
-# The candidate passages' share of the restart on a chain question that named a node (they
-# share its words, the answer does not).
-CHAIN_PASSAGE_SHARE = 0.0
-# Where the first hop's best passage ranks at the worst on a chain question (0: anywhere).
-CHAIN_FIRST_HOP_RANK = 0
-CHAIN_FIRST_HOP = 0.1
-# The bridge's weight from the edge alone, next to the candidate passages naming both.
-CHAIN_EDGE_PRIOR = 0.03
-CHAIN_TYPED_PRIOR = 0.1
-CHAIN_PASSAGES = 0.3
-# Relations the query names (``rag.graph.gate.query_relations``): typed edges of those types
-# weigh this much more in the walk and in choosing the bridge, and a unit stating one (a fact)
-# is joined to both its ends with this weight.
-RELATION_MATCH = 10.0
-FACT_WEIGHT = 1.0
-
-
-@dataclass(frozen=True)
-class Seed:
-    node_id: int
-    name: str
-    entity_type: str
-    similarity: float
-    # How the query found it: "name" / "alias" (a span of the query is its name or an alias),
-    # "embedding" (nearest the query's vector), "passage" (mentioned by a candidate passage).
-    match: str = "embedding"
-    mention_count: int = 0
-
-
-@dataclass
-class Reach:
-    """A node the walk kept: the seed it came from, its hops, score and path from the seed
-    (``[(node name, relation type that reached it)]``, the seed first with relation "")."""
-
-    node_id: int
-    name: str
-    entity_type: str
-    seed_id: int
-    hops: int
-    score: float
-    path: list[tuple[str, str]]
-    mention_count: int = 0
-    community_id: int | None = None
-
-
-@dataclass(frozen=True)
-class CommunityRef:
-    id: int
-    level: int
-    title: str
-    summary: str
-    size: int
-    score: float
-    node_ids: tuple[int, ...]
-
-
-@dataclass
-class GraphHit(RankedHit):
-    graph_rank: int | None = None
-    graph_score: float | None = None
-    graph: dict[str, Any] | None = None
-
-    def stages(self) -> dict[str, Any]:
-        return {
-            **super().stages(),
-            "graph_rank": self.graph_rank,
-            "graph_score": self.graph_score,
-            "graph": {"rank": self.graph_rank, "score": self.graph_score, **self.graph}
-            if self.graph is not None
-            else None,
-        }
-
-
-@dataclass
-class GraphRanking(Ranking):
-    seeds: list[Seed] = field(default_factory=list)
-    communities: list[CommunityRef] = field(default_factory=list)
-    nodes: dict[int, Reach] = field(default_factory=dict)
 
 
 def max_hops_check(max_hops: int) -> None:
@@ -206,137 +114,6 @@ def stages_check(mode: str, stages: Sequence[str]) -> tuple[str, ...]:
 
 def _ms(started: float) -> float:
     return round((time.perf_counter() - started) * 1000, 3)
-
-
-# Words that end no entity's name in a question: stop and question words, auxiliaries, and the
-# verbs a relation chain is made of ("jonas lind was", "runs the harbor library": no seed slot).
-_EDGE_WORDS_TEXT = """
-    about after also an any before born by can could from has he her his i its me my our she so
-    some their them they us we who whom whose would you your person people one"""
-_EDGE_WORDS = STOP_WORDS | FUNCTION_WORDS | frozenset(_EDGE_WORDS_TEXT.split())
-MAX_QUERY_NGRAM = 5
-_POSSESSIVE = re.compile(r"['\u2019]s\b")
-
-
-def query_names(query: str) -> list[tuple[str, int, int]]:
-    """The spans of the query that may name a node: (name key, first word, word count), every
-    run of up to ``MAX_QUERY_NGRAM`` words that neither starts nor ends with a function word,
-    longest first ("the founder of Harbor Library's cafe" -> "founder of harbor library cafe",
-    ..., "harbor library", "harbor", ...)."""
-    words = [w.casefold() for w in re.findall(r"[^\W_]+", _POSSESSIVE.sub("", query))]
-    spans = [
-        (" ".join(words[i : i + n]), i, n)
-        for n in range(min(MAX_QUERY_NGRAM, len(words)), 0, -1)
-        for i in range(len(words) - n + 1)
-        if words[i] not in _EDGE_WORDS and words[i + n - 1] not in _EDGE_WORDS
-    ]
-    return [(name_key(key), i, n) for key, i, n in spans if name_key(key)]
-
-
-def _junk(key: str) -> bool:
-    """An n-gram node that adds a function word or a verb to a name ("jonas lind was")."""
-    words = key.split()
-    return not words or words[0] in _EDGE_WORDS or words[-1] in _EDGE_WORDS
-
-
-def seed_nodes(
-    *,
-    account_ids: Sequence[int],
-    space: SearchSpace,
-    scope_ids: Sequence[int],
-    vector: Any,
-    query: str = "",
-) -> list[Seed]:
-    """The query's seed nodes among those a unit of the scopes mentions (step 1), at most
-    ``MAX_SEED_NODES``: first the nodes the query names (a span's ``name_key`` equal to a
-    node's name key or one of its alias keys; the longest spans first, a span inside a longer
-    one that matched left out), then the nodes nearest the query's embedding, none farther
-    than ``SEED_DISTANCE_THRESHOLD`` and none whose name starts or ends with a function word
-    (an n-gram that adds "was" to a name)."""
-    graph_scopes = list(
-        GraphScope.objects.filter(account_id__in=list(account_ids)).values_list("pk", flat=True)
-    )
-    if not graph_scopes or not scope_ids:
-        return []
-    mentioned = (
-        "EXISTS (SELECT FROM rag_graphmention m WHERE m.node_id = {n}.id "
-        "AND m.space = %(g_space)s AND m.scope_id = ANY(%(g_scopes)s))"
-    )
-    params: dict[str, Any] = {"g_space": space.name, "g_scopes": list(scope_ids)}
-    seeds: list[Seed] = []
-    spans = query_names(query) if query else []
-    if spans:
-        keys = sorted({key for key, _, _ in spans})
-        with connection.cursor() as cursor:
-            cursor.execute(
-                f"""
-                SELECT n.id, n.name, n.entity_type, n.mention_count, n.name_key, n.alias_keys,
-                       1 - (n.embedding <=> %(q)s::vector) AS similarity
-                FROM rag_graphnode n
-                WHERE n.account_id = ANY(%(accounts)s) AND n.status = 'active'
-                  AND (n.name_key = ANY(%(keys)s::varchar[]) OR n.alias_keys && %(keys)s::varchar[])
-                  AND {mentioned.format(n="n")}
-                """,  # noqa: S608 - the condition is code, its values parameters
-                {**params, "q": vector_literal(vector), "accounts": list(account_ids),
-                 "keys": keys},
-            )  # fmt: skip
-            rows = cursor.fetchall()
-        by_key: dict[str, list[tuple[Any, ...]]] = {}
-        for row in rows:
-            for key in {row[4], *(row[5] or [])} & set(keys):
-                by_key.setdefault(key, []).append(row)
-        covered: set[int] = set()
-        for key, first, count in spans:  # longest first
-            span = set(range(first, first + count))
-            if key not in by_key or span & covered:
-                continue
-            covered |= span
-            for node_id, name, entity_type, mentions, node_key, _, similarity in sorted(
-                by_key[key],
-                key=lambda r: (r[3] or 0, r[0]),  # the rarer node first
-            ):
-                if all(s.node_id != node_id for s in seeds):
-                    match = "name" if node_key == key else "alias"
-                    seeds.append(
-                        Seed(node_id, name, entity_type, float(similarity or 0.0), match,
-                             mentions or 0)
-                    )  # fmt: skip
-        seeds = seeds[:MAX_SEED_NODES]
-    room = MAX_SEED_NODES - len(seeds)
-    if room <= 0 or (seeds and EMBEDDING_SEED_WEIGHT <= 0):
-        return seeds  # the embedding's seeds would weigh nothing next to the names
-    nearest = vector_search(
-        space=GRAPH_NODES,
-        scope_ids=graph_scopes,
-        query_vector=vector,
-        limit=MAX_SEED_NODES + room + len(seeds),
-        filter_sql="u.status = 'active' AND " + mentioned.format(n="u"),
-        filter_params=params,
-    )
-    known = {s.node_id for s in seeds}
-    kept = [(i, s) for i, s in nearest if 1.0 - s <= SEED_DISTANCE_THRESHOLD and i not in known]
-    if not kept:
-        return seeds
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT id, name, entity_type, name_key, mention_count FROM rag_graphnode "
-            "WHERE id = ANY(%s)",
-            [[i for i, _ in kept]],
-        )
-        names = {row[0]: row[1:] for row in cursor.fetchall()}
-    named = [f" {name_key(s.name)} " for s in seeds]
-    for node_id, similarity in kept:
-        if len(seeds) >= MAX_SEED_NODES:
-            break
-        if node_id not in names or _junk(names[node_id][2]):
-            continue
-        if any(key in f" {names[node_id][2]} " for key in named):
-            continue  # a named node's n-gram ("selma jessley lives"): the name seeds already
-        if named and not EMBEDDING_CONCEPTS_WITH_NAMES and names[node_id][1] == "concept":
-            continue
-        name, entity_type, _, mentions = names[node_id]
-        seeds.append(Seed(node_id, name, entity_type, similarity, "embedding", mentions or 0))
-    return seeds
 
 
 def _walk(
@@ -563,8 +340,10 @@ def graph_rank(
         chain = needs_hop(query)
     relations = query_relations(query)
     facts = _facts(space, scope_ids, [e for e in edges if e[2] in relations]) if relations else []
-    hits = _ppr_hits(
-        seeds, reached, edges, mention_rows, similarity, candidates, units, depth, chain=chain,
+    # In a small corpus no node is a hub: N counts at least HUB_MIN_MENTIONS units.
+    corpus = max(units, HUB_MIN_MENTIONS)
+    hits = ppr.rank_units(
+        seeds, reached, edges, mention_rows, similarity, candidates, corpus, depth, chain=chain,
         relations=relations, facts=facts, similarity_weight=space.graph_similarity,
     )  # fmt: skip
     stage_ms["graph_units"] = _ms(started)
@@ -668,199 +447,3 @@ def _facts(
             [list(ends), space.name, list(scope_ids)],
         )
         return [(unit, *ends[edge]) for edge, unit in cursor.fetchall()]
-
-
-def _passage_weights(candidates: Mapping[int, float]) -> dict[int, float]:
-    """The candidates' weights in the reset vector: their scores between the last's and the
-    best's (min-max), to the power ``PASSAGE_POWER`` (a flat list of fused scores would
-    spread the restart over every candidate alike)."""
-    if not candidates:
-        return {}
-    high, low = max(candidates.values()), min(candidates.values())
-    if high <= low:
-        return dict.fromkeys(candidates, 1.0)
-    return {u: ((s - low) / (high - low)) ** PASSAGE_POWER for u, s in candidates.items()}
-
-
-def _first_hop_slot(
-    scored: list[tuple[float, int]], first_hop: Mapping[int, float]
-) -> list[tuple[float, int]]:
-    """The first hop's best passage (the seed's passage that gave the walk most, lifted by its
-    hybrid rank) moved up to ``CHAIN_FIRST_HOP_RANK`` when it ranks below: it names the bridge,
-    evidence the answer needs."""
-    if not first_hop or not scored:
-        return scored
-    best = max(first_hop, key=lambda u: (first_hop[u], -u))
-    order = [u for _, u in scored]
-    if best not in order or order.index(best) < CHAIN_FIRST_HOP_RANK:
-        return scored
-    item = scored[order.index(best)]
-    rest = [pair for pair in scored if pair[1] != best]
-    slot = CHAIN_FIRST_HOP_RANK - 1
-    above = rest[slot - 1][0] if slot >= 1 else item[0]
-    return [*rest[:slot], (min(above, max(item[0], rest[slot][0])), best), *rest[slot:]]
-
-
-def _ppr_hits(
-    seeds: Sequence[Seed],
-    reached: dict[int, Reach],
-    edges: Sequence[tuple[Any, ...]],
-    mention_rows: Sequence[tuple[int, int, float]],
-    similarity: dict[int, float],
-    candidates: Mapping[int, float],
-    units: int,
-    depth: int,
-    *,
-    chain: bool = False,
-    relations: frozenset[str] = frozenset(),
-    facts: Sequence[tuple[int, int, int]] = (),
-    similarity_weight: float = 0.2,
-) -> list[GraphHit]:
-    """Step 5: personalized PageRank over the reached entities and the units (``rag.graph.ppr``),
-    the units best first by their mass (mixed with their similarity by ``similarity_weight``,
-    the space's ``graph_similarity``),
-    each explained by the entity that gave it most."""
-    index: dict[tuple[str, int], int] = {}
-
-    def at(kind: str, key: int) -> int:
-        return index.setdefault((kind, key), len(index))
-
-    # In a small corpus no node is a hub: N counts at least HUB_MIN_MENTIONS units.
-    corpus = max(units, HUB_MIN_MENTIONS)
-    spec = {n: ppr.specificity(r.mention_count, corpus) for n, r in reached.items()}
-    src: list[int] = []
-    dst: list[int] = []
-    weight: list[float] = []
-    mentions: dict[int, list[tuple[int, float]]] = {}
-    for node_id, unit_id, salience in mention_rows:
-        if node_id not in reached or unit_id not in similarity:
-            continue  # a unit the filters leave out, a node the walk did not keep
-        w = salience * spec[node_id]
-        src.append(at("n", node_id))
-        dst.append(at("u", unit_id))
-        weight.append(w)
-        mentions.setdefault(unit_id, []).append((node_id, w))
-    typed = ppr.TYPED_EDGE_WEIGHT
-    for a, b, relation, w, *_ in edges:
-        if a in reached and b in reached:
-            match = RELATION_MATCH if relation in relations else 1.0
-            src.append(at("n", a))
-            dst.append(at("n", b))
-            weight.append(
-                match * ppr.edge_weight(relation, w, typed) * math.sqrt(spec[a] * spec[b])
-            )
-    # A unit stating a relation the query names (a fact) is joined to both its ends.
-    for unit_id, a, b in facts:
-        if unit_id in similarity:
-            for end in (a, b):
-                if end in reached:
-                    src.append(at("n", end))
-                    dst.append(at("u", unit_id))
-                    weight.append(FACT_WEIGHT * spec[end])
-    for unit_id in candidates:
-        if unit_id in similarity:
-            at("u", unit_id)
-    size = len(index)
-    if size == 0:
-        return []
-    named = {s.node_id for s in seeds if s.match in ("name", "alias")}
-    passage_weight = _passage_weights(candidates)
-    # On a chain question, the bridge: the named seed's neighbours, each by the candidate
-    # passages that name both (their weight x the neighbour's salience there), plus a little
-    # by the edge joining them.
-    neighbours: dict[int, dict[int, float]] = {}
-    if chain and named:
-        for a, b, relation, w, *_ in edges:
-            for one, other in ((a, b), (b, a)):
-                if one in named and other in reached and other not in named:
-                    if relation in relations:
-                        match = RELATION_MATCH
-                    elif relation == ppr.COOCCURS:
-                        match = CHAIN_EDGE_PRIOR
-                    else:
-                        match = CHAIN_TYPED_PRIOR
-                    prior = match * ppr.edge_weight(relation, w, 1.0) * spec[other]
-                    found = neighbours.setdefault(one, {})
-                    found[other] = max(found.get(other, 0.0), prior)
-        for unit_id, weight_p in passage_weight.items():
-            nodes = mentions.get(unit_id, [])
-            for seed_id in {n for n, _ in nodes} & named:
-                for other, w in nodes:
-                    if other not in named:
-                        found = neighbours.setdefault(seed_id, {})
-                        found[other] = found.get(other, 0.0) + CHAIN_PASSAGES * weight_p * w
-    seed_weights: dict[int, float] = {}
-    for seed in seeds:
-        if seed.node_id in named:
-            strength = 1.0
-        else:
-            strength = max(0.0, seed.similarity) * (EMBEDDING_SEED_WEIGHT if named else 1.0)
-        weight_of = strength * max(spec.get(seed.node_id, 0.0), 1e-3)
-        bridge = neighbours.get(seed.node_id, {})
-        total = sum(bridge.values())
-        if total > 0:
-            for other, w in bridge.items():
-                i = at("n", other)
-                seed_weights[i] = seed_weights.get(i, 0.0) + CHAIN_SHIFT * weight_of * w / total
-            weight_of *= 1 - CHAIN_SHIFT
-        i = at("n", seed.node_id)
-        seed_weights[i] = seed_weights.get(i, 0.0) + weight_of
-    passages = {at("u", u): w for u, w in passage_weight.items() if u in similarity and w > 0}
-    share = CHAIN_PASSAGE_SHARE if chain and named else PASSAGE_SHARE
-    reset = ppr.reset_vector(len(index), seed_weights, passages, share)
-    mass = ppr.personalized_pagerank(
-        len(index), np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64),
-        np.asarray(weight, dtype=np.float64), reset, damping=ppr.DAMPING,
-    )  # fmt: skip
-    unit_mass = {u: float(mass[i]) for (kind, u), i in index.items() if kind == "u"}
-    first_hop: dict[int, float] = {}
-    if chain and named:
-        for unit_id, nodes in mentions.items():
-            if unit_id in unit_mass and any(n in named for n, _ in nodes):
-                first_hop[unit_id] = unit_mass[unit_id] * (1 + passage_weight.get(unit_id, 0.0))
-                unit_mass[unit_id] *= CHAIN_FIRST_HOP
-    top = max(unit_mass.values(), default=0.0) or 1.0
-    scored = sorted(
-        (
-            (
-                (1 - similarity_weight) * unit_mass[u] / top
-                + similarity_weight * similarity.get(u, 0.0),
-                u,
-            )
-            for u in unit_mass
-            if unit_mass[u] > 0
-        ),
-        key=lambda pair: (-pair[0], pair[1]),
-    )[:depth]
-    if chain and named and CHAIN_FIRST_HOP_RANK:
-        scored = _first_hop_slot(scored, first_hop)
-    hits = []
-    for rank, (score, unit_id) in enumerate(scored, start=1):
-        contributions = [(mass[index[("n", n)]] * w, n) for n, w in mentions.get(unit_id, [])]
-        explanation = None
-        if contributions:
-            node = reached[max(contributions)[1]]
-            origin = reached.get(node.seed_id)
-            explanation = {
-                "seed": {
-                    "node_id": node.seed_id, "name": origin.name if origin else node.path[0][0]
-                },
-                "node": {
-                    "node_id": node.node_id, "name": node.name, "entity_type": node.entity_type
-                },
-                "hops": node.hops,
-                "path": [{"name": name, "relation_type": rel} for name, rel in node.path],
-                "community_id": node.community_id,
-                "similarity": round(similarity.get(unit_id, 0.0), 6),
-                "evidence": round(unit_mass[unit_id] / top, 6),
-            }  # fmt: skip
-        hits.append(
-            GraphHit(
-                unit_id=unit_id,
-                score=round(score, 6),
-                graph_rank=rank,
-                graph_score=round(score, 6),
-                graph=explanation,
-            )
-        )
-    return hits

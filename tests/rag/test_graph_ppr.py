@@ -66,11 +66,11 @@ def test_the_walk_ranks_the_hop_only_document_first(
     # Hybrid search lets the graph lead this relation-chain question (the gate), not others.
     assert _search(actor, QUESTION, "hybrid", kb_id)[0] == _chunk(b)
     plain = "Where is the harbor library?"
-    hybrid = chunk_search_staged(
+    unchained = chunk_search_staged(
         actor=actor, query=plain, mode="hybrid", top_k=5,
         filters=SearchFilters(knowledge_base_ids=(kb_id,)),
     )  # fmt: skip
-    assert not hasattr(hybrid, "seeds")  # the plain hybrid search, no graph read
+    assert not hasattr(unchained, "seeds")  # the plain hybrid search, no graph read
     # The query named the library: it seeds by name, before any embedding neighbour.
     assert outcome.seeds[0].name == "Harbor Library" and outcome.seeds[0].match == "name"  # type: ignore[attr-defined]
 
@@ -88,10 +88,10 @@ def test_a_hub_mentioned_by_every_unit_pulls_no_unrelated_unit_up() -> None:
     others = range(1001, 1000 + units)
     mentions = [(1, 1000, 1.0), (2, 1000, 0.8)] + [(2, u, 1.0) for u in others]
     similarity = dict.fromkeys([1000, *others], 0.0)
-    hits = retrieval._ppr_hits([seed], reached, edges, mentions, similarity, {}, units, 100)
+    hits = ppr.rank_units([seed], reached, edges, mentions, similarity, {}, units, 100)
     assert [h.unit_id for h in hits] == [1000]  # nothing flows through the hub
     # Were the hub rare (a corpus a million units large), it would spread the seed's mass.
-    spread = retrieval._ppr_hits([seed], reached, edges, mentions, similarity, {}, 10**6, 100)
+    spread = ppr.rank_units([seed], reached, edges, mentions, similarity, {}, 10**6, 100)
     assert spread[0].unit_id == 1000 and len(spread) == units
     assert ppr.specificity(units, units) == 0.0 < ppr.specificity(1, units) < 1
     # Above HUB_SHARE of the searched units (and HUB_MIN_MENTIONS), a node is not walked from.

@@ -12,6 +12,7 @@ figures exclude the query embedding. Questions: the conversations' own, --querie
 
     uv run python bench/memory_graph_latency.py --dataset ../shared/data/locomo/locomo-dev.json
         [--turns 5000] [--queries 200] [--modes hybrid,graph]
+        [--set memory.spaces.MEMORY_ENTRIES.late_weight=0]
 
 Prints one JSON object (p50 / p95 / p99 per mode, and the graph's size). The context is reused
 by later runs (account ``engram-bench``, context ``locomo-5k``).
@@ -40,9 +41,13 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=20)
     parser.add_argument("--modes", default="hybrid,graph")
     parser.add_argument("--context", default="locomo-5k")
+    parser.add_argument("--set", action="append", default=[], help="MODULE.NAME=JSON value")
     args = parser.parse_args()
     with django_session():
-        print(json.dumps(run(args), indent=2))
+        from recall_sweep import variant_set
+
+        with variant_set(args.set):
+            print(json.dumps({"set": args.set, **run(args)}, indent=2))
 
 
 def build(actor: Any, context: Any, args: argparse.Namespace, stand_in: Any) -> float:

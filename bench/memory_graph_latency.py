@@ -75,7 +75,11 @@ def build(actor: Any, context: Any, args: argparse.Namespace, stand_in: Any) -> 
                 items.append(
                     ltm.EntryInput(
                         content=turn.text,
-                        occurred_at=turn.occurred_at + timedelta(days=400 * rounds),
+                        occurred_at=(
+                            turn.occurred_at + timedelta(days=400 * rounds)
+                            if turn.occurred_at
+                            else None
+                        ),
                         thread=f"{conversation.sample_id}-{rounds}-session_{turn.session}",
                         position=turn.position,
                         speaker=turn.speaker,

@@ -174,9 +174,10 @@ def _locomo_sessions(path: Path) -> list[list[str]]:
 
 
 def _multihop(extract: Extract, worlds: int, seed: int) -> dict[str, Any]:
-    """On ``bench/multihop.py``'s worlds (``--multihop-seed``), extraction alone: for each hop of each question,
-    are both ends of its fact entities of its evidence document (after aliases: a name
-    another document of the world gives as an alias of one full name is that name), and does
+    """On ``bench/multihop.py``'s worlds (``--multihop-seed``), extraction alone: for each
+    hop of each question, are both ends of its fact entities of its evidence document (after
+    aliases: a name another document of the world gives as an alias of one full name is that
+    name), and does
     a typed relation join them? By how the final document names the bridge entity too."""
     import multihop_data as data
 
@@ -192,7 +193,7 @@ def _multihop(extract: Extract, worlds: int, seed: int) -> dict[str, Any]:
                     for alias in getattr(entity, "aliases", ()):
                         owners.setdefault(_key(alias), set()).add(_key(entity.name))
 
-        def canonical(name: str) -> str:
+        def canonical(name: str, owners: dict[str, set[str]] = owners) -> str:
             key = _key(name)
             found = owners.get(key, set())
             return next(iter(found)) if len(found) == 1 else key
@@ -248,6 +249,7 @@ def _build(slug_prefix: str, legacy: str | None) -> dict[str, Any]:
     from rag.models import GraphCommunity, GraphEdge, GraphScope, KnowledgeBase
     from rag.services import graph_build
     from rag.services.communities import communities_compute
+    from rag.services.graph_index import IndexOutcome
 
     accounts = list(Account.objects.filter(slug__startswith=slug_prefix).order_by("pk"))
     if not accounts:
@@ -263,10 +265,9 @@ def _build(slug_prefix: str, legacy: str | None) -> dict[str, Any]:
     GraphCommunity.objects.filter(account__in=accounts).delete()
     GraphScope.objects.filter(account__in=accounts).delete()  # nodes, edges, mentions...
     started = time.perf_counter()
-    outcome = None
+    outcome = IndexOutcome()
     for kb in KnowledgeBase.objects.filter(account__in=accounts).order_by("pk"):
-        made = graph_build.knowledge_base_graph_rebuild(kb=kb)
-        outcome = made if outcome is None else (outcome.add(made) or outcome)
+        outcome.add(graph_build.knowledge_base_graph_rebuild(kb=kb))
     built = time.perf_counter() - started
     started = time.perf_counter()
     for account in accounts:
@@ -276,12 +277,12 @@ def _build(slug_prefix: str, legacy: str | None) -> dict[str, Any]:
         GraphEdge.objects.filter(account__in=accounts).values_list("relation_type", flat=True)
     )
     return {
-        "chunks": outcome.units if outcome else 0,
+        "chunks": outcome.units,
         "build_seconds": round(built, 2),
-        "ms_per_chunk": round(built * 1000 / max(1, outcome.units if outcome else 1), 2),
+        "ms_per_chunk": round(built * 1000 / max(1, outcome.units), 2),
         "communities_seconds": round(communities, 2),
-        "nodes": outcome.nodes_created if outcome else 0,
-        "mentions": outcome.mentions if outcome else 0,
+        "nodes": outcome.nodes_created,
+        "mentions": outcome.mentions,
         "edges": sum(edges.values()),
         "co_occurs": edges.get("co_occurs", 0),
         "typed_edges": sum(n for r, n in edges.items() if r != "co_occurs"),

@@ -10,8 +10,12 @@ What it finds, sentence by sentence:
   "I hate pottery" is a new version of the same item), with a low confidence (``CONFIDENCE``).
 - **Entities**: runs of capitalised words that do not start a sentence (a sentence's first
   word counts only when the batch uses it capitalised elsewhere, or it is a speaker's name),
-  typed by their surroundings: after "in / to / from / near / visit" a place, after "at / for
-  / join" or with a suffix such as "University" or "Inc" an organisation, otherwise a person.
+  typed by their own words first (``rag.graph.entities.shape_type``: a head word such as
+  "University" or "Cafe" an organisation, "Street" or "Lake" a place, a title such as "Dr." or
+  "Ms." a person), then by their surroundings: after "in / to / from / near / visit" a place,
+  after "at / for / join" an organisation, otherwise a person ("by" says nothing: "a talk by
+  Ann Lee" is a person). Within the batch, a lone surname or title and surname ("Lee",
+  "Dr. Lee") is the full name ("Ann Lee") when the batch names exactly one person so.
   **Dates** by pattern: month names with an optional day and year, ISO and slashed dates, years,
   weekdays and relative phrases ("last week", "two years ago"), kept as the text said, never
   resolved to a calendar date.
@@ -20,7 +24,8 @@ What it misses, by design: questions and conditionals are skipped; negations ("I
 X") are not facts; third-person statements ("she moved to Paris"), pronouns, paraphrase and
 anything implied are never facts; a lower-case name is no entity; a capitalised common word
 mid-sentence ("the Beach") is taken for one; "at Google" and "at Lisbon" are both
-organisations; the English patterns find nothing in other languages.
+organisations; a first name alone is never joined to a full name (two friends may share it);
+the English patterns find nothing in other languages.
 """
 
 from __future__ import annotations
@@ -29,7 +34,8 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from rag.graph.entities import name_runs
+from rag.graph.entities import TITLES, name_runs, shape_type
+from rag.graph.entities import sentences as text_sentences
 
 CONFIDENCE = 0.4
 ENTITY_CONFIDENCE = 0.3
@@ -39,7 +45,6 @@ MAX_SLUG_CHARS = 60
 PERSON, PLACE, ORGANISATION, DATE = "person", "place", "organisation", "date"
 ENTITY_TYPES = (PERSON, PLACE, ORGANISATION, DATE)
 
-_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 _MONTHS = (
     "January|February|March|April|May|June|July|August|September|October|November|December|"
     "Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec"
@@ -62,7 +67,7 @@ _DATE = re.compile(
 _MONTH_OR_DAY = re.compile(rf"(?:{_MONTHS}|{_WEEKDAYS})\.?", re.IGNORECASE)
 
 _WORD = re.compile(r"[A-Za-z][A-Za-z'\-]*|\d+")
-_CONNECTORS = frozenset({"of", "de", "da", "van", "von", "the", "del", "la", "le", "and"})
+_CONNECTORS = frozenset({"of", "de", "da", "van", "von", "the", "del", "la", "le"})
 _NOT_NAMES_TEXT = """I I'm I've I'll I'd Im Ive It It's Its The A An And But Or So Yes No Oh Ok
     Okay Hey Hi Hello Thanks Thank Wow Well Yeah Sure Great Good Nice Cool Awesome Amazing Really
     Very Just Also Not My Your Our Their His Her We You They He She This That These Those There
@@ -168,7 +173,8 @@ def speaker_slug(speaker: str, role: str) -> str:
 
 
 def sentences(text: str) -> list[str]:
-    return [s.strip() for s in _SENTENCE.split(text) if s.strip()]
+    """The text's sentences, not split after a title or an initial ("Mr. Brown")."""
+    return text_sentences(text)
 
 
 def _clean_object(raw: str, loose: bool) -> str:
@@ -258,12 +264,15 @@ def _name_runs(sentence: str) -> list[tuple[int, list[str]]]:
     )
 
 
-def _entity_type(run: list[str], before: str, speakers: set[str]) -> str:
+def _entity_type(run: list[str], before: str, speakers: set[str], title: str = "") -> str:
     name = " ".join(run)
     if name.lower() in speakers:
         return PERSON
     if run[-1] in _ORG_SUFFIXES or (len(run) == 1 and run[0].isupper() and len(run[0]) >= 2):
         return ORGANISATION
+    shape = shape_type(run, title)
+    if shape in (PERSON, PLACE, ORGANISATION):
+        return shape
     if before in _PLACE_CUES:
         return PLACE
     if before in _ORG_CUES:
@@ -283,6 +292,17 @@ def entities_of(texts: Sequence[str], speakers: Iterable[str] = ()) -> list[list
             for start, run in _name_runs(sentence):
                 if start > 0:
                     mid_sentence.add(" ".join(run).lower())
+    # The batch's full names of people, by surname: "Lee" and "Dr. Lee" are "Ann Lee" when
+    # exactly one full name of the batch ends so.
+    surnames: dict[str, set[str]] = {}
+    for parts in split:
+        for sentence in parts:
+            words = _WORD.findall(sentence)
+            for start, run in _name_runs(sentence):
+                if 2 <= len(run) <= 3 and run[0] not in _NOT_NAMES:
+                    before = words[start - 1].lower() if start > 0 else ""
+                    if before not in _PLACE_CUES and _entity_type(run, before, set()) == PERSON:
+                        surnames.setdefault(run[-1].lower(), set()).add(" ".join(run))
     result: list[list[Entity]] = []
     for parts in split:
         found: list[Entity] = []
@@ -291,15 +311,26 @@ def entities_of(texts: Sequence[str], speakers: Iterable[str] = ()) -> list[list
             words = _WORD.findall(sentence)
             for start, run in _name_runs(sentence):
                 name = " ".join(run)
+                title = words[start - 1] if start > 0 and words[start - 1] in TITLES else ""
+                full = surnames.get(name.lower(), set()) if len(run) == 1 else set()
+                if len(full) == 1 and name.lower() not in speaker_names:
+                    name = next(iter(full))
+                    entity = Entity(name, PERSON)
+                    if (name.lower(), PERSON) not in seen:
+                        seen.add((name.lower(), PERSON))
+                        found.append(entity)
+                    continue
                 if start == 0 and name.lower() not in mid_sentence | speaker_names:
                     if len(run) == 1:
                         continue
                     run = run[1:] if run[0] in _NOT_NAMES else run
                     name = " ".join(run)
                 before = words[start - 1].lower() if start > 0 else ""
+                if title:
+                    before = words[start - 2].lower() if start > 1 else ""
                 if len(name) < 2 or any(w.isdigit() for w in run):
                     continue
-                entity = Entity(name, _entity_type(run, before, speaker_names))
+                entity = Entity(name, _entity_type(run, before, speaker_names, title))
                 if (entity.name.lower(), entity.entity_type) not in seen:
                     seen.add((entity.name.lower(), entity.entity_type))
                     found.append(entity)

@@ -199,11 +199,11 @@ def name_runs(
     return [(s, r[:-1] if r[-1].lower() in connectors else r) for s, r in runs if r]
 
 
-_TITLES_TEXT = """
+TITLES_TEXT = """
     Dr Prof Professor Mr Mrs Ms Mx Miss Sir Dame Lord Lady Doctor Judge Justice Captain Capt
     Rev Reverend Father Sister Brother Senator Governor Mayor Coach Uncle Aunt Auntie Grandma
     Grandpa Officer Sergeant Lieutenant Colonel General Detective Inspector"""
-_TITLES = frozenset(_TITLES_TEXT.split())
+TITLES = frozenset(TITLES_TEXT.split())
 # Titles written with a full stop when abbreviated ("Dr. Lind").
 _ABBREVIATED_TITLES_TEXT = "Dr Prof Mr Mrs Ms Mx Capt Rev"
 _ABBREVIATED_TITLES = frozenset(_ABBREVIATED_TITLES_TEXT.split())
@@ -264,7 +264,7 @@ def _name_runs(words: list[str]) -> list[tuple[int, list[str]]]:
     )
 
 
-def _shape_type(run: Sequence[str], title: str) -> str | None:
+def shape_type(run: Sequence[str], title: str) -> str | None:
     """The type a name's own words say: a term, an organisation's or a place's word (its head
     first: "Tidewater Street Playhouse" is an organisation, "Bank Street" a place), a person's
     title; None when they say nothing."""
@@ -392,8 +392,8 @@ def _runs(words: list[str]) -> list[_Run]:
     out: list[_Run] = []
     for start, run in _name_runs(words):
         end = start + len(run)
-        title = words[start - 1] if start > 0 and words[start - 1] in _TITLES else ""
-        while len(run) > 1 and run[0] in _TITLES:
+        title = words[start - 1] if start > 0 and words[start - 1] in TITLES else ""
+        while len(run) > 1 and run[0] in TITLES:
             title, run, start = run[0], run[1:], start + 1
         # A sentence's opener glued to a name ("Yesterday Jonas Lind ..."): dropped.
         while len(run) > 1 and start == 0 and run[0] in _NOT_NAMES:
@@ -448,7 +448,7 @@ def document_entities(
                     mid_sentence.add(key)
                 if (
                     2 <= len(run.words) <= 4
-                    and _shape_type(run.words, run.title) in (None, PERSON)
+                    and shape_type(run.words, run.title) in (None, PERSON)
                     and not any(w.lower() in _DOC_CONNECTORS for w in run.words)
                     and _cue_type(run.before) != PLACE
                 ):
@@ -487,7 +487,7 @@ def document_entities(
         if entry is None:
             written = " ".join(full[target]) if target in full else text
             entry = names[target] = _Name(written[:MAX_NAME_CHARS])
-        shape = _shape_type(run.words, run.title)
+        shape = shape_type(run.words, run.title)
         if shape and (entry.shape is None or target == key):
             entry.shape = shape
         cue = _cue_type(run.before)
@@ -570,7 +570,11 @@ def document_entities(
                     wanted = (_DESCRIPTIONS.get(head, ORGANISATION),)
                 if not wanted:
                     continue
-                antecedent = _antecedent(recent, names, wanted, head, sentence_number)
+                # The names before it in its own sentence count as the latest ("Ann Lee, she
+                # runs ..."), its first name first.
+                here = [(m.key, sentence_number) for m in reversed(found) if m.start < index]
+                here = [pair for pair in here if names[pair[0]].shape != TERM]
+                antecedent = _antecedent([*recent, *here], names, wanted, head, sentence_number)
                 if antecedent:
                     end = index + (2 if head else 1)
                     with_pronouns.append(_Mention(antecedent, index, end, kind))
@@ -578,7 +582,9 @@ def document_entities(
             sentence_relations, kept = _sentence_relations(words, with_pronouns, names)
             found[:] = [m for m in with_pronouns if m.kind not in _WEAK or m in kept]
             unit_relations.extend(sentence_relations)
-            # Latest sentence first, and in it the first mention first (the subject).
+            # Latest sentence first, and in it the first mention first (the subject); only
+            # the window's sentences kept (a long document stays linear).
+            recent = [p for p in recent if sentence_number - p[1] < PRONOUN_WINDOW]
             recent.extend((m.key, sentence_number) for m in reversed(found) if m.kind != "term")
             unit_boundaries.append(
                 {i for m in with_pronouns for i in range(m.start, m.end)}
@@ -669,9 +675,9 @@ def _sentence_relations(
                 if plural:
                     add(first, second, Found(plural, False, PERSON, PERSON, True))
             if index in second_of:  # "C was founded by A and B": B too
-                other, rel = second_of[index]
+                other, shared = second_of[index]
                 ends = (found[index + 1], found[other])
-                add(*(ends if rel.reverse else ends[::-1]), rel)
+                add(*(ends if shared.reverse else ends[::-1]), shared)
                 second_of[index + 1] = second_of[index]
             continue
         if first.kind == "possessive":

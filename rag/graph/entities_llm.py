@@ -190,13 +190,11 @@ def extract(provider: LLMProvider, units: Sequence[tuple[int, str]]) -> dict[int
     for relation in raw_relations[:MAX_RELATIONS]:
         if not isinstance(relation, dict):
             raise InvalidJSONError("a relation must be an object")
-        source, target, kind = (relation.get(k) for k in ("source", "target", "type"))
-        if not all(isinstance(v, str) and v.strip() for v in (source, target, kind)):
+        ends = [relation.get(k) for k in ("source", "type", "target")]
+        if not all(isinstance(v, str) and v.strip() for v in ends):
             continue  # an incomplete relation: dropped, the rest kept
         made = relation_of(
-            reply_text(source, "a relation's source", MAX_NAME_CHARS),
-            reply_text(kind, "a relation's type", MAX_NAME_CHARS),
-            reply_text(target, "a relation's target", MAX_NAME_CHARS),
+            *(reply_text(v, "a relation's end or type", MAX_NAME_CHARS) for v in ends)
         )
         if made is None:
             continue

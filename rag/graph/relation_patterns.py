@@ -127,7 +127,17 @@ CANONICAL: tuple[_Canonical, ...] = (
         "born_in",
         PERSON,
         PLACE,
-        phrases=("born in", "born at", "a native of", "native to", "came into the world in"),
+        phrases=(
+            "born in",
+            "born at",
+            "a native of",
+            "native to",
+            "came into the world in",
+            "'s birthplace is",
+            "'s birthplace was",
+            "'s place of birth is",
+            "'s place of birth was",
+        ),
         reverse_phrases=("the birthplace of", "birthplace of"),
     ),
     _Canonical(
@@ -178,7 +188,16 @@ CANONICAL: tuple[_Canonical, ...] = (
         "comes_from",
         PERSON,
         PLACE,
-        phrases=("from", "comes from", "came from", "hails from", "originally from"),
+        phrases=(
+            "from",
+            "comes from",
+            "came from",
+            "hails from",
+            "originally from",
+            "'s hometown is",
+            "'s home town is",
+            "'s hometown was",
+        ),
     ),
     _Canonical(
         "studied_at",
@@ -383,7 +402,8 @@ _AUX = (
     r"(?:(?:is|was|are|were|be|been|being|has|have|had|will|would|may|might|can|could|shall|"
     r"should|must|has been|have been|had been|will be|would be|also|still|now|currently|later|"
     r"then|once|formerly|originally|first|eventually|recently|already|soon|long|jointly|"
-    r"previously|since|briefly|officially|proudly|famously|today|together)\s+)*"
+    r"previously|since|briefly|officially|proudly|famously|today|together|became|becomes|"
+    r"become|remains|remained|served as|serves as|works as|worked as|acts as|acted as)\s+)*"
 )
 _DET = r"(?:\s+(?:the|a|an|his|her|their|its))?"
 _REL = r"(?:,\s+)?(?:(?:who|which|that)\s+)?"

@@ -46,7 +46,7 @@ from django.db.models import Q
 
 from core.embeddings import get_embedding_provider
 from rag import keyword
-from rag.graph.entities import Entity, Relation, name_key
+from rag.graph.entities import TITLES, Entity, Relation, name_key
 from rag.models import GraphMention, GraphNode, GraphScope
 from rag.spaces import GRAPH_NODES, SearchSpace, graph_node_text
 from rag.visibility import PUBLIC, Source, open_spaces, source_of
@@ -131,8 +131,8 @@ def nodes_resolve(
         if key not in wanted:
             wanted[key] = entity
         elif entity.aliases:  # one name's aliases from every unit that gives some
-            aliases = tuple(dict.fromkeys([*wanted[key].aliases, *entity.aliases]))
-            wanted[key] = replace(wanted[key], aliases=aliases)
+            joined = tuple(dict.fromkeys([*wanted[key].aliases, *entity.aliases]))
+            wanted[key] = replace(wanted[key], aliases=joined)
     owners: dict[str, set[str]] = {}
     for key, entity in wanted.items():
         for alias in entity.aliases:
@@ -141,8 +141,17 @@ def nodes_resolve(
     alias_of = {alias: next(iter(keys)) for alias, keys in owners.items() if len(keys) == 1}
     known = _existing(account_id, [*wanted, *alias_of], source)
     resolved = {key: known[key] for key in wanted if key in known}
+    # By an alias: a short one ("Lind", "Dr. Lind") only to the node of that very name (a
+    # document that wrote the surname alone): "Pierre Curie", aliased "Curie", must not join
+    # the node "Marie Curie" that another document aliased "Curie" too.
+    short = [known[a] for a in alias_of if a in known and _short(a)]
+    named = dict(GraphNode.objects.filter(pk__in=short).values_list("id", "name_key"))
     for alias, key in alias_of.items():
-        if key not in resolved and alias in known:
+        if (
+            key not in resolved
+            and alias in known
+            and (not _short(alias) or named.get(known[alias]) == alias)
+        ):
             resolved[key] = known[alias]
     via_alias = {key for key in resolved if key not in known}
     # An entity named by another one's alias in this batch ("Eckner", "Dr. Eckner" in one
@@ -154,8 +163,8 @@ def nodes_resolve(
     }
     for key, into in merged.items():
         extra = [wanted[key].name, *wanted[key].aliases]
-        aliases = tuple(dict.fromkeys([*wanted[into].aliases, *extra]))
-        wanted[into] = replace(wanted[into], aliases=aliases)
+        joined = tuple(dict.fromkeys([*wanted[into].aliases, *extra]))
+        wanted[into] = replace(wanted[into], aliases=joined)
     for key in merged:
         wanted.pop(key)
     _aliases_add(account_id, wanted, resolved, source, via_alias)
@@ -224,6 +233,12 @@ def nodes_resolve(
             resolved[node.name_key] = node.pk
     resolved.update({key: resolved[into] for key, into in merged.items() if into in resolved})
     return resolved, created
+
+
+def _short(alias_key: str) -> bool:
+    """A surname, or a title and a surname: an alias many people may share."""
+    words = alias_key.split()
+    return len(words) == 1 or (len(words) == 2 and words[0].capitalize() in TITLES)
 
 
 def _aliases_add(

@@ -34,6 +34,8 @@ _EDGE_WORDS_TEXT = """
     some their them they us we who whom whose would you your person people one"""
 _EDGE_WORDS = STOP_WORDS | FUNCTION_WORDS | frozenset(_EDGE_WORDS_TEXT.split())
 MAX_QUERY_NGRAM = 5
+# Nearest nodes read beyond the free seed slots, for the n-grams the filter refuses.
+EMBEDDING_SPARE = 2
 _POSSESSIVE = re.compile(r"['\u2019]s\b")
 
 
@@ -128,7 +130,7 @@ def seed_nodes(
         space=GRAPH_NODES,
         scope_ids=graph_scopes,
         query_vector=vector,
-        limit=MAX_SEED_NODES + room + len(seeds),
+        limit=room + EMBEDDING_SPARE,
         filter_sql="u.status = 'active' AND " + mentioned.format(n="u"),
         filter_params=params,
     )

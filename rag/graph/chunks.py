@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from core.actors import Actor
+from rag.graph.gate import needs_hop
 from rag.graph.retrieval import (
     DEFAULT_MAX_HOPS,
     GRAPH,
@@ -33,6 +34,11 @@ from rag.search import (
 )
 from rag.spaces import CHUNKS
 from rag.visibility import visibility_of
+
+# Hybrid chunk search lets the graph lead a relation-chain question that names a node of the
+# graph (``rag.graph.gate.needs_hop``, ``staged_rank(hop_gate=True)``): bench/multihop.py
+# hybrid top-5 of the final document, and SciFact's claims unchanged (statements never chain).
+HYBRID_HOP_GATE = True
 
 
 @dataclass
@@ -71,7 +77,8 @@ def chunk_search_staged(
     """``chunk_search`` in every mode, ``graph`` included, and with hybrid ``stages``."""
     stages = stages_check(mode, stages)
     max_hops_check(max_hops)
-    if not uses_graph(mode, stages) and not stages:
+    gated = HYBRID_HOP_GATE and mode == "hybrid" and not stages and needs_hop(query)
+    if not uses_graph(mode, stages) and not stages and not gated:
         return chunk_search(
             actor=actor, query=query, mode=mode, top_k=top_k, filters=filters, fusion=fusion,
             weights=weights, threshold=threshold, candidates=candidates, rerank=rerank,
@@ -87,7 +94,7 @@ def chunk_search_staged(
         query=query, mode=mode, depth=prepared.depth, stages=stages, fusion=fusion,
         weights=weights, filter_sql=prepared.condition, filter_params=prepared.params,
         query_vector=query_vector, embed_query=threshold is not None, max_hops=max_hops,
-        visible=visibility_of(actor),
+        visible=visibility_of(actor), hop_gate=gated,
     )  # fmt: skip
     stage_ms = dict(ranking.stage_ms)
     hits: list[SearchHit] = [

@@ -11,9 +11,9 @@ import numpy as np
 from django.db import connection
 
 from core.embeddings import get_embedding_provider
+from rag.graph.gate import needs_hop
 from rag.graph.retrieval import (
     DEFAULT_MAX_HOPS,
-    FEEDBACK_UNITS,
     GRAPH,
     MAX_SEED_NODES,
     SEED_DISTANCE_THRESHOLD,
@@ -43,11 +43,24 @@ from rag.spaces import GRAPH_NODES, SearchSpace
 from rag.vector import vector_search
 from rag.visibility import Visibility
 
+# The spaces whose graph mode the graph leads (``_graph_led``) on a relation-chain question
+# that names a node (``rag.graph.gate.needs_hop``); otherwise, and in the other spaces, the
+# graph is fused with the vector and keyword stages at the space's ``graph_weight``. Memory
+# entries fuse: LoCoMo dev Recall@10 0.855 / 0.855 fused against 0.839 / 0.811 led (conv-26 /
+# conv-30).
+GRAPH_LED_SPACES = frozenset({"chunks"})
+# Whether the graph leads every graph-mode search of those spaces, chain or not: SciFact train
+# nDCG@10 0.6783 against hybrid's 0.7383 (claims name no chain; the walk re-orders by concepts).
+GRAPH_LEADS_ALWAYS = False
+
 
 def _normalised(hits: Sequence[RankedHit]) -> list[tuple[int, float]]:
-    """The best hits' (unit id, score relative to the best)."""
+    """The best hits' (unit id, score relative to the best), as many as the graph's reset
+    vector takes (``rag.graph.retrieval.PASSAGE_CANDIDATES``)."""
+    from rag.graph import retrieval
+
     top = hits[0].score if hits and hits[0].score > 0 else 1.0
-    return [(h.unit_id, max(0.0, h.score / top)) for h in hits[:FEEDBACK_UNITS]]
+    return [(h.unit_id, max(0.0, h.score / top)) for h in hits[: retrieval.PASSAGE_CANDIDATES]]
 
 
 def _plain(weights: dict[str, float] | None) -> dict[str, float]:
@@ -74,19 +87,26 @@ def staged_rank(
     group_lift: bool = True,
     vector_floor: float | None = None,
     visible: Visibility | None = None,
+    hop_gate: bool = False,
 ) -> Ranking:
-    """``rag.search.space_rank`` with the graph: mode ``graph`` fuses the graph stage with the
-    vector and keyword stages (the graph alone finds nothing for text whose entities it does
-    not reach; ``stages: ["graph"]`` on a hybrid search ranks by it alone); a hybrid search
+    """``rag.search.space_rank`` with the graph. Mode ``graph`` runs the hybrid search and the
+    graph stage (``graph_rank``: personalized PageRank whose reset vector holds the query's
+    seed entities and the hybrid ranking's best candidates); on a relation-chain question that
+    names a node the graph leads (``_graph_led``), otherwise the three stages are fused.
+    ``hop_gate``: a hybrid search lets the graph lead in that case too (the hybrid gate), and
+    is its plain self otherwise. ``stages: ["graph"]`` on a hybrid search ranks by the
+    seeds alone; a hybrid search
     whose ``stages`` name ``graph`` fuses it with the stages it names (weight
     the space's ``graph_weight`` unless ``weights`` gives one). Other searches are
     ``space_rank``'s (``vector_floor`` with them: the graph stage, when it runs, finds by
     entities, not by similarity, and ignores it). ``visible``: the searcher's visibility over
     the graph (``graph_rank``)."""
     stages = stages_check(mode, stages)
-    if mode == GRAPH:
+    graph_mode = mode == GRAPH
+    gated = hop_gate and mode == "hybrid" and not stages and needs_hop(query)
+    if graph_mode or gated:
         mode, stages = "hybrid", STAGES
-    if mode != GRAPH and GRAPH not in stages:
+    if GRAPH not in stages:
         if stages and set(stages) != {"vector", "keyword"}:
             mode = stages[0]  # one stage of a hybrid: that stage alone
         return space_rank(
@@ -112,6 +132,13 @@ def staged_rank(
         query_vector=query_vector, feedback_units=_normalised(base.hits if base else []),
         visible=visible,
     )  # fmt: skip
+    if (graph_mode or gated) and base is not None:
+        named = any(seed.match in ("name", "alias") for seed in graph.seeds)
+        if space.name in GRAPH_LED_SPACES and (GRAPH_LEADS_ALWAYS or (named and needs_hop(query))):
+            return _graph_led(base, graph, depth)
+        if gated:  # no chain the graph can start: the hybrid search's own ranking
+            base.stage_ms.update(graph.stage_ms)
+            return base
     started = time.perf_counter()
     lists: dict[str, list[tuple[int, float]]] = {}
     found: dict[int, GraphHit] = {}
@@ -146,6 +173,43 @@ def staged_rank(
         hit.score = score
         hits.append(hit)
     stage_ms = {**(base.stage_ms if base else {}), **graph.stage_ms, "fusion": _ms(started)}
+    return GraphRanking(
+        hits=hits,
+        query_vector=graph.query_vector,
+        stage_ms=stage_ms,
+        seeds=graph.seeds,
+        communities=graph.communities,
+        nodes=graph.nodes,
+    )
+
+
+def _graph_led(base: Ranking, graph: GraphRanking, depth: int) -> GraphRanking:
+    """The graph leads: the order of the personalized PageRank (``graph_rank``: the query's
+    seeds and the hybrid ranking's best candidates restart it), in which a unit only the walk
+    found can come first; the hybrid candidates the walk did not score follow, in their order,
+    below the last of its units."""
+    started = time.perf_counter()
+    stages = {h.unit_id: h for h in base.hits}
+    hits: list[RankedHit] = []
+    for h in graph.hits:
+        assert isinstance(h, GraphHit)
+        hit = (
+            GraphHit(**vars(stages[h.unit_id]))
+            if h.unit_id in stages
+            else GraphHit(unit_id=h.unit_id, score=0.0)
+        )
+        hit.score = h.score
+        hit.graph_rank, hit.graph_score, hit.graph = h.graph_rank, h.graph_score, h.graph
+        hits.append(hit)
+    found = {h.unit_id for h in hits}
+    floor = min((h.score for h in hits), default=1.0)
+    rest = [h for h in base.hits if h.unit_id not in found]
+    best = max((h.score for h in rest), default=1.0) or 1.0
+    for h in rest[: max(0, depth - len(hits))]:
+        hit = GraphHit(**vars(h))
+        hit.score = round(floor * 0.99 * max(0.0, h.score) / best, 6)
+        hits.append(hit)
+    stage_ms = {**base.stage_ms, **graph.stage_ms, "fusion": _ms(started)}
     return GraphRanking(
         hits=hits,
         query_vector=graph.query_vector,

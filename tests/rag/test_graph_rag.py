@@ -149,7 +149,9 @@ def test_seed_constants_are_enforced(
     assert 1 <= len(seeds) <= retrieval.MAX_SEED_NODES == 5
     assert all(1 - s.similarity <= retrieval.SEED_DISTANCE_THRESHOLD == 0.8 for s in seeds)
     # A query unlike every node seeds nothing: nodes farther than the threshold are refused.
-    monkeypatch.setattr(retrieval, "SEED_DISTANCE_THRESHOLD", -1.0)
+    from rag.graph import seeds as seeding
+
+    monkeypatch.setattr(seeding, "SEED_DISTANCE_THRESHOLD", -1.0)
     assert _seeds(actor, corpus, vector) == []
     # At most MAX_COMMUNITIES communities, however many the walk reaches.
     from rag.graph.entities import Entity
@@ -194,9 +196,11 @@ def test_the_walk_decays_by_the_space_s_hop_decay(
     used: list[float] = []
     walk = retrieval._walk
 
-    def spy(starts: Any, hops: int, decay: float, visible: Any = None) -> dict[int, Any]:
+    def spy(
+        starts: Any, hops: int, decay: float, visible: Any = None, **options: Any
+    ) -> dict[int, Any]:
         used.append(decay)
-        return walk(starts, hops, decay, visible)
+        return walk(starts, hops, decay, visible, **options)
 
     monkeypatch.setattr(retrieval, "_walk", spy)
     retrieval.graph_rank(

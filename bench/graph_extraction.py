@@ -67,7 +67,7 @@ def _extractor(legacy: str | None) -> Extract:
 
 
 def _key(name: str) -> str:
-    from rag.graph.entities import name_key
+    from rag.graph.names import name_key
 
     return name_key(name)
 

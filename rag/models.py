@@ -345,7 +345,7 @@ class GraphNode(TimeStampedModel):
     embedding = VectorField(dimensions=settings.EMBEDDING_DIMENSIONS, null=True, blank=True)
     embedding_model = models.CharField(max_length=200, blank=True, editable=False)
     keyword_length = models.PositiveIntegerField(default=0, editable=False)
-    # The name and aliases normalised (``rag.graph.entities.name_key``): what entities
+    # The name and aliases normalised (``rag.graph.names.name_key``): what entities
     # extracted from text are merged by.
     name_key = models.CharField(max_length=500, blank=True, default="", editable=False)
     alias_keys = ArrayField(

@@ -10,7 +10,7 @@ What it finds, sentence by sentence:
   "I hate pottery" is a new version of the same item), with a low confidence (``CONFIDENCE``).
 - **Entities**: runs of capitalised words that do not start a sentence (a sentence's first
   word counts only when the batch uses it capitalised elsewhere, or it is a speaker's name),
-  typed by their own words first (``rag.graph.entities.shape_type``: a head word such as
+  typed by their own words first (``rag.graph.names.shape_type``: a head word such as
   "University" or "Cafe" an organisation, "Street" or "Lake" a place, a title such as "Dr." or
   "Ms." a person), then by their surroundings: after "in / to / from / near / visit" a place,
   after "at / for / join" an organisation, otherwise a person ("by" says nothing: "a talk by
@@ -34,8 +34,8 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from rag.graph.entities import TITLES, name_runs, shape_type
-from rag.graph.entities import sentences as text_sentences
+from rag.graph.names import TITLES, name_runs, shape_type
+from rag.graph.names import sentences as text_sentences
 
 CONFIDENCE = 0.4
 ENTITY_CONFIDENCE = 0.3
@@ -256,7 +256,7 @@ def dates_of(text: str) -> list[str]:
 
 def _name_runs(sentence: str) -> list[tuple[int, list[str]]]:
     """Runs of capitalised words (connectors allowed inside), with the index of each run's
-    first word in the sentence (``rag.graph.entities.name_runs``)."""
+    first word in the sentence (``rag.graph.names.name_runs``)."""
     return name_runs(
         _WORD.findall(sentence),
         skip=lambda word: word in _NOT_NAMES or bool(_MONTH_OR_DAY.fullmatch(word)),

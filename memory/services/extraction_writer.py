@@ -22,7 +22,7 @@ from memory.models import Conversation, Extraction, MemoryEntry
 from memory.selectors import knowledge as knowledge_selectors
 from memory.services import knowledge as knowledge_services
 from memory.spaces import MEMORY_ENTRIES
-from rag.graph.entities import name_key
+from rag.graph.names import name_key
 from rag.models import GraphEdge, GraphNode
 from rag.services import graph as graph_services
 from rag.visibility import Source, source_of

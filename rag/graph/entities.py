@@ -1,22 +1,24 @@
-"""Entities in text, offline: what the graph is built from when no LLM is configured (and the
-name normalisation every extractor's entities are merged by).
+"""Entities and relations in text, offline: what the graph is built from when no LLM is
+configured. The words that make names, their types and the key phrases are found by
+``rag.graph.names``; the relations between neighbouring mentions are named by
+``rag.graph.relation_patterns``.
 
-``text_entities`` finds, sentence by sentence, with no model:
+``document_entities`` reads a document's units (its chunks in order; a conversation's
+messages), sentence by sentence, with no model:
 
-- **Proper names**: runs of capitalised words ("Marie Curie", "Bank of England"), connectors
-  allowed inside. A sentence's first word counts only when the text uses it capitalised
-  elsewhere mid-sentence, or when the run has more than one word. Typed by their surroundings:
-  a suffix such as "University" or "Inc", or "at / for / join" before them, an organisation;
-  "in / to / from / near" before them, a place; otherwise a person.
-- **Terms**: acronyms and words mixing letters and digits ("BRCA1", "IL-6", "COVID-19").
-- **Key phrases** (RAKE, Rose et al. 2010): the runs of content words between stop words and
-  punctuation, two to four words long, scored by the sum of their words' degree / frequency in
-  the text; the best few are concepts ("insulin resistance", "pottery class").
+- **Names** (proper names and terms) are resolved over the whole document: a surname or a
+  title and surname is the document's one full name with that surname, kept as its alias;
+  a name's type is what its own words say, else the slots of the relations it takes, else the
+  words before it, else a person.
+- **Coreference**: a pronoun subject ("She was born in Kiruna"), a possessive ("Her brother,
+  Ivan Kovac") or a definite description ("The company ...") stands for the latest compatible
+  name within ``PRONOUN_WINDOW`` sentences.
+- **Relations** between neighbouring mentions of a sentence, shared by conjuncts ("A and B
+  live in C") and kept past an apposition ("A, the director of B, is married to C").
+- **Concepts**: the unit's best few key phrases ("insulin resistance", "pottery class").
 
-Past forms ("called", "discovered") end a key phrase: without a part-of-speech tagger, that
-keeps most verbs out of the concepts. Each entity gets a salience in 0..1 (its rank among
-the unit's entities by occurrences, kind and position): co-occurrence edges join a unit's most
-salient entities only.
+Each entity gets a salience in 0..1 (its rank among the unit's entities by occurrences, kind
+and position): co-occurrence edges join a unit's most salient entities only.
 
 What it misses, by design: lower-case names, names at the start of a sentence used nowhere
 else, one-word concepts ("diabetes"), synonyms and paraphrase (two phrases for one thing are two
@@ -25,89 +27,38 @@ nodes unless an alias or the LLM extractor joins them), anything not in English.
 
 from __future__ import annotations
 
-import re
-import unicodedata
 from collections import Counter
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from rag.graph.relation_patterns import (
-    PLURAL_ROLES,
-    RELATION_VERBS,
-    Found,
-    is_symmetric,
-    relation_between,
-    role_before,
+from rag.graph.names import (
+    CONCEPT,
+    DOC_CONNECTORS,
+    ORG_SUFFIXES,
+    ORGANISATION,
+    PERSON,
+    PLACE,
+    STOPWORDS,
+    TERM,
+    NameRun,
+    cue_type,
+    is_term,
+    is_verb_word,
+    keyphrases,
+    name_key,
+    sentence_names,
+    sentences,
+    shape_type,
+    tokens,
+    with_title,
 )
+from rag.graph.relation_lexicon import PLURAL_ROLES
+from rag.graph.relation_patterns import Found, is_symmetric, relation_between, role_before
 
-PERSON, PLACE, ORGANISATION, TERM, CONCEPT = "person", "place", "organisation", "term", "concept"
-ENTITY_TYPES = (PERSON, PLACE, ORGANISATION, TERM, CONCEPT)
 # Per unit: entities kept, and how many of the most salient are joined by co-occurrence.
 MAX_ENTITIES_PER_UNIT = 12
 MAX_KEYPHRASES_PER_UNIT = 5
 MAX_NAME_CHARS = 200
-
-_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
-_WORD = re.compile(r"[^\W\d_][\w'\-]*|\d[\w\-]*", re.UNICODE)
-_CONNECTORS = frozenset({"of", "de", "da", "van", "von", "the", "del", "la", "le", "and", "for"})
-_STOPWORDS_TEXT = """
-    a about above after again against all almost also am among an and any are as at be because
-    been before being below between both but by can could did do does doing done down during
-    each either else even ever every few for from further get gets got had has have having he
-    her here hers herself him himself his how however i if in into is it its itself just least
-    less like made make many may me might more most much must my myself neither never no nor not
-    now of off often on once one only or other others otherwise our ours ourselves out over own
-    per perhaps quite rather really same several shall she should since so some such than that
-    the their theirs them themselves then there therefore these they this those though through
-    thus to too toward towards under until up upon us used using very via was we well were what
-    whatever when where whether which while who whom whose why will with within without would
-    yet you your yours yourself yourselves yes yeah oh ok okay hey hi hello thanks thank wow
-    great good nice cool awesome amazing sure lot lots thing things something anything
-    everything nothing someone anyone everyone way ways time times also still already again
-    always usually sometimes new old first last next week month year day days today yesterday
-    tomorrow go going went gone come came take took see saw know knew think thought feel felt
-    want wanted need needed say said tell told let lets i'm i've i'll i'd it's that's don't
-    didn't can't won't isn't aren't wasn't there's what's you're we're they're he's she's"""
-_STOPWORDS = frozenset(_STOPWORDS_TEXT.split())
-_NOT_NAMES_TEXT = """
-    I I'm I've I'll I'd It It's Its The A An And But Or So Yes No Oh Ok Okay Hey Hi Hello Thanks
-    Thank Wow Well Yeah Sure Great Good Nice Cool Awesome Amazing Really Very Just Also Not My
-    Your Our Their His Her We You They He She This That These Those There Here What When Where
-    Why How Who Which Let Lol Haha Mr Mrs Ms Dr Sorry Please Congrats Congratulations In On At
-    To From For With By Of As If Then However Although Because Since While After Before During
-    Our Both Each All Some Most Many Few Such Other Another Only Even Still Yet Here"""
-_NOT_NAMES = frozenset(_NOT_NAMES_TEXT.split())
-_ORG_SUFFIXES_TEXT = """
-    Inc Corp Corporation Ltd LLC Co Company University College School Academy Institute Bank
-    Foundation Group Club Association Society Church Hospital Clinic Center Centre Museum Agency
-    Studio Studios Labs Lab Team Council Department Ministry Party Festival Library Gallery Cafe
-    Restaurant Hotel Organization Organisation Charity Shelter Committee Commission Board Trust
-    Federation Union Network Service Services Press Journal Quartet Trio Quintet Orchestra Choir
-    Ensemble Band Media Systems Technologies Solutions Partners Holdings Industries Airlines
-    Motors Records Games Pictures Films Publishing Publishers Capital Ventures Conservatory
-    Seminary Observatory Theatre Theater Opera Ballet Parliament Senate Police Army Navy
-    Robotics Pharmaceuticals Laboratories Institution Bureau Office Authority Agency Guild
-    Playhouse Textiles Analytics Books Logistics Foods Brewery Bakery Farms Mills Shipping
-    Freight Energy Mining Software Consulting Engineering Construction Airways Telecom Pharma
-    Biotech Electronics Instruments Supplies Brands Retail Cinema Gymnasium Seminary Kitchen
-    Workshop Collective Cooperative Co-op Fund Alliance Coalition Council Institute"""
-_ORG_SUFFIXES = frozenset(_ORG_SUFFIXES_TEXT.split())
-_PLACE_CUES = frozenset({"in", "to", "from", "near", "visit", "visited", "visiting", "around"})
-_ORG_CUES = frozenset({"at", "for", "join", "joined", "joining"})
-_MONTHS_DAYS_TEXT = """
-    January February March April May June July August September October November December Monday
-    Tuesday Wednesday Thursday Friday Saturday Sunday"""
-_MONTHS_DAYS = frozenset(_MONTHS_DAYS_TEXT.split())
-
-
-def name_key(name: str) -> str:
-    """A name as entities are merged by: Unicode-normalised, case-folded, its words (letters
-    and digits) joined by single spaces, a leading "the" dropped ("The  Beatles!" and
-    "beatles" are one entity)."""
-    words = re.findall(r"[^\W_]+", unicodedata.normalize("NFKC", name).casefold())
-    if len(words) > 1 and words[0] == "the":
-        words = words[1:]
-    return " ".join(words)[:500]
 
 
 @dataclass(frozen=True)
@@ -134,89 +85,6 @@ class TextEntities:
     relations: list[Relation] = field(default_factory=list)
 
 
-# Abbreviations a sentence does not end at ("Dr. Lind", "St. Paul", "J. Smith").
-_ABBREVIATIONS_TEXT = (
-    "dr prof mr mrs ms mx st jr sr mt ft no vs etc e.g i.e approx dept univ inc ltd co corp"
-)
-_ABBREVIATIONS = frozenset(_ABBREVIATIONS_TEXT.split())
-
-
-def sentences(text: str) -> list[str]:
-    """The text's sentences: split after ".", "!" or "?" and at line breaks, but not after a
-    title, an abbreviation or an initial ("Dr. Lind", "J. R. Tolkien")."""
-    out: list[str] = []
-    for piece in _SENTENCE.split(text):
-        piece = piece.strip()
-        if not piece:
-            continue
-        if out and out[-1].endswith("."):
-            last = out[-1].rsplit(None, 1)[-1][:-1]
-            if last.lower() in _ABBREVIATIONS or (len(last) == 1 and last.isupper()):
-                out[-1] = f"{out[-1]} {piece}"
-                continue
-        out.append(piece)
-    return out
-
-
-def _is_term(word: str) -> bool:
-    """An acronym or a letters-and-digits token: "BRCA1", "IL-6", "NASA", "COVID-19"."""
-    letters = [c for c in word if c.isalpha()]
-    if len(word) < 2 or not letters:
-        return False
-    has_digit = any(c.isdigit() for c in word)
-    upper = sum(1 for c in letters if c.isupper())
-    return (upper >= 2 and upper >= len(letters) - 1) or (has_digit and upper >= 1)
-
-
-def name_runs(
-    words: Sequence[str], *, skip: Callable[[str], bool], connectors: Collection[str]
-) -> list[tuple[int, list[str]]]:
-    """Runs of capitalised words ("New York", "University of Oslo": a lower-case connector
-    inside a run is kept when a capitalised word follows), each with the index of its first
-    word; ``skip``: capitalised words that are no names (sentence openers, months). Used for
-    documents here and for conversations (``memory.extraction.offline``)."""
-    runs: list[tuple[int, list[str]]] = []
-    current: list[str] = []
-    start = 0
-    for index, word in enumerate(words):
-        if word[:1].isupper() and not skip(word):
-            if not current:
-                start = index
-            current.append(word)
-        elif (
-            current
-            and word.lower() in connectors
-            and index + 1 < len(words)
-            and words[index + 1][:1].isupper()
-        ):
-            current.append(word)
-        else:
-            if current:
-                runs.append((start, current))
-            current = []
-    if current:
-        runs.append((start, current))
-    return [(s, r[:-1] if r[-1].lower() in connectors else r) for s, r in runs if r]
-
-
-TITLES_TEXT = """
-    Dr Prof Professor Mr Mrs Ms Mx Miss Sir Dame Lord Lady Doctor Judge Justice Captain Capt
-    Rev Reverend Father Sister Brother Senator Governor Mayor Coach Uncle Aunt Auntie Grandma
-    Grandpa Officer Sergeant Lieutenant Colonel General Detective Inspector"""
-TITLES = frozenset(TITLES_TEXT.split())
-# Titles written with a full stop when abbreviated ("Dr. Lind").
-_ABBREVIATED_TITLES_TEXT = "Dr Prof Mr Mrs Ms Mx Capt Rev"
-_ABBREVIATED_TITLES = frozenset(_ABBREVIATED_TITLES_TEXT.split())
-_PLACE_WORDS_TEXT = """
-    City Town Village River Lake Mount Mountain Mountains Island Islands County Province
-    State Valley Bay Coast Street Road Avenue Square Park Beach Peninsula Gulf Sea Ocean Desert
-    Forest Canyon Falls Harbour Strait Fjord Hills District Region Republic Kingdom Airport
-    Station Stadium Arena Bridge Plaza Heights Springs"""
-_PLACE_WORDS = frozenset(_PLACE_WORDS_TEXT.split())
-_DOC_CONNECTORS = _CONNECTORS - {"and"}
-# Verbs a capitalised run may swallow in a title-cased line ("Jonas Lind Runs ..."): dropped.
-_NAME_ENDING_VERBS_TEXT = "is was are were has had says said runs leads works lives founded"
-_NAME_ENDING_VERBS = frozenset(_NAME_ENDING_VERBS_TEXT.split())
 # Pronouns that may stand for a named entity as a subject, and the types they may stand for.
 _PRONOUNS = {
     "he": (PERSON,),
@@ -247,106 +115,6 @@ _DESCRIPTIONS = {
 }
 # How many sentences back a pronoun looks for its antecedent.
 PRONOUN_WINDOW = 4
-_TOKEN = re.compile(r"[^\W_][\w\-]*(?:['\u2019](?![sS]\b)\w+)?|['\u2019][sS]\b|[,;:()]", re.UNICODE)
-
-
-def _tokens(sentence: str) -> list[str]:
-    """A sentence's words, with "," ";" ":" "(" ")" and a possessive "'s" as words of their
-    own ("Library's" -> "Library", "'s")."""
-    return [t.replace("\u2019", "'") for t in _TOKEN.findall(sentence)]
-
-
-def _name_runs(words: list[str]) -> list[tuple[int, list[str]]]:
-    return name_runs(
-        words,
-        skip=lambda word: word in _NOT_NAMES or word in _MONTHS_DAYS,
-        connectors=_DOC_CONNECTORS,
-    )
-
-
-def shape_type(run: Sequence[str], title: str) -> str | None:
-    """The type a name's own words say: a term, an organisation's or a place's word (its head
-    first: "Tidewater Street Playhouse" is an organisation, "Bank Street" a place), a person's
-    title; None when they say nothing."""
-    if len(run) == 1 and _is_term(run[0]):
-        return TERM
-    head = run[: run.index("of")] if "of" in run else run
-    if head and head[-1] in _ORG_SUFFIXES:
-        return ORGANISATION
-    if head and head[-1] in _PLACE_WORDS:
-        return PLACE
-    if any(word in _ORG_SUFFIXES for word in run):
-        return ORGANISATION
-    if any(word in _PLACE_WORDS for word in run):
-        return PLACE
-    if title:
-        return PERSON
-    return None
-
-
-def _cue_type(before: str) -> str | None:
-    """The type the word before a name suggests: "in Kiruna" a place, "at Volvo" and "the
-    Skylark Hall" an organisation (a person's name takes no article); "by" says nothing."""
-    if before in _PLACE_CUES:
-        return PLACE
-    if before in _ORG_CUES or before == "the":
-        return ORGANISATION
-    return None
-
-
-def _is_verb_word(word: str) -> bool:
-    """A word a name or a key phrase must not take in (no tagger): a relation's verb, or a
-    past or third-person form after a name ("lind runs", "jonas lind was")."""
-    lower = word.lower()
-    return (
-        lower in RELATION_VERBS or lower in _STOPWORDS or (len(lower) > 4 and lower.endswith("ed"))
-    )
-
-
-def _keyphrases(
-    parts: list[list[str]], boundaries: list[set[int]] | None = None
-) -> list[tuple[str, float]]:
-    """RAKE over the sentences' words: candidate phrases of 2-4 content words, scored by the
-    sum of degree / frequency of their words, best first. ``boundaries``: per sentence, the
-    indexes of words that end a phrase (names, pronouns, verbs of relations)."""
-    candidates: list[list[str]] = []
-    for number, words in enumerate(parts):
-        stops = boundaries[number] if boundaries else set()
-        current: list[str] = []
-        for index, word in enumerate(words):
-            lower = word.lower()
-            # Stop words, numbers, punctuation, names, verbs of relations and past forms
-            # ("called", "discovered": no POS tagger) end a phrase.
-            if (
-                index in stops
-                or lower in _STOPWORDS
-                or lower in RELATION_VERBS
-                or not lower[:1].isalnum()
-                or lower.isdigit()
-                or len(lower) < 2
-                or (len(lower) > 4 and lower.endswith("ed"))
-            ):
-                if current:
-                    candidates.append(current)
-                current = []
-            else:
-                current.append(lower)
-        if current:
-            candidates.append(current)
-    frequency: Counter[str] = Counter()
-    degree: Counter[str] = Counter()
-    for phrase in candidates:
-        for word in phrase:
-            frequency[word] += 1
-            degree[word] += len(phrase)
-    scored: dict[str, float] = {}
-    for phrase in candidates:
-        if not 2 <= len(phrase) <= 4:
-            continue
-        text = " ".join(phrase)
-        score = sum(degree[w] / frequency[w] for w in phrase)
-        scored[text] = max(scored.get(text, 0.0), score)
-    return sorted(scored.items(), key=lambda pair: (-pair[1], pair[0]))
 
 
 @dataclass
@@ -377,51 +145,6 @@ class _Mention:
     kind: str  # "name", "term" or "pronoun"
 
 
-@dataclass
-class _Run:
-    """A name run of one sentence: its words (title stripped), its title, where it starts."""
-
-    words: list[str]
-    title: str
-    start: int
-    end: int
-    before: str
-
-
-def _runs(words: list[str]) -> list[_Run]:
-    out: list[_Run] = []
-    for start, run in _name_runs(words):
-        end = start + len(run)
-        title = words[start - 1] if start > 0 and words[start - 1] in TITLES else ""
-        while len(run) > 1 and run[0] in TITLES:
-            title, run, start = run[0], run[1:], start + 1
-        # A sentence's opener glued to a name ("Yesterday Jonas Lind ..."): dropped.
-        while len(run) > 1 and start == 0 and run[0] in _NOT_NAMES:
-            run, start = run[1:], start + 1
-        # A verb glued to a name ("Jonas Lind Runs" in a title): dropped.
-        while len(run) > 1 and run[-1].lower() in _NAME_ENDING_VERBS:
-            run, end = run[:-1], end - 1
-        before_index = start - 1 - (1 if title and words[start - 1] == title else 0)
-        before = words[before_index].lower() if before_index >= 0 else ""
-        # "the Analytical Engine of Charles Babbage": two names ("University of Paris",
-        # "Museum of Modern Art", "Gulf of Mexico": one).
-        if "of" in run:
-            cut = run.index("of")
-            head, tail = run[:cut], run[cut + 1 :]
-            if (
-                head
-                and len(tail) >= 2
-                and head[-1] not in _ORG_SUFFIXES
-                and head[-1] not in _PLACE_WORDS
-                and not any(word.lower() in _DOC_CONNECTORS for word in tail)
-            ):
-                out.append(_Run(head, title, start, start + cut, before))
-                out.append(_Run(tail, "", start + cut + 1, end, "of"))
-                continue
-        out.append(_Run(run, title, start, end, before))
-    return out
-
-
 def document_entities(
     texts: Sequence[str], *, known_names: Iterable[str] = (), pronouns_across_units: bool = True
 ) -> list[TextEntities]:
@@ -434,8 +157,8 @@ def document_entities(
     sentences (of the same unit unless ``pronouns_across_units``). ``known_names``: names to
     accept at the start of a sentence (a conversation's speakers)."""
     known = {name_key(n) for n in known_names if n.strip()}
-    units = [[_tokens(sentence) for sentence in sentences(text)] for text in texts]
-    runs = [[_runs(words) for words in unit] for unit in units]
+    units = [[tokens(sentence) for sentence in sentences(text)] for text in texts]
+    runs = [[sentence_names(words) for words in unit] for unit in units]
     # The document's names: those written mid-sentence, the full names of people, and which
     # full names a lone word (surname or given name) can stand for.
     mid_sentence: set[str] = set()
@@ -449,8 +172,8 @@ def document_entities(
                 if (
                     2 <= len(run.words) <= 4
                     and shape_type(run.words, run.title) in (None, PERSON)
-                    and not any(w.lower() in _DOC_CONNECTORS for w in run.words)
-                    and _cue_type(run.before) != PLACE
+                    and not any(w.lower() in DOC_CONNECTORS for w in run.words)
+                    and cue_type(run.before) != PLACE
                 ):
                     full.setdefault(key, run.words)
     surnames: dict[str, set[str]] = {}
@@ -459,7 +182,7 @@ def document_entities(
 
     names: dict[str, _Name] = {}
 
-    def canonical(run: _Run) -> tuple[str, bool] | None:
+    def canonical(run: NameRun) -> tuple[str, bool] | None:
         """The key of the name a run stands for, and whether it is weak (a sentence's lone
         first word, a name only if a relation of the dictionary takes it); None: no name."""
         text = " ".join(run.words)
@@ -480,7 +203,7 @@ def document_entities(
             and key not in mid_sentence
             and key not in known
         ):
-            if key in _STOPWORDS or run.words[0].isupper():
+            if key in STOPWORDS or run.words[0].isupper():
                 return None
             weak = True
         entry = names.get(target)
@@ -490,20 +213,18 @@ def document_entities(
         shape = shape_type(run.words, run.title)
         if shape and (entry.shape is None or target == key):
             entry.shape = shape
-        cue = _cue_type(run.before)
+        cue = cue_type(run.before)
         if cue:
             entry.cues[cue] += 1
         if target != key:
             if target in surnames.get(key, set()):
                 entry.aliases.setdefault(key, text)
             if run.title:
-                dot = "." if run.title in _ABBREVIATED_TITLES else ""
-                titled = f"{run.title}{dot} {text}"
-                entry.aliases.setdefault(name_key(titled), titled)
+                alias = with_title(run.title, text)
+                entry.aliases.setdefault(name_key(alias), alias)
         elif run.title and len(run.words) >= 1:
-            dot = "." if run.title in _ABBREVIATED_TITLES else ""
-            titled = f"{run.title}{dot} {text}"
-            entry.aliases.setdefault(name_key(titled), titled)
+            alias = with_title(run.title, text)
+            entry.aliases.setdefault(name_key(alias), alias)
         return target, weak
 
     # Pass 1: every sentence's mentions (names, terms), document-wide.
@@ -524,7 +245,7 @@ def document_entities(
                 found.append(_Mention(key, start, run.end, "weak" if weak else "name"))
                 taken.update(range(run.start, run.end))
             for index, word in enumerate(words):
-                if index not in taken and _is_term(word):
+                if index not in taken and is_term(word):
                     key = name_key(word)
                     names.setdefault(key, _Name(word[:MAX_NAME_CHARS], shape=TERM))
                     found.append(_Mention(key, index, index + 1, "term"))
@@ -564,7 +285,7 @@ def document_entities(
                     and lower == "the"
                     and len(words) > 1
                     and words[1].islower()
-                    and (words[1] in _DESCRIPTIONS or words[1].capitalize() in _ORG_SUFFIXES)
+                    and (words[1] in _DESCRIPTIONS or words[1].capitalize() in ORG_SUFFIXES)
                 ):
                     head = words[1]
                     wanted = (_DESCRIPTIONS.get(head, ORGANISATION),)
@@ -588,7 +309,7 @@ def document_entities(
             recent.extend((m.key, sentence_number) for m in reversed(found) if m.kind != "term")
             unit_boundaries.append(
                 {i for m in with_pronouns for i in range(m.start, m.end)}
-                | {i for i, w in enumerate(words) if _is_verb_word(w)}
+                | {i for i, w in enumerate(words) if is_verb_word(w)}
             )
         relations.append(unit_relations)
         boundaries.append(unit_boundaries)
@@ -685,7 +406,7 @@ def _sentence_relations(
         if not between:
             continue
         after = lower[second.end] if second.end < len(lower) else ""
-        if after.isalpha() and after not in _STOPWORDS and not _is_verb_word(after):
+        if after.isalpha() and after not in STOPWORDS and not is_verb_word(after):
             continue  # the name qualifies a noun: "manages the Zagreb branch"
         rel = relation_between(between)
         if rel is None and between in (["is"], ["was"]):
@@ -732,7 +453,7 @@ def _unit_entities(
             first_seen.setdefault(mention.key, position + mention.start)
             kind_bonus[mention.key] = 1.0
         position += len(words)
-    for phrase, score in _keyphrases(unit, unit_boundaries)[:MAX_KEYPHRASES_PER_UNIT]:
+    for phrase, score in keyphrases(unit, unit_boundaries)[:MAX_KEYPHRASES_PER_UNIT]:
         key = name_key(phrase)
         if key in found or any(key in names[k].aliases for k in found if k in names):
             continue

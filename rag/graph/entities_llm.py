@@ -26,17 +26,19 @@ from typing import Any
 from core.llm import InvalidJSONError, LLMProvider
 from core.llm.replies import reply_numbers, reply_text
 from rag.graph.entities import (
-    CONCEPT,
-    ENTITY_TYPES,
     MAX_ENTITIES_PER_UNIT,
     MAX_NAME_CHARS,
+    Entity,
+    Relation,
+    TextEntities,
+)
+from rag.graph.names import (
+    CONCEPT,
+    ENTITY_TYPES,
     ORGANISATION,
     PERSON,
     PLACE,
     TERM,
-    Entity,
-    Relation,
-    TextEntities,
     name_key,
 )
 from rag.graph.relation_patterns import is_symmetric, relation_between

@@ -107,10 +107,10 @@ def _core(form: str) -> str:
 
 
 def query_relations(query: str) -> frozenset[str]:
-    """The canonical relation types (``rag.graph.relation_patterns.CANONICAL``) whose verbs,
+    """The canonical relation types (``rag.graph.relation_lexicon.CANONICAL``) whose verbs,
     participles, role nouns or phrases the query uses, trailing prepositions aside ("Where was
     the founder of X raised?": founded, grew_up_in): typed edges of those types lead the walk."""
-    from rag.graph.relation_patterns import CANONICAL
+    from rag.graph.relation_lexicon import CANONICAL
 
     text = " " + " ".join(re.findall(r"[a-z][a-z'-]*", query.casefold())) + " "
     found = set()

@@ -2,7 +2,7 @@
 document chunks, long-term memory entries (docs/rag.md, "Graph mode").
 
 1. **Seeds, names first**: the query's spans (``query_names``) matched against the nodes'
-   name and alias keys (``rag.graph.entities.name_key``), longest first; when the query names
+   name and alias keys (``rag.graph.names.name_key``), longest first; when the query names
    no node, the nodes nearest its embedding (never an n-gram that starts or ends with a
    function word, nor one that only adds words to a named node); only nodes some unit of the
    searched scopes mentions, at most ``MAX_SEED_NODES``.

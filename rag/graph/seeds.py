@@ -11,8 +11,8 @@ from typing import Any
 from django.db import connection
 
 from rag.analysis import FUNCTION_WORDS, STOP_WORDS
-from rag.graph.entities import name_key
 from rag.graph.graph_types import Seed
+from rag.graph.names import name_key
 from rag.models import GraphScope
 from rag.spaces import GRAPH_NODES, SearchSpace
 from rag.vector import vector_literal, vector_search

@@ -11,7 +11,7 @@ from core.db import DatabaseOnDelete
 
 
 def keys_fill(apps: Any, schema_editor: Any) -> None:
-    from rag.graph.entities import name_key
+    from rag.graph.names import name_key
 
     node_model = apps.get_model("rag", "GraphNode")
     changed = []

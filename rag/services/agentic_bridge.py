@@ -38,7 +38,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from rag.graph.bridges import MentionedEntity
-from rag.graph.entities import CONCEPT, ORGANISATION, PERSON, PLACE, name_key, text_entities
+from rag.graph.entities import text_entities
+from rag.graph.names import CONCEPT, ORGANISATION, PERSON, PLACE, name_key
 from rag.keyword import analyze
 from rag.services.agentic_questions import (
     _NOT_NAMES,

@@ -23,7 +23,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from core.search import MAX_QUERY_CHARS
-from rag.graph.entities import ORGANISATION, PERSON, PLACE
+from rag.graph.names import ORGANISATION, PERSON, PLACE
 from rag.keyword import analyze
 
 ANY = ""

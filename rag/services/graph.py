@@ -34,7 +34,7 @@ from core.embeddings import get_embedding_provider
 from core.errors import Conflict, NotFound, ValidationFailed
 from core.writes import changes_of, changes_validate, row_delete, row_update
 from rag import keyword
-from rag.graph.entities import name_key
+from rag.graph.names import name_key
 from rag.models import GraphEdge, GraphNode, GraphScope
 from rag.spaces import GRAPH_NODES, graph_node_text
 from rag.visibility import PUBLIC, Source, visibility_of
@@ -107,13 +107,13 @@ def _embed(node: GraphNode) -> np.ndarray:
     return np.asarray(get_embedding_provider().embed_documents([text])[0])
 
 
-def _scope_locked(account_id: int) -> GraphScope:
+def scope_locked(account_id: int) -> GraphScope:
     """The account's graph scope, created on first use, locked (inside a transaction)."""
     GraphScope.objects.get_or_create(account_id=account_id)
     return GraphScope.objects.select_for_update().get(account_id=account_id)
 
 
-def _index(
+def node_reindex(
     scope: GraphScope, node: GraphNode, vector: np.ndarray | None, *, new: bool = False
 ) -> None:
     """Under the scope's lock: (re-)index ``node`` as it is now in the database."""
@@ -197,10 +197,10 @@ def node_create(
     vector = _embed(node) if embedding is None else embedding
     try:
         with transaction.atomic():
-            scope = _scope_locked(account_id)
+            scope = scope_locked(account_id)
             node.scope = scope
             node.save()
-            _index(scope, node, vector, new=True)
+            node_reindex(scope, node, vector, new=True)
             audit_record(
                 actor=actor,
                 action="rag.graph.node.create",
@@ -240,7 +240,7 @@ def _adopt(actor: Actor, found: GraphNode, wanted: GraphNode, vector: np.ndarray
     private), audited as the creation it answers."""
     fields = {n: getattr(wanted, n) for n in NODE_UPDATABLE_FIELDS if n != "mention_count"}
     with transaction.atomic():
-        scope = _scope_locked(found.account_id)
+        scope = scope_locked(found.account_id)
         GraphNode.objects.filter(pk=found.pk).update(
             **fields,
             name_key=wanted.name_key,
@@ -249,7 +249,7 @@ def _adopt(actor: Actor, found: GraphNode, wanted: GraphNode, vector: np.ndarray
             derived_scope_id=None,
             updated_at=timezone.now(),
         )
-        _index(scope, GraphNode.objects.get(pk=found.pk), vector)
+        node_reindex(scope, GraphNode.objects.get(pk=found.pk), vector)
         audit_record(
             actor=actor,
             action="rag.graph.node.create",
@@ -291,7 +291,7 @@ def node_update(
         candidate = GraphNode(**{**{f: getattr(node, f) for f in NODE_INDEXED_FIELDS}, **changes})
         vector = _embed(candidate) if embedding is None else embedding
     with transaction.atomic():
-        scope = _scope_locked(node.account_id)
+        scope = scope_locked(node.account_id)
 
         def then() -> None:
             if "name" in changes or "aliases" in changes:
@@ -299,7 +299,7 @@ def node_update(
                 key, alias_keys = _keys(fresh.name, fresh.aliases)
                 GraphNode.objects.filter(pk=node.pk).update(name_key=key, alias_keys=alias_keys)
             if reindex:
-                _index(scope, GraphNode.objects.get(pk=node.pk), vector)
+                node_reindex(scope, GraphNode.objects.get(pk=node.pk), vector)
 
         return row_update(
             actor=actor,
@@ -317,7 +317,7 @@ def node_delete(*, actor: Actor, node: GraphNode, roles: Iterable[str] = WRITE_G
     """Delete a node with its edges, out of the index."""
     actor.require(node.account_id, roles)
     with transaction.atomic():
-        scope = _scope_locked(node.account_id)
+        scope = scope_locked(node.account_id)
         _unindex(scope, node.pk)
         row_delete(
             actor=actor,

@@ -7,17 +7,18 @@ Everything here is derived data, exact whatever the order of calls (docs/rag.md,
 built from text"):
 
 - entities are merged into existing nodes by their normalised name or an alias
-  (``rag.graph.entities.name_key``), whatever their type, so a name is one node;
+  (``rag.graph.names.name_key``), whatever their type, so a name is one node;
 - ``mentions_replace`` replaces the mentions of the units it is given (indexing a unit twice
   changes nothing), drops the mentions of units that no longer exist in those scopes, and
   recomputes, for every node whose mentions changed, its ``mention_count`` and its
   ``co_occurs`` edges from the mentions themselves (weights are counts of shared units, never
   increments);
 - relations an extractor names (the offline one's, ``rag.graph.relation_patterns``, or the
-  LLM's) become edges of their type, once per pair, type and source, each with the units
-  stating it (``GraphRelationMention``): an extracted edge weighs the number of units stating
-  it, and indexing a unit again, or deleting it, takes back what it stated (an extracted edge
-  no unit states any more is deleted; edges written through the graph API are never touched);
+  LLM's) become edges of their type (``rag.services.graph_relations``), once per pair, type
+  and source, each with the units stating it (``GraphRelationMention``): an extracted edge
+  weighs the number of units stating it, and indexing a unit again, or deleting it, takes
+  back what it stated (an extracted edge no unit states any more is deleted; edges written
+  through the graph API are never touched);
 - the aliases an extractor brings for an existing node's entity ("Lind" for "Jonas Lind") are
   added to the node (re-indexed, re-embedded) when the node is of the same source;
 - derived data keeps the visibility of its source (``rag.visibility``): a node made from a
@@ -35,7 +36,6 @@ the ingestion pipeline.
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
@@ -46,12 +46,13 @@ from django.db.models import Q
 
 from core.embeddings import get_embedding_provider
 from rag import keyword
-from rag.graph.entities import TITLES, Entity, Relation, name_key
+from rag.graph.entities import Entity, Relation
+from rag.graph.names import TITLES, name_key
 from rag.models import GraphMention, GraphNode, GraphScope
+from rag.services.graph_relations import COOCCURS, edges_refresh, relations_prune, relations_write
 from rag.spaces import GRAPH_NODES, SearchSpace, graph_node_text
 from rag.visibility import PUBLIC, Source, open_spaces, source_of
 
-COOCCURS = "co_occurs"
 # A unit's entities of at least this salience (its six most salient, ``rag.graph.entities``)
 # are joined by co-occurrence: a unit with twelve entities makes 15 pairs, not 66.
 COOCCURRENCE_MIN_SALIENCE = 0.44
@@ -251,7 +252,7 @@ def _aliases_add(
     """Give existing nodes the aliases their entities bring ("Lind" and "Dr. Lind" for
     "Jonas Lind", found in a later document), re-indexed and re-embedded; only a node of the
     same source (an alias a private source gave is not shown through an account-wide node)."""
-    from rag.services.graph import _index, _scope_locked
+    from rag.services.graph import node_reindex, scope_locked
 
     brought: dict[int, list[str]] = {}
     for key, entity in wanted.items():
@@ -284,13 +285,13 @@ def _aliases_add(
         [graph_node_text(name=n.name, aliases=a, description=n.description) for n, a in changed]
     )  # outside any transaction
     with transaction.atomic():
-        scope = _scope_locked(account_id)
+        scope = scope_locked(account_id)
         for (node, aliases), vector in zip(changed, vectors, strict=True):
             GraphNode.objects.filter(pk=node.pk).update(
                 aliases=aliases, alias_keys=[k for k in dict.fromkeys(map(name_key, aliases)) if k]
             )
             node.aliases = aliases
-            _index(scope, node, vector)
+            node_reindex(scope, node, vector)
 
 
 def _prune(cursor: Any, space: SearchSpace, scope_ids: Sequence[int]) -> set[int]:
@@ -301,20 +302,6 @@ def _prune(cursor: Any, space: SearchSpace, scope_ids: Sequence[int]) -> set[int
         WHERE m.space = %s AND m.scope_id = ANY(%s)
           AND NOT EXISTS (SELECT FROM {space.unit_table} u WHERE u.id = m.unit_id)
         RETURNING m.node_id
-        """,  # noqa: S608 - the table name is code
-        [space.name, list(scope_ids)],
-    )
-    return {row[0] for row in cursor.fetchall()}
-
-
-def _relations_prune(cursor: Any, space: SearchSpace, scope_ids: Sequence[int]) -> set[int]:
-    """Forget the relation mentions of units gone from these scopes; the edges they named."""
-    cursor.execute(
-        f"""
-        DELETE FROM rag_graphrelationmention m
-        WHERE m.space = %s AND m.scope_id = ANY(%s)
-          AND NOT EXISTS (SELECT FROM {space.unit_table} u WHERE u.id = m.unit_id)
-        RETURNING m.edge_id
         """,  # noqa: S608 - the table name is code
         [space.name, list(scope_ids)],
     )
@@ -392,111 +379,11 @@ def mentions_replace(
             [space.name, unit_ids],
         )
         edges = {row[0] for row in cursor.fetchall()}
-        edges |= _relations_prune(cursor, space, sorted({unit.scope_id for unit in units}))
-        outcome.edges, stated = _relations_write(cursor, account_id, space, units, resolved, origin)
+        edges |= relations_prune(cursor, space, sorted({unit.scope_id for unit in units}))
+        outcome.edges, stated = relations_write(cursor, account_id, space, units, resolved, origin)
         edges_refresh(cursor, sorted(edges | stated))
         nodes_refresh(cursor, account_id, sorted(touched))
     return outcome
-
-
-def _relations_write(
-    cursor: Any,
-    account_id: int,
-    space: SearchSpace,
-    units: Sequence[UnitEntities],
-    resolved: dict[str, int],
-    origin: str,
-) -> tuple[int, set[int]]:
-    """The relations the extractor named, as edges of their type (one per pair, type and
-    source), each with the units stating it (``GraphRelationMention``): (edges made, the ids
-    of the edges stated). A relation's end may be named by an entity's alias."""
-    stated: dict[tuple[int, int, str, str, int | None], set[tuple[int, int]]] = {}
-    for unit in units:
-        where = source_of(space.name, unit.scope_id)
-        by_alias = {
-            name_key(alias): name_key(entity.name)
-            for entity in unit.entities
-            for alias in entity.aliases
-        }
-        for relation in unit.relations:
-            ends = []
-            for name in (relation.source, relation.target):
-                key = name_key(name)
-                ends.append(resolved.get(key) or resolved.get(by_alias.get(key, "")))
-            source, target = ends
-            kind = relation.relation_type.strip()[:100]
-            if source and target and source != target and kind and kind != COOCCURS:
-                stated.setdefault((source, target, kind, where.space, where.scope_id), set()).add(
-                    (unit.scope_id, unit.unit_id)
-                )
-    if not stated:
-        return 0, set()
-    keys = list(stated)
-    cursor.execute(
-        """
-        INSERT INTO rag_graphedge (account_id, source_id, target_id, relation_type, weight,
-            confidence, bidirectional, metadata, created_at, updated_at, derived_space,
-            derived_scope_id)
-        SELECT %s, t.s, t.t, t.r, 0.0, 0.5, false, %s::jsonb, now(), now(), t.space, t.scope
-        FROM unnest(%s::bigint[], %s::bigint[], %s::varchar[], %s::varchar[], %s::bigint[])
-            AS t(s, t, r, space, scope)
-        ON CONFLICT ON CONSTRAINT graph_edge_unique
-        DO UPDATE SET relation_type = EXCLUDED.relation_type
-        RETURNING id, (xmax = 0), source_id, target_id, relation_type, derived_space,
-            derived_scope_id
-        """,
-        [
-            account_id,
-            json.dumps({"extracted_from": origin or "text"}),
-            [k[0] for k in keys],
-            [k[1] for k in keys],
-            [k[2] for k in keys],
-            [k[3] for k in keys],
-            [k[4] for k in keys],
-        ],
-    )
-    made = 0
-    rows: list[tuple[int, int, int]] = []  # edge, scope, unit
-    for edge_id, inserted, s, t, r, dspace, dscope in cursor.fetchall():
-        made += bool(inserted)
-        rows.extend((edge_id, scope, unit) for scope, unit in stated[(s, t, r, dspace, dscope)])
-    cursor.execute(
-        """
-        INSERT INTO rag_graphrelationmention (account_id, edge_id, space, scope_id, unit_id)
-        SELECT %s, t.e, %s, t.scope, t.unit
-        FROM unnest(%s::bigint[], %s::bigint[], %s::bigint[]) AS t(e, scope, unit)
-        ON CONFLICT DO NOTHING
-        """,
-        [account_id, space.name, [r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows]],
-    )
-    return made, {r[0] for r in rows}
-
-
-def edges_refresh(cursor: Any, edge_ids: Sequence[int]) -> None:
-    """Extracted edges (``metadata.extracted_from``) weigh the number of units stating them;
-    one that no unit states any more is deleted. Edges written through the graph API keep
-    their weight and stay."""
-    if not edge_ids:
-        return
-    edges = list(edge_ids)
-    cursor.execute(
-        """
-        UPDATE rag_graphedge e SET weight = c.n, updated_at = now()
-        FROM (SELECT edge_id, count(*)::float8 AS n FROM rag_graphrelationmention
-              WHERE edge_id = ANY(%s) GROUP BY edge_id) c
-        WHERE e.id = c.edge_id AND e.metadata ->> 'extracted_from' IS NOT NULL
-          AND e.weight IS DISTINCT FROM c.n
-        """,
-        [edges],
-    )
-    cursor.execute(
-        """
-        DELETE FROM rag_graphedge e
-        WHERE e.id = ANY(%s) AND e.metadata ->> 'extracted_from' IS NOT NULL
-          AND NOT EXISTS (SELECT FROM rag_graphrelationmention m WHERE m.edge_id = e.id)
-        """,
-        [edges],
-    )
 
 
 def nodes_refresh(cursor: Any, account_id: int, node_ids: Sequence[int]) -> None:
@@ -580,7 +467,7 @@ def mentions_forget(*, space: SearchSpace, scope_ids: Sequence[int]) -> int:
     nodes they named; how many nodes were touched."""
     with transaction.atomic(), connection.cursor() as cursor:
         touched = _prune(cursor, space, scope_ids)
-        edges_refresh(cursor, sorted(_relations_prune(cursor, space, scope_ids)))
+        edges_refresh(cursor, sorted(relations_prune(cursor, space, scope_ids)))
         by_account: dict[int, list[int]] = defaultdict(list)
         for node_id, account_id in GraphNode.objects.filter(pk__in=touched).values_list(
             "id", "account_id"

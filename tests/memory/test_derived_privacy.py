@@ -33,7 +33,7 @@ from memory.services import extractions as extraction_services
 from memory.services import long_term as ltm_services
 from memory.services.graph_links import context_graph_index
 from rag import services as rag_services
-from rag.graph.entities import name_key
+from rag.graph.names import name_key
 from rag.models import Document, GraphEdge, GraphMention, GraphNode
 from rag.services.communities import communities_compute
 from tests.factories import AccountFactory, UserFactory

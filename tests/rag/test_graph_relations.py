@@ -11,8 +11,9 @@ from typing import Any
 import pytest
 
 from core.actors import Actor
-from rag.graph.entities import document_entities, name_key, text_entities
+from rag.graph.entities import document_entities, text_entities
 from rag.graph.entities_llm import entity_type_of, relation_of
+from rag.graph.names import name_key
 from rag.models import Document, GraphEdge, GraphMention, GraphNode, GraphRelationMention
 from rag.services.graph_index import COOCCURS
 from rag.spaces import CHUNKS

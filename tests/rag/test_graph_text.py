@@ -9,7 +9,8 @@ import pytest
 
 from core.actors import Actor, actor_for_account
 from rag import services
-from rag.graph.entities import name_key, text_entities
+from rag.graph.entities import text_entities
+from rag.graph.names import name_key
 from rag.models import Document, GraphEdge, GraphMention, GraphNode, KnowledgeBase
 from rag.services.graph_index import COOCCURS
 from tests.conftest import AuthedAgent

@@ -41,12 +41,14 @@ from core.search import top_k_check
 from rag import evidence
 from rag.graph.bridges import unit_entities
 from rag.graph.chunks import chunk_search_staged
+from rag.graph.gate import needs_hop
 from rag.keyword import CorpusStats, analyze, corpus_stats
 from rag.rerank import get_reranker
 from rag.search import (
     RRF_K,
     SearchFilters,
     SearchHit,
+    SearchOutcome,
     knowledge_bases_for_search,
     rank_fusion,
     search_options_validate,
@@ -110,6 +112,12 @@ BRIDGE_FUSION = "resolved"
 # With "resolved", the first results (in the engine's order) of the round that asked the
 # question as the bridges resolved it last lead the sources, the rest as with "evidence".
 RESOLVED_FIRST = 1
+# When the graph led round 1 (a relation-chain question naming a node of the graph:
+# ``rag.graph.gate``), its first results in the engine's order lead the sources (after the
+# best result of a resolved bridge): the walk ranks a chunk that only a hop reaches, which has
+# no word of the question and so little evidence, where the later rounds' fusion would bury it
+# (bench/multihop.py, agentic; docs/benchmarks-log.md, "Multi-hop questions").
+GRAPH_LED_FIRST = 5
 # The search mode of a round whose question describes an entity (a relation chain), and of the
 # rounds that follow a bridge: "hybrid" or "graph" (bench/multihop.py, agentic).
 CHAIN_MODE = "hybrid"
@@ -199,6 +207,7 @@ def agentic_query(
         question_vector,
     )
     current = query
+    graph_led: list[int] = []
     for number in range(1, max_rounds + 1):
         description = question_description(target)
         mode = _round_mode(description, bridged=target != query)
@@ -232,6 +241,8 @@ def agentic_query(
         )
         rounds.append(this)
         ranked_lists[f"round{number}"] = [(r.hit.chunk_id, r.score) for r in results]
+        if number == 1 and _graph_led(current, outcome):
+            graph_led = [r.hit.chunk_id for r in results]
         for result in results:
             best = seen.get(result.hit.chunk_id)
             if best is None or result.evidence > best.evidence:
@@ -279,6 +290,7 @@ def agentic_query(
         fusion=BRIDGE_FUSION if bridged else "rrf",
         chain=_chain(rounds),
         resolved=_resolved(rounds, query),
+        lead=graph_led[:GRAPH_LED_FIRST],
     )
     # The offline answer's sentences cover the question, or the question as a bridge resolved
     # it ("Jonas Lind was born in Kiruna" answers "Where was Jonas Lind born?").
@@ -291,6 +303,13 @@ def agentic_query(
     return AgenticAnswer(
         answer=answer, sources=sources, rounds=rounds, total_results=len(seen), synthesized_by=by
     )
+
+
+def _graph_led(query: str, outcome: SearchOutcome) -> bool:
+    """Whether the graph led the search of ``query``: a relation-chain question naming a node
+    of the graph (the gate of ``rag.graph.staged``)."""
+    seeds = getattr(outcome, "seeds", None) or []
+    return needs_hop(query) and any(s.match in ("name", "alias") for s in seeds)
 
 
 def _round_mode(description: Description | None, *, bridged: bool) -> str:
@@ -412,6 +431,7 @@ def _fused_sources(
     fusion: str = "rrf",
     chain: dict[int, float] | None = None,
     resolved: Sequence[int] = (),
+    lead: Sequence[int] = (),
 ) -> list[ScoredHit]:
     """Every round's results in one ranking, cut to ``top_k``, numbered from 1, each calibrated
     along that order. ``rrf``: weighted reciprocal rank fusion (a chunk several queries found
@@ -420,7 +440,8 @@ def _fused_sources(
     round answered, so the chunk that answers the question with the bridge's name in it
     enters the sources beside round 1's best, and the chunks that named the bridges
     (``chain``) right after the answer they led to; ``interleave``: the rounds' results in
-    turn."""
+    turn. ``lead``: chunks that lead whatever the fusion (after a resolved bridge's best), the
+    first results of a round the graph led (``GRAPH_LED_FIRST``)."""
     if fusion in ("evidence", "resolved"):
         chain = chain or {}
 
@@ -451,6 +472,10 @@ def _fused_sources(
         }
         fused = rank_fusion(ranked_lists, method="rrf", weights=weights, rrf_k=RRF_K)
         order = [chunk_id for chunk_id, _ in fused[:top_k]]
+    if lead:
+        head = order[:RESOLVED_FIRST] if fusion == "resolved" and resolved else []
+        head += [c for c in lead if c not in head]
+        order = (head + [c for c in order if c not in head])[:top_k]
     sources = []
     for ref, chunk_id in enumerate(order, start=1):
         best = seen[chunk_id]

@@ -8,7 +8,8 @@ import json
 
 import pytest
 
-import core.llm
+from rag.graph import chunks as graph_chunks
+from rag.search import SearchHit
 from rag.services import agentic
 from rag.services.agentic_bridge import BridgeHit, find_bridge
 from rag.services.agentic_questions import (
@@ -17,6 +18,7 @@ from rag.services.agentic_questions import (
     question_descriptions,
     substitute,
 )
+from rag.services.agentic_steps import ScoredHit
 from tests.support.openai_standin import openai_standin_fixture  # noqa: F401
 
 URL = "/api/v1/rag/agentic"
@@ -207,9 +209,16 @@ def chunk_documents(answer: dict, key: str = "sources") -> list[int]:
     return [s["document_id"] for s in answer[key]]
 
 
+@pytest.fixture
+def no_hop_gate(monkeypatch):
+    """Round 1 as plain hybrid search: the graph does not lead it (``rag.graph.chunks``'s hop
+    gate off), so what finds the birth's chunk is the bridge alone."""
+    monkeypatch.setattr(graph_chunks, "HYBRID_HOP_GATE", False)
+
+
 @pytest.mark.django_db
 def test_agentic_substitutes_the_bridge_and_the_answer_enters_the_sources(
-    agent_client, corpus
+    agent_client, corpus, no_hop_gate
 ) -> None:
     answer = ask(agent_client, query=QUESTION, top_k=5)
     first = answer["rounds"][0]
@@ -231,13 +240,53 @@ def test_agentic_substitutes_the_bridge_and_the_answer_enters_the_sources(
 
 
 @pytest.mark.django_db
-def test_rrf_fusion_would_keep_the_answer_out(agent_client, corpus, monkeypatch) -> None:
+def test_rrf_fusion_would_keep_the_answer_out(
+    agent_client, corpus, monkeypatch, no_hop_gate
+) -> None:
     # What the fusion is for: ranked by reciprocal rank with round 1 weighing most, the
     # birth's chunk never enters the top 5.
     monkeypatch.setattr(agentic, "BRIDGE_FUSION", "rrf")
     answer = ask(agent_client, query=QUESTION, top_k=5)
     assert answer["rounds"][0]["bridge"]["name"] == "Jonas Lind"
     assert corpus["Biography"] not in chunk_documents(answer)
+
+
+def _scored(chunk_id: int, evidence: float, round_number: int) -> ScoredHit:
+    hit = SearchHit(chunk_id=chunk_id, score=evidence)
+    return ScoredHit(hit, evidence, evidence, evidence, 0.0, round_number)
+
+
+def test_the_lead_keeps_a_chunk_only_the_walk_found() -> None:
+    # Round 1 (led by the graph) ranked chunk 2 second: the walk's find, with no word of the
+    # question and so little evidence. Round 2 asked the question as the bridge resolved it.
+    seen = {
+        1: _scored(1, 0.9, 1), 2: _scored(2, 0.1, 1),
+        3: _scored(3, 0.95, 2), 4: _scored(4, 0.8, 2), 5: _scored(5, 0.7, 2),
+    }  # fmt: skip
+    lists = {"round1": [(1, 0.9), (2, 0.1)], "round2": [(3, 0.95), (4, 0.8), (5, 0.7)]}
+    fused = agentic._fused_sources(lists, seen, top_k=3, fusion="resolved", resolved=[3, 4, 5])
+    assert [s.hit.chunk_id for s in fused] == [3, 1, 4]  # by evidence, the walk's find is out
+    led = agentic._fused_sources(
+        lists, seen, top_k=3, fusion="resolved", resolved=[3, 4, 5], lead=[1, 2]
+    )
+    assert [s.hit.chunk_id for s in led] == [3, 1, 2]  # the resolved best, then round 1's
+    assert [s.ref for s in led] == [1, 2, 3]
+    unbridged = agentic._fused_sources(lists, seen, top_k=2, fusion="rrf", lead=[2, 1])
+    assert [s.hit.chunk_id for s in unbridged] == [2, 1]
+
+
+@pytest.mark.django_db
+def test_a_round_the_graph_led_leads_the_sources(agent_client, corpus) -> None:
+    # With the hop gate (the default), the graph leads round 1 of this chain question: the
+    # walk through Jonas Lind already ranks the birth's chunk, which has no word of the
+    # question; the sources keep round 1's first results, after the resolved question's best.
+    answer = ask(agent_client, query=QUESTION, top_k=5)
+    first = [hit["chunk_id"] for hit in answer["rounds"][0]["results"]]
+    assert corpus["Biography"] in chunk_documents(answer["rounds"][0], "results")
+    sources = [s["chunk_id"] for s in answer["sources"]]
+    head = sources[:1] + [c for c in first if c != sources[0]]
+    assert sources == head[: len(sources)]
+    assert corpus["Biography"] in chunk_documents(answer)
 
 
 @pytest.mark.django_db
@@ -266,19 +315,6 @@ def test_a_chain_round_may_search_the_graph(agent_client, corpus, monkeypatch) -
 
 
 # --- with an LLM ----------------------------------------------------------------------------
-
-
-@pytest.fixture
-def llm(openai_standin, settings):
-    settings.LLM_PROVIDER, settings.LLM_BASE_URL, settings.LLM_MODEL = (
-        "openai",
-        openai_standin.base_url,
-        "stand-in",
-    )
-    settings.LLM_MAX_RETRIES = 0
-    core.llm.reset_llm_provider()
-    yield openai_standin
-    core.llm.reset_llm_provider()
 
 
 @pytest.mark.django_db

@@ -47,7 +47,6 @@ from rag.rerank import get_reranker
 from rag.search import (
     RRF_K,
     SearchFilters,
-    SearchHit,
     SearchOutcome,
     knowledge_bases_for_search,
     rank_fusion,
@@ -69,9 +68,10 @@ from rag.services.agentic_steps import (
     _reformulate,
     _surface_forms,
     _synthesize,
+    calibrate_along,
+    round_scored,
 )
 from rag.spaces import CHUNKS
-from rag.vector import unit_similarities
 from rag.visibility import Visibility, visibility_of
 
 logger = logging.getLogger("engram.rag")
@@ -220,7 +220,7 @@ def agentic_query(
             rerank=reranker is not None,
             query_vector=target_vector if current == target else None,
         )
-        results = _scored(
+        results = round_scored(
             outcome.hits,
             question_terms=target_terms,
             stats=target_stats,
@@ -376,53 +376,6 @@ def _offline_bridge(
 # --- scoring --------------------------------------------------------------------------------
 
 
-def _scored(
-    hits: list[SearchHit],
-    *,
-    question_terms: list[str],
-    stats: CorpusStats,
-    question_vector: np.ndarray | None,
-    reranker: str | None,
-    round_number: int,
-) -> list[ScoredHit]:
-    """The round's hits in the engine's order, each with its evidence against the question
-    and its calibrated score (the evidence made non-increasing along that order)."""
-    similarities: dict[int, float] = {}
-    if question_vector is not None:  # a reformulated round: measure against the question
-        similarities = unit_similarities(
-            space=CHUNKS, unit_ids=[h.chunk_id for h in hits], query_vector=question_vector
-        )
-    scored = []
-    for hit in hits:
-        similarity = similarities.get(hit.chunk_id, hit.vector_score or 0.0)
-        coverage = evidence.term_coverage(question_terms, evidence.hit_terms(hit), stats)
-        value = evidence.hit_evidence(
-            similarity=similarity,
-            coverage=coverage,
-            rerank_score=hit.rerank_score,
-            reranker=reranker,
-        )
-        scored.append(
-            ScoredHit(
-                hit=hit,
-                score=value,
-                evidence=value,
-                similarity=similarity,
-                coverage=coverage,
-                round=round_number,
-            )
-        )
-    _calibrate_along(scored)
-    return scored
-
-
-def _calibrate_along(items: list[ScoredHit]) -> None:
-    for item, score in zip(
-        items, evidence.non_increasing([i.evidence for i in items]), strict=True
-    ):
-        item.score = round(score, 4)
-
-
 def _fused_sources(
     ranked_lists: dict[str, list[tuple[int, float]]],
     seen: dict[int, ScoredHit],
@@ -490,7 +443,7 @@ def _fused_sources(
                 ref=ref,
             )
         )
-    _calibrate_along(sources)
+    calibrate_along(sources)
     return sources
 
 

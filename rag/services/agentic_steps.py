@@ -1,5 +1,6 @@
 """The steps of an agentic round that read and write text (``rag.services.agentic``): the
-scored hit, reformulation (the LLM's, with its bridge checked; the bridge put in place of the
+scored hit (a round's evidence against its question, calibrated along the engine's order),
+reformulation (the LLM's, with its bridge checked; the bridge put in place of the
 description; pseudo-relevance feedback) and synthesis (the LLM's answer citing its sources, or
 the extractive one)."""
 
@@ -8,6 +9,8 @@ from __future__ import annotations
 import logging
 import re
 from dataclasses import dataclass
+
+import numpy as np
 
 from core.llm import get_llm_provider
 from core.llm.base import InvalidJSONError
@@ -18,6 +21,7 @@ from rag.search import SearchHit
 from rag.services.agentic_bridge import Bridge, grounded
 from rag.services.agentic_questions import Description, substitute
 from rag.spaces import CHUNKS
+from rag.vector import unit_similarities
 
 logger = logging.getLogger("engram.rag")
 
@@ -51,6 +55,57 @@ class ScoredHit:
     round: int
     ref: int = 0
     cited: bool = False
+
+
+# --- scoring --------------------------------------------------------------------------------
+
+
+def round_scored(
+    hits: list[SearchHit],
+    *,
+    question_terms: list[str],
+    stats: CorpusStats,
+    question_vector: np.ndarray | None,
+    reranker: str | None,
+    round_number: int,
+) -> list[ScoredHit]:
+    """The round's hits in the engine's order, each with its evidence against the question
+    and its calibrated score (the evidence made non-increasing along that order)."""
+    similarities: dict[int, float] = {}
+    if question_vector is not None:  # a reformulated round: measure against the question
+        similarities = unit_similarities(
+            space=CHUNKS, unit_ids=[h.chunk_id for h in hits], query_vector=question_vector
+        )
+    scored = []
+    for hit in hits:
+        similarity = similarities.get(hit.chunk_id, hit.vector_score or 0.0)
+        coverage = evidence.term_coverage(question_terms, evidence.hit_terms(hit), stats)
+        value = evidence.hit_evidence(
+            similarity=similarity,
+            coverage=coverage,
+            rerank_score=hit.rerank_score,
+            reranker=reranker,
+        )
+        scored.append(
+            ScoredHit(
+                hit=hit,
+                score=value,
+                evidence=value,
+                similarity=similarity,
+                coverage=coverage,
+                round=round_number,
+            )
+        )
+    calibrate_along(scored)
+    return scored
+
+
+def calibrate_along(items: list[ScoredHit]) -> None:
+    """Each item's score: its evidence made non-increasing along the items' order."""
+    for item, score in zip(
+        items, evidence.non_increasing([i.evidence for i in items]), strict=True
+    ):
+        item.score = round(score, 4)
 
 
 # --- reformulation --------------------------------------------------------------------------

@@ -100,7 +100,8 @@ class SearchSpace:
     hop_decay: float = 0.5
     # A unit's graph-stage score: its PageRank mass relative to the best unit's, mixed with its
     # cosine similarity to the query by this weight (``rag.graph.retrieval``), chosen per space
-    # on development data (docs/benchmarks-log.md, "Multi-hop questions"; docs/rag.md, "Graph mode").
+    # on development data (docs/benchmarks-log.md, "Multi-hop questions"; docs/rag.md, "Graph
+    # mode").
     graph_similarity: float = 0.2
     # How much a graph search's best candidates gain from their late-interaction score
     # (``rag.late_interaction``), chosen per space on development data (docs/benchmarks-log.md);

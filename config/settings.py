@@ -238,6 +238,7 @@ SPECTACULAR_SETTINGS = {
         "KnowledgeBaseStatusEnum": "rag.models.KnowledgeBase.Status",
         "SearchModeEnum": "rag.search.MODES",
         "SearchModeWithGraphEnum": "rag.search.SEARCH_MODES",
+        "SeedMatchEnum": "rag.graph.graph_types.SEED_MATCHES",
         "SearchStageEnum": "rag.graph.retrieval.STAGES",
         "DocumentStatusEnum": "rag.models.Document.Status",
         "ChunkingStrategyEnum": "rag.models.KnowledgeBase.Chunking",

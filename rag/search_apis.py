@@ -17,6 +17,7 @@ from core.permissions import request_actor
 from core.views import ApiView
 from rag import selectors, services
 from rag.context import context_block_build
+from rag.graph.graph_types import SEED_MATCHES
 from rag.graph.retrieval import DEFAULT_MAX_HOPS, MAX_GRAPH_HOPS, STAGES
 from rag.search import DEFAULT_FUSION, FUSIONS, SEARCH_MODES, SearchFilters, SearchHit
 
@@ -205,6 +206,11 @@ class SeedOutput(serializers.Serializer):
     name = serializers.CharField()
     entity_type = serializers.CharField()
     similarity = strict.FiniteFloatField()
+    match = serializers.ChoiceField(
+        choices=list(SEED_MATCHES),
+        help_text="How the query found the seed: a span of it is the node's name or an alias, "
+        "the node is nearest the query's embedding, or a candidate passage mentions it.",
+    )
 
 
 class CommunityRefOutput(serializers.Serializer):

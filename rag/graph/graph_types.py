@@ -8,6 +8,9 @@ from typing import Any
 
 from rag.search import RankedHit, Ranking
 
+# How a query found a seed node (``Seed.match``).
+SEED_MATCHES = ("name", "alias", "embedding", "passage")
+
 
 @dataclass(frozen=True)
 class Seed:

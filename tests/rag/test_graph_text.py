@@ -111,6 +111,11 @@ def test_graph_search_explains_the_seed_and_path(
     body = response.json()
     assert body["results"] and body["graph"]["seeds"]
     assert len(body["graph"]["seeds"]) <= 5
+    assert {s["match"] for s in body["graph"]["seeds"]} == {"embedding"}  # no name in it
+    named = agent_client.client.post(
+        SEARCH, {"query": "What did Marie Curie discover?", "mode": "graph"}, format="json"
+    ).json()["graph"]["seeds"]
+    assert (named[0]["name"], named[0]["match"]) == ("Marie Curie", "name")
     graph = next(r["explanation"]["graph"] for r in body["results"] if r["explanation"]["graph"])
     assert graph["path"][0]["name"] == graph["seed"]["name"]
     assert graph["path"][-1]["name"] == graph["node"]["name"]

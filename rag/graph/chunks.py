@@ -52,6 +52,8 @@ class GraphSearchHit(SearchHit):
 class GraphSearchOutcome(SearchOutcome):
     seeds: list[Seed] | None = None
     communities: list[CommunityRef] | None = None
+    # The graph led the ranking (``GraphRanking.led``).
+    graph_led: bool = False
 
 
 def uses_graph(mode: str, stages: Sequence[str]) -> bool:
@@ -124,4 +126,5 @@ def chunk_search_staged(
         stage_ms=stage_ms,
         seeds=graph.seeds if graph else None,
         communities=graph.communities if graph else None,
+        graph_led=graph.led if graph else False,
     )

@@ -73,3 +73,6 @@ class GraphRanking(Ranking):
     seeds: list[Seed] = field(default_factory=list)
     communities: list[CommunityRef] = field(default_factory=list)
     nodes: dict[int, Reach] = field(default_factory=dict)
+    # Whether the graph's order is the ranking (a relation-chain question naming a node:
+    # ``rag.graph.staged``), not one stage fused with others.
+    led: bool = False

@@ -29,6 +29,7 @@ import numpy as np
 
 from rag.graph import seeds as seeding
 from rag.graph.graph_types import GraphHit, Reach, Seed
+from rag.graph.relations import COOCCURS
 
 # The probability of following an edge rather than jumping back (HippoRAG 2 uses 0.5).
 DAMPING = 0.5
@@ -36,7 +37,6 @@ ITERATIONS = 40
 TOLERANCE = 1e-7
 # A typed relation ("born_in", "leads") against a co-occurrence (1).
 TYPED_EDGE_WEIGHT = 2.0
-COOCCURS = "co_occurs"
 # The reset vector's candidates (the other stages' best hits): ``PASSAGE_SHARE`` of the
 # restart, each by its score between the last's and the best's to the power ``PASSAGE_POWER``.
 PASSAGE_SHARE = 0.15

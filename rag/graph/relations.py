@@ -17,6 +17,10 @@ DEPENDS_ON = "depends_on"
 # link as written, its display text, what it names, how many times).
 REFERENCES = "references"
 
+# The graph built from text: two entities of one unit that no extractor's relation joins
+# (``rag.services.graph_index``); typed relations weigh more in a walk (``rag.graph.ppr``).
+COOCCURS = "co_occurs"
+
 # Which edges a walk follows from a node: ``out`` from their source to their target, ``in``
 # from their target to their source, ``both`` either way. A bidirectional edge is followed
 # either way in every direction.

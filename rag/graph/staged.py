@@ -217,6 +217,7 @@ def _graph_led(base: Ranking, graph: GraphRanking, depth: int) -> GraphRanking:
         seeds=graph.seeds,
         communities=graph.communities,
         nodes=graph.nodes,
+        led=True,
     )
 
 

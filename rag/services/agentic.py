@@ -41,13 +41,11 @@ from core.search import top_k_check
 from rag import evidence
 from rag.graph.bridges import unit_entities
 from rag.graph.chunks import chunk_search_staged
-from rag.graph.gate import needs_hop
 from rag.keyword import CorpusStats, analyze, corpus_stats
 from rag.rerank import get_reranker
 from rag.search import (
     RRF_K,
     SearchFilters,
-    SearchOutcome,
     knowledge_bases_for_search,
     rank_fusion,
     search_options_validate,
@@ -241,7 +239,7 @@ def agentic_query(
         )
         rounds.append(this)
         ranked_lists[f"round{number}"] = [(r.hit.chunk_id, r.score) for r in results]
-        if number == 1 and _graph_led(current, outcome):
+        if number == 1 and getattr(outcome, "graph_led", False):
             graph_led = [r.hit.chunk_id for r in results]
         for result in results:
             best = seen.get(result.hit.chunk_id)
@@ -303,13 +301,6 @@ def agentic_query(
     return AgenticAnswer(
         answer=answer, sources=sources, rounds=rounds, total_results=len(seen), synthesized_by=by
     )
-
-
-def _graph_led(query: str, outcome: SearchOutcome) -> bool:
-    """Whether the graph led the search of ``query``: a relation-chain question naming a node
-    of the graph (the gate of ``rag.graph.staged``)."""
-    seeds = getattr(outcome, "seeds", None) or []
-    return needs_hop(query) and any(s.match in ("name", "alias") for s in seeds)
 
 
 def _round_mode(description: Description | None, *, bridged: bool) -> str:

@@ -48,8 +48,9 @@ from core.embeddings import get_embedding_provider
 from rag import keyword
 from rag.graph.entities import Entity, Relation
 from rag.graph.names import TITLES, name_key
+from rag.graph.relations import COOCCURS
 from rag.models import GraphMention, GraphNode, GraphScope
-from rag.services.graph_relations import COOCCURS, edges_refresh, relations_prune, relations_write
+from rag.services.graph_relations import edges_refresh, relations_prune, relations_write
 from rag.spaces import GRAPH_NODES, SearchSpace, graph_node_text
 from rag.visibility import PUBLIC, Source, open_spaces, source_of
 

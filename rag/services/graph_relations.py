@@ -13,14 +13,12 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from rag.graph.names import name_key
+from rag.graph.relations import COOCCURS
 from rag.spaces import SearchSpace
 from rag.visibility import source_of
 
 if TYPE_CHECKING:
     from rag.services.graph_index import UnitEntities
-
-# The edges of co-occurrence (``rag.services.graph_index``): no extractor's relation is one.
-COOCCURS = "co_occurs"
 
 
 def relations_prune(cursor: Any, space: SearchSpace, scope_ids: Sequence[int]) -> set[int]:

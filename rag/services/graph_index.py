@@ -50,7 +50,12 @@ from rag.graph.entities import Entity, Relation
 from rag.graph.names import TITLES, name_key
 from rag.graph.relations import COOCCURS
 from rag.models import GraphMention, GraphNode, GraphScope
-from rag.services.graph_relations import edges_refresh, relations_prune, relations_write
+from rag.services.graph_relations import (
+    edges_refresh,
+    orphans_forget,
+    relations_prune,
+    relations_write,
+)
 from rag.spaces import GRAPH_NODES, SearchSpace, graph_node_text
 from rag.visibility import PUBLIC, Source, open_spaces, source_of
 
@@ -297,16 +302,7 @@ def _aliases_add(
 
 def _prune(cursor: Any, space: SearchSpace, scope_ids: Sequence[int]) -> set[int]:
     """Forget the mentions of units gone from these scopes; the nodes they named."""
-    cursor.execute(
-        f"""
-        DELETE FROM rag_graphmention m
-        WHERE m.space = %s AND m.scope_id = ANY(%s)
-          AND NOT EXISTS (SELECT FROM {space.unit_table} u WHERE u.id = m.unit_id)
-        RETURNING m.node_id
-        """,  # noqa: S608 - the table name is code
-        [space.name, list(scope_ids)],
-    )
-    return {row[0] for row in cursor.fetchall()}
+    return orphans_forget(cursor, "rag_graphmention", "node_id", space, scope_ids)
 
 
 def mentions_replace(

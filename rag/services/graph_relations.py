@@ -21,18 +21,26 @@ if TYPE_CHECKING:
     from rag.services.graph_index import UnitEntities
 
 
-def relations_prune(cursor: Any, space: SearchSpace, scope_ids: Sequence[int]) -> set[int]:
-    """Forget the relation mentions of units gone from these scopes; the edges they named."""
+def orphans_forget(
+    cursor: Any, table: str, named: str, space: SearchSpace, scope_ids: Sequence[int]
+) -> set[int]:
+    """Delete the rows of a mention ``table`` (``rag_graphmention``, ``rag_graphrelationmention``)
+    whose units are gone from these scopes; the ids (column ``named``) they named."""
     cursor.execute(
         f"""
-        DELETE FROM rag_graphrelationmention m
+        DELETE FROM {table} m
         WHERE m.space = %s AND m.scope_id = ANY(%s)
           AND NOT EXISTS (SELECT FROM {space.unit_table} u WHERE u.id = m.unit_id)
-        RETURNING m.edge_id
-        """,  # noqa: S608 - the table name is code
+        RETURNING m.{named}
+        """,  # noqa: S608 - the table and column names are code
         [space.name, list(scope_ids)],
     )
     return {row[0] for row in cursor.fetchall()}
+
+
+def relations_prune(cursor: Any, space: SearchSpace, scope_ids: Sequence[int]) -> set[int]:
+    """Forget the relation mentions of units gone from these scopes; the edges they named."""
+    return orphans_forget(cursor, "rag_graphrelationmention", "edge_id", space, scope_ids)
 
 
 def relations_write(

@@ -62,7 +62,7 @@ COPY . /app
 # Static files into ENGRAM_DATA_DIR/static (served by WhiteNoise). Settings only compute service
 # URLs at import, so dummy values for this step suffice; nothing connects and none of them stays
 # in the image's environment. Then byte-compile the app (the code is read-only at run time).
-# The app user may write to MEDIA_ROOT and numba's cache only. /app/data itself stays
+# The app user may write to MEDIA_ROOT, numba's cache and the metrics directory only. /app/data itself stays
 # root-owned on purpose: with ENGRAM_ENV=production an entry point without DATABASE_URL /
 # REDIS_URL already stops at start-up (config/env.py); were ENGRAM_ENV overridden, embedded
 # servers still could not start inside the container (config/embedded/).
@@ -71,8 +71,8 @@ RUN SECRET_KEY=build-only \
     REDIS_URL=redis://localhost:6379/0 \
     python manage.py collectstatic --noinput -v 0 \
     && python -m compileall -q -x '/\.venv/' /app \
-    && mkdir -p /app/data/media /app/data/cache/numba \
-    && chown engram:engram /app/data/media /app/data/cache/numba
+    && mkdir -p /app/data/media /app/data/cache/numba /app/data/metrics \
+    && chown engram:engram /app/data/media /app/data/cache/numba /app/data/metrics
 
 # Numeric, so runtimes that require a non-root UID (Kubernetes runAsNonRoot) can verify it.
 USER ${ENGRAM_UID}:${ENGRAM_UID}

@@ -11,8 +11,9 @@ import os
 
 import pytest
 
-# The stand-in of an OpenAI-compatible server and the ``llm`` fixture on it, for every test.
-pytest_plugins = ["tests.support.openai_standin"]
+# The stand-in of an OpenAI-compatible server and the ``llm`` fixture on it, and the ``tune``
+# fixture (tunables set for one test), for every test.
+pytest_plugins = ["tests.support.openai_standin", "tests.support.tuning"]
 
 _services = None
 

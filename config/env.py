@@ -92,6 +92,7 @@ class EngramEnv(BaseSettings):
     API_KEY_RETENTION_DAYS: int = Field(default=30, ge=1)
     JOB_RUN_RETENTION_DAYS: int = Field(default=30, ge=1)
     RAG_MAX_UPLOAD_BYTES: int = Field(default=20 * 1024 * 1024, ge=1024)
+    PORTABILITY_MAX_IMPORT_BYTES: int = Field(default=2 * 1024**3, ge=1024)
     RAG_MAX_EXTRACTED_CHARS: int = Field(default=2_000_000, ge=1000)
     RAG_MAX_CHUNKS_PER_DOCUMENT: int = Field(default=5000, ge=1)
     RAG_MAX_PROCESSING_ATTEMPTS: int = Field(default=3, ge=1, le=100)
@@ -116,6 +117,9 @@ class EngramEnv(BaseSettings):
     MEMORY_PROMOTION_MIN_ACCESSES: int = Field(default=3, ge=1, le=1_000_000)
     # Reads buffered before a flush is sent at once (docs/memory.md, "Reads and writes").
     MEMORY_ACCESS_BUFFER_MAX: int = Field(default=5000, ge=1, le=1_000_000)
+    # Long-term entries read token by token when indexed, for graph search's late interaction
+    # (memory/long_term/services/readings.py): about 400 bytes a token stored.
+    MEMORY_ENTRY_READINGS: bool = True
     MEMORY_DEDUP_SIMILARITY: float = Field(default=0.92, gt=0, le=1)
     MEMORY_ROT_STALENESS: float = Field(default=0.9, gt=0, le=1)
     MEMORY_IMPORTANCE_HALF_LIFE_DAYS: float = Field(default=90.0, gt=0, le=36_500)
@@ -143,6 +147,10 @@ class EngramEnv(BaseSettings):
     # maintenance): unset, ``<ENGRAM_DATA_DIR>/cache/numba``. numba reads the same variable.
     NUMBA_CACHE_DIR: Path | None = None
     SIDE_BY_SIDE_THREADS: int = Field(default=2, ge=0, le=16)
+
+    # --- metrics ------------------------------------------------------------------------------
+    # Set: /metrics needs "Authorization: Bearer <token>"; unset: loopback scrapers only.
+    METRICS_TOKEN: str | None = None
 
     # --- admin sign-in -------------------------------------------------------------------------
     ADMIN_LOGIN_FAILURE_LIMIT: int = Field(default=5, ge=0, le=1000)

@@ -2,7 +2,10 @@
 
 Starts (or re-attaches to) the embedded PostgreSQL and Valkey servers for any of DATABASE_URL /
 REDIS_URL left unset, migrates, creates the periodic schedules and (first start only) a demo
-account, then runs the web server, one Celery worker and Celery beat, and supervises them:
+account, then runs the web server, one Celery worker and Celery beat, and supervises them.
+"Engram is up" is printed once ``/readyz`` answers 200, never before. Web and worker processes
+write their Prometheus metrics into one directory (``PROMETHEUS_MULTIPROC_DIR``, emptied at each
+start; core/metrics.py) that ``/metrics`` adds up.
 
 - A process that exits (web, worker, beat, or an embedded server) is started again after a
   backoff (1 s, doubling up to 30 s); the others keep running. Only repeated fast failures (a
@@ -29,9 +32,12 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.error
+import urllib.request
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import IO, BinaryIO, TextIO
 
 import psutil
@@ -42,6 +48,7 @@ from config.embedded import (
     default_data_dir,
 )
 from config.env import BASE_DIR, load_env
+from core.metrics import MULTIPROC_ENV, multiprocess_dir_clean
 
 logger = logging.getLogger("engram.launcher")
 
@@ -53,6 +60,9 @@ BACKOFF_FIRST = 1.0
 BACKOFF_MAX = 30.0
 # Two readings of one process's start time differ by clock adjustments at most.
 CREATE_TIME_TOLERANCE = 1.0
+# "Engram is up" waits for /readyz; past this many seconds the launcher says what is not ready.
+READY_PATIENCE = 120.0
+READY_PROBE_TIMEOUT = 10.0
 
 
 class Output:
@@ -168,8 +178,9 @@ class Launcher:
             self._manage("migrate", "--noinput", "-v", "0")
             self._manage("setup_periodic_tasks")
             self._manage("engram_bootstrap")
+            self._metrics_dir()
             self._start_children()
-            self._banner()
+            threading.Thread(target=self._announce_when_ready, daemon=True).start()
             return self._supervise()
         except KeyboardInterrupt:
             return 0
@@ -278,6 +289,14 @@ class Launcher:
         child.proc = proc
         self._write_state()
 
+    def _metrics_dir(self) -> None:
+        """Web workers and Celery pool processes write their metrics into one directory, which
+        /metrics adds up (core.metrics); what a previous run left there is removed first."""
+        configured = self.env.get(MULTIPROC_ENV)
+        directory = Path(configured) if configured else self.data_dir / "run" / "metrics"
+        multiprocess_dir_clean(directory)
+        self.env[MULTIPROC_ENV] = str(directory)
+
     def _start_children(self) -> None:
         s = self.env_settings
         bind = f"{s.ENGRAM_HOST}:{s.ENGRAM_PORT}"
@@ -285,6 +304,7 @@ class Launcher:
         argvs = {
             "web": [
                 *(python, "-m", "gunicorn", "config.wsgi:application", "--bind", bind),
+                *("--config", "python:config.gunicorn"),
                 *("--workers", str(s.WEB_CONCURRENCY), "--threads", "4"),
                 *("--worker-class", "gthread", "--timeout", "120", "--access-logfile", "-"),
             ],
@@ -314,12 +334,33 @@ class Launcher:
         tmp.write_text(json.dumps(state))
         tmp.replace(self.state_file)
 
-    def _banner(self) -> None:
+    def _announce_when_ready(self) -> None:
+        """Say "Engram is up" once ``/readyz`` answers 200, not before: polled while the
+        supervisor runs (a child that dies meanwhile is restarted as usual). Past
+        ``READY_PATIENCE`` seconds it says what is not ready yet, and keeps waiting."""
         s = self.env_settings
         url = f"http://{s.ENGRAM_HOST}:{s.ENGRAM_PORT}"
-        log(f"Engram is up: {url}/  admin {url}/admin/  API docs {url}/api/docs/")
-        log(f"Readiness: {url}/readyz")
-        log("Ctrl-C stops everything.")
+        probe = _probe_url(s.ENGRAM_HOST, s.ENGRAM_PORT)
+        host = _probe_host(s.ALLOWED_HOSTS)
+        started = time.monotonic()
+        log(f"starting; waiting until {url}/readyz answers")
+        told = False
+        while not self._stopping:
+            status, body = _readyz(probe, host)
+            if status == 200:
+                if self._stopping:
+                    return
+                log(
+                    f"Engram is up (ready in {time.monotonic() - started:.1f} s): {url}/  "
+                    f"admin {url}/admin/  API docs {url}/api/docs/  MCP {url}/mcp"
+                )
+                log(f"Readiness: {url}/readyz  Metrics: {url}/metrics")
+                log("Ctrl-C stops everything.")
+                return
+            if not told and time.monotonic() - started > READY_PATIENCE:
+                told = True
+                log(f"not ready after {READY_PATIENCE:.0f} s ({body}); still waiting")
+            time.sleep(POLL_INTERVAL)
 
     # -- supervision -----------------------------------------------------------------------------
 
@@ -417,6 +458,40 @@ class Launcher:
         for proc in running:
             _kill_group(proc.pid)
         self.children.clear()
+
+
+def _probe_url(host: str, port: int) -> str:
+    """Where the launcher asks for readiness: the bound address, or loopback for a wildcard."""
+    if host in ("", "0.0.0.0"):  # noqa: S104 - a wildcard bind is reached on loopback
+        host = "127.0.0.1"
+    elif host == "::":
+        host = "::1"
+    if ":" in host and not host.startswith("["):
+        host = f"[{host}]"
+    return f"http://{host}:{port}/readyz"
+
+
+def _probe_host(allowed_hosts: Sequence[str]) -> str:
+    """A Host header Django accepts: the first allowed host (a wildcard means any)."""
+    first = next((h.strip() for h in allowed_hosts if h.strip()), "localhost").lstrip(".")
+    return "localhost" if first in ("", "*") else first
+
+
+def _readyz(url: str, host: str) -> tuple[int, str]:
+    """``/readyz``'s status (0: no answer) and, when not ready, what it says is failing."""
+    request = urllib.request.Request(url, headers={"Host": host})  # noqa: S310 - http only
+    try:
+        with urllib.request.urlopen(request, timeout=READY_PROBE_TIMEOUT) as response:  # noqa: S310
+            return int(response.status), ""
+    except urllib.error.HTTPError as exc:
+        try:
+            components = json.loads(exc.read()).get("components", {})
+            failing = [name for name, c in components.items() if not c.get("ok")]
+        except (ValueError, AttributeError):
+            failing = []
+        return exc.code, f"HTTP {exc.code}, failing: {', '.join(failing) or 'unknown'}"
+    except (OSError, ValueError) as exc:
+        return 0, f"no answer: {exc}"
 
 
 def _kill_group(pgid: int) -> None:

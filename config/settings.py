@@ -22,7 +22,7 @@ ALLOWED_HOSTS = ENV.ALLOWED_HOSTS
 CSRF_TRUSTED_ORIGINS = ENV.CSRF_TRUSTED_ORIGINS
 
 INSTALLED_APPS = [
-    "django.contrib.admin",
+    "core.apps_admin.EngramAdminConfig",  # django.contrib.admin with Engram's site
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
@@ -42,6 +42,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # First: times the whole answer for /metrics, whatever answers it.
+    "core.middleware.RequestMetricsMiddleware",
     "core.middleware.RequestIdMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -189,6 +191,8 @@ os.environ["NUMBA_CACHE_DIR"] = str(NUMBA_CACHE_DIR)
 DATA_UPLOAD_MAX_MEMORY_SIZE = -(-ENV.RAG_MAX_UPLOAD_BYTES * 4 // 3) + 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 RAG_MAX_UPLOAD_BYTES = ENV.RAG_MAX_UPLOAD_BYTES
+# An account archive uploaded for import (multipart: streamed to disk, not held in memory).
+PORTABILITY_MAX_IMPORT_BYTES = ENV.PORTABILITY_MAX_IMPORT_BYTES
 RAG_MAX_EXTRACTED_CHARS = ENV.RAG_MAX_EXTRACTED_CHARS
 RAG_MAX_CHUNKS_PER_DOCUMENT = ENV.RAG_MAX_CHUNKS_PER_DOCUMENT
 RAG_MAX_PROCESSING_ATTEMPTS = ENV.RAG_MAX_PROCESSING_ATTEMPTS
@@ -242,8 +246,8 @@ SPECTACULAR_SETTINGS = {
         "SearchStageEnum": "rag.graph.retrieval.STAGES",
         "DocumentStatusEnum": "rag.models.Document.Status",
         "ChunkingStrategyEnum": "rag.models.KnowledgeBase.Chunking",
-        "MemoryTierEnum": "memory.selectors.router.TIERS",
-        "MemoryWritableTierEnum": "memory.services.router.WRITABLE_TIERS",
+        "MemoryTierEnum": "memory.context.selectors.router.TIERS",
+        "MemoryWritableTierEnum": "memory.context.services.router.WRITABLE_TIERS",
         "MemoryEntryTypeEnum": "memory.models.MemoryEntry.EntryType",
         "MemoryContextScopeEnum": "memory.models.MemoryContext.Scope",
         "MemoryContextTypeEnum": "memory.models.MemoryContext.ContextType",
@@ -253,8 +257,8 @@ SPECTACULAR_SETTINGS = {
         "ShortTermMemoryTypeEnum": "memory.models.ShortTermEntry.MemoryType",
         "KnowledgeTypeEnum": "memory.models.KnowledgeStore.KnowledgeType",
         "KnowledgeSourceTypeEnum": "memory.models.KnowledgeSource.SourceType",
-        "MemoryRelatedKindEnum": "memory.services.tools.RELATED_KINDS",
-        "WorkingMemoryKindEnum": "memory.working_redis.KINDS",
+        "MemoryRelatedKindEnum": "memory.context.services.tools.RELATED_KINDS",
+        "WorkingMemoryKindEnum": "memory.working.store.KINDS",
         "GraphNodeStatusEnum": "rag.models.GraphNode.Status",
         "GraphNodeTypeEnum": "rag.models.GraphNode.NodeType",
         "ContentStatusEnum": "content.models.Status",
@@ -265,9 +269,9 @@ SPECTACULAR_SETTINGS = {
         "ChangePolicyEnum": "memory.models.ChangePolicy",
         "PendingChangeStatusEnum": "memory.models.PendingChange.Status",
         "MaintenanceReportStatusEnum": "memory.models.MemoryMaintenanceReport.Status",
-        "MaintenanceJobStatusEnum": "memory.models.maintenance_jobs.MaintenanceJob.Status",
-        "PendingChangeKindEnum": "memory.services.changes.KNOWN_KINDS",
-        "RotKindEnum": "memory.selectors.rot.KINDS",
+        "MaintenanceJobStatusEnum": "memory.maintenance.models.jobs.MaintenanceJob.Status",
+        "PendingChangeKindEnum": "memory.maintenance.services.changes.KNOWN_KINDS",
+        "RotKindEnum": "memory.maintenance.selectors.rot.KINDS",
     },
 }
 
@@ -314,6 +318,7 @@ POOL_EVENT_RETENTION = timedelta(days=ENV.POOL_EVENT_RETENTION_DAYS)
 MEMORY_RECENCY_HALF_LIFE_DAYS = ENV.MEMORY_RECENCY_HALF_LIFE_DAYS
 MEMORY_PROMOTION_MIN_ACCESSES = ENV.MEMORY_PROMOTION_MIN_ACCESSES
 MEMORY_ACCESS_BUFFER_MAX = ENV.MEMORY_ACCESS_BUFFER_MAX
+MEMORY_ENTRY_READINGS = ENV.MEMORY_ENTRY_READINGS
 MEMORY_DEDUP_SIMILARITY = ENV.MEMORY_DEDUP_SIMILARITY
 MEMORY_ROT_STALENESS = ENV.MEMORY_ROT_STALENESS
 MEMORY_IMPORTANCE_HALF_LIFE_DAYS = ENV.MEMORY_IMPORTANCE_HALF_LIFE_DAYS
@@ -332,6 +337,10 @@ MEMORY_MAINTENANCE_UMAP_SAMPLE = ENV.MEMORY_MAINTENANCE_UMAP_SAMPLE
 MEMORY_MAINTENANCE_MAX_REWRITES = ENV.MEMORY_MAINTENANCE_MAX_REWRITES
 # Threads per process for independent reads of one call (core.side_by_side; 0: one after another).
 SIDE_BY_SIDE_THREADS = ENV.SIDE_BY_SIDE_THREADS
+
+# --- metrics (docs/operations.md, "Metrics") ------------------------------------------------
+# Unset: only loopback peers may scrape /metrics.
+METRICS_TOKEN = ENV.METRICS_TOKEN or ""
 
 # --- logging -------------------------------------------------------------------------------------
 LOGGING: dict[str, Any] = {
@@ -367,7 +376,7 @@ LOGGING: dict[str, Any] = {
 # Production defaults make `manage.py check --deploy` clean; each is overridable (configuration.md).
 SECURE_SSL_REDIRECT = bool(ENV.https("SECURE_SSL_REDIRECT"))
 # Probes are plain HTTP from inside the host or cluster.
-SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$"]
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$", r"^metrics$"]
 SECURE_HSTS_SECONDS = int(ENV.https("SECURE_HSTS_SECONDS"))
 SECURE_HSTS_INCLUDE_SUBDOMAINS = bool(ENV.https("SECURE_HSTS_INCLUDE_SUBDOMAINS"))
 SECURE_HSTS_PRELOAD = bool(ENV.https("SECURE_HSTS_PRELOAD"))

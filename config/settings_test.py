@@ -1,6 +1,8 @@
 """Settings for the test suite: the real servers, with eager Celery and fast password hashing."""
 
 import os
+import tempfile
+from pathlib import Path
 
 os.environ.setdefault("ENGRAM_ENV", "test")
 
@@ -29,6 +31,10 @@ if REDIS_URL.startswith("unix://") and not ENV.CELERY_BROKER_URL:
     CELERY_BROKER_URL = _celery_url(REDIS_URL)
 
 CELERY_TASK_ALWAYS_EAGER = True
+# Entries' token readings cost a model pass a write; the tests that need them turn them on
+# (tests/memory/test_entry_readings.py), and every other graph search reads its candidates itself,
+# with the same scores.
+MEMORY_ENTRY_READINGS = False
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 # Each xdist worker gets its own cache namespace so parallel tests never see each other's keys.
 CACHES["default"]["KEY_PREFIX"] = f"engram-test-{os.environ.get('PYTEST_XDIST_WORKER', 'main')}"
@@ -37,3 +43,8 @@ CACHES["default"]["KEY_PREFIX"] = f"engram-test-{os.environ.get('PYTEST_XDIST_WO
 MEMORY_REDIS_PREFIX = f"engram-test-{os.environ.get('PYTEST_XDIST_WORKER', 'main')}"
 LOGGING["root"]["level"] = "WARNING"
 LOGGING["handlers"]["default"]["formatter"] = "console"
+# Export archives and uploaded imports (core.PortabilityJob) go to a directory of the run's own,
+# never the data directory's media.
+MEDIA_ROOT = Path(tempfile.gettempdir()) / (
+    f"engram-test-media-{os.getpid()}-{os.environ.get('PYTEST_XDIST_WORKER', 'main')}"
+)

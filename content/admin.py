@@ -26,7 +26,12 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.safestring import SafeString, mark_safe
 
-from content import rendering, selectors, services
+from content import (
+    admin_home,  # noqa: F401  # registers the panels of the admin home
+    rendering,
+    selectors,
+    services,
+)
 from content.admin_forms import ArticleForm, PageForm, RenameForm
 from content.models import Article, Page, Status
 from core.actors import READ, WRITE_CONTENT, Actor

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import PolymorphicProxySerializer, extend_schema, extend_schema_field
 from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -14,9 +14,11 @@ from rest_framework.response import Response
 from content import selectors, services
 from content.models import Article, Page, Status
 from core import serializers as strict
-from core.pagination import CreatedCursorPagination, paginated_response
+from core.pagination import CreatedCursorPagination, page_parameters_check, paginated_response
 from core.permissions import request_actor
 from core.views import ApiView
+from rag.search import MODES
+from rag.search_apis import StageExplanation
 
 
 class PageOutput(serializers.ModelSerializer[Page]):
@@ -91,20 +93,88 @@ class PageUpdateInput(strict.InputSerializer):
     status = serializers.ChoiceField(choices=Status.choices, required=False)
 
 
+class PageExplanation(serializers.Serializer):
+    vector = StageExplanation()
+    keyword = StageExplanation()
+    fused_score = strict.FiniteFloatField(allow_null=True)
+
+
+class PageHitOutput(serializers.Serializer):
+    page = PageSummaryOutput()
+    score = strict.FiniteFloatField(allow_null=True)
+    explanation = serializers.SerializerMethodField()
+
+    @extend_schema_field(PageExplanation)
+    def get_explanation(self, hit: selectors.PageHit) -> dict[str, Any]:
+        r = hit.retrieval
+        return dict(
+            PageExplanation(
+                {
+                    "vector": {"rank": r["vector_rank"], "score": r["vector_score"]},
+                    "keyword": {"rank": r["keyword_rank"], "score": r["keyword_score"]},
+                    "fused_score": hit.score,
+                }
+            ).data
+        )
+
+
+class PageHitsOutput(serializers.Serializer):
+    """A search's answer: the mode it ran with (which a list's page has not), then the pages
+    found. The query is not echoed: an answer holds only what the account's data gave."""
+
+    mode = serializers.CharField(help_text="The search mode that ran.")
+    results = PageHitOutput(many=True)
+
+
+class PageListPageOutput(serializers.Serializer):
+    next = serializers.URLField(allow_null=True)
+    previous = serializers.URLField(allow_null=True)
+    results = PageSummaryOutput(many=True)
+
+
+def page_search_answer(actor: Any, data: dict[str, Any]) -> dict[str, Any]:
+    """``GET /content/pages?query=``'s answer (and MCP ``search_pages``')."""
+    hits = selectors.page_search(
+        actor=actor, query=data["query"], top_k=data["top_k"], mode=data["mode"]
+    )
+    answer = {"mode": data["mode"], "results": hits}
+    return dict(PageHitsOutput(answer).data)
+
+
 class PageListApi(ApiView):
-    """The account's pages, most recently created first, paged."""
+    """Without ``query``: the account's pages, most recently created first, paged. With
+    ``query``: the pages best matching it by title, aliases and the start of their text, each
+    explained (the search over their graph nodes)."""
 
     pagination_class = CreatedCursorPagination
 
     class FilterSerializer(strict.FilterSerializer):
-        status = serializers.ChoiceField(choices=Status.choices, required=False)
+        status = serializers.ChoiceField(
+            choices=Status.choices, required=False, help_text="Lists only: pages of this status."
+        )
+        query = strict.SearchQueryField(
+            required=False, help_text="Search: what to look for, e.g. harbour cranes."
+        )
+        top_k = strict.TopKField(help_text="Search: how many pages, 1 to 100 (default 10).")
+        mode = serializers.ChoiceField(
+            choices=MODES,
+            default="hybrid",
+            help_text="Search: hybrid (default), vector, keyword or prf.",
+        )
 
     @extend_schema(
         parameters=[FilterSerializer],
-        responses=PageSummaryOutput(many=True),
+        responses=PolymorphicProxySerializer(
+            component_name="PagesOrHits",
+            serializers=[PageListPageOutput, PageHitsOutput],
+            resource_type_field_name=None,
+        ),
         operation_id="content_pages_list",
     )
     def get(self, request: Request) -> Response:
+        if self.filters.get("query") is not None:
+            page_parameters_check(self.pagination_class, request)
+            return Response(page_search_answer(request_actor(request), self.filters))
         pages = selectors.page_list(actor=request_actor(request))
         if "status" in self.filters:
             pages = pages.filter(status=self.filters["status"])

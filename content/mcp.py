@@ -7,16 +7,21 @@ from __future__ import annotations
 
 from typing import Any
 
-from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from content import selectors, services
-from content.apis import TITLE_MAX, BacklinkOutput, PageInput, PageOutput, PageSummaryOutput
+from content.apis import (
+    TITLE_MAX,
+    BacklinkOutput,
+    PageHitsOutput,
+    PageInput,
+    PageListApi,
+    PageOutput,
+    page_search_answer,
+)
 from content.models import Status
 from core import serializers as strict
 from core.mcp import Call, CursorInput, Tool, page, paged
-from rag.search import MAX_TOP_K, MODES
-from rag.search_apis import StageExplanation
 
 
 class PageRefInput(strict.InputSerializer):
@@ -51,43 +56,11 @@ class WritePageInput(PageInput):
 
 
 class SearchPagesInput(strict.InputSerializer):
-    query = serializers.CharField(max_length=2000)
-    top_k = serializers.IntegerField(min_value=1, max_value=MAX_TOP_K, default=10)
-    mode = serializers.ChoiceField(choices=MODES, default="hybrid")
+    """``GET /content/pages``'s search parameters, ``query`` required."""
 
-
-class WrittenPageOutput(serializers.Serializer):
-    page = PageOutput()
-    created = serializers.BooleanField(help_text="False: an existing page got the content.")
-
-
-class PageExplanation(serializers.Serializer):
-    vector = StageExplanation()
-    keyword = StageExplanation()
-    fused_score = strict.FiniteFloatField(allow_null=True)
-
-
-class PageHitOutput(serializers.Serializer):
-    page = PageSummaryOutput()
-    score = strict.FiniteFloatField(allow_null=True)
-    explanation = serializers.SerializerMethodField()
-
-    @extend_schema_field(PageExplanation)
-    def get_explanation(self, hit: selectors.PageHit) -> dict[str, Any]:
-        r = hit.retrieval
-        return dict(
-            PageExplanation(
-                {
-                    "vector": {"rank": r["vector_rank"], "score": r["vector_score"]},
-                    "keyword": {"rank": r["keyword_rank"], "score": r["keyword_score"]},
-                    "fused_score": hit.score,
-                }
-            ).data
-        )
-
-
-class PageHitsOutput(serializers.Serializer):
-    results = PageHitOutput(many=True)
+    query = strict.SearchQueryField(help_text="What to look for, e.g. harbour cranes.")
+    top_k = PageListApi.FilterSerializer._declared_fields["top_k"]
+    mode = PageListApi.FilterSerializer._declared_fields["mode"]
 
 
 def _ref(data: dict[str, Any]) -> dict[str, Any]:
@@ -99,8 +72,8 @@ def _read(call: Call) -> dict[str, Any]:
 
 
 def _write(call: Call) -> dict[str, Any]:
-    written, created = services.page_write(actor=call.actor, **call.data)
-    return dict(WrittenPageOutput({"page": written, "created": created}).data)
+    written, _ = services.page_write(actor=call.actor, **call.data)
+    return dict(PageOutput(written).data)
 
 
 def _backlinks(call: Call) -> dict[str, Any]:
@@ -111,13 +84,13 @@ def _backlinks(call: Call) -> dict[str, Any]:
 
 
 def _search(call: Call) -> dict[str, Any]:
-    hits = selectors.page_search(actor=call.actor, **call.data)
-    return dict(PageHitsOutput({"results": hits}).data)
+    return page_search_answer(call.actor, call.data)
 
 
 TOOLS = (
     Tool(
         name="read_page",
+        rest="GET /api/v1/content/pages/{page_id}",
         title="Read a page",
         description=(
             "Read a wiki page of the account (markdown, with [[wikilinks]] to other pages) by "
@@ -132,25 +105,31 @@ TOOLS = (
     ),
     Tool(
         name="write_page",
+        rest="POST /api/v1/content/pages",
         title="Write a page",
         description=(
             "Write a wiki page: the page with this `title` gets `content` (markdown; link "
             "other pages as [[Title]] or [[Title|shown text]]), or a new page is created (a "
             "draft unless `status` is published). Links become knowledge-graph edges and show "
-            "as the linked pages' backlinks shortly after."
+            "as the linked pages' backlinks shortly after. Answers the page as "
+            "POST /content/pages does."
         ),
         scope="write",
         input=WritePageInput,
-        output=WrittenPageOutput,
+        output=PageOutput,
         run=_write,
-        summary=lambda out: (
-            ("Created" if out["created"] else "Updated") + f" page {out['page']['title']!r}."
-        ),
+        summary=lambda out: f"Page {out['title']!r} ({out['status']}, id {out['id']}).",
         idempotent=True,
-        hints={"content": "The whole text, in markdown with [[wikilinks]]; replaces the old."},
+        hints={
+            "title": "The page's title; [[Title]] links to it, e.g. Harbour cranes.",
+            "aliases": 'Other names [[links]] may use, e.g. ["cranes"].',
+            "status": "draft (default for a new page) or published.",
+            "content": "The whole text, in markdown with [[wikilinks]]; replaces the old.",
+        },
     ),
     Tool(
         name="page_backlinks",
+        rest="GET /api/v1/content/pages/{page_id}/backlinks",
         title="A page's backlinks",
         description=(
             "The pages whose [[links]] reach a page (by `page_id`, `slug` or `title`), most "
@@ -165,6 +144,7 @@ TOOLS = (
     ),
     Tool(
         name="search_pages",
+        rest="GET /api/v1/content/pages?query=",
         title="Search pages",
         description=(
             "Find the account's wiki pages matching `query` by title, aliases and the start "
@@ -175,6 +155,11 @@ TOOLS = (
         input=SearchPagesInput,
         output=PageHitsOutput,
         run=_search,
+        hints={
+            "query": "What to look for, e.g. harbour cranes.",
+            "top_k": "How many pages, 1 to 100 (default 10).",
+            "mode": "hybrid (default), vector, keyword or prf.",
+        },
         summary=lambda out: f"{len(out['results'])} pages.",
     ),
 )

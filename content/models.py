@@ -16,7 +16,6 @@ from pgvector.django import VectorField
 
 from core.models import Account, Agent, TimeStampedModel
 from core.querysets import AccountScopedQuerySet
-from rag.models import GraphNode
 
 
 class Status(models.TextChoices):
@@ -81,7 +80,7 @@ class Page(WrittenContent):
     )
     # The page's node in the account's knowledge graph, made by the link sync.
     node = models.OneToOneField(
-        GraphNode, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+        "rag.GraphNode", on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )
 
     # The text's words as unlinked mentions search them (``content.selectors``): whole words,

@@ -26,15 +26,15 @@ from pgvector.django import CosineDistance
 
 from content import wikilinks
 from content.models import Article, Page, Status, WrittenContent
+from content.tuning import TUNING
 from core.actors import Actor
 from core.errors import NotFound
 from core.search import TimedHits, top_k_check
-from rag import graph
-from rag.graph import REFERENCES, node_search
+from rag.graph import selectors as graph
+from rag.graph.selectors import REFERENCES, node_search
 
 MAX_MENTIONS = 20
 DEFAULT_RELATED, MAX_RELATED = 10, 50
-EXCERPT_CHARS = 200
 
 Kind = Literal["page", "article"]
 M = TypeVar("M", bound=WrittenContent)
@@ -96,7 +96,7 @@ def page_search(
     query_vector: np.ndarray | None = None,
 ) -> list[PageHit]:
     """The actor's pages best matching ``query`` by title, aliases and the start of their text:
-    the search over their graph nodes (``rag.graph.node_search``, entity type "page"), so a
+    the search over their graph nodes (``rag.graph.selectors.node_search``, type "page"), so a
     page is found once its link sync has made its node. Without pages, one EXISTS: the node
     search's filtered vector scan would walk the whole graph index for none."""
     if not page_list(actor=actor).exists():
@@ -131,8 +131,10 @@ def article_get(*, article_id: int) -> Article:
 _SPACES = re.compile(r"\s+")
 
 
-def excerpt(text: str, *, at: int | None = None, length: int = EXCERPT_CHARS) -> str:
-    """About ``length`` characters of ``text`` on one line: its beginning, or around ``at``."""
+def excerpt(text: str, *, at: int | None = None, length: int | None = None) -> str:
+    """About ``length`` characters of ``text`` (``TUNING.answers.excerpt_chars``) on one line: its
+    beginning, or around ``at``."""
+    length = TUNING.answers.excerpt_chars if length is None else length
     start = 0 if at is None or at < length // 2 else at - length // 2
     piece = _SPACES.sub(" ", text[start : start + length]).strip()
     prefix = "…" if start > 0 else ""

@@ -10,56 +10,49 @@ from typing import Any
 from celery import shared_task
 
 from content.services import links, summaries
-from core.jobs import PeriodicJob, job_run
+from core.jobs import periodic_job
+from core.models import JobRun
 
 logger = logging.getLogger("engram.content")
-
-PERIODIC_JOBS = [
-    PeriodicJob(
-        name="content.sync_pending",
-        task="content.tasks.sync_pending",
-        description="Sync the pages and articles whose sync a write scheduled but that never "
-        "ran (the broker was down when the write committed, or a worker died): their graph "
-        "node, links and embedding. kwargs: dry_run.",
-        every_seconds=600,
-        expires_seconds=540,
-    ),
-    PeriodicJob(
-        name="content.daily_summaries",
-        task="content.tasks.daily_summaries",
-        description="Write each account's summary page of the previous day (pages created or "
-        "changed, documents indexed, memories promoted...; prose when an LLM is configured). "
-        "Running again rewrites that day's pages; kwargs: dry_run, day (YYYY-MM-DD).",
-        # Early morning: the day summarised is over (memory's 4:00 consolidation counts in the
-        # day it ran, so the order of the two jobs does not matter).
-        crontab="30 4 * * *",
-        expires_seconds=6 * 3600,
-    ),
-]
 
 
 class DailySummariesFailed(RuntimeError):
     """Some accounts got no summary page (the others did)."""
 
 
-@shared_task(bind=True, time_limit=3600, soft_time_limit=3300, acks_late=True)
-def daily_summaries(self, dry_run: bool = False, day: str | None = None) -> dict[str, int]:  # type: ignore[no-untyped-def]
-    with job_run("content.daily_summaries", task_id=self.request.id or "") as run:
-        report = summaries.daily_summaries_write(
-            day=dt.date.fromisoformat(day) if day else None, dry_run=dry_run
-        )
-        run.counts = report.counts
-        if report.errors:
-            failed = ", ".join(f"{a}: {e}" for a, e in sorted(report.errors.items()))
-            raise DailySummariesFailed(f"{len(report.errors)} account(s) failed ({failed})")
-    return run.counts
+@periodic_job(
+    description="Write each account's summary page of the previous day (pages created or "
+    "changed, documents indexed, memories promoted...; prose when an LLM is configured). "
+    "Running again rewrites that day's pages; kwargs: dry_run, day (YYYY-MM-DD).",
+    # Early morning: the day summarised is over (memory's 4:00 consolidation counts in the
+    # day it ran, so the order of the two jobs does not matter).
+    crontab="30 4 * * *",
+    expires_seconds=6 * 3600,
+    time_limit=3600,
+    soft_time_limit=3300,
+)
+def daily_summaries(run: JobRun, dry_run: bool = False, day: str | None = None) -> dict[str, int]:
+    report = summaries.daily_summaries_write(
+        day=dt.date.fromisoformat(day) if day else None, dry_run=dry_run
+    )
+    run.counts = report.counts  # recorded with the failure below
+    if report.errors:
+        failed = ", ".join(f"{a}: {e}" for a, e in sorted(report.errors.items()))
+        raise DailySummariesFailed(f"{len(report.errors)} account(s) failed ({failed})")
+    return report.counts
 
 
-@shared_task(bind=True, time_limit=600, soft_time_limit=540, acks_late=True)
-def sync_pending(self, dry_run: bool = False) -> dict[str, int]:  # type: ignore[no-untyped-def]
-    with job_run("content.sync_pending", task_id=self.request.id or "") as run:
-        run.counts = links.pending_sync_sweep(dry_run=dry_run)
-    return run.counts
+@periodic_job(
+    description="Sync the pages and articles whose sync a write scheduled but that never "
+    "ran (the broker was down when the write committed, or a worker died): their graph "
+    "node, links and embedding. kwargs: dry_run.",
+    every_seconds=600,
+    expires_seconds=540,
+    time_limit=600,
+    soft_time_limit=540,
+)
+def sync_pending(run: JobRun, dry_run: bool = False) -> dict[str, int]:
+    return links.pending_sync_sweep(dry_run=dry_run)
 
 
 @shared_task(time_limit=300, soft_time_limit=240, acks_late=True)

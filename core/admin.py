@@ -19,7 +19,10 @@ from django_celery_beat.models import (
     SolarSchedule,
 )
 
-from core import services
+from core import (
+    admin_home,  # noqa: F401  # registers the panels of the admin home
+    services,
+)
 from core.actors import MANAGE_ACCOUNT, READ, Actor
 from core.admin_base import (
     SUPERUSERS_ONLY,
@@ -31,11 +34,7 @@ from core.admin_base import (
     reregister,
 )
 from core.models import Account, Agent, ApiKey, AuditEvent, JobRun, Membership, Team
-
-# The admin is Engram's: its header, its pages' titles and its index say so.
-admin.site.site_header = "Engram"
-admin.site.site_title = "Engram admin"
-admin.site.index_title = "Engram administration"
+from core.portability.admin import export_accounts  # also registers the jobs' admin
 
 
 class MembershipForm(forms.ModelForm):
@@ -109,6 +108,7 @@ class AccountAdmin(AccountScopedAdmin):
     search_fields = ["name", "slug"]
     fields = ["name", "slug", "is_active"]
     inlines = [MembershipInline]
+    actions = [export_accounts]
 
     def get_prepopulated_fields(self, request: HttpRequest, obj: Any = None) -> Any:
         return {"slug": ["name"]} if obj is None else {}
@@ -362,6 +362,10 @@ def _gate_third_party_admins() -> None:
     superusers. Their apps register plain admins (model permissions); replace them."""
     for model in (PeriodicTask, IntervalSchedule, CrontabSchedule, SolarSchedule, ClockedSchedule):
         reregister(model, InstallationAdminMixin)
+    # A schedule's list says what each job does (its description, written by core.periodic).
+    schedules = admin.site._registry[PeriodicTask]
+    shown = list(schedules.list_display)
+    schedules.list_display = [*shown[:1], "description", *shown[1:]]
     for model in (User, Group):
         reregister(model, SuperuserOnlyAdminMixin)
     from axes.models import AccessAttempt, AccessFailureLog, AccessLog

@@ -8,3 +8,6 @@ class CoreConfig(AppConfig):
 
     def ready(self) -> None:
         from core import schema  # noqa: F401  (registers the API key scheme with drf-spectacular)
+        from core.metrics import signals_connect
+
+        signals_connect()

@@ -61,8 +61,8 @@ def key_with_agent(prefix: str) -> ApiKey | None:
     """The key with this prefix, its agent and the agent's account, in one query.
 
     It is what ``select_related("agent", "agent__account")`` would run, without compiling the
-    query each time (half the cost of authenticating, measured in bench/memory_working.py). The
-    prefix is unique: at most one row.
+    query each time (half the cost of authenticating, measured in
+    bench/memory/memory_working.py). The prefix is unique: at most one row.
     """
     row = _key_row(prefix)
     return None if row is None else _key_from_row(row)

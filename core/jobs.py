@@ -1,7 +1,11 @@
 """Periodic maintenance jobs: declared in code by each app, recorded as ``JobRun`` rows.
 
-Each app lists its jobs in ``<app>/tasks.py`` as ``PERIODIC_JOBS``; ``setup_periodic_tasks``
-turns them into django-celery-beat rows that operators then own.
+A job is declared once, where its body is: ``@periodic_job(every_seconds=..., ...)`` (or
+``crontab=...``) on a function of ``<app>/tasks.py`` makes it the Celery task
+``<app>.tasks.<function>`` and the job ``<app>.<function>`` (its beat row's name and its
+``JobRun.job``), registers the job in one registry (``periodic_jobs`` reads it) and runs the
+body inside ``job_run``. ``setup_periodic_tasks`` turns the registry into django-celery-beat rows
+that operators then own.
 """
 
 from __future__ import annotations
@@ -9,11 +13,12 @@ from __future__ import annotations
 import contextlib
 import importlib
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
+from celery import shared_task
 from django.apps import apps
 from django.utils import timezone
 
@@ -65,15 +70,75 @@ def app_modules(name: str) -> Iterator[tuple[str, ModuleType]]:
         yield label, module
 
 
+# Every periodic job, by name, as ``@periodic_job`` declared it (in import order).
+_REGISTRY: dict[str, PeriodicJob] = {}
+
+
 def periodic_jobs() -> list[PeriodicJob]:
-    jobs: list[PeriodicJob] = []
-    for _, module in app_modules("tasks"):
-        jobs.extend(getattr(module, "PERIODIC_JOBS", []))
-    names = [job.name for job in jobs]
-    duplicates = {name for name in names if names.count(name) > 1}
-    if duplicates:
-        raise ValueError(f"periodic job names must be unique: {sorted(duplicates)}")
-    return jobs
+    """Every app's periodic jobs, the apps below first: importing each ``<app>.tasks`` runs its
+    ``@periodic_job`` declarations, which fill the registry."""
+    for _ in app_modules("tasks"):
+        pass
+    order = {label: index for index, label in enumerate(ENGRAM_APPS)}
+    return sorted(_REGISTRY.values(), key=lambda job: order.get(job.name.split(".")[0], 99))
+
+
+# A periodic job's body: ``body(run, dry_run=..., **the beat row's other kwargs)`` returns the
+# run's counts (it may fill ``run.counts`` itself first, to keep them when it then raises).
+JobBody = Callable[..., dict[str, Any]]
+
+
+def periodic_job(
+    *,
+    description: str,
+    expires_seconds: int,
+    time_limit: int,
+    soft_time_limit: int,
+    every_seconds: int | None = None,
+    crontab: str | None = None,
+    job: str | None = None,
+    kwargs: dict[str, Any] | None = None,
+) -> Callable[[JobBody], Any]:
+    """Declare a periodic job on its body, once: the Celery task is ``<app>.tasks.<function>``
+    (``acks_late``, with the given time limits; called with ``dry_run`` and the row's kwargs),
+    the job ``<app>.<function>`` unless ``job`` names it (a name beat rows already carry),
+    and each run is recorded by ``job_run``."""
+
+    def declare(body: JobBody) -> Any:
+        app = body.__module__.split(".")[0]
+        name = job or f"{app}.{body.__name__}"
+        spec = PeriodicJob(
+            name=name,
+            task=f"{app}.tasks.{body.__name__}",
+            description=description,
+            expires_seconds=expires_seconds,
+            every_seconds=every_seconds,
+            crontab=crontab,
+            kwargs=dict(kwargs or {}),
+        )
+        known = _REGISTRY.get(name)
+        if known is not None and known.task != spec.task:
+            raise ValueError(f"periodic job names must be unique: {name} ({known.task})")
+        _REGISTRY[name] = spec
+
+        def run_job(self: Any, dry_run: bool = False, **options: Any) -> dict[str, Any]:
+            with job_run(name, task_id=self.request.id or "") as run:
+                run.counts = body(run, dry_run=dry_run, **options)
+            return run.counts
+
+        run_job.__name__ = run_job.__qualname__ = body.__name__
+        run_job.__module__ = body.__module__
+        run_job.__doc__ = body.__doc__ or description
+        task = shared_task(
+            bind=True,
+            name=spec.task,
+            time_limit=time_limit,
+            soft_time_limit=soft_time_limit,
+            acks_late=True,
+        )(run_job)
+        return task
+
+    return declare
 
 
 @contextlib.contextmanager

@@ -12,7 +12,7 @@ writable, and metadata Engram writes itself (summaries, merges) is not refused.
 
 What a context's items echo of their metadata (``echo``, counted in the context's tokens) and
 the bound of a context's body (``BODY_BYTES_PER_TOKEN``, ``BODY_FIXED_BYTES``) are here too:
-context assembly (``memory.assembly``) and graph RAG (``rag.graph_rag``) share them.
+context assembly (``memory.context.assembly``) and graph RAG (``rag.graph.graph_rag``) share them.
 """
 
 from __future__ import annotations
@@ -89,10 +89,10 @@ def metadata_check(value: Any, *, field: str = "metadata") -> Any:
 
 # --- what an answer echoes of metadata, and what it weighs --------------------------------------
 
-# A context's item (``memory.assembly``, ``rag.graph_rag``) echoes its metadata (a message's as
-# stored, a memory's, a summary's key points...) cut to at most this many bytes of compact JSON:
-# its leading top-level keys that fit whole. The echo's tokens count against the budget like
-# the item's line.
+# A context's item (``memory.context.assembly``, ``rag.graph.graph_rag``) echoes its metadata (a
+# message's as stored, a memory's, a summary's key points...) cut to at most this many bytes of
+# compact JSON: its leading top-level keys that fit whole. The echo's tokens count against the
+# budget like the item's line.
 ECHO_MAX_BYTES = 256
 # A context's body is bounded by BODY_BYTES_PER_TOKEN x token_budget + BODY_FIXED_BYTES
 # (docs/memory.md, "The budget"; docs/rag.md, "Graph RAG"): every item's bytes (its line in

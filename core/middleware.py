@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import logging
 import re
+import time
 import uuid
 from collections.abc import Callable
 
@@ -9,6 +10,7 @@ from django.core.exceptions import BadRequest, PermissionDenied, SuspiciousOpera
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.template.response import SimpleTemplateResponse
 
+from core import metrics
 from core.errors import (
     EngramError,
     ServiceUnavailable,
@@ -93,3 +95,32 @@ class RequestIdMiddleware:
         if request.path.startswith("/api/"):
             return internal_error_response(request)
         return None
+
+
+class RequestMetricsMiddleware:
+    """Times every request for ``/metrics`` (``core.metrics``), labelled by its URL pattern
+    (bounded: never the raw path), method and status. First in the chain: it sees what every
+    other middleware answers, and the time they take."""
+
+    UNRESOLVED = "<unresolved>"  # no URL pattern matched (404s, static files)
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        started = time.perf_counter()
+        metrics.HTTP_IN_PROGRESS.inc()
+        status = 500
+        try:
+            response = self.get_response(request)
+            status = response.status_code
+            return response
+        finally:
+            metrics.HTTP_IN_PROGRESS.dec()
+            match = getattr(request, "resolver_match", None)
+            metrics.request_observed(
+                route=getattr(match, "route", None) or self.UNRESOLVED,
+                method=request.method or "",
+                status=status,
+                seconds=time.perf_counter() - started,
+            )

@@ -245,3 +245,81 @@ class AuditEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.actor_label}: {self.action} {self.target_type} {self.target_id}"
+
+
+def _portability_upload_to(job: PortabilityJob, filename: str) -> str:
+    return f"portability/{job.account_id}/{job.kind}-{job.pk or 'new'}-{filename}"
+
+
+class PortabilityJob(models.Model):
+    """An account export or import asked for over the API or in the admin, run by a Celery
+    worker (``core.portability.jobs``; docs/portability.md, "Over the API"):
+
+        queued --claim--> running --> succeeded (export: the archive; import: counts)
+                            \\------> failed (error_code, error, error_details: file, line)
+
+    ``progress`` (0..1) moves as each kind is written (export) or checked and loaded
+    (import); the worker writes it on a connection of its own, so it is visible while the
+    run's own transaction is still open."""
+
+    class Kind(models.TextChoices):
+        EXPORT = "export", "Export"
+        IMPORT = "import", "Import"
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", "Queued"
+        RUNNING = "running", "Running"
+        SUCCEEDED = "succeeded", "Succeeded"
+        FAILED = "failed", "Failed"
+
+    account = models.ForeignKey(Account, on_delete=models.CASCADE, related_name="+")
+    kind = models.CharField(max_length=10, choices=Kind.choices)
+    # Who asked: an agent (its key), or a person or tool (``actor`` names them).
+    agent = models.ForeignKey(
+        Agent, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    actor = models.CharField(max_length=200, blank=True)
+    with_vectors = models.BooleanField(default=False)
+    # Export only: one agent's share (its name), like an agent file.
+    agent_name = models.CharField(max_length=200, blank=True)
+    # Export: the archive written; import: the archive uploaded.
+    archive = models.FileField(upload_to=_portability_upload_to, max_length=500, blank=True)
+    size_bytes = models.BigIntegerField(default=0)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
+    progress = models.FloatField(default=0.0)
+    digest = models.CharField(max_length=64, blank=True)
+    counts = models.JSONField(default=dict, blank=True)
+    already_imported = models.BooleanField(default=False)
+    error_code = models.CharField(max_length=100, blank=True)
+    error = models.TextField(blank=True)
+    error_details = models.JSONField(default=dict, blank=True)
+    claim = models.CharField(max_length=255, blank=True)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    objects: ClassVar[AccountScopedQuerySet[PortabilityJob]] = AccountScopedQuerySet.as_manager()  # type: ignore[assignment]
+
+    class Meta:
+        verbose_name = "export or import job"
+        ordering = ["-created_at", "-id"]
+        indexes = [
+            models.Index(fields=["account", "kind", "-created_at"], name="core_port_job_acct")
+        ]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(status__in=["queued", "running", "succeeded", "failed"]),
+                name="core_port_job_status_valid",
+            ),
+            models.CheckConstraint(
+                condition=Q(kind__in=["export", "import"]), name="core_port_job_kind_valid"
+            ),
+            models.CheckConstraint(
+                condition=Q(progress__gte=0) & Q(progress__lte=1),
+                name="core_port_job_progress_range",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.get_kind_display().lower()} job {self.pk} ({self.get_status_display()})"

@@ -56,3 +56,43 @@ def task_send_on_commit(
             on_failure()
 
     transaction.on_commit(send)
+
+
+# Kombu's Redis transport keeps a queue's messages of priority p > 0 in "<queue>\x06\x16<p>".
+_PRIORITY_SEPARATOR = "\x06\x16"
+_PRIORITY_STEPS = (3, 6, 9)
+
+
+def queue_names() -> list[str]:
+    """The queues Celery sends to: the default one and every declared or routed one."""
+    from celery import current_app  # the project's app (core never imports config)
+
+    conf = current_app.conf
+    names = {str(conf.task_default_queue or "celery")}
+    for queue in conf.task_queues or ():
+        names.add(str(getattr(queue, "name", queue)))
+    for route in (conf.task_routes or {}).values() if isinstance(conf.task_routes, dict) else ():
+        if isinstance(route, dict) and route.get("queue"):
+            names.add(str(route["queue"]))
+    return sorted(names)
+
+
+def queue_lengths() -> dict[str, int]:
+    """Messages waiting in each queue (``/metrics`` and the admin's home), read from the Redis
+    broker in one round trip; raises the broker's error when it cannot be reached."""
+    from celery import current_app
+
+    names = queue_names()
+    with current_app.connection_for_read() as conn:
+        client: Any = getattr(conn.default_channel, "client")  # noqa: B009  (Redis only)
+        pipe = client.pipeline(transaction=False)
+        for name in names:
+            pipe.llen(name)
+            for step in _PRIORITY_STEPS:
+                pipe.llen(f"{name}{_PRIORITY_SEPARATOR}{step}")
+        lengths = pipe.execute()
+    per_queue = 1 + len(_PRIORITY_STEPS)
+    return {
+        name: int(sum(lengths[index * per_queue : (index + 1) * per_queue]))
+        for index, name in enumerate(names)
+    }

@@ -84,7 +84,9 @@ class EngramAutoSchema(AutoSchema):
             or getattr(self.view, "ids_in_query", False)
         ):
             statuses.append("404")
-        if self.method in _WRITE_METHODS:
+        # A read may also refuse because of the object's state (an export not finished yet):
+        # such a view says so (``conflicts_on_read = True``).
+        if self.method in _WRITE_METHODS or getattr(self.view, "conflicts_on_read", False):
             statuses.append("409")
         if self.method in _BODY_METHODS:
             statuses += ["413", "415"]

@@ -309,8 +309,12 @@ class IdListField(serializers.ListField):
 class WeightsInput(InputSerializer):
     """Relative weights of the stages in a hybrid search (normalised to sum to 1)."""
 
-    vector = FiniteFloatField(min_value=0, max_value=MAX_WEIGHT, required=False)
-    keyword = FiniteFloatField(min_value=0, max_value=MAX_WEIGHT, required=False)
+    vector = FiniteFloatField(
+        min_value=0, max_value=MAX_WEIGHT, required=False, help_text="The semantic stage's."
+    )
+    keyword = FiniteFloatField(
+        min_value=0, max_value=MAX_WEIGHT, required=False, help_text="The keyword stage's."
+    )
     graph = FiniteFloatField(
         min_value=0,
         max_value=MAX_WEIGHT,

@@ -1,6 +1,7 @@
 from django.urls import path
 
 from core import apis
+from core.portability import apis as portability
 
 urlpatterns = [
     path("me", apis.MeApi.as_view(), name="me"),
@@ -8,4 +9,14 @@ urlpatterns = [
     path("agents/<id:agent_id>", apis.AgentDetailApi.as_view(), name="agent-detail"),
     path("keys", apis.ApiKeyListCreateApi.as_view(), name="key-list"),
     path("keys/<str:prefix>/revoke", apis.ApiKeyRevokeApi.as_view(), name="key-revoke"),
+    # Export and import of the caller's account (docs/portability.md, "Over the API").
+    path("export", portability.ExportApi.as_view(), name="export"),
+    path("export/<id:job_id>", portability.ExportJobApi.as_view(), name="export-job"),
+    path(
+        "export/<id:job_id>/download",
+        portability.ExportDownloadApi.as_view(),
+        name="export-download",
+    ),
+    path("import", portability.ImportApi.as_view(), name="import"),
+    path("import/<id:job_id>", portability.ImportJobApi.as_view(), name="import-job"),
 ]

@@ -10,6 +10,8 @@ from __future__ import annotations
 import functools
 from typing import Any
 
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
 from rest_framework.request import Request
 from rest_framework.views import APIView
 
@@ -47,3 +49,9 @@ def _without_pagination(filter_class: type[FilterSerializer]) -> type[FilterSeri
             return set()
 
     return Unpaged
+
+
+def landing(request: HttpRequest) -> HttpResponse:
+    """``/`` (and the admin's "View site"): links to the admin, the API docs and the MCP
+    endpoint, for a person who opened Engram's address."""
+    return render(request, "landing.html", {"mcp_url": request.build_absolute_uri("/mcp")})

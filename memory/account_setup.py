@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from memory.services.pools import pool_default_ensure
+from memory.pools.services import pool_default_ensure
 
 
 def account_setup(*, account_id: int) -> None:

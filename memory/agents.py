@@ -7,7 +7,7 @@ from core.actors import Actor
 from core.errors import NotFound, PermissionDenied
 from core.models import Agent
 from memory import names
-from memory import working_redis as wr
+from memory.working import store as wr
 
 
 def acting_agent(actor: Actor) -> Agent:

@@ -18,8 +18,8 @@ from django.utils import timezone
 
 from core.actors import actor_for_account
 from core.digests import MAX_ITEMS_PER_SECTION, DigestItem, day_bounds
+from memory.maintenance.selectors import rot
 from memory.models import MemoryContext, MemoryEntry
-from memory.selectors import rot
 
 MEMORIES = "Long-term memory"
 ROT = "Rot"
@@ -38,8 +38,8 @@ def daily_digest(*, account_id: int, day: dt.date) -> list[DigestItem]:
 
 
 def rot_digest(*, account_id: int) -> list[DigestItem]:
-    """The account's rot report as of now (``memory.selectors.rot``): one line per kind found,
-    with its count and suggested action; broken links and stale pages name their pages (a
+    """The account's rot report as of now (``memory.maintenance.selectors.rot``): one line per kind
+    found, with its count and suggested action; broken links and stale pages name their pages (a
     memory's text never appears: the summary is read by every author of the account)."""
     report = rot.rot_report(
         actor=actor_for_account(account_id), account_id=account_id, limit=ROT_PAGES_NAMED

@@ -96,7 +96,7 @@ def agent_memory_name(agent_id: int) -> str:
     return f"{AGENT_MEMORY_PREFIX}{agent_id}"
 
 
-# Contexts named ``conversation:<random>`` back conversations (``memory.models.conversations``).
+# Contexts named ``conversation:<random>`` back conversations (``memory.conversations.models``).
 CONVERSATION_PREFIX = "conversation:"
 
 

@@ -8,7 +8,7 @@ from rag.spaces import RebuildRow, SearchSpace
 
 
 def _entry_rebuild_rows(context_id: int) -> Iterable[RebuildRow]:
-    from memory.indexing import indexed_texts
+    from memory.long_term.indexing import indexed_texts
     from memory.models import MemoryEntry
 
     entries = list(
@@ -64,7 +64,7 @@ MEMORY_ENTRIES = SearchSpace(
 def short_term_text(key: str, value: object) -> str:
     """What a short-term entry is found by: its key's words, then its value (a string as it
     is, anything else as compact JSON)."""
-    from memory.pool_index import leaf_text
+    from memory.pools.leaves import leaf_text
 
     return leaf_text(key, value)
 
@@ -98,7 +98,7 @@ SHORT_TERM_ENTRIES = SearchSpace(
 
 def _pool_leaf_rebuild_rows(account_id: int) -> Iterable[RebuildRow]:
     from memory.models import MemoryPool, PoolLeaf
-    from memory.pool_index import all_leaves
+    from memory.pools.leaves import all_leaves
 
     texts: dict[tuple[int, str], str] = {}
     for pool_id, data in (
@@ -133,7 +133,7 @@ POOL_LEAVES = SearchSpace(
 
 def knowledge_item_text(key: str, content: str) -> str:
     """What a knowledge item is found by: its key's words, then its content."""
-    from memory.pool_index import leaf_text
+    from memory.pools.leaves import leaf_text
 
     return leaf_text(key, content)
 

@@ -1,147 +1,93 @@
-"""The memory tiers' periodic clean-up jobs. Each deletes what has expired already (and is
-invisible to every read since it expired), so a run can stop or repeat at any point: idempotent
-by construction."""
+"""The memory tiers' Celery tasks and periodic jobs (``core.jobs.periodic_job``: each job
+declared once, on its body, under the task names beat rows carry, ``memory.tasks.<function>``).
+The clean-up jobs delete what has expired already (and is invisible to every read since it
+expired), so a run can stop or repeat at any point: idempotent by construction."""
 
 from __future__ import annotations
 
 from celery import shared_task
 
 from core.embeddings.base import EmbeddingError
-from core.jobs import PeriodicJob, job_run
+from core.jobs import periodic_job
 from core.llm import LLMError
+from core.models import JobRun
 from core.queue import task_send
-from memory import services
-from memory.services import changes, consolidation, conversations, extractions, maintenance_jobs
-from memory.services import cluster_maintenance as maintenance_services
-from memory.services.long_term import access, pending
-
-PERIODIC_JOBS = [
-    PeriodicJob(
-        name="memory.prune_short_term",
-        task="memory.tasks.prune_short_term",
-        description="Delete expired short-term memory entries.",
-        every_seconds=600,
-        expires_seconds=540,
-    ),
-    PeriodicJob(
-        name="memory.prune_pools",
-        task="memory.tasks.prune_pools",
-        description="Delete expired memory pools (with their grants and events) and pool "
-        "bulletin events older than POOL_EVENT_RETENTION_DAYS.",
-        every_seconds=900,
-        expires_seconds=840,
-    ),
-]
+from memory.conversations import services as conversations
+from memory.conversations.extraction import services as extractions
+from memory.long_term.services import access, pending, readings
+from memory.maintenance.services import changes, consolidation
+from memory.maintenance.services import cluster_maintenance as maintenance_services
+from memory.maintenance.services import jobs as maintenance_jobs
+from memory.pools import services as pool_services
+from memory.short_term import services as short_term_services
 
 
-@shared_task(bind=True, time_limit=600, soft_time_limit=540, acks_late=True)
-def prune_short_term(self, dry_run: bool = False) -> dict[str, int]:  # type: ignore[no-untyped-def]
-    with job_run("memory.prune_short_term", task_id=self.request.id or "") as run:
-        run.counts = services.short_term_prune_expired(dry_run=dry_run)
-    return run.counts
+@periodic_job(
+    description="Delete expired short-term memory entries.",
+    every_seconds=600,
+    expires_seconds=540,
+    time_limit=600,
+    soft_time_limit=540,
+)
+def prune_short_term(run: JobRun, dry_run: bool = False) -> dict[str, int]:
+    return short_term_services.short_term_prune_expired(dry_run=dry_run)
 
 
-@shared_task(bind=True, time_limit=900, soft_time_limit=840, acks_late=True)
-def prune_pools(self, dry_run: bool = False) -> dict[str, int]:  # type: ignore[no-untyped-def]
-    with job_run("memory.prune_pools", task_id=self.request.id or "") as run:
-        run.counts = services.pools_prune_expired(dry_run=dry_run)
-    return run.counts
+@periodic_job(
+    description="Delete expired memory pools (with their grants and events) and pool "
+    "bulletin events older than POOL_EVENT_RETENTION_DAYS.",
+    every_seconds=900,
+    expires_seconds=840,
+    time_limit=900,
+    soft_time_limit=840,
+)
+def prune_pools(run: JobRun, dry_run: bool = False) -> dict[str, int]:
+    return pool_services.pools_prune_expired(dry_run=dry_run)
 
 
 # --- consolidation (seed 000's schedule: decay 3:45, consolidation and rot 4:00, daily UTC) -----
 
-PERIODIC_JOBS += [
-    PeriodicJob(
-        name="memory.consolidate",
-        task="memory.tasks.consolidate",
-        description="Promote short-term entries read MEMORY_PROMOTION_MIN_ACCESSES times to "
-        "long-term memory, delete expired short-term entries, merge near-duplicate long-term "
-        "entries (MEMORY_DEDUP_SIMILARITY).",
-        crontab="0 4 * * *",
-        expires_seconds=3 * 3600,
-    ),
-    PeriodicJob(
-        name="memory.rot",
-        task="memory.tasks.rot",
-        description="Archive long-term entries whose staleness reaches MEMORY_ROT_STALENESS.",
-        crontab="0 4 * * *",
-        expires_seconds=3 * 3600,
-    ),
-    PeriodicJob(
-        name="memory.importance_decay",
-        task="memory.tasks.importance_decay",
-        description="Decay the importance of unused long-term entries "
-        "(MEMORY_IMPORTANCE_HALF_LIFE_DAYS).",
-        crontab="45 3 * * *",
-        expires_seconds=3 * 3600,
-    ),
-]
+
+@periodic_job(
+    description="Promote short-term entries read MEMORY_PROMOTION_MIN_ACCESSES times to "
+    "long-term memory, delete expired short-term entries, merge near-duplicate long-term "
+    "entries (MEMORY_DEDUP_SIMILARITY).",
+    crontab="0 4 * * *",
+    expires_seconds=3 * 3600,
+    time_limit=3600,
+    soft_time_limit=3300,
+)
+def consolidate(_run: JobRun, dry_run: bool = False) -> dict[str, int]:
+    return consolidation.consolidate_all(
+        jobs=(consolidation.PROMOTE, consolidation.PRUNE, consolidation.DEDUP),
+        dry_run=dry_run,
+    )
 
 
-@shared_task(bind=True, time_limit=3600, soft_time_limit=3300, acks_late=True)
-def consolidate(self, dry_run: bool = False) -> dict[str, int]:  # type: ignore[no-untyped-def]
-    with job_run("memory.consolidate", task_id=self.request.id or "") as run:
-        run.counts = consolidation.consolidate_all(
-            jobs=(consolidation.PROMOTE, consolidation.PRUNE, consolidation.DEDUP),
-            dry_run=dry_run,
-        )
-    return run.counts
+@periodic_job(
+    description="Archive long-term entries whose staleness reaches MEMORY_ROT_STALENESS.",
+    crontab="0 4 * * *",
+    expires_seconds=3 * 3600,
+    time_limit=3600,
+    soft_time_limit=3300,
+)
+def rot(run: JobRun, dry_run: bool = False) -> dict[str, int]:
+    return consolidation.consolidate_all(jobs=(consolidation.ROT,), dry_run=dry_run)
 
 
-@shared_task(bind=True, time_limit=3600, soft_time_limit=3300, acks_late=True)
-def rot(self, dry_run: bool = False) -> dict[str, int]:  # type: ignore[no-untyped-def]
-    with job_run("memory.rot", task_id=self.request.id or "") as run:
-        run.counts = consolidation.consolidate_all(jobs=(consolidation.ROT,), dry_run=dry_run)
-    return run.counts
-
-
-@shared_task(bind=True, time_limit=3600, soft_time_limit=3300, acks_late=True)
-def importance_decay(self, dry_run: bool = False) -> dict[str, int]:  # type: ignore[no-untyped-def]
-    with job_run("memory.importance_decay", task_id=self.request.id or "") as run:
-        run.counts = consolidation.consolidation_decay(dry_run=dry_run)
-    return run.counts
-
-
-# --- review before change ------------------------------------------------------------------
-
-PERIODIC_JOBS += [
-    PeriodicJob(
-        name="memory.expire_pending_changes",
-        task="memory.tasks.expire_pending_changes",
-        description="Mark pending memory changes older than MEMORY_PENDING_CHANGE_TTL_DAYS "
-        "expired (never applied).",
-        every_seconds=3600,
-        expires_seconds=3000,
-    ),
-]
+@periodic_job(
+    description="Decay the importance of unused long-term entries "
+    "(MEMORY_IMPORTANCE_HALF_LIFE_DAYS).",
+    crontab="45 3 * * *",
+    expires_seconds=3 * 3600,
+    time_limit=3600,
+    soft_time_limit=3300,
+)
+def importance_decay(run: JobRun, dry_run: bool = False) -> dict[str, int]:
+    return consolidation.consolidation_decay(dry_run=dry_run)
 
 
 # --- cluster maintenance (seed 004: every 30 minutes, short-circuited most of the time) --------
-
-PERIODIC_JOBS += [
-    PeriodicJob(
-        name="memory.cluster_maintenance",
-        task="memory.tasks.cluster_maintenance",
-        description="Cluster each account's long-term memories (UMAP + HDBSCAN) and rewrite "
-        "each group of near-duplicates into one; skipped when a report exists for today or "
-        "fewer than MEMORY_MAINTENANCE_MIN_NEW_MEMORIES memories were written since the last.",
-        every_seconds=1800,
-        expires_seconds=1500,
-    ),
-]
-
-
-PERIODIC_JOBS += [
-    PeriodicJob(
-        name="memory.recover_maintenance_jobs",
-        task="memory.tasks.recover_maintenance_jobs",
-        description="Re-send maintenance jobs still queued after 10 minutes (the broker was "
-        "down when they were asked for); fail those a lost worker left running past their "
-        "time limit.",
-        every_seconds=600,
-        expires_seconds=540,
-    ),
-]
 
 
 @shared_task(
@@ -153,7 +99,7 @@ PERIODIC_JOBS += [
 )
 def maintenance_job(self, job_id: int) -> str:  # type: ignore[no-untyped-def]
     """Cluster maintenance asked for through the API, MCP or the admin
-    (``memory.services.maintenance_jobs``): claimed by compare-and-set, so a message delivered
+    (``memory.maintenance.services.jobs``): claimed by compare-and-set, so a message delivered
     twice runs it once; back in the queue, with backoff, while a provider or store is down."""
     outcome = maintenance_jobs.maintenance_job_run(
         job_id=job_id,
@@ -167,47 +113,45 @@ def maintenance_job(self, job_id: int) -> str:  # type: ignore[no-untyped-def]
     return outcome
 
 
-@shared_task(bind=True, time_limit=300, soft_time_limit=240, acks_late=True)
-def recover_maintenance_jobs(self, dry_run: bool = False) -> dict[str, int]:  # type: ignore[no-untyped-def]
-    with job_run("memory.recover_maintenance_jobs", task_id=self.request.id or "") as run:
-        run.counts = maintenance_jobs.maintenance_jobs_recover(dry_run=dry_run)
-    return run.counts
+@periodic_job(
+    description="Re-send maintenance jobs still queued after 10 minutes (the broker was "
+    "down when they were asked for); fail those a lost worker left running past their "
+    "time limit.",
+    every_seconds=600,
+    expires_seconds=540,
+    time_limit=300,
+    soft_time_limit=240,
+)
+def recover_maintenance_jobs(run: JobRun, dry_run: bool = False) -> dict[str, int]:
+    return maintenance_jobs.maintenance_jobs_recover(dry_run=dry_run)
 
 
-@shared_task(bind=True, time_limit=600, soft_time_limit=540, acks_late=True)
-def expire_pending_changes(self, dry_run: bool = False) -> dict[str, int]:  # type: ignore[no-untyped-def]
-    with job_run("memory.expire_pending_changes", task_id=self.request.id or "") as run:
-        run.counts = changes.pending_changes_expire(dry_run=dry_run)
-    return run.counts
+@periodic_job(
+    description="Mark pending memory changes older than MEMORY_PENDING_CHANGE_TTL_DAYS "
+    "expired (never applied).",
+    every_seconds=3600,
+    expires_seconds=3000,
+    time_limit=600,
+    soft_time_limit=540,
+)
+def expire_pending_changes(run: JobRun, dry_run: bool = False) -> dict[str, int]:
+    return changes.pending_changes_expire(dry_run=dry_run)
 
 
-@shared_task(bind=True, time_limit=3 * 3600, soft_time_limit=3 * 3600 - 300, acks_late=True)
-def cluster_maintenance(self, dry_run: bool = False) -> dict[str, int]:  # type: ignore[no-untyped-def]
-    with job_run("memory.cluster_maintenance", task_id=self.request.id or "") as run:
-        run.counts = maintenance_services.maintenance_run_all(dry_run=dry_run)
-    return run.counts
+@periodic_job(
+    description="Cluster each account's long-term memories (UMAP + HDBSCAN) and rewrite "
+    "each group of near-duplicates into one; skipped when a report exists for today or "
+    "fewer than MEMORY_MAINTENANCE_MIN_NEW_MEMORIES memories were written since the last.",
+    every_seconds=1800,
+    expires_seconds=1500,
+    time_limit=3 * 3600,
+    soft_time_limit=3 * 3600 - 300,
+)
+def cluster_maintenance(run: JobRun, dry_run: bool = False) -> dict[str, int]:
+    return maintenance_services.maintenance_run_all(dry_run=dry_run)
 
 
 # --- conversations ---------------------------------------------------------------------------
-
-PERIODIC_JOBS += [
-    PeriodicJob(
-        name="memory.summarize_conversations",
-        task="memory.tasks.summarize_conversations",
-        description="Write the rolling summaries that are due (summary_every messages after "
-        "the last summary) and that an append could not queue (broker down).",
-        every_seconds=900,
-        expires_seconds=840,
-    ),
-    PeriodicJob(
-        name="memory.extract_conversations",
-        task="memory.tasks.extract_conversations",
-        description="Extract knowledge from the conversation messages not extracted yet "
-        "(after Conversation.extracted_through) that an append could not queue (broker down).",
-        every_seconds=900,
-        expires_seconds=840,
-    ),
-]
 
 
 @shared_task(
@@ -225,56 +169,47 @@ def conversation_follow_up(conversation_id: int) -> dict[str, int]:
     return conversations.conversation_follow_up_run(conversation_id=conversation_id)
 
 
-@shared_task(bind=True, time_limit=3600, soft_time_limit=3300, acks_late=True)
-def summarize_conversations(self, dry_run: bool = False) -> dict[str, int]:  # type: ignore[no-untyped-def]
-    with job_run("memory.summarize_conversations", task_id=self.request.id or "") as run:
-        run.counts = conversations.summaries_due_run(dry_run=dry_run)
-    return run.counts
+@periodic_job(
+    description="Write the rolling summaries that are due (summary_every messages after "
+    "the last summary) and that an append could not queue (broker down).",
+    every_seconds=900,
+    expires_seconds=840,
+    time_limit=3600,
+    soft_time_limit=3300,
+)
+def summarize_conversations(run: JobRun, dry_run: bool = False) -> dict[str, int]:
+    return conversations.summaries_due_run(dry_run=dry_run)
 
 
-@shared_task(bind=True, time_limit=3600, soft_time_limit=3300, acks_late=True)
-def extract_conversations(self, dry_run: bool = False) -> dict[str, int]:  # type: ignore[no-untyped-def]
-    with job_run("memory.extract_conversations", task_id=self.request.id or "") as run:
-        run.counts = extractions.extractions_due_run(dry_run=dry_run)
-    return run.counts
+@periodic_job(
+    description="Extract knowledge from the conversation messages not extracted yet "
+    "(after Conversation.extracted_through) that an append could not queue (broker down).",
+    every_seconds=900,
+    expires_seconds=840,
+    time_limit=3600,
+    soft_time_limit=3300,
+)
+def extract_conversations(run: JobRun, dry_run: bool = False) -> dict[str, int]:
+    return extractions.extractions_due_run(dry_run=dry_run)
 
 
 # --- reads and indexes that follow the request (docs/memory.md) ------------------------------
 
-PERIODIC_JOBS += [
-    PeriodicJob(
-        name="memory.flush_accesses",
-        task="memory.tasks.flush_accesses",
-        description="Apply the buffered reads of long-term entries (access counts, last access, "
-        "the access log); also sent when MEMORY_ACCESS_BUFFER_MAX reads are buffered.",
-        every_seconds=access.FLUSH_EVERY_SECONDS,
-        # Behind a busy worker's queue a late flush still helps; two in a row are harmless.
-        expires_seconds=3 * access.FLUSH_EVERY_SECONDS,
-    ),
-    PeriodicJob(
-        name="memory.index_pending",
-        task="memory.tasks.index_pending_sweep",
-        description="Index the conversation messages waiting for their BM25 postings and "
-        "embedding whose task was not sent (broker down) or died.",
-        every_seconds=60,
-        expires_seconds=55,
-    ),
-]
 
-
-@shared_task(
-    bind=True,
+@periodic_job(
+    description="Apply the buffered reads of long-term entries (access counts, last access, "
+    "the access log); also sent when MEMORY_ACCESS_BUFFER_MAX reads are buffered.",
+    every_seconds=access.FLUSH_EVERY_SECONDS,
+    # Behind a busy worker's queue a late flush still helps; two in a row are harmless.
+    expires_seconds=3 * access.FLUSH_EVERY_SECONDS,
     time_limit=access.FLUSH_TIME_LIMIT_SECONDS,
     soft_time_limit=access.FLUSH_TIME_LIMIT_SECONDS - 20,
-    acks_late=True,
 )
-def flush_accesses(self, dry_run: bool = False) -> dict[str, int]:  # type: ignore[no-untyped-def]
-    with job_run("memory.flush_accesses", task_id=self.request.id or "") as run:
-        if dry_run:
-            run.counts = {"buffered": access.buffer_length(), "dry_run": 1}
-        else:
-            run.counts = access.access_flush()
-    return run.counts
+def flush_accesses(run: JobRun, dry_run: bool = False) -> dict[str, int]:
+    if dry_run:
+        return {"buffered": access.buffer_length(), "dry_run": 1}
+    else:
+        return access.access_flush()
 
 
 @shared_task(
@@ -295,10 +230,32 @@ def index_pending(context_id: int) -> dict[str, int]:
     return counts
 
 
-@shared_task(bind=True, time_limit=300, soft_time_limit=270, acks_late=True)
-def index_pending_sweep(self, dry_run: bool = False) -> dict[str, int]:  # type: ignore[no-untyped-def]
-    with job_run("memory.index_pending", task_id=self.request.id or "") as run:
-        contexts = pending.pending_contexts()
-        sent = 0 if dry_run else sum(task_send(index_pending, pk) for pk in contexts)
-        run.counts = {"contexts": len(contexts), "sent": sent} | ({"dry_run": 1} if dry_run else {})
-    return run.counts
+@periodic_job(
+    job="memory.index_pending",
+    description="Index the conversation messages waiting for their BM25 postings and "
+    "embedding whose task was not sent (broker down) or died.",
+    every_seconds=60,
+    expires_seconds=55,
+    time_limit=300,
+    soft_time_limit=270,
+)
+def index_pending_sweep(run: JobRun, dry_run: bool = False) -> dict[str, int]:
+    contexts = pending.pending_contexts()
+    sent = 0 if dry_run else sum(task_send(index_pending, pk) for pk in contexts)
+    return {"contexts": len(contexts), "sent": sent} | ({"dry_run": 1} if dry_run else {})
+
+
+@periodic_job(
+    description="Read, token by token, the long-term entries that have no reading yet "
+    "(written before readings existed or while the local model could not run), for graph "
+    "search's late interaction; 2,000 a run.",
+    every_seconds=300,
+    expires_seconds=290,
+    time_limit=600,
+    soft_time_limit=540,
+)
+def fill_readings(run: JobRun, dry_run: bool = False) -> dict[str, int]:
+    if dry_run:
+        return {"left": readings.readings_missing(), "dry_run": 1}
+    else:
+        return readings.readings_fill()

@@ -6,20 +6,16 @@ operations whose path segment starts with ``_`` can never be taken for a key or 
 
 from django.urls import path
 
-from memory.apis import (
-    changes,
-    context,
-    conversations,
-    extractions,
-    long_term,
-    maintenance_reports,
-    pools,
-    router,
-    short_term,
-    tools,
-    working,
-)
+from memory.context.apis import context, router, tools
+from memory.conversations import apis as conversations
+from memory.conversations.extraction import apis as extractions
 from memory.converters import register
+from memory.long_term import apis as long_term
+from memory.maintenance.apis import changes
+from memory.maintenance.apis import reports as maintenance_reports
+from memory.pools import apis as pools
+from memory.short_term import apis as short_term
+from memory.working import apis as working
 
 register()
 

@@ -8,6 +8,8 @@ from functools import lru_cache
 
 import snowballstemmer
 
+from rag.tuning import TUNING
+
 MAX_TERM_LENGTH = 64
 
 # Lucene's English stop words (the classic analyzer's set).
@@ -50,10 +52,7 @@ STOP_WORDS = frozenset(
 )
 # Query analysis: words that ask rather than name (question words, auxiliaries, pronouns). They
 # are indexed like any word, but a question's own are dropped when it names anything else:
-# "What did she research?" searches for "research". Measured in docs/benchmarks-log.md ("Recall
-# quality"): LoCoMo Recall@10 +0.016 / +0.021 on the two dev conversations; applied to
-# statements too it cost SciFact (claims) 0.0012 nDCG@10, so only questions are analysed.
-QUERY_FUNCTION_WORDS = True
+# "What did she research?" searches for "research" (``TUNING.keyword.query_function_words``).
 FUNCTION_WORDS = frozenset(
     [
         "what",
@@ -204,7 +203,7 @@ def analyze(text: str) -> list[str]:
 def analyze_query(text: str) -> list[str]:
     """A query's terms: ``analyze``; for a question (``asks``), less its function words when
     anything else is left."""
-    if not QUERY_FUNCTION_WORDS or not asks(text):
+    if not TUNING.keyword.query_function_words or not asks(text):
         return analyze(text)
     words = [t for t in _TOKEN.findall(text.lower()) if t not in FUNCTION_WORDS]
     content = analyze(" ".join(words))

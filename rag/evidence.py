@@ -14,7 +14,7 @@ and between rounds, so each hit gets its **evidence**:
   the question's terms the hit contains, each term weighted by its idf in the searched
   knowledge bases (``term_coverage``), plus ``INTERCEPT``. The coefficients were fitted by
   logistic regression on BEIR SciFact *train* relevance judgements (the top 20 hybrid hits of
-  each claim, relevant when their abstract is judged relevant; ``bench/agentic_calibration.py``
+  each claim, relevant when their abstract is judged relevant; ``bench/rag/agentic_calibration.py``
   refits and prints them, docs/benchmarks-log.md records the fit), so the evidence reads as the
   probability that the hit is relevant. They belong to the default local embedding model: a
   different model spreads cosine similarities differently, and the fit should be rerun on
@@ -36,12 +36,10 @@ import numpy as np
 from rag.keyword import CorpusStats, analyze, corpus_stats, idf
 from rag.search import SearchHit
 from rag.spaces import CHUNKS
+from rag.tuning import TUNING
 from rag.vector import unit_similarities
 
-# Fitted on SciFact train (bench/agentic_calibration.py, docs/benchmarks-log.md).
-INTERCEPT = -10.03
-SIMILARITY = 12.92
-COVERAGE = 5.85
+# The coefficients, fitted on SciFact train, are ``TUNING.evidence`` (rag.tuning).
 # The 0-10 scale the LLM reranker grades on (rag.rerank.LLMReranker).
 LLM_RERANK_SCALE = 10.0
 
@@ -87,7 +85,8 @@ def hit_evidence(
         if 0.0 <= rerank_score <= 1.0:
             return rerank_score
         return logistic(rerank_score)
-    return logistic(INTERCEPT + SIMILARITY * similarity + COVERAGE * coverage)
+    fit = TUNING.evidence
+    return logistic(fit.intercept + fit.similarity * similarity + fit.coverage * coverage)
 
 
 def non_increasing(values: Sequence[float]) -> list[float]:
@@ -108,10 +107,12 @@ def non_increasing(values: Sequence[float]) -> list[float]:
     return fitted
 
 
-# A context (``memory.assembly``'s documents, ``rag.graph_rag``) shows a chunk only when its
-# evidence reaches this: chosen on SciFact train, LoCoMo dev as documents and a synthetic set by
-# bench/context_floors.py (docs/benchmarks-log.md, "Every source on topic").
-CONTEXT_MIN_EVIDENCE: float | None = 0.01
+# A context (``memory.context.assembly``'s documents, ``rag.graph.graph_rag``) shows a chunk only
+# when its evidence reaches this: chosen on SciFact train, LoCoMo dev as documents and a synthetic
+# set by bench/memory/context_floors.py (docs/benchmarks-log.md, "Every source on topic").
+# (``TUNING.evidence.context_min``.) CONTEXT_MIN_EVIDENCE is its default under its former name,
+# for memory's import until memory has its own tuning module (issue 37).
+CONTEXT_MIN_EVIDENCE: float | None = TUNING.evidence.context_min
 
 
 def chunk_hits_evidence(
@@ -122,7 +123,7 @@ def chunk_hits_evidence(
 ) -> list[float]:
     """Each chunk hit's evidence against ``query`` without a reranker (``hit_evidence`` of its
     cosine similarity and its idf-weighted term coverage in the searched knowledge bases): what
-    a context keeps a chunk on (``CONTEXT_MIN_EVIDENCE``). A hit no vector stage scored (a
+    a context keeps a chunk on (``TUNING.evidence.context_min``). A hit no vector stage scored (a
     graph search's) has its similarity read, given ``query_vector``. One statement for the term
     statistics; none when there are no hits."""
     if not hits:

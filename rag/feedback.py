@@ -1,12 +1,12 @@
 """Pseudo-relevance feedback for the one search engine: the ``prf`` mode (``rag.search``).
 
 RM3 (Lavrenko and Croft's relevance model, interpolated with the query as Anserini does): the
-first pass ranks a space's units as ``hybrid`` does; the best ``FEEDBACK_UNITS`` of that ranking
+first pass ranks a space's units as ``hybrid`` does; the best ``units`` of that ranking
 are taken as relevant; each of their indexed terms gets the relevance model's weight
 ``sum over those units of P(unit) x tf(term, unit) / length(unit)`` with ``P(unit)`` the unit's
-share of their fused scores; the ``FEEDBACK_TERMS`` best terms, normalised, are mixed with the
-query's own terms (``ORIGINAL_WEIGHT`` to the query). BM25 then runs again with that weighted
-query; the vector stage runs again too, its query moved ``VECTOR_FEEDBACK`` of the way towards
+share of their fused scores; the ``terms`` best terms, normalised, are mixed with the
+query's own terms (``original_weight`` to the query). BM25 then runs again with that weighted
+query; the vector stage runs again too, its query moved ``vector_feedback`` of the way towards
 the feedback units' mean embedding (Rocchio); the two are fused as in ``hybrid``. It works for
 every space: the terms come from the space's own postings (``tf`` and the unit's length are on
 each posting), the embeddings from its units.
@@ -28,20 +28,9 @@ from django.db import connection
 
 from rag.keyword import analyze_query, corpus_stats
 from rag.spaces import SearchSpace
+from rag.tuning import TUNING
 
-FEEDBACK_UNITS = 10
-FEEDBACK_TERMS = 10
-# Chosen on the development data of both kinds (LoCoMo dev by leave-one-conversation-out,
-# SciFact train): docs/benchmarks-log.md, "Recall quality".
-ORIGINAL_WEIGHT = 0.8
-# Terms shorter than this (single letters, stray digits) never expand a query.
-MIN_TERM_CHARS = 2
-# Weigh each candidate term's relevance-model weight by its idf in the scope (so that words
-# every unit shares, such as a conversation's speaker names, do not take the expansion).
-IDF_WEIGHTED = False
-# The vector stage's feedback (Rocchio): how far the query's embedding moves towards the
-# feedback units' mean embedding; 0 keeps the first pass's vector stage.
-VECTOR_FEEDBACK = 0.3
+# The constants (units, terms, original weight, ...) are ``TUNING.feedback`` (rag.tuning).
 
 
 @dataclass(frozen=True)
@@ -77,13 +66,16 @@ def rm3(
     query_terms: Sequence[str],
     feedback: Sequence[tuple[Mapping[str, int], float]],
     *,
-    terms: int = FEEDBACK_TERMS,
-    original_weight: float = ORIGINAL_WEIGHT,
+    terms: int | None = None,
+    original_weight: float | None = None,
     idfs: Mapping[str, float] | None = None,
 ) -> Expansion:
     """The RM3 query from the query's analysed terms and the feedback units (each its term
     frequencies and its first-pass score, higher is better). ``idfs``: each term's idf, to
     weigh the relevance model by (a term without one keeps its weight)."""
+    tuned = TUNING.feedback
+    terms = tuned.terms if terms is None else terms
+    original_weight = tuned.original_weight if original_weight is None else original_weight
     own = sorted(set(query_terms))
     model: defaultdict[str, float] = defaultdict(float)
     positive = [(counts, max(score, 0.0)) for counts, score in feedback if counts]
@@ -92,7 +84,7 @@ def rm3(
         length = sum(counts.values())
         share = score / total_score if total_score > 0 else 1.0 / len(positive)
         for term, tf in counts.items():
-            if len(term) >= MIN_TERM_CHARS:
+            if len(term) >= tuned.min_term_chars:
                 model[term] += share * tf / length
     if idfs is not None:
         for term in model:
@@ -119,18 +111,16 @@ def expand(
     ranked: Sequence[tuple[int, float]],
 ) -> Expansion:
     """The RM3 expansion of ``query`` from the best units of a first-pass ranking."""
-    top = list(ranked[:FEEDBACK_UNITS])
+    top = list(ranked[: TUNING.feedback.units])
     counts = unit_terms(space=space, scope_ids=scope_ids, unit_ids=[u for u, _ in top])
     idfs = None
-    if IDF_WEIGHTED:
+    if TUNING.feedback.idf_weighted:
         vocabulary = sorted({term for found in counts.values() for term in found})
         stats = corpus_stats(space=space, scope_ids=scope_ids, terms=vocabulary)
         idfs = {term: stats.idf(term) or 0.0 for term in vocabulary}
     return rm3(
         analyze_query(query),
         [(counts.get(unit_id, Counter()), score) for unit_id, score in top],
-        terms=FEEDBACK_TERMS,
-        original_weight=ORIGINAL_WEIGHT,
         idfs=idfs,
     )
 
@@ -138,9 +128,9 @@ def expand(
 def feedback_vector(
     *, space: SearchSpace, query_vector: np.ndarray, ranked: Sequence[tuple[int, float]]
 ) -> np.ndarray:
-    """Rocchio for the vector stage: the query's embedding moved ``VECTOR_FEEDBACK`` of the way
-    towards the mean embedding of the best ``FEEDBACK_UNITS`` units, unit length again."""
-    ids = [unit_id for unit_id, _ in ranked[:FEEDBACK_UNITS]]
+    """Rocchio for the vector stage: the query's embedding moved ``vector_feedback`` of the way
+    towards the mean embedding of the best ``units`` units, unit length again."""
+    ids = [unit_id for unit_id, _ in ranked[: TUNING.feedback.units]]
     if not ids:
         return query_vector
     with connection.cursor() as cursor:
@@ -153,6 +143,7 @@ def feedback_vector(
     if not row or row[0] is None:
         return query_vector
     centroid = np.array([float(x) for x in row[0].strip("[]").split(",")], dtype=np.float32)
-    moved = (1 - VECTOR_FEEDBACK) * query_vector + VECTOR_FEEDBACK * centroid
+    share = TUNING.feedback.vector_feedback
+    moved = (1 - share) * query_vector + share * centroid
     norm = float(np.linalg.norm(moved))
     return moved / norm if norm > 0 else query_vector

@@ -4,20 +4,30 @@ from __future__ import annotations
 
 from core.errors import ValidationFailed
 from core.search import MAX_WEIGHT
+from rag.tuning import TUNING
 
 FUSIONS: tuple[str, ...] = ("rrf", "weighted", "simple")
-RRF_K = 60
 # Measured on BEIR SciFact train (docs/benchmarks-log.md): min-max normalised scores weighted
 # equally beat reciprocal rank fusion by 0.018 nDCG@10 with the local model.
 DEFAULT_FUSION = "weighted"
-DEFAULT_WEIGHTS = {"vector": 0.5, "keyword": 0.5}
+
+
+def default_weights() -> dict[str, float]:
+    """The stage weights of a fused search when the caller gives none (``rag.tuning``)."""
+    return {"vector": TUNING.fusion.vector_weight, "keyword": TUNING.fusion.keyword_weight}
+
+
+# The defaults under their former names, for memory's imports until memory has its own tuning
+# module (issue 37); rag reads ``TUNING``, so an override does not reach these.
+RRF_K = TUNING.fusion.rrf_k
+DEFAULT_WEIGHTS = default_weights()
 
 
 def fusion_weights(weights: dict[str, float] | None) -> dict[str, float]:
     """The stage weights of a hybrid search, normalised to sum to 1; a stage not given keeps its
     default. Scaling every weight alike never changes a ranking, so normalising is free and keeps
     fused scores comparable between requests."""
-    merged = {**DEFAULT_WEIGHTS, **(weights or {})}
+    merged = {**default_weights(), **(weights or {})}
     if any(not 0 <= value <= MAX_WEIGHT or value != value for value in merged.values()):
         raise ValidationFailed(
             f"Weights must be numbers from 0 to {MAX_WEIGHT:g}.", code="invalid_weights"
@@ -33,7 +43,7 @@ def rank_fusion(
     *,
     method: str = "rrf",
     weights: dict[str, float] | None = None,
-    rrf_k: int = RRF_K,
+    rrf_k: int | None = None,
 ) -> list[tuple[int, float]]:
     """Fuse ranked (id, score) lists into one ranking of (id, fused score), best first.
 
@@ -41,6 +51,7 @@ def rank_fusion(
     simple: the best normalised score any list gave the item.
     """
     weights = weights or {}
+    rrf_k = TUNING.fusion.rrf_k if rrf_k is None else rrf_k
     fused: dict[int, float] = {}
     for name, ranked in ranked_lists.items():
         weight = weights.get(name, 1.0)

@@ -4,12 +4,12 @@ A space may name a group column (``SearchSpace.group_column``: a chunk's documen
 entry's thread). A group in which several candidates match is more likely about the query than
 a lone match; so each candidate's fused score gets the space's ``group_weight`` x its group's
 score (then divided by 1 + that weight, to stay from 0 to 1), the mean
-of the group's best ``GROUP_TOP`` candidate scores relative to the best group's. Units without a
+of the group's best ``group_top`` candidate scores relative to the best group's. Units without a
 group (an empty thread) are their own group. Measured in docs/benchmarks-log.md.
 
 The other way round, ``group_diversify`` spreads the best candidates over their groups, for a
 query that asks for several things found in several places (long-term search: questions such
-as "What books has she read?", ``memory.selectors.long_term.SESSION_DIVERSITY``).
+as "What books has she read?", ``memory.long_term.selectors.SESSION_DIVERSITY``).
 """
 
 from __future__ import annotations
@@ -19,21 +19,22 @@ from collections.abc import Hashable, Mapping, Sequence
 
 from django.db import connection
 
-from rag.spaces import SearchSpace
+from rag.spaces import SearchSpace, space_weights
+from rag.tuning import TUNING
 
-# Each space sets its own weight (``SearchSpace.group_weight``); a number here overrides them
-# all (the benchmarks' sweeps).
-GROUP_WEIGHT: float | None = None
-GROUP_TOP = 3
-# How many of the best candidates a diversified ranking reorders (``group_diversify``).
-DIVERSITY_DEPTH = 50
+# Each space has its own weight (``SpaceWeights.group_weight``); ``TUNING.granularity`` holds
+# the one that overrides them all (the benchmarks' sweeps), the group's top and the depth of a
+# diversified ranking. GROUP_TOP is the default under its former name, for memory's import until
+# memory has its own tuning module (issue 37).
+GROUP_TOP = TUNING.granularity.group_top
 
 
 def group_weight(space: SearchSpace) -> float:
     """The weight of a space's group lift: 0 when the space has no groups."""
     if not space.group_column:
         return 0.0
-    return space.group_weight if GROUP_WEIGHT is None else GROUP_WEIGHT
+    every = TUNING.granularity.group_weight_all
+    return space_weights(space).group_weight if every is None else every
 
 
 def unit_groups(*, space: SearchSpace, unit_ids: Sequence[int]) -> dict[int, Hashable]:
@@ -54,12 +55,13 @@ def group_lift(
     groups: Mapping[int, Hashable],
     *,
     weight: float,
-    top: int = GROUP_TOP,
+    top: int | None = None,
 ) -> list[tuple[int, float]]:
     """``order`` (unit, score) re-scored with its groups' scores, best first; divided by
     ``1 + weight`` so that fused scores from 0 to 1 stay from 0 to 1."""
     if weight <= 0 or not order:
         return list(order)
+    top = TUNING.granularity.group_top if top is None else top
     members: dict[Hashable, list[float]] = {}
     for unit_id, score in order:
         members.setdefault(_group(groups, unit_id), []).append(score)
@@ -91,10 +93,11 @@ def group_diversify(
     read?") finds them in several sessions; a second match from the same session then ranks
     below a first one from another session unless it scores ``1 / (1 - weight)`` times more.
     Only the order changes: the ranks keep their scores (the best still 1), so one group (a
-    single thread) leaves the ranking exactly as it was. ``depth``: ``DIVERSITY_DEPTH``."""
+    single thread) leaves the ranking exactly as it was. ``depth``:
+    ``TUNING.granularity.diversity_depth``."""
     if weight <= 0 or len(order) < 2:
         return list(order)
-    depth = DIVERSITY_DEPTH if depth is None else depth
+    depth = TUNING.granularity.diversity_depth if depth is None else depth
     head = [(unit_id, score, _group(groups, unit_id)) for unit_id, score in order[:depth]]
     scores = sorted((score for _, score, _ in head), reverse=True)
     picked: dict[Hashable, int] = {}

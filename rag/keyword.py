@@ -22,13 +22,10 @@ from rag.analysis import STOP_WORDS as STOP_WORDS
 from rag.analysis import analyze as analyze
 from rag.analysis import analyze_query as analyze_query
 from rag.spaces import CHUNKS, SearchSpace
+from rag.tuning import TUNING
 
-# Robertson/Sparck Jones BM25 with Lucene's idf; k1 and b as Anserini uses for BEIR.
-K1 = 0.9
-B = 0.4
-# Postings read per query term: bounds the cost of common terms (chosen by measurement, see
-# docs/benchmarks-log.md); rare terms have fewer postings than this anyway.
-POSTINGS_PER_TERM = 1000
+# Robertson/Sparck Jones BM25 with Lucene's idf; k1, b and the postings read per query term are
+# ``TUNING.keyword`` (rag.tuning).
 
 
 def idf(df: int, n: int) -> float:
@@ -37,8 +34,9 @@ def idf(df: int, n: int) -> float:
 
 
 def tf_factor(tf: int, length: int, avg_length: float) -> float:
-    norm = 1 - B + B * (length / avg_length if avg_length > 0 else 1.0)
-    return tf * (K1 + 1) / (tf + K1 * norm)
+    k1, b = TUNING.keyword.k1, TUNING.keyword.b
+    norm = 1 - b + b * (length / avg_length if avg_length > 0 else 1.0)
+    return tf * (k1 + 1) / (tf + k1 * norm)
 
 
 @dataclass(frozen=True)
@@ -222,9 +220,10 @@ class CorpusStats:
 
     def upper_bound(self, terms: Sequence[str]) -> float:
         """The score no unit can reach for these terms: every term with its saturated term
-        frequency (``K1 + 1``). A score over it is the fraction of the query a unit matches,
+        frequency (``k1 + 1``). A score over it is the fraction of the query a unit matches,
         weighted by the terms' rarity: 0 to 1, comparable between queries and corpora."""
-        return sum((self.idf(t) or 0.0) * (K1 + 1) for t in set(terms))
+        k1p1 = TUNING.keyword.k1 + 1
+        return sum((self.idf(t) or 0.0) * k1p1 for t in set(terms))
 
     @staticmethod
     def merged(*stats: CorpusStats) -> CorpusStats:
@@ -270,7 +269,7 @@ def keyword_search(
     limit: int,
     filter_sql: str = "",
     filter_params: Mapping[str, Any] | None = None,
-    postings_per_term: int = POSTINGS_PER_TERM,
+    postings_per_term: int | None = None,
     stats: CorpusStats | None = None,
     idf_stats: CorpusStats | None = None,
     term_weights: Mapping[str, float] | None = None,
@@ -328,14 +327,14 @@ def keyword_search(
             LIMIT %(limit)s
             """,  # noqa: S608 - names are code; filter_sql is built from validated filters
             {
-                "k1p1": K1 + 1,
-                "k1": K1,
-                "b": B,
+                "k1p1": TUNING.keyword.k1 + 1,
+                "k1": TUNING.keyword.k1,
+                "b": TUNING.keyword.b,
                 "avgdl": own.avg_length,
                 "terms": q_terms,
                 "idfs": q_idfs,
                 "scopes": ids,
-                "per_term": postings_per_term,
+                "per_term": postings_per_term or TUNING.keyword.postings_per_term,
                 "limit": limit,
                 **(filter_params or {}),
             },

@@ -10,8 +10,9 @@ states before pooling. That model was trained for pooled sentence vectors, not f
 this is a weaker signal than a model trained for late interaction would give; measured on LoCoMo
 dev by leave-one-conversation-out (docs/benchmarks-log.md, "Late interaction").
 
-The cost is one forward pass over the candidates (``DEPTH`` of them: about 300 ms on two cores
-for 30 chat turns; the states of texts scored lately are kept, ``StateCache``), so a space takes
+The cost is one forward pass over the candidates (``TUNING.late.depth``: about 300 ms on two cores
+for 30 chat turns; the states of texts scored lately are kept, ``StateCache``; the query's come
+from the pass that embedded it when the local model did), so a space takes
 it only in the modes that pay for depth anyway: the long-term entries' graph mode
 (``SearchSpace.late_weight``). It always runs on the local model, whichever embedding provider is
 configured: its token states are what it reads.
@@ -30,16 +31,14 @@ from core.embeddings.local import LocalEmbeddingProvider
 from core.process_cache import PerProcess
 from rag.analysis import FUNCTION_WORDS, STOP_WORDS
 from rag.search import RankedHit
+from rag.tuning import TUNING
 
-# How many of the best candidates are re-scored (LoCoMo dev: 30, 50 and 100 rank alike, since a
-# candidate below 30 seldom climbs into the first ten; docs/benchmarks-log.md).
-DEPTH = 30
+# How many of the best candidates are re-scored, whether only content tokens match and the
+# rarity floor are ``TUNING.late`` (rag.tuning). DEPTH is the default under its former name, for
+# memory's read until memory has its own tuning module (issue 37).
+DEPTH = TUNING.late.depth
 # Query tokens that name nothing: a question's function words and the index's stop words.
 _QUIET = FUNCTION_WORDS | STOP_WORDS
-# Whether only the query's content tokens are matched (docs/benchmarks-log.md, "Late interaction").
-CONTENT_ONLY = True
-# The least weight of a query token that every candidate has (``rarity_weights``).
-RARITY_FLOOR = 0.1
 
 _own_model: PerProcess[LocalEmbeddingProvider] = PerProcess(LocalEmbeddingProvider)
 
@@ -61,16 +60,18 @@ Read = tuple[tuple[str, ...], np.ndarray]  # a text's tokens and their states
 
 
 class StateCache:
-    """The tokens and token states of the texts scored last, kept (the states as float16)
-    until ``max_tokens`` is passed, the least recently used dropped first. The same turns come
-    back query after query in one conversation, and their states cost the model's pass; a
-    text's states depend on its words only, so the text is the key. Shared by a process's
-    threads."""
+    """The tokens and token states of the texts scored last, kept (quantised, as a stored
+    reading keeps them) until ``max_tokens`` is passed, the least recently used dropped first.
+    The same turns come back query after query in one conversation, and their states cost the
+    model's pass; a text's states depend on its words only, so the text is the key. Shared by a
+    process's threads."""
 
     def __init__(self, max_tokens: int) -> None:
         self.max_tokens = max_tokens
         self.tokens = 0
-        self._states: OrderedDict[str, Read] = OrderedDict()
+        self._states: OrderedDict[str, tuple[tuple[str, ...], np.ndarray, np.ndarray]] = (
+            OrderedDict()
+        )
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
@@ -78,56 +79,97 @@ class StateCache:
 
     def get(self, text: str) -> Read | None:
         with self._lock:
-            read = self._states.get(text)
-            if read is not None:
-                self._states.move_to_end(text)
-            return read
+            kept = self._states.get(text)
+            if kept is None:
+                return None
+            self._states.move_to_end(text)
+        tokens, values, scales = kept
+        return tokens, dequantise(values, scales)
 
     def put(self, text: str, tokens: Sequence[str], states: np.ndarray) -> None:
+        if len(states) > self.max_tokens or not len(states):
+            return
+        values, scales = quantise(states)
         with self._lock:
-            if text in self._states or len(states) > self.max_tokens:
+            if text in self._states:
                 return
-            self._states[text] = (tuple(tokens), states.astype(np.float16, copy=False))
+            self._states[text] = (tuple(tokens), values, scales)
             self.tokens += len(states)
             while self.tokens > self.max_tokens:
-                _, (dropped, _) = self._states.popitem(last=False)
+                _, (dropped, _, _) = self._states.popitem(last=False)
                 self.tokens -= len(dropped)
 
 
-# About 25 MB a process (384 float16 values a token).
+# About 13 MB a process (384 int8 values and a scale a token).
 CACHE_TOKENS = 32_768
 _cache = StateCache(CACHE_TOKENS)
 
 
-def _states(query: str, texts: Sequence[str]) -> tuple[list[str], np.ndarray, list[Read]]:
-    """The query's tokens and states, and each text's: the texts' from the cache where it has
-    them, the rest with the query in one model call."""
+def quantise(states: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Unit-length token states as int8 rows and one float32 scale a row (the row's largest
+    magnitude): ``dequantise`` gives each value back within half a step (1/254 of it)."""
+    scales = np.maximum(np.abs(states).max(axis=1), 1e-12).astype(np.float32)
+    values = np.rint(states / scales[:, None] * 127).astype(np.int8)
+    return values, scales
+
+
+def dequantise(values: np.ndarray, scales: np.ndarray) -> np.ndarray:
+    """The states ``quantise`` stored, as float32."""
+    restored: np.ndarray = values.astype(np.float32) * (scales[:, None] / 127)
+    return restored
+
+
+def rounded(states: np.ndarray) -> np.ndarray:
+    """``states`` as a stored reading gives them back: every path (stored, cached, computed)
+    scores a text the same."""
+    return dequantise(*quantise(states)) if len(states) else states.astype(np.float32)
+
+
+def read_texts(texts: Sequence[str]) -> list[Read]:
+    """Each text's tokens and rounded states, from one model pass (for storing: ``quantise``)."""
+    return [(tuple(tokens), rounded(states)) for tokens, states in late_model().token_states(texts)]
+
+
+def _states(
+    query: str, texts: Sequence[str], reads: Mapping[str, Read]
+) -> tuple[list[str], np.ndarray, list[Read]]:
+    """The query's tokens and states, and each text's: from ``reads`` (stored readings) or the
+    cache where they have them, the rest with the query in one model call."""
     found: dict[str, Read] = {}
     for text in texts:
-        cached = _cache.get(text)
-        if cached is not None:
-            found[text] = (cached[0], cached[1].astype(np.float32))
+        known = reads.get(text) or _cache.get(text)
+        if known is not None:
+            found[text] = known
     missing = list(dict.fromkeys(text for text in texts if text not in found))
-    (query_tokens, query_states), *computed = late_model().token_states([query, *missing])
+    model = late_model()
+    # The query's states from the pass that embedded it, when this model did (the local
+    # provider keeps its latest queries'); else read with the missing texts in one call.
+    query_read = model.query_token_states(query)
+    if query_read is None:
+        query_read, *computed = model.token_states([query, *missing])
+    else:
+        computed = model.token_states(missing)
+    query_tokens, query_states = query_read
     for text, (tokens, states) in zip(missing, computed, strict=True):
-        # Rounded as the cache keeps them: a text scores the same, cached or not.
-        rounded = states.astype(np.float16)
-        _cache.put(text, tokens, rounded)
-        found[text] = (tuple(tokens), rounded.astype(np.float32))
+        read = (tuple(tokens), rounded(states))
+        _cache.put(text, *read)
+        found[text] = read
     return query_tokens, query_states, [found[text] for text in texts]
 
 
 def rarity_weights(query_tokens: Sequence[str], candidates: Sequence[Sequence[str]]) -> np.ndarray:
     """Each query token's weight in the mean: its inverse document frequency among the
-    candidates (BM25's, ``log((n + 1) / (df + 0.5))``, at least ``RARITY_FLOOR``), the weights
-    summing to 1. A word every candidate has (the speaker a question names, whose turns the
+    candidates (BM25's, ``log((n + 1) / (df + 0.5))``, at least ``TUNING.late.rarity_floor``), the
+    weights summing to 1. A word every candidate has (the speaker a question names, whose turns the
     speaker lift has put first) tells the candidates apart by nothing; a word few of them have
     is what the question turns on."""
     sets = [set(tokens) for tokens in candidates]
     n = len(sets)
     weights = np.asarray(
         [
-            max(RARITY_FLOOR, float(np.log((n + 1) / (sum(t in c for c in sets) + 0.5))))
+            max(
+                TUNING.late.rarity_floor, float(np.log((n + 1) / (sum(t in c for c in sets) + 0.5)))
+            )
             for t in query_tokens
         ],
         dtype=np.float32,
@@ -135,15 +177,20 @@ def rarity_weights(query_tokens: Sequence[str], candidates: Sequence[Sequence[st
     return weights / weights.sum()
 
 
-def late_scores(query: str, texts: Sequence[str]) -> list[float]:
+def late_scores(
+    query: str, texts: Sequence[str], reads: Mapping[str, Read] | None = None
+) -> list[float]:
     """Each text's MaxSim score for ``query``: the mean over the query's content tokens (every
     token when none is content) of their best cosine with a token of the text, weighted by
     the tokens' rarity among ``texts`` (``rarity_weights``), -1 to 1. A text's score depends
-    on the texts scored with it. Their states come from ``StateCache`` when it has them."""
+    on the texts scored with it. Their states come from ``reads`` (a text's stored reading) or
+    ``StateCache`` when they have them."""
     if not texts:
         return []
-    query_tokens, query_states, candidates = _states(query, texts)
-    keep = [i for i, token in enumerate(query_tokens) if _content(token) or not CONTENT_ONLY]
+    query_tokens, query_states, candidates = _states(query, texts, reads or {})
+    keep = [
+        i for i, token in enumerate(query_tokens) if _content(token) or not TUNING.late.content_only
+    ]
     if keep:
         query_states = query_states[keep]
         query_tokens = [query_tokens[i] for i in keep]
@@ -162,15 +209,17 @@ def late_rerank(
     *,
     query: str,
     weight: float,
-    depth: int = DEPTH,
+    depth: int | None = None,
+    reads: Mapping[str, Read] | None = None,
 ) -> list[RankedHit]:
     """The first ``depth`` hits (those with a text) gain ``weight`` times their late score above
     the lowest of them; the scores are then divided by the best when it passes 1, as the
     speaker lift does, and the list re-sorted. Each re-scored hit keeps its ``late_score``."""
+    depth = TUNING.late.depth if depth is None else depth
     head = [hit for hit in ranked[:depth] if hit.unit_id in texts]
     if weight <= 0 or len(head) < 2:
         return ranked
-    scores = np.asarray(late_scores(query, [texts[hit.unit_id] for hit in head]))
+    scores = np.asarray(late_scores(query, [texts[hit.unit_id] for hit in head], reads))
     low = float(scores.min())
     for hit, score in zip(head, scores, strict=True):
         hit.late_score = float(score)

@@ -1,80 +1,68 @@
-"""rag's MCP tools (docs/mcp.md): knowledge bases and documents (``query_knowledge_base``,
-``search_documents``, ``add_document``, ``process_document``), the knowledge graph
-(``search_knowledge_graph``, ``get_graph_neighbors``, ``graph_rag_context``) and agentic RAG
-(``agentic_query``), over the calls the API's views make."""
+"""rag's MCP tools (docs/mcp.md): knowledge bases and documents (``query_knowledge_base``, whose
+``kind`` also reaches graph RAG's context and agentic RAG, ``search_documents``,
+``add_document``, ``process_document``) and the knowledge graph (``search_knowledge_graph``,
+``get_graph_neighbors``). Each is a door to one REST operation: the same input serializer, the
+same function the view calls, the same answer."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from rest_framework import serializers
-
 from core import serializers as strict
 from core.mcp import Call, Tool
-from rag import graph, selectors, services
-from rag.agentic_apis import AgenticInput, AgenticOutput, agentic_run
+from core.mcp.registry import Job
+from rag import selectors, services
+from rag.agentic.apis import AgenticInput, AgenticOutput, agentic_run
 from rag.apis import DocumentInput, DocumentOutput, DocumentReprocessApi, document_upload
-from rag.graph.retrieval import DEFAULT_MAX_HOPS, MAX_GRAPH_HOPS
-from rag.graph.staged import node_communities, node_walk
-from rag.graph_apis import (
-    GraphNodeOutput,
+from rag.graph.apis.nodes import (
     NeighboursOutput,
-    NodeExplanation,
     NodeListCreateApi,
     NodeNeighboursApi,
+    NodeSearchOutput,
+    neighbours_answer,
+    node_search_answer,
 )
-from rag.graph_rag import graph_context
-from rag.graph_rag_apis import GraphContextApi
-from rag.search import SEARCH_MODES
-from rag.search_apis import (
-    CommunityRefOutput,
-    GraphPathStep,
-    QueryApi,
-    SearchApi,
-    SearchInput,
-    query_run,
-    run_search,
-)
-from rag.visibility import visibility_of
+from rag.graph.apis.retrieval import GraphContextApi
+from rag.graph.graph_rag import graph_context
+from rag.search_apis import QueryApi, SearchApi, SearchInput, query_run, run_search
+
+_NODE_FILTERS = NodeListCreateApi.FilterSerializer._declared_fields
+_NEIGHBOUR_FILTERS = NodeNeighboursApi.FilterSerializer._declared_fields
 
 
 class AddDocumentInput(DocumentInput):
-    knowledge_base_id = strict.IdField(help_text="The knowledge base to add the document to.")
+    knowledge_base_id = strict.IdField(
+        help_text="The knowledge base to add the document to, e.g. 3."
+    )
 
 
 class ProcessDocumentInput(DocumentReprocessApi.InputSerializer):
-    document_id = strict.IdField()
+    document_id = strict.IdField(help_text="The document to process again, e.g. 41.")
 
 
 class GraphSearchInput(strict.InputSerializer):
     """``GET /graph/nodes``'s search parameters, ``query`` required."""
 
-    query = serializers.CharField(max_length=2000)
-    top_k = NodeListCreateApi.FilterSerializer._declared_fields["top_k"]
-    mode = serializers.ChoiceField(
-        choices=SEARCH_MODES,
-        default="hybrid",
-        help_text="hybrid, vector or keyword: nodes by name, aliases and description; graph: "
-        "the nodes nearest the query by embedding (at most 5) and those within max_hops.",
-    )
-    max_hops = serializers.IntegerField(
-        min_value=1, max_value=MAX_GRAPH_HOPS, default=DEFAULT_MAX_HOPS
-    )
-    fusion = NodeListCreateApi.FilterSerializer._declared_fields["fusion"]
-    entity_type = NodeListCreateApi.FilterSerializer._declared_fields["entity_type"]
+    query = strict.SearchQueryField(help_text="Names or words to look for, e.g. harbour crane.")
+    top_k = _NODE_FILTERS["top_k"]
+    mode = _NODE_FILTERS["mode"]
+    max_hops = _NODE_FILTERS["max_hops"]
+    fusion = _NODE_FILTERS["fusion"]
+    entity_type = _NODE_FILTERS["entity_type"]
 
 
 class NeighboursInput(strict.InputSerializer):
-    node_id = strict.IdField()
-    hops = NodeNeighboursApi.FilterSerializer._declared_fields["hops"]
-    relation_type = NodeNeighboursApi.FilterSerializer._declared_fields["relation_type"]
-    limit = NodeNeighboursApi.FilterSerializer._declared_fields["limit"]
-    direction = NodeNeighboursApi.FilterSerializer._declared_fields["direction"]
+    node_id = strict.IdField(help_text="A node id (from search_knowledge_graph), e.g. 17.")
+    hops = _NEIGHBOUR_FILTERS["hops"]
+    relation_type = _NEIGHBOUR_FILTERS["relation_type"]
+    limit = _NEIGHBOUR_FILTERS["limit"]
+    direction = _NEIGHBOUR_FILTERS["direction"]
 
 
 def _add(call: Call) -> dict[str, Any]:
     kb = selectors.knowledge_base_get(actor=call.actor, kb_id=call.data["knowledge_base_id"])
-    document = services.document_create(actor=call.actor, kb=kb, **document_upload(call.data))
+    upload = {k: v for k, v in call.data.items() if k != "knowledge_base_id"}
+    document = services.document_create(actor=call.actor, kb=kb, **document_upload(upload))
     return dict(DocumentOutput(document).data)
 
 
@@ -86,98 +74,41 @@ def _process(call: Call) -> dict[str, Any]:
     return dict(DocumentOutput(document).data)
 
 
-class GraphToolExplanation(NodeExplanation):
-    hops = serializers.IntegerField(allow_null=True, help_text="Graph mode: from the seed.")
-    path = GraphPathStep(many=True, help_text="Graph mode: from the seed to the node.")
-
-
-class GraphToolHit(serializers.Serializer):
-    node = GraphNodeOutput()
-    score = strict.FiniteFloatField(allow_null=True)
-    community_id = serializers.IntegerField(allow_null=True)
-    explanation = GraphToolExplanation()
-
-
-class GraphSearchToolOutput(serializers.Serializer):
-    mode = serializers.ChoiceField(choices=SEARCH_MODES)
-    results = GraphToolHit(many=True)
-    communities = CommunityRefOutput(many=True, help_text="The communities of the nodes found.")
-
-
-def _graph_search(call: Call) -> dict[str, Any]:
-    data = call.data
-    results: list[dict[str, Any]] = []
-    if data["mode"] == "graph":
-        found, communities = node_walk(
-            visible=visibility_of(call.actor),
-            query=data["query"],
-            top_k=data["top_k"],
-            max_hops=data["max_hops"],
-        )
-        nodes = graph.node_list(actor=call.actor).in_bulk([r.node_id for r, _ in found])
-        for reach, similarity in found:
-            if reach.node_id not in nodes:
-                continue
-            stage = {"rank": None, "score": similarity}
-            results.append({
-                "node": nodes[reach.node_id], "score": reach.score,
-                "community_id": reach.community_id,
-                "explanation": {"vector": stage, "keyword": {"rank": None, "score": None},
-                                "fused_score": reach.score, "hops": reach.hops,
-                                "path": [{"name": n, "relation_type": r} for n, r in reach.path]},
-            })  # fmt: skip
-    else:
-        hits = graph.node_search(
-            actor=call.actor,
-            query=data["query"],
-            top_k=data["top_k"],
-            mode=data["mode"],
-            fusion=data["fusion"],
-            entity_type=data.get("entity_type"),
-        )
-        communities = node_communities([hit.node.pk for hit in hits], visibility_of(call.actor))
-        community_of = {n: c.id for c in communities for n in c.node_ids}
-        for hit in hits:
-            r = hit.retrieval
-            results.append({
-                "node": hit.node, "score": hit.score,
-                "community_id": community_of.get(hit.node.pk),
-                "explanation": {"vector": {"rank": r["vector_rank"], "score": r["vector_score"]},
-                                "keyword": {"rank": r["keyword_rank"],
-                                            "score": r["keyword_score"]},
-                                "fused_score": hit.score, "hops": None, "path": []},
-            })  # fmt: skip
-    return dict(
-        GraphSearchToolOutput(
-            {"mode": data["mode"], "results": results, "communities": communities}
-        ).data
-    )
-
-
-def _neighbours(call: Call) -> dict[str, Any]:
-    data = call.data
-    node = graph.node_get(actor=call.actor, node_id=data["node_id"])
-    limit = data["limit"]
-    found = graph.neighbours(
-        node=node,
-        hops=data["hops"],
-        relation_types=[data["relation_type"]] if data.get("relation_type") else [],
-        direction=data.get("direction") or "both",
-        limit=limit + 1,
-        visible=visibility_of(call.actor),
-    )
-    return dict(NeighboursOutput({"results": found[:limit], "truncated": len(found) > limit}).data)
-
-
 def _hits(out: Any, noun: str) -> str:
     return f"{len(out['results'])} {noun}."
 
 
 SEARCH_HINTS = {
-    "query": "What to look for, in words (at most 4,000 characters).",
+    "query": "What to look for, in words (at most 4,000 characters), e.g. tomato planting.",
     "top_k": "How many hits, 1 to 100 (default 10).",
-    "mode": "hybrid (default: semantic and keyword, fused), vector, keyword, or prf (hybrid "
-    "with the query expanded by the best hits' words: finds passages in other words, slower).",
+    "mode": "hybrid (default: semantic and keyword, fused), vector, keyword, prf (hybrid with "
+    "the query expanded by the best hits' words) or graph (the chunks linked to the "
+    "knowledge-graph nodes nearest the query).",
+    "fusion": "How hybrid stages are fused: rrf (default) or weighted.",
+    "weights": 'The weighted fusion\'s weights, e.g. {"vector": 0.7, "keyword": 0.3}.',
+    "stages": 'A hybrid search\'s stages, e.g. ["vector", "keyword", "graph"].',
+    "max_hops": "How far the graph stage walks from its seed nodes (1 to 5).",
+    "threshold": "The lowest cosine similarity kept, -1 to 1, e.g. 0.2.",
+    "knowledge_base_ids": "Only these knowledge bases, e.g. [3] (default: all).",
+    "filters": 'Narrow by knowledge base, doc type, tags, dates or lifecycle, e.g. {"tags": '
+    '["garden"]}.',
+    "rerank": "Rerank the hits with the configured reranker (needs RERANK_PROVIDER).",
+}
+
+DOCUMENT_HINTS = {
+    "text": "The document as plain text or markdown. Not with content_base64.",
+    "content_base64": "The file's bytes in base64 (PDF, HTML, markdown, code...), with "
+    "filename. Not with text.",
+    "filename": "The file's name, e.g. guide.pdf: its type is read from it.",
+    "title": "Its title (default: from the file or the first heading).",
+    "content_type": "Its media type, e.g. application/pdf (default: from filename).",
+    "source": "Where it comes from, e.g. a URL.",
+    "doc_type": "Your label of its type, e.g. manual; a search filter.",
+    "tags": 'Labels, e.g. ["garden"]; a search filter.',
+    "lifecycle_state": "Your label of its state, e.g. draft; a search filter.",
+    "source_path": "Its path where it comes from, e.g. docs/guide.md.",
+    "document_date": "Its date, YYYY-MM-DD; a search filter.",
+    "metadata": "Any JSON object kept with it.",
 }
 
 TOOLS = (
@@ -185,29 +116,75 @@ TOOLS = (
         name="query_knowledge_base",
         title="Query the knowledge bases",
         description=(
-            "Search the account's knowledge bases for `query` and answer a context block for a "
-            "prompt: the best passages, numbered, within `token_budget` tokens, with their "
-            "sources (document, chunk) and the ranked hits. Cite sources by their number. "
-            "`filters.knowledge_base_ids` limits the search to some knowledge bases."
+            "Context for a prompt from the account's knowledge bases. kind passages "
+            "(default): search for `query` and answer a context block of the best passages, "
+            "numbered, within `token_budget` tokens, with their sources and the ranked hits; "
+            "cite sources by their number. kind graph: a context block built through the "
+            "knowledge graph (community summaries, then linked passages, within "
+            "`token_budget`). kind agentic: an answer citing its `sources`, after rounds of "
+            "search (at most `max_rounds`) until the evidence suffices."
         ),
         scope="read",
+        rest="POST /api/v1/rag/query",
         input=QueryApi.InputSerializer,
         output=QueryApi.OutputSerializer,
         run=lambda call: query_run(call.actor, call.data),
         summary=lambda out: f"{len(out['sources'])} sources, {out['token_count']} tokens.",
-        hints=SEARCH_HINTS,
+        hints={**SEARCH_HINTS, "token_budget": "The context's token limit (default 2,000)."},
+        selector="kind",
+        default="passages",
+        more=(
+            Job(
+                value="graph",
+                description="community summaries and the passages the knowledge graph reaches "
+                "from the entities nearest query, within token_budget (POST /rag/graph/context)",
+                scope="read",
+                rest="POST /api/v1/rag/graph/context",
+                input=GraphContextApi.InputSerializer,
+                output=GraphContextApi.OutputSerializer,
+                run=lambda call: dict(
+                    GraphContextApi.OutputSerializer(
+                        graph_context(actor=call.actor, **call.data)
+                    ).data
+                ),
+                summary=lambda out: f"{out['tokens']} tokens in {len(out['sections'])} sections.",
+                hints={
+                    "query": SEARCH_HINTS["query"],
+                    "token_budget": "kind graph: 50 to 100,000 tokens (default 4,000).",
+                    "max_hops": "kind graph: how far to walk from the seed entities (default 3).",
+                },
+            ),
+            Job(
+                value="agentic",
+                description="an answer to query citing numbered sources, after rounds of "
+                "search until at least 3 results score 0.5 on average (POST /rag/agentic)",
+                scope="read",
+                rest="POST /api/v1/rag/agentic",
+                input=AgenticInput,
+                output=AgenticOutput,
+                run=lambda call: dict(AgenticOutput(agentic_run(call.actor, call.data)).data),
+                summary=lambda out: (
+                    f"{len(out['sources'])} sources after {len(out['rounds'])} round(s)."
+                ),
+                hints={
+                    "query": "The question, in words, e.g. when should tomatoes be planted?",
+                    "knowledge_base_ids": "Knowledge bases to search (default: all).",
+                },
+            ),
+        ),
     ),
     Tool(
         name="search_documents",
         title="Search documents",
         description=(
             "Search the chunks of the account's documents for `query`: hybrid (semantic and "
-            "keyword, fused), vector, keyword, prf (pseudo-relevance feedback) or graph (with "
-            "the chunks linked to the knowledge-graph nodes nearest the query). Each hit gives "
+            "keyword, fused), vector, keyword, prf (pseudo-relevance feedback) or graph (the "
+            "chunks linked to the knowledge-graph nodes nearest the query). Each hit gives "
             "its document, its text and why it ranked (its rank and score in each stage). "
             "Filter by knowledge base, document type, tags, dates or lifecycle state."
         ),
         scope="read",
+        rest="POST /api/v1/rag/search",
         input=SearchInput,
         output=SearchApi.OutputSerializer,
         run=lambda call: dict(SearchApi.OutputSerializer(run_search(call.actor, call.data)).data),
@@ -225,10 +202,18 @@ TOOLS = (
             "indexed."
         ),
         scope="write",
+        rest="POST /api/v1/rag/knowledge-bases/{knowledge_base_id}/documents",
         input=AddDocumentInput,
         output=DocumentOutput,
         run=_add,
         summary=lambda out: f"Document {out['id']} added ({out['status']}).",
+        hints=DOCUMENT_HINTS,
+        schema_extra={
+            "oneOf": [
+                {"required": ["text"], "not": {"required": ["content_base64"]}},
+                {"required": ["content_base64"], "not": {"required": ["text"]}},
+            ]
+        },
     ),
     Tool(
         name="process_document",
@@ -238,6 +223,7 @@ TOOLS = (
             "background; `force` re-embeds it even if its content did not change."
         ),
         scope="write",
+        rest="POST /api/v1/rag/documents/{document_id}/reprocess",
         input=ProcessDocumentInput,
         output=DocumentOutput,
         run=_process,
@@ -256,11 +242,12 @@ TOOLS = (
             "get_graph_neighbors."
         ),
         scope="read",
+        rest="GET /api/v1/graph/nodes?query=",
         input=GraphSearchInput,
-        output=GraphSearchToolOutput,
-        run=_graph_search,
+        output=NodeSearchOutput,
+        run=lambda call: node_search_answer(call.actor, call.data),
         summary=lambda out: _hits(out, "nodes"),
-        hints={**SEARCH_HINTS, "query": "Names or words to look for (at most 2,000 characters)."},
+        hints={"top_k": SEARCH_HINTS["top_k"]},
     ),
     Tool(
         name="get_graph_neighbors",
@@ -272,53 +259,12 @@ TOOLS = (
             "edges from source to target, in the other way, both either way."
         ),
         scope="read",
+        rest="GET /api/v1/graph/nodes/{node_id}/neighbors",
         input=NeighboursInput,
         output=NeighboursOutput,
-        run=_neighbours,
+        run=lambda call: neighbours_answer(
+            call.actor, call.data["node_id"], {k: v for k, v in call.data.items()}
+        ),
         summary=lambda out: _hits(out, "neighbours"),
-        hints={"node_id": "A node id (from search_knowledge_graph)."},
-    ),
-    Tool(
-        name="agentic_query",
-        title="Answer a question from the knowledge bases",
-        description=(
-            "Answer `query` from the account's knowledge bases in rounds of search (at most "
-            "`max_rounds`, 1 to 5, default 3): each round searches (hybrid, reranked when a "
-            "reranker is configured), scores its results 0 to 1, stops when at least 3 came "
-            "back with a mean score of 0.5 or more, else names the question's uncovered words "
-            "(`gaps`) and searches again with a reformulated query. Answers `answer` citing "
-            "`sources` by number ([1], [2]...), the sources best first, and every round."
-        ),
-        scope="read",
-        input=AgenticInput,
-        output=AgenticOutput,
-        run=lambda call: dict(AgenticOutput(agentic_run(call.actor, call.data)).data),
-        summary=lambda out: (
-            f"{len(out['sources'])} sources after {len(out['rounds'])} "
-            f"round{'s' if len(out['rounds']) != 1 else ''}."
-        ),
-        hints={
-            "query": "The question, in words (at most 4,000 characters).",
-            "knowledge_base_ids": "Knowledge bases to search (default: all of the account's).",
-        },
-    ),
-    Tool(
-        name="graph_rag_context",
-        title="Context from the knowledge graph",
-        description=(
-            "A context block for a prompt built through the knowledge graph: the entities "
-            "nearest `query`, the communities within `max_hops` (default 3) with their "
-            "summaries, then the document passages linked to them, within `token_budget` "
-            "tokens (default 4,000; never exceeded). Every item names its source (document, "
-            "chunk, the path from the seed entity)."
-        ),
-        scope="read",
-        input=GraphContextApi.InputSerializer,
-        output=GraphContextApi.OutputSerializer,
-        run=lambda call: dict(
-            GraphContextApi.OutputSerializer(graph_context(actor=call.actor, **call.data)).data
-        ),
-        summary=lambda out: f"{out['tokens']} tokens in {len(out['sections'])} sections.",
-        hints={"query": SEARCH_HINTS["query"], "token_budget": "50 to 100,000 (default 4,000)."},
     ),
 )

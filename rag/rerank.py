@@ -31,12 +31,11 @@ from core.llm import get_llm_provider
 from core.llm.base import InvalidJSONError, LLMError
 from core.process_cache import PerProcess
 from rag.search import SearchHit
+from rag.tuning import TUNING
 
 logger = logging.getLogger("engram.rag")
 
 RERANK_PROVIDERS = ("none", "http", "llm")
-# Each passage is cut to this many characters before it is sent to a reranker.
-PASSAGE_CHARS = 2000
 
 
 def _unavailable(message: str, reranker: str, **details: Any) -> ServiceUnavailable:
@@ -93,7 +92,7 @@ class HttpReranker:
         body = {
             "model": self.model,
             "query": query,
-            "documents": [hit.text[:PASSAGE_CHARS] for hit in hits],
+            "documents": [hit.text[: TUNING.rerank.passage_chars] for hit in hits],
             "top_n": len(hits),
         }
         for attempt in range(self.max_retries + 1):
@@ -147,7 +146,9 @@ class LLMReranker:
     def rerank(self, query: str, hits: Sequence[SearchHit]) -> list[SearchHit]:
         if not hits:
             return []
-        passages = "\n\n".join(f"[{i}] {hit.text[:PASSAGE_CHARS]}" for i, hit in enumerate(hits))
+        passages = "\n\n".join(
+            f"[{i}] {hit.text[: TUNING.rerank.passage_chars]}" for i, hit in enumerate(hits)
+        )
         prompt = (
             f"Query: {query}\n\nPassages:\n{passages}\n\n"
             f"Rate how well each passage answers the query, 0 (useless) to 10 (answers it). "

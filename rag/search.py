@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 from django.db import connection
 
+from core import metrics
 from core.actors import Actor
 from core.embeddings import get_embedding_provider
 from core.errors import NotFound, ValidationFailed
@@ -28,12 +29,12 @@ from rag import granularity
 from rag.fusion import DEFAULT_FUSION as DEFAULT_FUSION
 from rag.fusion import DEFAULT_WEIGHTS as DEFAULT_WEIGHTS
 from rag.fusion import FUSIONS as FUSIONS
-from rag.fusion import RRF_K as RRF_K
 from rag.fusion import fusion_weights as fusion_weights
 from rag.fusion import rank_fusion as rank_fusion
 from rag.keyword import keyword_search
 from rag.models import KnowledgeBase
 from rag.spaces import CHUNKS, SearchSpace
+from rag.tuning import TUNING
 from rag.vector import vector_literal, vector_search
 
 if TYPE_CHECKING:
@@ -51,9 +52,14 @@ KEYWORD_MODES = frozenset({"keyword", "hybrid", "prf"})
 FUSED_MODES = frozenset({"hybrid", "prf"})
 # Chunk and long-term memory searches also rank by the graph (rag.graph.retrieval).
 SEARCH_MODES: tuple[str, ...] = (*MODES, "graph")
-# Each stage of a hybrid search contributes this many candidates per requested result.
-CANDIDATE_FACTOR = 5
-MIN_CANDIDATES = 50
+# The fewest candidates each stage reads, under its former name for memory's imports until
+# memory has its own tuning module (issue 37); rag reads ``TUNING.search``.
+MIN_CANDIDATES = TUNING.search.min_candidates
+
+
+def stage_depth(top_k: int) -> int:
+    """How many candidates each stage of a fused search reads for ``top_k`` results."""
+    return max(TUNING.search.min_candidates, top_k * TUNING.search.candidate_factor)
 
 
 @dataclass(frozen=True)
@@ -195,6 +201,7 @@ def search_options_validate(*, query: str, mode: str, fusion: str, top_k: int) -
     top_k_check(top_k)
 
 
+@metrics.ranking_observed  # each stage's time for /metrics, by space and mode
 def space_rank(
     *,
     space: SearchSpace,
@@ -272,7 +279,7 @@ def space_rank(
     if mode == "prf" and order:
         from rag import feedback as prf
 
-        if prf.VECTOR_FEEDBACK > 0 and query_vector is not None:
+        if TUNING.feedback.vector_feedback > 0 and query_vector is not None:
             ranked["vector"] = nearest(
                 prf.feedback_vector(space=space, query_vector=query_vector, ranked=order)
             )
@@ -285,7 +292,7 @@ def space_rank(
     lift = granularity.group_weight(space) if mode in FUSED_MODES and group_lift else 0.0
     if lift > 0:
         groups = granularity.unit_groups(space=space, unit_ids=[u for u, _ in order])
-        order = granularity.group_lift(order, groups, weight=lift, top=granularity.GROUP_TOP)
+        order = granularity.group_lift(order, groups, weight=lift)
     ranks = {
         name: {item: (rank, score) for rank, (item, score) in enumerate(items, start=1)}
         for name, items in ranked.items()
@@ -381,7 +388,7 @@ def chunk_query_prepare(
         knowledge_base_ids=knowledge_bases_for_search(
             actor=actor, requested=filters.knowledge_base_ids
         ),
-        depth=candidates or max(MIN_CANDIDATES, top_k * CANDIDATE_FACTOR),
+        depth=candidates or stage_depth(top_k),
         weights=stage_weights,
         condition=condition,
         params=params,

@@ -25,20 +25,48 @@ from rag.search import DEFAULT_FUSION, FUSIONS, SEARCH_MODES, SearchFilters, Sea
 
 
 class FiltersInput(strict.InputSerializer):
-    knowledge_base_ids = strict.IdListField(required=False, default=list)
+    knowledge_base_ids = strict.IdListField(
+        required=False, default=list, help_text="Only these knowledge bases, e.g. [3]."
+    )
     doc_types = serializers.ListField(
-        child=serializers.CharField(max_length=100), required=False, default=list, max_length=100
+        child=serializers.CharField(max_length=100),
+        required=False,
+        default=list,
+        max_length=100,
+        help_text='Only documents of these doc_type labels, e.g. ["manual"].',
     )
     tags_any = serializers.ListField(
-        child=serializers.CharField(max_length=100), required=False, default=list, max_length=100
+        child=serializers.CharField(max_length=100),
+        required=False,
+        default=list,
+        max_length=100,
+        help_text='Documents with any of these tags, e.g. ["garden"].',
     )
     tags_all = serializers.ListField(
-        child=serializers.CharField(max_length=100), required=False, default=list, max_length=100
+        child=serializers.CharField(max_length=100),
+        required=False,
+        default=list,
+        max_length=100,
+        help_text="Documents with all of these tags.",
     )
-    date_from = serializers.DateField(required=False, allow_null=True, default=None)
-    date_to = serializers.DateField(required=False, allow_null=True, default=None)
+    date_from = serializers.DateField(
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="Documents dated on or after this day, YYYY-MM-DD.",
+    )
+    date_to = serializers.DateField(
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="Documents dated on or before this day, YYYY-MM-DD.",
+    )
     lifecycle_states = serializers.ListField(
-        child=serializers.CharField(max_length=50), required=False, default=list, max_length=100
+        child=serializers.CharField(max_length=50),
+        required=False,
+        default=list,
+        max_length=100,
+        help_text='Only documents in these lifecycle states, e.g. ["published"].',
     )
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:

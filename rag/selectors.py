@@ -18,6 +18,16 @@ def knowledge_base_list(*, actor: Actor) -> QuerySet[KnowledgeBase]:
     return KnowledgeBase.objects.for_actor(actor)
 
 
+def knowledge_base_ids_unarchived(*, account_id: int) -> list[int]:
+    """The ids of the account's knowledge bases that are not archived (what another app
+    searches on the account's behalf)."""
+    return list(
+        KnowledgeBase.objects.filter(account_id=account_id)
+        .exclude(status=KnowledgeBase.Status.ARCHIVED)
+        .values_list("pk", flat=True)
+    )
+
+
 def knowledge_base_get(*, actor: Actor, kb_id: int) -> KnowledgeBase:
     kb = knowledge_base_list(actor=actor).filter(pk=kb_id).first()
     if kb is None:

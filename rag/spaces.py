@@ -16,6 +16,9 @@ from dataclasses import dataclass
 
 from django.db import models
 
+from core import tuning
+from rag.tuning import SpaceWeights
+
 # (unit id, extra posting values in ``posting_extra_columns`` order, indexed text)
 RebuildRow = tuple[int, tuple[object, ...], str]
 
@@ -88,25 +91,31 @@ class SearchSpace:
     # The unit column that groups units (a chunk's document, an entry's thread): a group with
     # several matching units lifts them (``rag.granularity``); empty: no groups.
     group_column: str = ""
-    # How much a group's match lifts its units (``rag.granularity``), chosen per space on
-    # development data (docs/benchmarks-log.md); 0: off.
+    # The space's ranking weights (group lift, graph weight, hop decay, graph similarity, late
+    # interaction: ``rag.tuning.SpaceWeights``) are tunables: ``weights`` names their group in
+    # the tuning registry (``rag.spaces.chunks``), read by ``space_weights``.
+    weights: str = ""
+    # A space with no ``weights`` keeps its own here (memory's space, until memory has its own
+    # tuning module: issue 37); the defaults are SpaceWeights'.
     group_weight: float = 0.0
-    # The graph stage's weight when a search fuses it with the vector and keyword stages (mode
-    # ``graph``, or ``graph`` in a hybrid search's ``stages``) and the caller gives none, next
-    # to theirs; chosen per space on development data (docs/benchmarks-log.md).
     graph_weight: float = 0.3
-    # What a node reached by the graph walk keeps of its parent's score per hop
-    # (``rag.graph.retrieval``), chosen per space on development data (docs/benchmarks-log.md).
     hop_decay: float = 0.5
-    # A unit's graph-stage score: its PageRank mass relative to the best unit's, mixed with its
-    # cosine similarity to the query by this weight (``rag.graph.retrieval``), chosen per space
-    # on development data (docs/benchmarks-log.md, "Multi-hop questions"; docs/rag.md, "Graph
-    # mode").
     graph_similarity: float = 0.2
-    # How much a graph search's best candidates gain from their late-interaction score
-    # (``rag.late_interaction``), chosen per space on development data (docs/benchmarks-log.md);
-    # 0: off.
     late_weight: float = 0.0
+
+
+def space_weights(space: SearchSpace) -> SpaceWeights:
+    """The ranking weights of ``space``, as tuned now (``rag.tuning``)."""
+    if space.weights:
+        found: SpaceWeights = tuning.group(space.weights)
+        return found
+    return SpaceWeights(
+        group_weight=space.group_weight,
+        graph_weight=space.graph_weight,
+        hop_decay=space.hop_decay,
+        graph_similarity=space.graph_similarity,
+        late_weight=space.late_weight,
+    )
 
 
 def _chunk_rebuild_rows(knowledge_base_id: int) -> Iterable[RebuildRow]:
@@ -136,12 +145,7 @@ CHUNKS = SearchSpace(
     unit_filter_join="JOIN rag_document d ON d.id = u.document_id",
     rebuild_rows=_chunk_rebuild_rows,
     group_column="document_id",
-    # SciFact train nDCG@10 by graph weight: 0.3 0.7368, 0.2 0.7375, 0.1 0.7404, 0.05 0.7406
-    # (hybrid 0.7410), a difference of noise across its folds; LoCoMo dev as documents
-    # (bench/locomo_documents.py): 0.1 finds more multi-hop evidence within five chunks than
-    # weight 0 at chunks of 64, 128 and 256 tokens (docs/benchmarks-log.md, "Multi-hop questions
-    # over documents").
-    graph_weight=0.1,
+    weights="rag.spaces.chunks",
 )
 
 
@@ -174,4 +178,5 @@ GRAPH_NODES = SearchSpace(
     # Filters are conditions on the node (u).
     posting_filter_join="JOIN rag_graphnode u ON u.id = p.node_id",
     rebuild_rows=_graph_node_rebuild_rows,
+    weights="rag.spaces.graph_nodes",
 )

@@ -9,47 +9,13 @@ from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 
 from core.embeddings.base import EmbeddingError
-from core.jobs import PeriodicJob, job_run
+from core.jobs import periodic_job
+from core.models import JobRun
 from rag import services
 from rag.models import Document
 
 logger = logging.getLogger("engram.rag")
 
-PERIODIC_JOBS = [
-    PeriodicJob(
-        name="rag.recover_documents",
-        task="rag.tasks.recover_documents",
-        description="Re-queue documents left pending or claimed by a dead worker; give up on "
-        "those whose claims went stale RAG_MAX_PROCESSING_ATTEMPTS times.",
-        every_seconds=600,
-        expires_seconds=540,
-    ),
-    PeriodicJob(
-        name="rag.prune_search_queries",
-        task="rag.tasks.prune_search_queries",
-        description="Delete search queries (and their results) older than "
-        "SEARCH_QUERY_RETENTION_DAYS.",
-        crontab="37 3 * * *",
-        expires_seconds=6 * 3600,
-    ),
-    PeriodicJob(
-        name="rag.graph_index_pending",
-        task="rag.tasks.graph_index_pending",
-        description="Link to the knowledge graph the indexed documents whose chunks' entities it "
-        "does not hold yet (their graph task was never sent, the broker being down, or failed), "
-        "at most GRAPH_CATCH_UP_DOCUMENTS a run.",
-        every_seconds=600,
-        expires_seconds=540,
-    ),
-    PeriodicJob(
-        name="rag.graph_communities",
-        task="rag.tasks.graph_communities",
-        description="Recompute the Leiden communities (and their summaries) of every account "
-        "whose knowledge graph changed since they were last computed.",
-        every_seconds=600,
-        expires_seconds=540,
-    ),
-]
 
 # Documents one run of rag.graph_index_pending links to the graph, at most (the offline
 # extractor takes about 20 ms a document of SciFact's size).
@@ -70,20 +36,29 @@ def _unexpected(exc: Exception) -> str:
     return f"Unexpected error while processing ({type(exc).__name__}); see the worker log."
 
 
-@shared_task(bind=True, time_limit=300, soft_time_limit=240, acks_late=True)
-def recover_documents(self, dry_run: bool = False) -> dict[str, int]:  # type: ignore[no-untyped-def]
-    with job_run("rag.recover_documents", task_id=self.request.id or "") as run:
-        run.counts = services.documents_recover(dry_run=dry_run)
-    return run.counts
+@periodic_job(
+    description="Re-queue documents left pending or claimed by a dead worker; give up on "
+    "those whose claims went stale RAG_MAX_PROCESSING_ATTEMPTS times.",
+    every_seconds=600,
+    expires_seconds=540,
+    time_limit=300,
+    soft_time_limit=240,
+)
+def recover_documents(run: JobRun, dry_run: bool = False) -> dict[str, int]:
+    return services.documents_recover(dry_run=dry_run)
 
 
-@shared_task(bind=True, time_limit=900, soft_time_limit=840, acks_late=True)
-def prune_search_queries(self, dry_run: bool = False) -> dict[str, int]:  # type: ignore[no-untyped-def]
-    with job_run("rag.prune_search_queries", task_id=self.request.id or "") as run:
-        run.counts = services.search_queries_prune(
-            older_than=settings.SEARCH_QUERY_RETENTION, dry_run=dry_run
-        )
-    return run.counts
+@periodic_job(
+    description="Delete search queries (and their results) older than SEARCH_QUERY_RETENTION_DAYS.",
+    crontab="37 3 * * *",
+    expires_seconds=6 * 3600,
+    time_limit=900,
+    soft_time_limit=840,
+)
+def prune_search_queries(_run: JobRun, dry_run: bool = False) -> dict[str, int]:
+    return services.search_queries_prune(
+        older_than=settings.SEARCH_QUERY_RETENTION, dry_run=dry_run
+    )
 
 
 @shared_task(
@@ -150,38 +125,49 @@ def process_documents(self, document_ids: list[int]) -> dict[str, int]:  # type:
         return {"failed": services.documents_mark_failed(claim=claim, error=_unexpected(exc))}
 
 
-@shared_task(bind=True, time_limit=3600, soft_time_limit=3500, acks_late=True)
-def graph_communities(self, dry_run: bool = False) -> dict[str, int]:  # type: ignore[no-untyped-def]
-    from rag.services.communities import communities_due
+@periodic_job(
+    description="Recompute the Leiden communities (and their summaries) of every account "
+    "whose knowledge graph changed since they were last computed.",
+    every_seconds=600,
+    expires_seconds=540,
+    time_limit=3600,
+    soft_time_limit=3500,
+)
+def graph_communities(run: JobRun, dry_run: bool = False) -> dict[str, int]:
+    from rag.graph.services.communities import communities_due
 
-    with job_run("rag.graph_communities", task_id=self.request.id or "") as run:
-        run.counts = communities_due(dry_run=dry_run)
-    return run.counts
+    return communities_due(dry_run=dry_run)
 
 
-@shared_task(bind=True, time_limit=1800, soft_time_limit=1740, acks_late=True)
-def graph_index_pending(self, dry_run: bool = False) -> dict[str, int]:  # type: ignore[no-untyped-def]
+@periodic_job(
+    description="Link to the knowledge graph the indexed documents whose chunks' entities it "
+    "does not hold yet (their graph task was never sent, the broker being down, or failed), "
+    "at most GRAPH_CATCH_UP_DOCUMENTS a run.",
+    every_seconds=600,
+    expires_seconds=540,
+    time_limit=1800,
+    soft_time_limit=1740,
+)
+def graph_index_pending(run: JobRun, dry_run: bool = False) -> dict[str, int]:
     """The periodic catch-up of ``graph_index_documents`` (``documents_graph_catch_up``)."""
-    from rag.services.graph_build import documents_graph_catch_up, documents_graph_pending
+    from rag.graph.services.build import documents_graph_catch_up, documents_graph_pending
 
-    with job_run("rag.graph_index_pending", task_id=self.request.id or "") as run:
-        if not settings.RAG_GRAPH_EXTRACTION:
-            run.counts = {"pending": 0, "indexed": 0, "mentions": 0}
-        elif dry_run:
-            pending = documents_graph_pending().count()
-            run.counts = {"pending": pending, "indexed": 0, "mentions": 0, "dry_run": 1}
-        else:
-            taken, outcome = documents_graph_catch_up(limit=GRAPH_CATCH_UP_DOCUMENTS)
-            run.counts = {"pending": taken, "indexed": taken, "mentions": outcome.mentions}
-    return run.counts
+    if not settings.RAG_GRAPH_EXTRACTION:
+        return {"pending": 0, "indexed": 0, "mentions": 0}
+    elif dry_run:
+        pending = documents_graph_pending().count()
+        return {"pending": pending, "indexed": 0, "mentions": 0, "dry_run": 1}
+    else:
+        taken, outcome = documents_graph_catch_up(limit=GRAPH_CATCH_UP_DOCUMENTS)
+        return {"pending": taken, "indexed": taken, "mentions": outcome.mentions}
 
 
 @shared_task(bind=True, time_limit=1800, soft_time_limit=1740, acks_late=True)
 def graph_index_documents(self, document_ids: list[int]) -> dict[str, int]:  # type: ignore[no-untyped-def]
-    """The entities of newly indexed documents' chunks (``rag.services.graph_build``); never
+    """The entities of newly indexed documents' chunks (``rag.graph.services.build``); never
     fails ingestion: an error is logged, the documents stay pending and
     ``rag.graph_index_pending`` indexes them later."""
-    from rag.services.graph_build import documents_graph_index
+    from rag.graph.services.build import documents_graph_index
 
     try:
         outcome = documents_graph_index(document_ids=document_ids)

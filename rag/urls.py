@@ -1,6 +1,8 @@
-from django.urls import path
+from django.urls import include, path
 
-from rag import agentic_apis, apis, graph_rag_apis, search_apis
+from rag import apis, search_apis
+from rag.agentic import urls as agentic_urls
+from rag.graph import urls as graph_urls
 
 urlpatterns = [
     path("knowledge-bases", apis.KnowledgeBaseListCreateApi.as_view(), name="kb-list"),
@@ -23,10 +25,8 @@ urlpatterns = [
     ),
     path("search", search_apis.SearchApi.as_view(), name="search"),
     path("query", search_apis.QueryApi.as_view(), name="query"),
-    path("agentic", agentic_apis.AgenticApi.as_view(), name="agentic"),
+    path("", include(agentic_urls)),
     path("analytics", search_apis.AnalyticsApi.as_view(), name="analytics"),
     path("queries", search_apis.QueryLogApi.as_view(), name="query-log"),
-    path("graph/retrieve", graph_rag_apis.GraphRetrieveApi.as_view(), name="graph-retrieve"),
-    path("graph/context", graph_rag_apis.GraphContextApi.as_view(), name="graph-context"),
-    path("graph/communities", graph_rag_apis.CommunitiesApi.as_view(), name="graph-communities"),
+    path("graph/", include(graph_urls.rag_urlpatterns)),
 ]

@@ -4,6 +4,7 @@ with both)."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -12,16 +13,38 @@ from django.db import connection, transaction
 
 from core.embeddings import get_embedding_provider
 from rag.spaces import SearchSpace
+from rag.tuning import TUNING
 
-# Scopes holding at most this many units are searched exactly, by comparing the query with each
-# of their units, instead of through the HNSW index the whole space shares (docs/benchmarks-log.md,
-# "Context assembly": a conversation of 1,000 turns in an account of 100k memories).
-EXACT_SCAN_UNITS = 5_000
+# Which scopes are searched exactly, by comparing the query with each of their units, instead of
+# through the HNSW index the whole space shares. The index walks a graph of every scope's units
+# and keeps those of the searched scopes: a small share of the space costs it many steps, while
+# comparing each unit costs about 2 ms per 1,000 (rag.tuning's ``vector`` group says how the
+# limits were chosen).
+
+
+def exact_scan_wanted(units: int, space_units: float) -> bool:
+    """Whether scopes holding ``units`` units, of a space of about ``space_units`` (the
+    planner's estimate; below 0 when the table was never analysed), are compared exactly:
+    always up to ``exact_scan_always`` units, never above ``exact_scan_units``, and between
+    the two while they hold at most ``exact_scan_share`` of the space."""
+    limits = TUNING.vector
+    if units <= limits.exact_scan_always:
+        return True
+    if units > limits.exact_scan_units:
+        return False
+    return space_units > 0 and units <= limits.exact_scan_share * space_units
 
 
 def vector_literal(vector: np.ndarray) -> str:
-    """A vector as a pgvector literal, for raw SQL (cast it: ``%s::vector``)."""
-    return "[" + ",".join(f"{x:.7g}" for x in vector.tolist()) + "]"
+    """A vector as a pgvector literal, for raw SQL (cast it: ``%s::vector``). A search passes
+    its query's vector to several statements: the last few literals are kept."""
+    values = np.asarray(vector)
+    return _literal(values.dtype.str, values.tobytes())
+
+
+@functools.lru_cache(maxsize=8)
+def _literal(dtype: str, raw: bytes) -> str:
+    return "[" + ",".join(f"{x:.7g}" for x in np.frombuffer(raw, dtype=dtype).tolist()) + "]"
 
 
 def vector_search(
@@ -35,7 +58,8 @@ def vector_search(
 ) -> list[tuple[int, float]]:
     """(unit id, cosine similarity) of a space's nearest units, through its HNSW index.
 
-    Scopes of at most ``EXACT_SCAN_UNITS`` units are searched exactly. Only units embedded by
+    Small scopes, and scopes that are a small share of the space, are searched exactly
+    (``exact_scan_wanted``). Only units embedded by
     the current model are compared: after a model change, vectors of the
     old model are meaningless to the new one until they are re-embedded. ``filter_sql`` is a
     condition over the space's ``unit_filter_join`` with named placeholders.
@@ -59,19 +83,20 @@ def vector_search(
           AND u.{space.model_column} = %(model)s {where}
     """  # noqa: S608 - names are code; filter_sql is built from validated filters
     with transaction.atomic(), connection.cursor() as cursor:
-        # Enough candidates for the limit, iterative scans so filters cannot starve results, and
-        # how many units the scopes hold.
+        # Enough candidates for the limit, iterative scans so filters cannot starve results, how
+        # many units the scopes hold, and about how many the space holds.
         cursor.execute(
             f"""
             SELECT set_config('hnsw.ef_search', %s, true),
                    set_config('hnsw.iterative_scan', 'relaxed_order', true),
                    (SELECT coalesce(sum({space.scope_count_column}), 0) FROM {space.scope_table}
-                    WHERE {space.scope_key_column} = ANY(%s))
+                    WHERE {space.scope_key_column} = ANY(%s)),
+                   (SELECT reltuples FROM pg_class WHERE oid = %s::regclass)
             """,  # noqa: S608 - names are code
-            [str(max(40, limit)), params["scopes"]],
+            [str(max(40, limit)), params["scopes"], space.unit_table],
         )
-        units = cursor.fetchone()[2]
-        if units <= EXACT_SCAN_UNITS:
+        _, _, units, space_units = cursor.fetchone()
+        if exact_scan_wanted(units, space_units):
             # Every unit compared (the subquery keeps the HNSW index out): exact, and faster
             # than walking a graph of every scope's units for the few of these scopes.
             cursor.execute(

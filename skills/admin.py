@@ -14,6 +14,7 @@ from django.http import HttpRequest
 from core.actors import READ, Actor
 from core.admin_base import AccountScopedAdmin, AccountScopedTabularInline
 from skills import (
+    admin_home,  # noqa: F401  # registers the panels of the admin home
     admin_review,  # noqa: F401  # registers the proposals' and conflicts' admins
     admin_versions,  # noqa: F401  # registers the versions' admin
 )

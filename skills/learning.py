@@ -5,9 +5,9 @@ numbers. Per agent and task type, over the ``PROFILE_WINDOW`` most recent execut
 
 - success rate: successes / executions;
 - recency-weighted success rate: sum(w_i * s_i) / sum(w_i), where an execution ``d`` days old
-  weighs ``w(d) = m(d) * exp(-d / DECAY_DAYS)``, ``m(d) = RECENT_WEIGHT`` (3) in the last
-  ``RECENT_DAYS`` (7) and 1 before;
-- confidence: min(1, executions / CONFIDENCE_EXECUTIONS) (20);
+  weighs ``w(d) = m(d) * exp(-d / TUNING.learning.decay_days)``, ``m(d) =
+  TUNING.learning.recent_weight`` (3) in the last ``TUNING.learning.recent_days`` (7) and 1 before;
+- confidence: min(1, executions / TUNING.learning.confidence_executions) (20);
 - learning curve: per day (UTC) with executions, that day's success rate and the cumulative one;
 - score: 0.3 x base + 0.5 x expertise + 0.2 x confidence, where expertise is the success rate
   (or the recency-weighted one) and base is availability x (1 - load / capacity).
@@ -24,17 +24,9 @@ from datetime import UTC, date, datetime
 import numpy as np
 
 from core.errors import ValidationFailed
+from skills.tuning import TUNING
 
 PROFILE_WINDOW = 100
-RECENT_DAYS = 7.0
-RECENT_WEIGHT = 3.0
-DECAY_DAYS = 7.0
-CONFIDENCE_EXECUTIONS = 20
-WEIGHT_BASE = 0.3
-WEIGHT_EXPERTISE = 0.5
-WEIGHT_CONFIDENCE = 0.2
-# An agent's capacity when its metadata names none (``max_concurrent_tasks``).
-DEFAULT_CAPACITY = 5
 SECONDS_PER_DAY = 86_400.0
 _TASK_TYPE = re.compile(r"^[a-z0-9][a-z0-9_.:-]{0,99}$")
 
@@ -60,8 +52,8 @@ def recency_weight(age_days: float) -> float:
     """w(d) = m(d) * exp(-d / 7), m = 3 within the last 7 days, else 1 (ages below 0 count as
     0: a clock a little ahead must not weigh more than now)."""
     age = max(0.0, age_days)
-    multiplier = RECENT_WEIGHT if age < RECENT_DAYS else 1.0
-    return multiplier * math.exp(-age / DECAY_DAYS)
+    multiplier = TUNING.learning.recent_weight if age < TUNING.learning.recent_days else 1.0
+    return multiplier * math.exp(-age / TUNING.learning.decay_days)
 
 
 def recent_success_rate(times: Sequence[float], outcomes: Sequence[bool], now: float) -> float:
@@ -69,7 +61,9 @@ def recent_success_rate(times: Sequence[float], outcomes: Sequence[bool], now: f
     if not times:
         return 0.0
     ages = np.maximum(0.0, (now - np.asarray(times, dtype=np.float64)) / SECONDS_PER_DAY)
-    weights = np.where(ages < RECENT_DAYS, RECENT_WEIGHT, 1.0) * np.exp(-ages / DECAY_DAYS)
+    weights = np.where(
+        ages < TUNING.learning.recent_days, TUNING.learning.recent_weight, 1.0
+    ) * np.exp(-ages / TUNING.learning.decay_days)
     total = float(weights.sum())
     if total <= 0:
         return 0.0
@@ -103,7 +97,9 @@ def recent_success_rates(windows: Sequence[bytes | memoryview | None], now: floa
     times = np.concatenate([t for t, _ in parts])
     outcomes = np.concatenate([o for _, o in parts])
     ages = np.maximum(0.0, (now - times) / SECONDS_PER_DAY)
-    weights = np.where(ages < RECENT_DAYS, RECENT_WEIGHT, 1.0) * np.exp(-ages / DECAY_DAYS)
+    weights = np.where(
+        ages < TUNING.learning.recent_days, TUNING.learning.recent_weight, 1.0
+    ) * np.exp(-ages / TUNING.learning.decay_days)
     present = lengths > 0
     starts = np.concatenate([[0], np.cumsum(lengths[present])[:-1]])
     weighted = np.add.reduceat(weights * outcomes, starts)
@@ -114,7 +110,7 @@ def recent_success_rates(windows: Sequence[bytes | memoryview | None], now: floa
 
 
 def confidence(executions: int) -> float:
-    return min(1.0, executions / CONFIDENCE_EXECUTIONS)
+    return min(1.0, executions / TUNING.learning.confidence_executions)
 
 
 def base_score(*, available: bool, load: int, capacity: int) -> float:
@@ -125,7 +121,11 @@ def base_score(*, available: bool, load: int, capacity: int) -> float:
 
 
 def agent_score(*, base: float, expertise: float, confidence: float) -> float:
-    return WEIGHT_BASE * base + WEIGHT_EXPERTISE * expertise + WEIGHT_CONFIDENCE * confidence
+    return (
+        TUNING.learning.weight_base * base
+        + TUNING.learning.weight_expertise * expertise
+        + TUNING.learning.weight_confidence * confidence
+    )
 
 
 def capacity_of(metadata: object) -> int:
@@ -134,7 +134,7 @@ def capacity_of(metadata: object) -> int:
         value = metadata.get("max_concurrent_tasks")
         if isinstance(value, int) and not isinstance(value, bool) and value > 0:
             return value
-    return DEFAULT_CAPACITY
+    return TUNING.learning.default_capacity
 
 
 @dataclass(frozen=True)

@@ -109,6 +109,7 @@ def _profile(call: Call) -> dict[str, Any]:
 TOOLS = (
     Tool(
         name="discover_skills",
+        rest="POST /api/v1/skills/discover",
         title="Discover skills",
         description=(
             "Find the account's skills (reusable, reviewed procedures) that fit a "
@@ -120,10 +121,19 @@ TOOLS = (
         output=SkillDiscoverApi.OutputSerializer,
         run=_discover,
         summary=lambda out: f"{len(out['results'])} skills.",
-        hints={"description": "What needs doing, in words (at most 2,000 characters)."},
+        hints={
+            "description": "What needs doing, in words (at most 2,000 characters), e.g. "
+            "summarise a contract.",
+            "top_k": "How many skills, 1 to 100 (default 10).",
+            "mode": "hybrid (default), vector or keyword.",
+            "fusion": "How hybrid stages are fused: rrf (default) or weighted.",
+            "category": "Only skills of this category, e.g. analysis.",
+            "statuses": 'Skill statuses to include (default ["active"]).',
+        },
     ),
     Tool(
         name="get_skill_context",
+        rest="GET /api/v1/skills/{skill_id}/context",
         title="Get a skill's context",
         description=(
             "What you need to run a skill: its active version routed to you (A/B tests route "
@@ -134,10 +144,15 @@ TOOLS = (
         input=SkillContextInput,
         output=SkillContextOutput,
         run=_context,
+        hints={
+            "skill_id": "The skill's id (from discover_skills or list_skills), e.g. 5.",
+            "routing_key": "The key A/B tests route by (default: you).",
+        },
         summary=lambda out: f"Context of skill {out['skill']['name']}.",
     ),
     Tool(
         name="list_skills",
+        rest="GET /api/v1/skills",
         title="List skills",
         description=(
             "The account's skills, newest first, optionally of one `category` and `status`. "
@@ -147,6 +162,10 @@ TOOLS = (
         input=ListSkillsInput,
         output=paged(SkillOutput),
         run=_list,
+        hints={
+            "category": "Only this category, e.g. analysis.",
+            "status": "Only this status, e.g. active.",
+        },
         summary=lambda out: (
             f"{len(out['results'])} skills."
             + (" More with next_cursor." if out["next_cursor"] else "")
@@ -154,6 +173,7 @@ TOOLS = (
     ),
     Tool(
         name="propose_skill",
+        rest="POST /api/v1/skills/proposals",
         title="Propose a skill",
         description=(
             "Propose a new skill for review: related skills, documents and pages are "
@@ -164,10 +184,20 @@ TOOLS = (
         input=ProposalCreateApi.InputSerializer,
         output=SkillProposalOutput,
         run=_propose,
+        hints={
+            "name": "The skill's name, e.g. Summarise a contract.",
+            "description": "What it does and when to use it.",
+            "category": "Its category (inferred when not given).",
+            "dependencies": "Ids of skills it builds on, e.g. [2].",
+            "tags": 'Labels, e.g. ["legal"].',
+            "execution_context": "Any JSON object: what it needs to run (tools, inputs).",
+            "submit": "Put it in the reviewers' queue now (default: a draft).",
+        },
         summary=lambda out: f"Proposal {out['id']} ({out['status']}).",
     ),
     Tool(
         name="record_skill_usage",
+        rest="POST /api/v1/skills/usage",
         title="Record a skill's use",
         description=(
             "Report that an agent (default: you) ran a task of `task_type`, with a skill or "
@@ -178,10 +208,19 @@ TOOLS = (
         input=UsageInput,
         output=UsageRecordApi.OutputSerializer,
         run=_usage,
+        hints={
+            "task_type": "The kind of task run, e.g. summarisation.",
+            "success": "Whether the task succeeded.",
+            "skill_id": "The skill used, if any, e.g. 5.",
+            "version_id": "The skill version used (A/B tests), if known.",
+            "duration_ms": "How long it took, in milliseconds.",
+            "occurred_at": "When it ran (ISO 8601; default now).",
+        },
         summary=lambda out: f"Recorded {out['count']} use.",
     ),
     Tool(
         name="rank_agents",
+        rest="POST /api/v1/agents/rank",
         title="Rank agents for a task",
         description=(
             "The account's agents ranked for a task (its `title`, `description` and "
@@ -192,10 +231,17 @@ TOOLS = (
         input=TaskInput,
         output=AgentRankApi.OutputSerializer,
         run=_rank,
+        hints={
+            "title": "The task's title, e.g. Review the Q3 contract.",
+            "description": "What the task involves.",
+            "task_type": "Its type (inferred when not given), e.g. review.",
+            "use_recency": "Weigh recent results more (default true).",
+        },
         summary=lambda out: f"{len(out['results'])} agents ranked for {out['task_type']}.",
     ),
     Tool(
         name="get_learning_profile",
+        rest="GET /api/v1/agents/{agent_id}/learning-profile",
         title="An agent's learning profile",
         description=(
             "What an agent (default: you) has learned: per task type its executions, success "

@@ -6,14 +6,7 @@ from __future__ import annotations
 from difflib import SequenceMatcher
 
 from rag.keyword import analyze
-
-# Cosine similarity of two active skills' embeddings from which they overlap, and the
-# severities above it.
-OVERLAP_SIMILARITY = 0.85
-OVERLAP_MEDIUM = 0.90
-OVERLAP_HIGH = 0.95
-# Name similarity (0..1, below) from which two names are near-duplicates.
-NAME_SIMILARITY = 0.85
+from skills.tuning import TUNING
 
 
 def name_key(name: str) -> str:
@@ -31,8 +24,8 @@ def name_similarity(a: str, b: str) -> float:
 
 
 def overlap_severity(similarity: float) -> str:
-    if similarity >= OVERLAP_HIGH:
+    if similarity >= TUNING.conflicts.overlap_high:
         return "high"
-    if similarity >= OVERLAP_MEDIUM:
+    if similarity >= TUNING.conflicts.overlap_medium:
         return "medium"
     return "low"

@@ -11,6 +11,14 @@ from core import services
 from core.actors import actor_for_account
 from core.models import Agent, ApiKey
 from tests.factories import AgentFactory
+from tests.support import embedder
+
+
+@pytest.fixture(autouse=True)
+def _embedder(request: pytest.FixtureRequest) -> None:
+    """The stand-in embedder unless the test is marked ``real_embeddings`` (or the run sets
+    ENGRAM_TEST_REAL_EMBEDDINGS=1): tests/support/embedder.py."""
+    embedder.use(real=request.node.get_closest_marker("real_embeddings") is not None)
 
 
 @dataclass
@@ -66,3 +74,37 @@ def embeddings_down(settings: Any) -> Iterator[Callable[[], None]]:
 
     yield down
     reset_embedding_provider()
+
+
+# --- CI's second phase: the tests that talk to the servers ------------------------------------
+
+#: Fixtures through which a test reaches the database (pytest-django's, and what requests them).
+_DATABASE_FIXTURES = frozenset(
+    {"db", "transactional_db", "django_db_reset_sequences", "django_db_serialized_rollback"}
+)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--server-tests-only",
+        action="store_true",
+        help="run only the tests that use the database or Redis (marked django_db, using the db "
+        "fixture, or marked redis); deselect the rest (.ci/run's phase against servers over TCP)",
+    )
+
+
+def uses_servers(item: pytest.Item) -> bool:
+    """Whether the test reaches PostgreSQL or Redis."""
+    if item.get_closest_marker("django_db") or item.get_closest_marker("redis"):
+        return True
+    return bool(_DATABASE_FIXTURES.intersection(getattr(item, "fixturenames", ())))
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not config.getoption("--server-tests-only"):
+        return
+    kept = [item for item in items if uses_servers(item)]
+    dropped = [item for item in items if not uses_servers(item)]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept

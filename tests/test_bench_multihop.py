@@ -1,7 +1,7 @@
-"""bench/multihop_data.py, the multi-hop benchmark's generator, keeps its promises: the same seed
-gives the same world, at least 20 relation types, the final evidence document shares no content
-word with its question, persons are named by surname, title or pronoun, distractors share the
-question's words, and worlds of different seeds share few names. No database."""
+"""bench/rag/multihop_data.py, the multi-hop benchmark's generator, keeps its promises: the same
+seed gives the same world, at least 20 relation types, the final evidence document shares no
+content word with its question, persons are named by surname, title or pronoun, distractors share
+the question's words, and worlds of different seeds share few names. No database."""
 
 from __future__ import annotations
 
@@ -14,7 +14,10 @@ from types import ModuleType
 
 import pytest
 
-BENCH = Path(__file__).resolve().parent.parent / "bench"
+# Real embeddings: a benchmark's data.
+pytestmark = pytest.mark.real_embeddings
+
+BENCH = Path(__file__).resolve().parent.parent / "bench" / "rag"
 
 
 @pytest.fixture(scope="module")

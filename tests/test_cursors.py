@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import json
+from collections.abc import Iterator
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -17,8 +18,8 @@ from rest_framework.test import APIClient
 from core import services
 from core.actors import actor_for_account
 from tests.support.mcp import error_code, tool_call
-from tests.support.world import Side, build_side
-from tests.test_tenancy import CASES, OPERATIONS, OWN, Target, call
+from tests.support.world import SharedWorld, Side, build_side, shared_world
+from tests.test_tenancy import CASES, OPERATIONS, OWN, Target, call, intruder_state
 
 pytestmark = pytest.mark.django_db
 
@@ -70,9 +71,19 @@ def test_the_walk_covers_the_lists() -> None:
     assert expected <= set(PAGED), sorted(expected - set(PAGED))
 
 
+@pytest.fixture(scope="module")
+def _own_built(django_db_setup: None, django_db_blocker: Any) -> Iterator[SharedWorld[Side]]:
+    """The side, built once per module and worker (tests/support/world.py, shared_world)."""
+    with shared_world(
+        django_db_blocker, lambda capture: build_side(OWN, capture), state=intruder_state
+    ) as world:
+        yield world
+
+
 @pytest.fixture
-def own(django_capture_on_commit_callbacks: Any) -> Side:
-    return build_side(OWN, django_capture_on_commit_callbacks)
+def own(_own_built: SharedWorld[Side], db: None) -> Side:
+    """The side as built: each test's writes are rolled back, Redis is put back."""
+    return _own_built.fresh()
 
 
 def _client(side: Side) -> tuple[APIClient, str]:

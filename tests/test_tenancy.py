@@ -10,9 +10,10 @@ show any of the intruder's data. An operation the schema lists without a case he
 
 from __future__ import annotations
 
+import gzip
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,8 +24,7 @@ from rest_framework.test import APIClient
 from content.models import Article, Page
 from core import services
 from core.actors import actor_for_account
-from core.models import Agent, ApiKey, Team
-from memory import working_redis
+from core.models import Agent, ApiKey, PortabilityJob, Team
 from memory.models import (
     Conversation,
     Extraction,
@@ -46,7 +46,8 @@ from memory.models import (
     WorkingMemorySnapshot,
 )
 from memory.redis_store import memory_redis
-from memory.selectors.working import read_session
+from memory.working import store as working_redis
+from memory.working.selectors import read_session
 from rag.models import (
     Chunk,
     Document,
@@ -68,7 +69,7 @@ from skills.models import (
     SkillVersion,
     TaskAssignment,
 )
-from tests.support.world import Side, build_side
+from tests.support.world import SharedWorld, Side, build_side, shared_world
 
 pytestmark = pytest.mark.django_db
 
@@ -120,6 +121,9 @@ class Target:
     report_id: int
     # A maintenance job (the side's agent's dry run of its context).
     job_id: int
+    # An export (succeeded) and an import (failed) of the side's account.
+    export_job_id: int
+    import_job_id: int
 
     @classmethod
     def of(cls, side: Side) -> Target:
@@ -154,6 +158,8 @@ class Target:
             side.knowledge_base_name,
             side.maintenance_report.pk,  # type: ignore[union-attr]
             side.maintenance_job.pk,  # type: ignore[union-attr]
+            side.export_job.pk,  # type: ignore[union-attr]
+            side.import_job.pk,  # type: ignore[union-attr]
         )
 
     @classmethod
@@ -189,6 +195,8 @@ class Target:
             f"kb-{MISSING_ID + 25}",
             MISSING_ID + 26,
             MISSING_ID + 27,
+            MISSING_ID + 28,
+            MISSING_ID + 29,
         )
 
     def values(self) -> list[str]:
@@ -445,6 +453,17 @@ CASES.update(
         "memory_maintenance_reports_list": Case(lambda t: ("", None, None), names_ids=False),
         "memory_maintenance_report_retrieve": Case(_named()),
         "memory_maintenance_job_retrieve": Case(_named()),
+        # Export and import (core.portability): always the caller's own account; a foreign
+        # job answers like a missing one, its archive too.
+        "portability_export": Case(lambda t: ("", {"with_vectors": False}, None), names_ids=False),
+        "portability_export_retrieve": Case(lambda t: ({"job_id": t.export_job_id}, None, None)),  # type: ignore[union-attr]
+        "portability_export_download": Case(
+            lambda t: ({"job_id": t.export_job_id}, None, None)  # type: ignore[union-attr]
+        ),
+        "portability_import": Case(
+            lambda t: ("", {"archive_base64": "bm90IGFuIGFyY2hpdmU="}, None), names_ids=False
+        ),
+        "portability_import_retrieve": Case(lambda t: ({"job_id": t.import_job_id}, None, None)),  # type: ignore[union-attr]
         # Memory tools of agent runs: runs are the caller's own names; related items are ids.
         "memory_tools_write": Case(
             lambda t: (
@@ -717,12 +736,23 @@ def test_every_operation_in_the_schema_has_a_tenancy_case() -> None:
     assert sorted(set(CASES) - set(OPERATIONS)) == []
 
 
+@pytest.fixture(scope="module")
+def _sides_built(
+    django_db_setup: None, django_db_blocker: Any
+) -> Iterator[SharedWorld[tuple[Side, Side]]]:
+    """Both sides, built once per module and worker (tests/support/world.py, shared_world)."""
+    with shared_world(
+        django_db_blocker,
+        lambda capture: (build_side(OWN, capture), build_side(INTRUDER, capture)),
+        state=lambda sides: (intruder_state(sides[0]), intruder_state(sides[1])),
+    ) as world:
+        yield world
+
+
 @pytest.fixture
-def sides(django_capture_on_commit_callbacks: Any) -> tuple[Side, Side]:
-    return (
-        build_side(OWN, django_capture_on_commit_callbacks),
-        build_side(INTRUDER, django_capture_on_commit_callbacks),
-    )
+def sides(_sides_built: SharedWorld[tuple[Side, Side]], db: None) -> tuple[Side, Side]:
+    """The two sides as built: each case's writes are rolled back, Redis is put back."""
+    return _sides_built.fresh()
 
 
 def intruder_state(side: Side) -> Any:
@@ -781,6 +811,11 @@ def intruder_state(side: Side) -> Any:
         _knowledge_items(account),
         _pages(account),
         _skills(account),
+        list(
+            PortabilityJob.objects.filter(account=account)
+            .order_by("pk")
+            .values_list("id", "kind", "status", "progress", "archive", "attempts")
+        ),
     )
 
 
@@ -952,6 +987,10 @@ def call(
             json.dumps(body) if body is not None else "",
             content_type="application/json",
         )
+    if getattr(response, "streaming", False):  # the export's download: a gzip archive
+        data = b"".join(response.streaming_content)  # type: ignore[attr-defined]
+        text = gzip.decompress(data).decode(errors="replace")
+        return response.status_code, {"streamed_bytes": len(data)}, text
     text = response.content.decode()
     return response.status_code, (json.loads(text) if text else None), text
 

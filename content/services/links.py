@@ -5,8 +5,8 @@ A page's node lives in its account's graph (``entity_type`` "page"); an article,
 gets a node in an account's graph when a page of that account links to it (``entity_type``
 "article"). Node metadata names the content: ``{"content_type", "content_id", "slug"}``.
 ``links_extract`` makes a page's outgoing ``references`` edges exactly its current resolved links
-(``rag.services.graph.edges_sync``: a diff, idempotent), with the link as written in the edge's
-metadata. Embeddings are computed outside transactions (never call a provider inside one).
+(``rag.graph.services.nodes.edges_sync``: a diff, idempotent), with the link as written in the
+edge's metadata. Embeddings are computed outside transactions (never call a provider inside one).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import hashlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from django.db import connection
@@ -25,12 +25,13 @@ from content import selectors, wikilinks
 from content.models import Article, Page
 from core.actors import WRITE_CONTENT, Actor, actor_for_account
 from core.embeddings import get_embedding_provider
-from core.errors import Conflict
 from core.queue import task_send_on_commit
-from rag import graph
-from rag.graph import REFERENCES
-from rag.models import GraphNode
-from rag.services import graph as graph_services
+from rag.graph import selectors as graph
+from rag.graph import services as graph_services
+from rag.graph.selectors import REFERENCES
+
+if TYPE_CHECKING:
+    from rag.graph.models import GraphNode
 
 PAGE, ARTICLE = "page", "article"
 NODE_DESCRIPTION_CHARS = 500
@@ -54,53 +55,41 @@ def _node_fields(kind: str, item: Page | Article) -> dict[str, Any]:
 
 
 def _ensure_node(
-    *, actor: Actor, account_id: int, kind: str, item: Page | Article, node: GraphNode | None
+    *, actor: Actor, account_id: int, kind: str, item: Page | Article, node_id: int | None
 ) -> GraphNode:
     """``item``'s node in ``account_id``'s graph, made or brought up to date (name, aliases,
-    description, metadata). A node already holding the name (made through the graph API, or
-    left by a deleted page) is adopted rather than duplicated."""
-    fields = _node_fields(kind, item)
-    if node is None:
-        node = (
-            GraphNode.objects.filter(
-                account_id=account_id, entity_type=kind, name__iexact=item.title
-            )
-            .defer("embedding")
-            .first()
-        )
+    description, metadata: ``rag.graph.services.node_ensure``). A node already holding the name
+    (made through the graph API, or left by a deleted page) is adopted rather than duplicated."""
+
+    def adoptable(node: GraphNode) -> bool:
         holder = (
-            Page.objects.filter(node=node).exclude(pk=item.pk).defer("embedding").first()
-            if node is not None and kind == PAGE
+            Page.objects.filter(node_id=node.pk).exclude(pk=item.pk).defer("embedding").first()
+            if kind == PAGE
             else None
         )
-        if holder is not None:
-            # Another page's node still has this page's title (that page was renamed and its
-            # sync has not run yet): bring it up to date first, then make this page's own.
-            page_node(actor=actor, page=holder)
-            node = None
-    if node is None:
-        try:
-            return graph_services.node_create(
-                actor=actor, account_id=account_id, entity_type=kind, **fields
-            )
-        except Conflict:  # made meanwhile by a concurrent sync
-            node = GraphNode.objects.defer("embedding").get(
-                account_id=account_id, entity_type=kind, name__iexact=item.title
-            )
-    changes = {name: value for name, value in fields.items() if getattr(node, name) != value}
-    if node.entity_type != kind:
-        changes["entity_type"] = kind
-    if changes:
-        node = graph_services.node_update(actor=actor, node=node, fields=changes)
-    return node
+        if holder is None:
+            return True
+        # Another page's node still has this page's title (that page was renamed and its sync
+        # has not run yet): bring it up to date first, then make this page's own.
+        page_node(actor=actor, page=holder)
+        return False
+
+    return graph_services.node_ensure(
+        actor=actor,
+        account_id=account_id,
+        name=item.title,
+        entity_type=kind,
+        node_id=node_id,
+        fields={**_node_fields(kind, item), "entity_type": kind},
+        adoptable=adoptable,
+    ).node
 
 
 def page_node(*, actor: Actor, page: Page) -> GraphNode:
     """The page's node, made or brought up to date; remembered on the page."""
-    current = None
-    if page.node_id is not None:
-        current = GraphNode.objects.defer("embedding").filter(pk=page.node_id).first()
-    node = _ensure_node(actor=actor, account_id=page.account_id, kind=PAGE, item=page, node=current)
+    node = _ensure_node(
+        actor=actor, account_id=page.account_id, kind=PAGE, item=page, node_id=page.node_id
+    )
     if page.node_id != node.pk:
         Page.objects.filter(pk=page.pk).update(node=node)
         page.node_id = node.pk
@@ -108,14 +97,16 @@ def page_node(*, actor: Actor, page: Page) -> GraphNode:
 
 
 def _article_node(*, actor: Actor, account_id: int, article: Article) -> GraphNode:
-    node = (
-        GraphNode.objects.filter(
-            account_id=account_id, entity_type=ARTICLE, metadata__content_id=article.pk
-        )
-        .defer("embedding")
-        .first()
+    found = graph.nodes_of_type(
+        entity_types=[ARTICLE], account_id=account_id, metadata={"content_id": article.pk}
+    ).first()
+    return _ensure_node(
+        actor=actor,
+        account_id=account_id,
+        kind=ARTICLE,
+        item=article,
+        node_id=found.pk if found is not None else None,
     )
-    return _ensure_node(actor=actor, account_id=account_id, kind=ARTICLE, item=article, node=node)
 
 
 def _linked_page_node(*, actor: Actor, page: Page) -> int:
@@ -388,9 +379,7 @@ def graph_rebuild(
     kept_pages = set(Page.objects.filter(account_id=account_id).values_list("node_id", flat=True))
     articles = set(Article.objects.values_list("pk", flat=True))
     orphans = 0
-    for node in GraphNode.objects.filter(
-        account_id=account_id, entity_type__in=(PAGE, ARTICLE)
-    ).defer("embedding"):
+    for node in graph.nodes_of_type(entity_types=(PAGE, ARTICLE), account_id=account_id):
         metadata = node.metadata if isinstance(node.metadata, dict) else {}
         if metadata.get("content_type") != node.entity_type:
             continue  # a node made through the graph API, not for a page or an article

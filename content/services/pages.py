@@ -23,8 +23,8 @@ from core.audit import audit_record
 from core.errors import Conflict, PayloadTooLarge, PermissionDenied, ValidationFailed
 from core.queue import task_send_on_commit
 from core.writes import changes_of, row_delete, row_locked, row_update
-from rag.models import GraphNode
-from rag.services import graph as graph_services
+from rag.graph import selectors as graph
+from rag.graph import services as graph_services
 
 # A page's text is indexed word by word (tsvector, at most 1 MB); this keeps far below it.
 MAX_CONTENT_CHARS = 100_000
@@ -246,7 +246,7 @@ def page_delete(*, actor: Actor, page: Page) -> None:
     are re-synced (a link may now name an article of the same title)."""
     actor.require(page.account_id, WRITE_CONTENT)
     with transaction.atomic():
-        node = GraphNode.objects.filter(pk=page.node_id).first() if page.node_id else None
+        node = graph.node_by_id(page.node_id)
         if node is not None:
             sources = links.linking_candidates(
                 account_id=page.account_id, names=[], node_ids=[node.pk]
@@ -427,9 +427,9 @@ def article_save(*, actor: Actor, article: Article | None, fields: Mapping[str, 
                 changes={"title": article.title, "status": article.status},
             )
             _article_sync_on_commit(article.pk)
-            nodes = GraphNode.objects.filter(
-                entity_type=links.ARTICLE, metadata__content_id=article.pk
-            ).values_list("pk", flat=True)
+            nodes = graph.node_ids_of_type(
+                entity_types=[links.ARTICLE], metadata={"content_id": article.pk}
+            )
             links.names_changed(
                 account_id=None,
                 names=[*old_names, article.title, *article.aliases],
@@ -444,7 +444,7 @@ def article_delete(*, actor: Actor, article: Article) -> None:
     _require_staff(actor)
     with transaction.atomic():
         nodes = list(
-            GraphNode.objects.filter(entity_type=links.ARTICLE, metadata__content_id=article.pk)
+            graph.nodes_of_type(entity_types=[links.ARTICLE], metadata={"content_id": article.pk})
         )
         sources = links.linking_candidates(
             account_id=None, names=[], node_ids=[node.pk for node in nodes]

@@ -30,6 +30,7 @@ from content import digest as content_digest
 from content import wikilinks
 from content.models import DailySummary, Page, Status
 from content.services.pages import page_create, page_update
+from content.tuning import TUNING
 from core import digests
 from core.actors import actor_for_account
 from core.digests import DigestItem
@@ -42,7 +43,6 @@ logger = logging.getLogger("engram.content")
 TITLE = "Daily summary {day}"
 # An author's page may hold the title already: the summary then takes "... (2)", "... (3)".
 TITLE_ATTEMPTS = 5
-PROSE_MAX_TOKENS = 700
 PROSE_SYSTEM_PROMPT = (
     "You write the daily summary page of a team's knowledge base from the digest of one day's "
     "activity. Write one to three short paragraphs of plain prose in markdown: no headings, no "
@@ -127,7 +127,7 @@ def summary_prose(*, day: dt.date, digest: str) -> str | None:
         reply = get_llm_provider().complete(
             f"Digest of {day.isoformat()}:\n\n{digest}",
             system=PROSE_SYSTEM_PROMPT,
-            max_tokens=PROSE_MAX_TOKENS,
+            max_tokens=TUNING.summaries.prose_max_tokens,
             temperature=0.2,
         )
     except LLMError as exc:

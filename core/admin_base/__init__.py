@@ -27,6 +27,8 @@ from core.admin_base.lists import (
     EstimatedCountPaginator,
     ScopedRawIdWidget,
     ScopedRelatedFieldListFilter,
+    short_text,
+    short_when,
 )
 from core.admin_base.options import (
     AccountScopedAdmin,
@@ -65,4 +67,6 @@ __all__ = [
     "request_actor",
     "reregister",
     "scoped_delete_selected",
+    "short_text",
+    "short_when",
 ]

@@ -72,3 +72,28 @@ class ScopedRelatedFieldListFilter(admin.RelatedFieldListFilter):
         related = field.remote_field.model
         limit = model_admin.related_choice_filter(request, related, model_admin.viewable(request))
         return field.get_choices(include_blank=False, ordering=ordering, limit_choices_to=limit)
+
+
+def short_text(value: str, limit: int = 32) -> Any:
+    """A list cell of at most ``limit`` characters (the whole text in its title), so one long
+    value cannot widen a list past the screen."""
+    from django.utils.html import format_html
+
+    if len(value) <= limit:
+        return value
+    return format_html('<span title="{}">{}…</span>', value, value[: limit - 1].rstrip())
+
+
+def short_when(value: Any) -> Any:
+    """A list cell's date and time, short ("Dec 2, 17:42"; the year when not this one), the
+    full timestamp in its title."""
+    from django.utils import timezone
+    from django.utils.html import format_html
+
+    if value is None:
+        return "-"
+    local = timezone.localtime(value)
+    shown = local.strftime("%b %-d, %H:%M")
+    if local.year != timezone.localtime().year:
+        shown = local.strftime("%b %-d %Y")
+    return format_html('<time datetime="{}" title="{}">{}</time>', local.isoformat(), local, shown)

@@ -11,6 +11,7 @@ import hashlib
 import importlib.resources
 import os
 import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib.resources.abc import Traversable
@@ -21,6 +22,7 @@ import numpy.typing as npt
 import onnxruntime as ort  # type: ignore[import-untyped]
 from tokenizers import Tokenizer
 
+from core import metrics
 from core.embeddings.base import (
     EmbeddingError,
     EmbeddingMatrix,
@@ -47,6 +49,9 @@ _MODEL_INPUTS = frozenset({"input_ids", "attention_mask", "token_type_ids"})
 _MAX_THREADS = 4
 
 _IntMatrix = npt.NDArray[np.int64]
+# How many of the latest queries keep their token states (``query_token_states``): a search
+# embeds its query, then late interaction reads the same query's states a few milliseconds later.
+QUERY_STATES_KEPT = 64
 
 
 def default_model_path() -> Traversable:
@@ -106,6 +111,8 @@ class LocalEmbeddingProvider:
         self._threads = threads if threads is not None else default_thread_count()
         self._runtime: _Runtime | None = None
         self._lock = threading.Lock()
+        self._queries: OrderedDict[str, tuple[list[str], EmbeddingMatrix]] = OrderedDict()
+        self._queries_lock = threading.Lock()
 
     @property
     def is_loaded(self) -> bool:
@@ -119,6 +126,7 @@ class LocalEmbeddingProvider:
         """
         self._get_runtime()
 
+    @metrics.embedding_timed("local", "documents")
     def embed_documents(self, texts: Sequence[str]) -> EmbeddingMatrix:
         """Embed ``texts``; see EmbeddingProvider.embed_documents.
 
@@ -137,10 +145,29 @@ class LocalEmbeddingProvider:
             vectors[batch] = runtime.embed([token_ids[i] for i in batch])
         return vectors
 
+    @metrics.embedding_timed("local", "query")
     def embed_query(self, text: str) -> EmbeddingVector:
-        """Embed one query; see EmbeddingProvider.embed_query."""
-        vector: EmbeddingVector = self.embed_documents([text])[0]
+        """Embed one query; see EmbeddingProvider.embed_query.
+
+        The model's pass over the query yields its token states before their pooling: they are
+        kept for the latest ``QUERY_STATES_KEPT`` queries (``query_token_states``), so late
+        interaction reads the query without a second pass."""
+        runtime = self._get_runtime()
+        encoding = runtime.tokenizer.encode(text)
+        hidden, mask = runtime.states([encoding.ids])
+        vector: EmbeddingVector = _mean_pool_normalised(hidden, mask)[0]
+        with self._queries_lock:
+            self._queries[text] = _inner_states(encoding.tokens, hidden[0])
+            self._queries.move_to_end(text)
+            while len(self._queries) > QUERY_STATES_KEPT:
+                self._queries.popitem(last=False)
         return vector
+
+    def query_token_states(self, text: str) -> tuple[list[str], EmbeddingMatrix] | None:
+        """The tokens and states of ``text`` if it is one of the latest queries embedded (as
+        ``token_states`` would answer for it), else None."""
+        with self._queries_lock:
+            return self._queries.get(text)
 
     def token_states(self, texts: Sequence[str]) -> list[tuple[list[str], EmbeddingMatrix]]:
         """Each text's WordPiece tokens and their contextual states, L2-normalised, in input
@@ -159,14 +186,7 @@ class LocalEmbeddingProvider:
         for batch in plan_batches([len(ids) for ids in token_ids], self._batch_tokens):
             hidden, _ = runtime.states([token_ids[i] for i in batch])
             for row, index in enumerate(batch):
-                tokens = encodings[index].tokens
-                inner = [k for k, token in enumerate(tokens) if token not in _MARKERS]
-                states = hidden[row, inner]
-                norms = np.linalg.norm(states, axis=1, keepdims=True)
-                found[index] = (
-                    [tokens[k] for k in inner],
-                    (states / np.maximum(norms, 1e-12)).astype(np.float32),
-                )
+                found[index] = _inner_states(encodings[index].tokens, hidden[row])
         return found
 
     def _get_runtime(self) -> _Runtime:
@@ -253,6 +273,17 @@ class _Runtime:
             },
         )
         return np.asarray(hidden, dtype=np.float32), attention_mask
+
+
+def _inner_states(
+    tokens: Sequence[str], hidden: EmbeddingMatrix
+) -> tuple[list[str], EmbeddingMatrix]:
+    """A text's tokens without ``[CLS]`` / ``[SEP]`` and their states, L2-normalised (the rows
+    of ``hidden`` past the tokens are padding)."""
+    inner = [k for k, token in enumerate(tokens) if token not in _MARKERS]
+    states = hidden[inner]
+    norms = np.linalg.norm(states, axis=1, keepdims=True)
+    return [tokens[k] for k in inner], (states / np.maximum(norms, 1e-12)).astype(np.float32)
 
 
 def _mean_pool_normalised(hidden: EmbeddingMatrix, attention_mask: _IntMatrix) -> EmbeddingMatrix:

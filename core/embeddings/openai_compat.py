@@ -8,6 +8,7 @@ import numpy as np
 import openai
 from openai.types import CreateEmbeddingResponse
 
+from core import metrics
 from core.embeddings.base import (
     EmbeddingError,
     EmbeddingMatrix,
@@ -63,11 +64,15 @@ class OpenAIEmbeddingProvider:
             base_url=base_url, api_key=api_key, timeout=timeout, max_retries=max_retries
         )
 
+    @metrics.embedding_timed("openai", "documents")
     def embed_documents(self, texts: Sequence[str]) -> EmbeddingMatrix:
         """Embed ``texts`` in requests of at most ``batch_size`` inputs, in input order.
 
         Precondition: no text is empty (OpenAI-compatible servers reject empty inputs).
         """
+        return self._embed_texts(texts)
+
+    def _embed_texts(self, texts: Sequence[str]) -> EmbeddingMatrix:
         text_list = as_text_list(texts)
         if not text_list:
             return empty_matrix(self.dimensions)
@@ -80,9 +85,10 @@ class OpenAIEmbeddingProvider:
             vectors[start : start + len(batch)] = self._embed_batch(batch)
         return vectors
 
+    @metrics.embedding_timed("openai", "query")
     def embed_query(self, text: str) -> EmbeddingVector:
         """Embed one query; see EmbeddingProvider.embed_query."""
-        vector: EmbeddingVector = self.embed_documents([text])[0]
+        vector: EmbeddingVector = self._embed_texts([text])[0]
         return vector
 
     def close(self) -> None:

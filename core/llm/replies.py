@@ -1,7 +1,7 @@
 """Checks of a model's JSON reply, field by field: a reply that does not hold raises
 ``InvalidJSONError`` (which callers count as a failed call, never as data). Conversation
-extraction (``memory.extraction.llm``) and the entity graph (``rag.graph.entities_llm``) read
-their replies with them."""
+extraction (``memory.conversations.extraction.llm``) and the entity graph
+(``rag.graph.entities_llm``) read their replies with them."""
 
 from __future__ import annotations
 

@@ -26,7 +26,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS
 from rest_framework import exceptions as drf
 
-from core.errors import PermissionDenied, error_answer, error_body
+from core.errors import PermissionDenied, ValidationFailed, error_answer, error_body
 from core.logging import current_request_id
 from core.mcp.auth import Caller
 from core.mcp.registry import Call, Tool, tool_named
@@ -44,25 +44,37 @@ def call_tool(
     tool = tool_named(name)
     if tool is None:
         raise MCPError(code=INVALID_PARAMS, message=f"Unknown tool: {name}")
+    args = dict(arguments or {})
     try:
         who = caller(tool)
-        if not who.key.has_scope(tool.scope):
+        job = tool.job_for(args)
+        scope = job.scope if job is not None else tool.scope
+        if not who.key.has_scope(scope):
             raise PermissionDenied(
-                f"This API key lacks the '{tool.scope}' scope.",
+                f"This API key lacks the '{scope}' scope.",
                 code="insufficient_scope",
-                details={"required_scope": tool.scope, "key_scopes": list(who.key.scopes)},
+                details={"required_scope": scope, "key_scopes": list(who.key.scopes)},
             )
         if who.throttled_for is not None:
             raise drf.Throttled(who.throttled_for)
-        check_json_value(dict(arguments or {}), root="(arguments)")
-        serializer = tool.input(data=dict(arguments or {}))
+        if job is None:
+            raise ValidationFailed(
+                "Invalid input.",
+                details={
+                    tool.selector: [f"Choose one of: {', '.join(j.value for j in tool.jobs)}."]
+                },
+            )
+        check_json_value(args, root="(arguments)")
+        if tool.selector:
+            args.pop(tool.selector, None)
+        serializer = job.input(data=args)
         serializer.is_valid(raise_exception=True)
-        out = tool.run(Call(actor=who.actor, key=who.key, data=dict(serializer.validated_data)))
+        out = job.run(Call(actor=who.actor, key=who.key, data=dict(serializer.validated_data)))
     except MCPError:
         raise
     except Exception as exc:
         return tool_error(exc, tool=name)
-    return tool_result(out, tool.summary(out))
+    return tool_result(out, job.summary(out))
 
 
 def tool_result(out: Mapping[str, Any], summary: str) -> types.CallToolResult:

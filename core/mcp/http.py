@@ -29,7 +29,9 @@ from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.utils.html import escape
 from django.views.decorators.csrf import csrf_exempt
+from mcp.server._streamable_http_modern import handle_modern_request
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from rest_framework import exceptions as drf
 from starlette.types import Message
 
@@ -132,13 +134,13 @@ def _scope(request: HttpRequest) -> dict[str, Any]:
 
 
 async def _serve(scope: dict[str, Any], body: bytes) -> tuple[int, Headers, bytes]:
-    """One request through the SDK's transport, stateless and answering JSON."""
-    manager = StreamableHTTPSessionManager(
-        app=http_server(),
-        stateless=True,
-        json_response=True,
-        max_request_body_size=settings.DATA_UPLOAD_MAX_MEMORY_SIZE,
-    )
+    """One request through the SDK's transport, stateless and answering JSON.
+
+    A request of the stateless revision (2026-07-28, what the official client sends) goes
+    straight to the SDK's handler of one such POST, as its session manager would route it: no
+    manager, task group or lifespan to set up for it (the server's lifespan is the SDK's
+    default, an empty state). A handshake-era request goes through a stateless manager, which
+    runs a transport and a dispatcher for it."""
     delivered = False
     status, headers, chunks = 500, [], []
 
@@ -157,9 +159,25 @@ async def _serve(scope: dict[str, Any], body: bytes) -> tuple[int, Headers, byte
         elif message["type"] == "http.response.body":
             chunks.append(message.get("body", b""))
 
+    version = _protocol_version(scope)
+    if version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS:
+        await handle_modern_request(http_server(), None, True, {}, scope, receive, send)
+        return status, headers, b"".join(chunks)
+    manager = StreamableHTTPSessionManager(
+        app=http_server(),
+        stateless=True,
+        json_response=True,
+        max_request_body_size=settings.DATA_UPLOAD_MAX_MEMORY_SIZE,
+    )
     async with manager.run():
         await manager.handle_request(scope, receive, send)
     return status, headers, b"".join(chunks)
+
+
+def _protocol_version(scope: dict[str, Any]) -> str | None:
+    return next(
+        (v.decode("latin-1") for k, v in scope["headers"] if k == b"mcp-protocol-version"), None
+    )
 
 
 def _note(request: HttpRequest) -> str:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import threading
 from collections import deque
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
@@ -55,26 +56,51 @@ class _Inline:
                 future.set_result(result)
 
 
+_LOOPS = threading.local()
+
+
+def _loop() -> asyncio.AbstractEventLoop:
+    """This thread's event loop, made on first use and kept (not running between requests):
+    making and closing one per request costs more than the rest of the loop's work."""
+    loop: asyncio.AbstractEventLoop | None = getattr(_LOOPS, "loop", None)
+    if loop is None or loop.is_closed():
+        loop = _LOOPS.loop = asyncio.new_event_loop()
+    return loop
+
+
 def run(coroutine: Callable[[], Coroutine[Any, Any, T]]) -> T:
-    """Run ``coroutine()`` to completion on a new event loop in this thread."""
+    """Run ``coroutine()`` to completion on this thread's event loop; whatever it left
+    behind (a task still waiting, an async generator) is cancelled and closed before this
+    returns, so nothing carries over to the next request."""
     inline = _Inline()
-    with asyncio.Runner() as runner:
-        loop = runner.get_loop()
+    loop = _loop()
 
-        async def start() -> asyncio.Task[T]:
-            inline.posted = asyncio.Event()
-            return asyncio.ensure_future(coroutine())
+    async def start() -> asyncio.Task[T]:
+        inline.posted = asyncio.Event()
+        return asyncio.ensure_future(coroutine())
 
-        token = _RUNNER.set(inline)
-        try:
-            main = loop.run_until_complete(start())
-        finally:
-            _RUNNER.reset(token)
+    token = _RUNNER.set(inline)
+    try:
+        main = loop.run_until_complete(start())
+    finally:
+        _RUNNER.reset(token)
+    try:
         while True:
             loop.run_until_complete(inline._until_job_or(main))
             inline.run_jobs()
             if main.done():
                 return main.result()
+    finally:
+        _settle(loop)
+
+
+def _settle(loop: asyncio.AbstractEventLoop) -> None:
+    left = [task for task in asyncio.all_tasks(loop) if not task.done()]
+    for task in left:
+        task.cancel()
+    if left:
+        loop.run_until_complete(asyncio.gather(*left, return_exceptions=True))
+    loop.run_until_complete(loop.shutdown_asyncgens())
 
 
 async def run_sync(function: Callable[[], T]) -> T:

@@ -1,9 +1,11 @@
 """The one registry of MCP tools: each app declares its tools in ``<app>/mcp.py`` as ``TOOLS``.
 
-A tool is thin like an API view: its input serializer validates the arguments (the API's own
-serializers where the operation is the API's, so bounds and error codes are identical), ``run``
-makes one service or selector call with the caller's actor and returns the structured answer
-(rendered by the API's output serializers), and ``summary`` says in one line what it found.
+A tool is an adapter over one REST operation (``rest``): its input serializer is the operation's
+(so bounds and error codes are identical), ``run`` calls the function the operation's view calls
+with the caller's actor and answers what the view answers (the same output serializer), and
+``summary`` says in one line what it found. A tool that does several related jobs names them
+with one parameter (``selector``, e.g. ``kind`` or ``action``), each job a ``Job`` over its own
+REST operation; the tool's own fields are its default job.
 The registry finds the modules by name at run time (``core.jobs.app_modules``), as the periodic
 jobs and the daily digests are found: ``core`` never imports the apps above it.
 """
@@ -37,6 +39,24 @@ class Call:
 
 
 @dataclass(frozen=True)
+class Job:
+    """One job of a tool: the value of the tool's ``selector`` that picks it, what it does, the
+    scope it needs, its REST operation and how it runs (as a tool's fields)."""
+
+    value: str
+    description: str
+    scope: Scope
+    rest: str
+    input: type[serializers.Serializer]
+    output: type[serializers.BaseSerializer]
+    run: Callable[[Call], Mapping[str, Any]]
+    summary: Callable[[Mapping[str, Any]], str] = lambda out: "Done."
+    hints: Mapping[str, str] = field(default_factory=dict)
+    # Merged into the input schema: rules across fields a serializer cannot state (``oneOf``).
+    schema_extra: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class Tool:
     """A tool as models see it (``name``, ``title``, ``description``, the input and output
     schemas made from the serializers) and how it runs.
@@ -57,16 +77,52 @@ class Tool:
     hints: Mapping[str, str] = field(default_factory=dict)
     destructive: bool = False
     idempotent: bool = False
+    # The REST operation the tool is a door to ("POST /api/v1/memory/search").
+    rest: str = ""
+    # A tool of several jobs: the parameter that picks one, the default job's value (the
+    # tool's own fields) and the other jobs.
+    selector: str = ""
+    default: str = ""
+    more: tuple[Job, ...] = ()
+    schema_extra: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not NAME.match(self.name):
             raise ValueError(f"invalid MCP tool name {self.name!r}")
-        if self.scope not in ("read", "write", "admin"):
-            raise ValueError(f"{self.name}: unknown scope {self.scope!r}")
+        for job in self.jobs:
+            if job.scope not in ("read", "write", "admin"):
+                raise ValueError(f"{self.name}: unknown scope {job.scope!r}")
+        if bool(self.selector) != bool(self.more) or bool(self.selector) != bool(self.default):
+            raise ValueError(f"{self.name}: a selector goes with a default and other jobs")
+
+    @functools.cached_property
+    def jobs(self) -> tuple[Job, ...]:
+        """Every job, the default first."""
+        own = Job(
+            value=self.default,
+            description=self.description,
+            scope=self.scope,
+            rest=self.rest,
+            input=self.input,
+            output=self.output,
+            run=self.run,
+            summary=self.summary,
+            hints=self.hints,
+            schema_extra=self.schema_extra,
+        )
+        return (own, *self.more)
+
+    def job_for(self, arguments: Mapping[str, Any]) -> Job | None:
+        """The job the arguments pick (the default without the selector); None for a value
+        that names no job."""
+        if not self.selector:
+            return self.jobs[0]
+        value = arguments.get(self.selector, self.default)
+        return next((job for job in self.jobs if job.value == value), None)
 
     @property
     def read_only(self) -> bool:
-        return self.scope == "read"
+        return all(job.scope == "read" for job in self.jobs)
 
 
 @functools.cache
@@ -98,15 +154,17 @@ class Route:
 
     method: str | None
     tool: Tool | None
+    # The scope of the job the call's arguments pick (None: the tool's own).
+    job_scope: Scope | None = None
     # Whether the body is a batch (a JSON array of messages) with a write among its calls.
     batch_writes: bool = False
 
     @property
     def scope(self) -> Scope:
-        """The budget the request counts in: the called tool's scope (``write`` and ``admin``
+        """The budget the request counts in: the called job's scope (``write`` and ``admin``
         count as writes), a batch's widest, a read for the rest of the protocol."""
         if self.tool is not None:
-            return self.tool.scope
+            return self.job_scope or self.tool.scope
         return "write" if self.batch_writes else "read"
 
 
@@ -120,7 +178,10 @@ def _route_of_one(message: Any) -> Route:
     name = params.get("name") if isinstance(params, dict) else None
     if method != "tools/call" or not isinstance(name, str):
         return Route(method, None)
-    return Route(method, tool_named(name))
+    tool = tool_named(name)
+    arguments = params.get("arguments") if isinstance(params, dict) else None
+    job = tool.job_for(arguments) if tool is not None and isinstance(arguments, dict) else None
+    return Route(method, tool, job.scope if job is not None else None)
 
 
 def route_of_message(message: Any) -> Route:
@@ -131,6 +192,6 @@ def route_of_message(message: Any) -> Route:
     calls writes."""
     if isinstance(message, list):
         routes = [_route_of_one(item) for item in message]
-        writes = any(r.tool is not None and r.tool.scope != "read" for r in routes)
+        writes = any(r.tool is not None and r.scope != "read" for r in routes)
         return Route(None, None, batch_writes=writes)
     return _route_of_one(message)

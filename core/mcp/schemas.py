@@ -22,7 +22,7 @@ from drf_spectacular.utils import extend_schema
 from rest_framework.permissions import AllowAny
 from rest_framework.views import APIView
 
-from core.mcp.registry import Tool, tools
+from core.mcp.registry import Job, Tool, tools
 from core.schema import EngramAutoSchema
 from core.serializers import InputSerializer
 
@@ -42,38 +42,110 @@ class _ToolSchema(EngramAutoSchema):
         return f"{tool}__{super().get_serializer_name(serializer, direction)}"
 
 
-def _operation_view(tool: Tool) -> Any:
-    @extend_schema(request=tool.input, responses={200: tool.output}, operation_id=tool.name)
+def _operation_view(name: str, job: Job) -> Any:
+    @extend_schema(request=job.input, responses={200: job.output}, operation_id=name)
     def post(self: APIView, request: Any) -> None:  # pragma: no cover - never served
         raise NotImplementedError
 
     attrs = {
         "post": post,
-        "mcp_tool": tool.name,
+        "mcp_tool": name,
         "schema": _ToolSchema(),
         "permission_classes": [AllowAny],
         "authentication_classes": [],
     }
-    view: Any = type(f"McpTool_{tool.name}", (APIView,), attrs)
+    view: Any = type(f"McpTool_{name}", (APIView,), attrs)
     return view.as_view()
 
 
+def _job_name(tool: Tool, job: Job) -> str:
+    return f"{tool.name}__{job.value}" if job.value else tool.name
+
+
 def generate(chosen: Iterable[Tool]) -> dict[str, tuple[JsonSchema, JsonSchema]]:
-    """Input and output schema of each tool, by name."""
+    """Input and output schema of each tool, by name: a tool of several jobs takes the union
+    of its jobs' parameters, the selector among them, and states each job's own parameters
+    and required ones in a ``oneOf`` branch; its answer is one of its jobs' answers."""
     chosen = list(chosen)
-    patterns = [path(f"mcp-tools/{tool.name}", _operation_view(tool)) for tool in chosen]
+    patterns = [
+        path(f"mcp-tools/{_job_name(tool, job)}", _operation_view(_job_name(tool, job), job))
+        for tool in chosen
+        for job in tool.jobs
+    ]
     document = SchemaGenerator(patterns=patterns).get_schema(request=None, public=True)
     components = document.get("components", {}).get("schemas", {})
     found: dict[str, tuple[JsonSchema, JsonSchema]] = {}
     for tool in chosen:
-        operation = document["paths"][f"/mcp-tools/{tool.name}"]["post"]
-        body = operation.get("requestBody", {}).get("content", {}).get("application/json", {})
-        answer = operation["responses"]["200"]["content"]["application/json"]["schema"]
-        input_schema = _object(_json_schema(body.get("schema", {}), components))
-        for name, hint in tool.hints.items():
-            input_schema["properties"][name]["description"] = hint
-        found[tool.name] = (input_schema, _object(_json_schema(answer, components)))
+        made = []
+        for job in tool.jobs:
+            operation = document["paths"][f"/mcp-tools/{_job_name(tool, job)}"]["post"]
+            content = operation.get("requestBody", {}).get("content", {})
+            body = content.get("application/json", {})
+            answer = operation["responses"]["200"]["content"]["application/json"]["schema"]
+            input_schema = _object(_json_schema(body.get("schema", {}), components))
+            for name, hint in {**tool.hints, **job.hints}.items():
+                if name in input_schema["properties"]:
+                    input_schema["properties"][name]["description"] = hint
+            input_schema.update(copy.deepcopy(dict(job.schema_extra)))
+            made.append((job, input_schema, _object(_json_schema(answer, components))))
+        if not tool.selector:
+            found[tool.name] = (made[0][1], made[0][2])
+        else:
+            found[tool.name] = (_union_input(tool, made), _union_output(made))
     return found
+
+
+def _union_input(tool: Tool, made: list[tuple[Job, JsonSchema, JsonSchema]]) -> JsonSchema:
+    selector = {
+        "type": "string",
+        "enum": [job.value for job, _, _ in made],
+        "default": tool.default,
+        "description": f"Which job: {'; '.join(f'{j.value}: {j.description}' for j in tool.jobs)}",
+    }
+    properties: dict[str, JsonSchema] = {tool.selector: selector}
+    users: dict[str, list[str]] = {}
+    variants: dict[str, list[JsonSchema]] = {}
+    branches = []
+    for job, given, _ in made:
+        for name, schema in given["properties"].items():
+            users.setdefault(name, []).append(job.value)
+            if schema not in variants.setdefault(name, []):
+                variants[name].append(schema)
+        const = {tool.selector: {"const": job.value}}
+        required = list(given.get("required", ()))
+        if job.value != tool.default:
+            required = [tool.selector, *required]
+        branch: JsonSchema = {"properties": {**const, **given["properties"]}}
+        if required:
+            branch["required"] = required
+        branch["additionalProperties"] = False
+        branch.update(
+            {
+                k: v
+                for k, v in given.items()
+                if k not in ("type", "properties", "required", "additionalProperties")
+            }
+        )
+        branches.append(branch)
+    everyone = [job.value for job, _, _ in made]
+    for name, schemas in variants.items():
+        schema = copy.deepcopy(schemas[0]) if len(schemas) == 1 else {"anyOf": schemas}
+        described = next((s["description"] for s in schemas if "description" in s), "")
+        if users[name] != everyone:
+            described = f"{described} ({tool.selector}: {', '.join(users[name])})".strip()
+        if described:
+            schema["description"] = described
+        properties[name] = schema
+    common = set.intersection(*(set(given.get("required", ())) for _, given, _ in made))
+    schema = {"type": "object", "properties": properties, "additionalProperties": False}
+    if common:
+        schema["required"] = sorted(common)
+    schema["oneOf"] = branches
+    return schema
+
+
+def _union_output(made: list[tuple[Job, JsonSchema, JsonSchema]]) -> JsonSchema:
+    return {"type": "object", "anyOf": [answer for _, _, answer in made]}
 
 
 @functools.cache

@@ -1,1 +1,2 @@
-"""Memory HTTP API: one module per tier, one view per operation."""
+"""Memory HTTP API: each sub-domain's ``apis`` holds its views (one per operation);
+``common`` what they share. ``memory.urls`` routes /api/v1/memory/."""

@@ -9,7 +9,7 @@ from core.db import DatabaseOnDelete
 
 def build_indexes(apps, schema_editor):
     # The current code builds them: these tables are the latest state of the schema here.
-    from memory.services.tier_index import rebuild_pool_index, rebuild_short_term_index
+    from memory.tier_index import rebuild_pool_index, rebuild_short_term_index
 
     ShortTermEntry = apps.get_model("memory", "ShortTermEntry")
     MemoryPool = apps.get_model("memory", "MemoryPool")

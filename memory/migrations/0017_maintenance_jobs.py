@@ -1,4 +1,4 @@
-# Cluster maintenance asked for now runs as a job (memory/models/maintenance_jobs.py).
+# Cluster maintenance asked for now runs as a job (memory/maintenance/models/jobs.py).
 
 import django.db.models.deletion
 from django.db import migrations, models

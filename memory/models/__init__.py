@@ -1,27 +1,29 @@
 """Memory tiers: one module per tier; each is imported here so Django finds its models."""
 
-from memory.models.changes import ChangePolicy, PendingChange
-from memory.models.conversations import Conversation
-from memory.models.extractions import Extraction
-from memory.models.knowledge import (
+from memory.conversations.extraction.models import Extraction
+from memory.conversations.models import Conversation
+from memory.knowledge.models import (
     KnowledgeItem,
     KnowledgeItemPosting,
     KnowledgeItemTerm,
     KnowledgeSource,
     KnowledgeStore,
 )
-from memory.models.long_term import (
+from memory.long_term.models import (
     MemoryAccessLog,
     MemoryContext,
     MemoryContextGrant,
     MemoryEntry,
     MemoryEntryPosting,
+    MemoryEntryReading,
     MemoryEntryTerm,
     MemorySnapshot,
 )
-from memory.models.maintenance_jobs import MaintenanceJob
-from memory.models.maintenance_reports import MemoryMaintenanceReport
-from memory.models.pools import (
+from memory.long_term.queue_models import AccessFlush, PendingIndex
+from memory.maintenance.models.changes import ChangePolicy, PendingChange
+from memory.maintenance.models.jobs import MaintenanceJob
+from memory.maintenance.models.reports import MemoryMaintenanceReport
+from memory.pools.models import (
     DEFAULT_POOL_ID,
     MemoryPool,
     MemoryPoolEvent,
@@ -31,14 +33,8 @@ from memory.models.pools import (
     PoolLeafTerm,
     PoolScope,
 )
-from memory.models.queues import AccessFlush, PendingIndex
-from memory.models.short_term import (
-    ShortTermEntry,
-    ShortTermPosting,
-    ShortTermScope,
-    ShortTermTerm,
-)
-from memory.models.working import WorkingMemorySnapshot
+from memory.short_term.models import ShortTermEntry, ShortTermPosting, ShortTermScope, ShortTermTerm
+from memory.working.models import WorkingMemorySnapshot
 
 __all__ = [
     "DEFAULT_POOL_ID",
@@ -57,6 +53,7 @@ __all__ = [
     "MemoryContextGrant",
     "MemoryEntry",
     "MemoryEntryPosting",
+    "MemoryEntryReading",
     "MemoryEntryTerm",
     "MemoryMaintenanceReport",
     "MemoryPool",

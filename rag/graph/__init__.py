@@ -1,83 +1,29 @@
-"""Knowledge graph reads, for rag's own API and for every other app: nodes and edges
-(``rag.graph.nodes``), walks (``rag.graph.walks``: neighbours by direction, directed walks,
-reachability, shortest paths, cycles) and the relation types apps give their edges
-(``rag.graph.relations``). Nobody outside rag writes SQL over the graph's tables: the walks
-another app needs are functions here. Writes are ``rag.services.graph``."""
+"""The knowledge graph (docs/rag.md, "Knowledge graph"; docs/architecture.md): nodes and typed
+edges of an account, the graph built from text, its communities, graph retrieval and graph RAG.
+A sub-domain package of ``rag`` with its own layers (``models``, ``services/``, ``selectors``,
+``apis/``, ``urls``, ``admin/``); other apps use only ``rag.graph.selectors`` (reads) and
+``rag.graph.services`` (writes, ``node_ensure``, node-type permissions), an import contract
+(``[tool.importlinter]`` in pyproject.toml) enforces it.
 
-from rag.graph.nodes import (
-    MAX_NODE_EDGES,
-    NodeEdges,
-    NodeHit,
-    edge_get,
-    edge_sources_sql,
-    node_edges,
-    node_get,
-    node_list,
-    node_not_found,
-    node_search,
-    relation_edges,
-)
-from rag.graph.relations import (
-    BOTH,
-    DEPENDS_ON,
-    DIRECTIONS,
-    IN,
-    OUT,
-    REFERENCES,
-    Direction,
-    direction_check,
-)
-from rag.graph.walks import (
-    DEFAULT_NEIGHBOURS,
-    MAX_CYCLE_LENGTH,
-    MAX_CYCLES,
-    MAX_HOPS,
-    MAX_NEIGHBOURS,
-    MAX_PATH_HOPS,
-    MAX_WALK_DEPTH,
-    Neighbour,
-    Path,
-    Reached,
-    cycles,
-    neighbours,
-    reaches,
-    shortest_path,
-    walk,
-)
+Its algorithm modules (no views, no writes of their own):
 
-__all__ = [
-    "BOTH",
-    "DEFAULT_NEIGHBOURS",
-    "DEPENDS_ON",
-    "DIRECTIONS",
-    "IN",
-    "MAX_CYCLES",
-    "MAX_CYCLE_LENGTH",
-    "MAX_HOPS",
-    "MAX_NEIGHBOURS",
-    "MAX_NODE_EDGES",
-    "MAX_PATH_HOPS",
-    "MAX_WALK_DEPTH",
-    "OUT",
-    "REFERENCES",
-    "Direction",
-    "Neighbour",
-    "NodeEdges",
-    "NodeHit",
-    "Path",
-    "Reached",
-    "cycles",
-    "direction_check",
-    "edge_get",
-    "edge_sources_sql",
-    "neighbours",
-    "node_edges",
-    "node_get",
-    "node_list",
-    "node_not_found",
-    "node_search",
-    "reaches",
-    "relation_edges",
-    "shortest_path",
-    "walk",
-]
+- ``nodes``: one node or edge at a time, hybrid node search, what an actor may see;
+- ``node_hits``: node search explained (every mode, graph mode's walk and communities), the one
+  search behind ``GET /graph/nodes?query=`` and MCP ``search_knowledge_graph``;
+- ``walks``: walks over many edges (neighbours, reachability, shortest paths, cycles);
+- ``relations``: the relation types and walk directions apps give their edges;
+- ``owned``: the reads other apps make of the nodes they own (through ``selectors``);
+- ``node_types``: which roles govern the writes of each node type (registered by the apps);
+- ``names``: name normalisation, sentence and name-run splitting;
+- ``entities``, ``entities_llm``: entity (and relation) extraction, offline and by the model;
+- ``relation_patterns``, ``relation_lexicon``: the offline extractor's relation patterns;
+- ``graph_types``: the shapes graph search answers with;
+- ``seeds``, ``ppr``, ``retrieval``, ``staged``, ``gate``, ``chunks``, ``bridges``: graph
+  retrieval (seeds, personalised PageRank, the staged ranking, the gate, chunk search in graph
+  mode, a hit's entities);
+- ``communities``: reading the Leiden communities an actor may see;
+- ``graph_rag``: graph RAG's retrieval through communities and its token-budgeted context;
+- ``drawing``: a node's neighbourhood laid out for the admin.
+
+Nothing is imported here: ``rag.models`` imports ``rag.graph.models`` while Django loads the
+apps, before the modules above can be."""

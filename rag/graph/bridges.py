@@ -1,5 +1,5 @@
 """The graph's entities named by search hits, for agentic RAG's bridge entities
-(``rag.services.agentic_bridge``): which nodes each unit mentions, with their names and types,
+(``rag.agentic.bridge``): which nodes each unit mentions, with their names and types,
 as the searcher may see them."""
 
 from __future__ import annotations
@@ -10,10 +10,8 @@ from dataclasses import dataclass
 
 from rag.models import GraphMention, GraphNode
 from rag.spaces import SearchSpace
+from rag.tuning import TUNING
 from rag.visibility import Visibility
-
-# Per unit, the most salient mentions read (an extractor keeps at most a dozen per unit).
-MAX_UNIT_ENTITIES = 12
 
 
 @dataclass(frozen=True)
@@ -29,8 +27,8 @@ def unit_entities(
     *, space: SearchSpace, unit_ids: Sequence[int], visible: Visibility
 ) -> dict[int, list[MentionedEntity]]:
     """The active nodes each unit mentions (most salient first, at most
-    ``MAX_UNIT_ENTITIES``), of the searcher's accounts only and only those ``visible`` may
-    see: a node of another account, or one only a private conversation the searcher may not
+    ``TUNING.agentic.unit_entities``), of the searcher's accounts only and only those ``visible``
+    may see: a node of another account, or one only a private conversation the searcher may not
     read names, is never returned."""
     if not unit_ids:
         return {}
@@ -56,7 +54,7 @@ def unit_entities(
     }
     found: dict[int, list[MentionedEntity]] = defaultdict(list)
     for unit_id, node_id, salience in rows:
-        if node_id in nodes and len(found[unit_id]) < MAX_UNIT_ENTITIES:
+        if node_id in nodes and len(found[unit_id]) < TUNING.agentic.unit_entities:
             name, entity_type, aliases = nodes[node_id]
             found[unit_id].append(MentionedEntity(node_id, name, entity_type, salience, aliases))
     return dict(found)

@@ -33,12 +33,12 @@ from rag.search import (
     chunk_search,
 )
 from rag.spaces import CHUNKS
+from rag.tuning import TUNING
 from rag.visibility import visibility_of
 
 # Hybrid chunk search lets the graph lead a relation-chain question that names a node of the
-# graph (``rag.graph.gate.needs_hop``, ``staged_rank(hop_gate=True)``): bench/multihop.py
-# hybrid top-5 of the final document, and SciFact's claims unchanged (statements never chain).
-HYBRID_HOP_GATE = True
+# graph (``rag.graph.gate.needs_hop``, ``staged_rank(hop_gate=True)``) when
+# ``TUNING.staged.hybrid_hop_gate``.
 
 
 @dataclass
@@ -79,7 +79,7 @@ def chunk_search_staged(
     """``chunk_search`` in every mode, ``graph`` included, and with hybrid ``stages``."""
     stages = stages_check(mode, stages)
     max_hops_check(max_hops)
-    gated = HYBRID_HOP_GATE and mode == "hybrid" and not stages and needs_hop(query)
+    gated = TUNING.staged.hybrid_hop_gate and mode == "hybrid" and not stages and needs_hop(query)
     if not uses_graph(mode, stages) and not stages and not gated:
         return chunk_search(
             actor=actor, query=query, mode=mode, top_k=top_k, filters=filters, fusion=fusion,

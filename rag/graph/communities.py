@@ -1,4 +1,4 @@
-"""Reads of the knowledge graph's communities (``rag.services.communities`` computes them):
+"""Reads of the knowledge graph's communities (``rag.graph.services.communities`` computes them):
 an actor's communities, newest run's, by level and size, with their most central members.
 
 Derived data keeps the visibility of its source (``rag.visibility``): an actor sees a

@@ -17,11 +17,13 @@ from django.urls import reverse
 from rag.graph.relations import BOTH
 from rag.graph.walks import neighbours
 from rag.models import GraphEdge, GraphNode
+from rag.tuning import TUNING
 from rag.visibility import Visibility
 
+# The drawing's hops (their one home is ``TUNING.hops``, read at import: the admin's form).
+DEFAULT_DRAWING_HOPS = TUNING.hops.drawing_default
+MAX_DRAWING_HOPS = TUNING.hops.drawing_max
 # Bounds of a drawing: more nodes than this stop being readable, and cost the browser.
-DEFAULT_DRAWING_HOPS = 1
-MAX_DRAWING_HOPS = 3
 DEFAULT_DRAWING_NODES = 80
 MAX_DRAWING_NODES = 300
 MAX_DRAWING_EDGES = 1500

@@ -12,7 +12,7 @@ messages), sentence by sentence, with no model:
   words before it, else a person.
 - **Coreference**: a pronoun subject ("She was born in Kiruna"), a possessive ("Her brother,
   Ivan Kovac") or a definite description ("The company ...") stands for the latest compatible
-  name within ``PRONOUN_WINDOW`` sentences.
+  name within ``TUNING.build.pronoun_window`` sentences.
 - **Relations** between neighbouring mentions of a sentence, shared by conjuncts ("A and B
   live in C") and kept past an apposition ("A, the director of B, is married to C").
 - **Concepts**: the unit's best few key phrases ("insulin resistance", "pottery class").
@@ -54,10 +54,8 @@ from rag.graph.names import (
 )
 from rag.graph.relation_lexicon import PLURAL_ROLES
 from rag.graph.relation_patterns import Found, is_symmetric, relation_between, role_before
+from rag.tuning import TUNING
 
-# Per unit: entities kept, and how many of the most salient are joined by co-occurrence.
-MAX_ENTITIES_PER_UNIT = 12
-MAX_KEYPHRASES_PER_UNIT = 5
 MAX_NAME_CHARS = 200
 
 
@@ -113,8 +111,6 @@ _DESCRIPTIONS = {
     "village": PLACE,
     "country": PLACE,
 }
-# How many sentences back a pronoun looks for its antecedent.
-PRONOUN_WINDOW = 4
 
 
 @dataclass
@@ -149,11 +145,11 @@ def document_entities(
     texts: Sequence[str], *, known_names: Iterable[str] = (), pronouns_across_units: bool = True
 ) -> list[TextEntities]:
     """The entities and relations of each unit of one document (its chunks in order; a
-    conversation's messages), each unit's at most ``MAX_ENTITIES_PER_UNIT``, most salient
+    conversation's messages), each unit's at most ``TUNING.build.entities_per_unit``, most salient
     first. Names are resolved over the whole document: a surname or a title and surname
     ("Lind", "Dr. Lind") is the full name ("Jonas Lind") when the document writes exactly one
     full name with that surname, and the full name keeps them as aliases; a pronoun subject
-    ("She was born in Kiruna") is the last compatible name within ``PRONOUN_WINDOW``
+    ("She was born in Kiruna") is the last compatible name within ``TUNING.build.pronoun_window``
     sentences (of the same unit unless ``pronouns_across_units``). ``known_names``: names to
     accept at the start of a sentence (a conversation's speakers)."""
     known = {name_key(n) for n in known_names if n.strip()}
@@ -305,7 +301,7 @@ def document_entities(
             unit_relations.extend(sentence_relations)
             # Latest sentence first, and in it the first mention first (the subject); only
             # the window's sentences kept (a long document stays linear).
-            recent = [p for p in recent if sentence_number - p[1] < PRONOUN_WINDOW]
+            recent = [p for p in recent if sentence_number - p[1] < TUNING.build.pronoun_window]
             recent.extend((m.key, sentence_number) for m in reversed(found) if m.kind != "term")
             unit_boundaries.append(
                 {i for m in with_pronouns for i in range(m.start, m.end)}
@@ -331,11 +327,15 @@ def _antecedent(
     head: str,
     sentence_number: int,
 ) -> str | None:
-    """The latest name within ``PRONOUN_WINDOW`` sentences of a type in ``wanted``, the
+    """The latest name within ``TUNING.build.pronoun_window`` sentences of a type in ``wanted``, the
     first-mentioned of its sentence (the subject) first; a description's head word in its name
     first ("the library" -> "Harbor Library"). ``recent``: the latest sentence last, each
     sentence's mentions last to first."""
-    window = [key for key, number in reversed(recent) if sentence_number - number <= PRONOUN_WINDOW]
+    window = [
+        key
+        for key, number in reversed(recent)
+        if sentence_number - number <= TUNING.build.pronoun_window
+    ]
     if head:
         for key in window:
             if head in names[key].name.lower().split():
@@ -453,7 +453,7 @@ def _unit_entities(
             first_seen.setdefault(mention.key, position + mention.start)
             kind_bonus[mention.key] = 1.0
         position += len(words)
-    for phrase, score in keyphrases(unit, unit_boundaries)[:MAX_KEYPHRASES_PER_UNIT]:
+    for phrase, score in keyphrases(unit, unit_boundaries)[: TUNING.build.keyphrases_per_unit]:
         key = name_key(phrase)
         if key in found or any(key in names[k].aliases for k in found if k in names):
             continue
@@ -465,7 +465,7 @@ def _unit_entities(
     ranked = sorted(
         found,
         key=lambda k: (-(counts[k] + kind_bonus[k] + 1 - first_seen[k] / total), k),
-    )[:MAX_ENTITIES_PER_UNIT]
+    )[: TUNING.build.entities_per_unit]
     entities = [
         Entity(
             name=found[key][0],

@@ -26,7 +26,6 @@ from typing import Any
 from core.llm import InvalidJSONError, LLMProvider
 from core.llm.replies import reply_numbers, reply_text
 from rag.graph.entities import (
-    MAX_ENTITIES_PER_UNIT,
     MAX_NAME_CHARS,
     Entity,
     Relation,
@@ -42,8 +41,8 @@ from rag.graph.names import (
     name_key,
 )
 from rag.graph.relation_patterns import is_symmetric, relation_between
+from rag.tuning import TUNING
 
-INPUT_CHARS = 12_000
 MAX_ENTITIES = 150
 MAX_RELATIONS = 100
 _UNITS: dict[str, Any] = {"type": "array", "items": {"type": "integer"}, "maxItems": 100}
@@ -144,15 +143,15 @@ def relation_of(source: str, kind: str, target: str) -> Relation | None:
 
 
 def batches(texts: Sequence[tuple[int, str]]) -> list[list[tuple[int, str]]]:
-    """Units in batches whose passages fit one call (``INPUT_CHARS``)."""
+    """Units in batches whose passages fit one call (``TUNING.build.llm_input_chars``)."""
     out: list[list[tuple[int, str]]] = [[]]
     size = 0
     for unit_id, text in texts:
-        length = min(len(text), INPUT_CHARS) + 16
-        if out[-1] and size + length > INPUT_CHARS:
+        length = min(len(text), TUNING.build.llm_input_chars) + 16
+        if out[-1] and size + length > TUNING.build.llm_input_chars:
             out.append([])
             size = 0
-        out[-1].append((unit_id, text[:INPUT_CHARS]))
+        out[-1].append((unit_id, text[: TUNING.build.llm_input_chars]))
         size += length
     return [b for b in out if b]
 
@@ -223,8 +222,8 @@ def _names(entity: Entity, name: str) -> bool:
 
 def _entity_add(unit: TextEntities, entity: Entity) -> None:
     """An entity of a unit, ranked after those already there (at most
-    ``MAX_ENTITIES_PER_UNIT``; one per name)."""
-    if len(unit.entities) >= MAX_ENTITIES_PER_UNIT or any(
+    ``TUNING.build.entities_per_unit``; one per name)."""
+    if len(unit.entities) >= TUNING.build.entities_per_unit or any(
         _names(e, entity.name) for e in unit.entities
     ):
         return

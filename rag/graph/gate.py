@@ -15,6 +15,7 @@ Offline and deterministic (regular expressions over English); ``rag.graph.retrie
 
 from __future__ import annotations
 
+import functools
 import re
 
 _RELATIONAL_NOUNS_TEXT = """
@@ -110,13 +111,21 @@ def query_relations(query: str) -> frozenset[str]:
     """The canonical relation types (``rag.graph.relation_lexicon.CANONICAL``) whose verbs,
     participles, role nouns or phrases the query uses, trailing prepositions aside ("Where was
     the founder of X raised?": founded, grew_up_in): typed edges of those types lead the walk."""
+    text = " " + " ".join(re.findall(r"[a-z][a-z'-]*", query.casefold())) + " "
+    return frozenset(
+        name for name, cores in _relation_cores() if any(core in text for core in cores)
+    )
+
+
+@functools.cache
+def _relation_cores() -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """Each canonical relation's name and its forms' cores longer than two letters, padded
+    with spaces to match whole words."""
     from rag.graph.relation_lexicon import CANONICAL
 
-    text = " " + " ".join(re.findall(r"[a-z][a-z'-]*", query.casefold())) + " "
-    found = set()
+    found = []
     for relation in CANONICAL:
         forms = (*relation.active, *relation.passive, *relation.roles, *relation.phrases)
-        cores = {_core(form) for form in forms}
-        if any(len(core) > 2 and f" {core} " in text for core in cores):
-            found.add(relation.name)
-    return frozenset(found)
+        cores = sorted({f" {core} " for form in forms if len(core := _core(form)) > 2})
+        found.append((relation.name, tuple(cores)))
+    return tuple(found)

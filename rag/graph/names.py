@@ -133,7 +133,7 @@ def name_runs(
     """Runs of capitalised words ("New York", "University of Oslo": a lower-case connector
     inside a run is kept when a capitalised word follows), each with the index of its first
     word; ``skip``: capitalised words that are no names (sentence openers, months). Used for
-    documents here and for conversations (``memory.extraction.offline``)."""
+    documents here and for conversations (``memory.conversations.extraction.offline``)."""
     runs: list[tuple[int, list[str]]] = []
     current: list[str] = []
     start = 0

@@ -23,7 +23,7 @@ from core.actors import Actor
 from core.errors import NotFound
 from core.search import TimedHits
 from rag.models import GraphEdge, GraphNode, GraphScope
-from rag.search import DEFAULT_FUSION, MIN_CANDIDATES, search_options_validate, space_rank
+from rag.search import DEFAULT_FUSION, search_options_validate, space_rank, stage_depth
 from rag.spaces import GRAPH_NODES
 from rag.visibility import Visibility, visibility_of
 
@@ -184,7 +184,7 @@ def node_search(
         scope_ids=scope_ids,
         query=query,
         mode=mode,
-        depth=max(MIN_CANDIDATES, top_k * 5),
+        depth=stage_depth(top_k),
         fusion=fusion,
         filter_sql=condition,
         filter_params=params,

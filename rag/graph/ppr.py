@@ -11,12 +11,13 @@ The graph (HippoRAG 2, Gutiérrez et al. 2025, with Engram's entities):
   specificity 0 and carries nothing, a speaker who says every turn no more than a word they all
   share);
 - **entity - entity** edges, the graph's own, weighted by log(1 + weight) times
-  ``TYPED_EDGE_WEIGHT`` for a named relation (``co_occurs`` counts 1) times both ends'
+  ``TUNING.ppr.typed_edge_weight`` for a named relation (``co_occurs`` counts 1) times both ends'
   specificity (square root of their product).
 
 The walk is undirected: from a node it follows its edges in proportion to their weight, and
-with probability 1 - ``DAMPING`` jumps back to the reset vector (the query's seed entities and
-the candidate passages). Mass that reaches a node with no edge goes back to the reset vector.
+with probability 1 - ``damping`` (``TUNING.ppr``) jumps back to the reset vector (the query's
+seed entities and the candidate passages). Mass that reaches a node with no edge goes back to
+the reset vector.
 """
 
 from __future__ import annotations
@@ -27,39 +28,12 @@ from typing import Any
 
 import numpy as np
 
-from rag.graph import seeds as seeding
 from rag.graph.graph_types import GraphHit, Reach, Seed
 from rag.graph.relations import COOCCURS
+from rag.tuning import TUNING
 
-# The probability of following an edge rather than jumping back (HippoRAG 2 uses 0.5).
-DAMPING = 0.5
-ITERATIONS = 40
-TOLERANCE = 1e-7
-# A typed relation ("born_in", "leads") against a co-occurrence (1).
-TYPED_EDGE_WEIGHT = 2.0
-# The reset vector's candidates (the other stages' best hits): ``PASSAGE_SHARE`` of the
-# restart, each by its score between the last's and the best's to the power ``PASSAGE_POWER``.
-PASSAGE_SHARE = 0.15
-PASSAGE_POWER = 2.0
-# A relation-chain question (``rag.graph.gate.needs_hop``): the node it names is where the
-# chain starts. This share of a named seed's restart moves to its neighbours (the bridge), and
-# the passages that mention a named seed (the first hop) count this much of their score.
-CHAIN_SHIFT = 1.0
-# The candidate passages' share of the restart on a chain question that named a node (they
-# share its words, the answer does not).
-CHAIN_PASSAGE_SHARE = 0.0
-# Where the first hop's best passage ranks at the worst on a chain question (0: anywhere).
-CHAIN_FIRST_HOP_RANK = 0
-CHAIN_FIRST_HOP = 0.1
-# The bridge's weight from the edge alone, next to the candidate passages naming both.
-CHAIN_EDGE_PRIOR = 0.03
-CHAIN_TYPED_PRIOR = 0.1
-CHAIN_PASSAGES = 0.3
-# Relations the query names (``rag.graph.gate.query_relations``): typed edges of those types
-# weigh this much more in the walk and in choosing the bridge, and a unit stating one (a fact)
-# is joined to both its ends with this weight.
-RELATION_MATCH = 10.0
-FACT_WEIGHT = 1.0
+# The walk's weights and shares (damping, typed edges, the reset vector's passages, relation
+# chains, named relations) are ``TUNING.ppr`` (rag.tuning), each with its meaning.
 
 
 def specificity(mentions: int, units: int) -> float:
@@ -70,11 +44,11 @@ def specificity(mentions: int, units: int) -> float:
     return max(0.0, math.log((n + 1) / (df + 1)) / math.log(n + 1)) if n > 0 else 1.0
 
 
-def edge_weight(
-    relation_type: str, weight: float, typed_weight: float = TYPED_EDGE_WEIGHT
-) -> float:
+def edge_weight(relation_type: str, weight: float, typed_weight: float | None = None) -> float:
     """An entity - entity edge's weight before the ends' specificity."""
     base = math.log1p(max(weight, 0.0))
+    if typed_weight is None:
+        typed_weight = TUNING.ppr.typed_edge_weight
     return base * (1.0 if relation_type == COOCCURS else typed_weight)
 
 
@@ -85,13 +59,17 @@ def personalized_pagerank(
     weights: np.ndarray,
     reset: np.ndarray,
     *,
-    damping: float = DAMPING,
-    iterations: int = ITERATIONS,
-    tolerance: float = TOLERANCE,
+    damping: float | None = None,
+    iterations: int | None = None,
+    tolerance: float | None = None,
 ) -> np.ndarray:
     """The stationary mass of each of ``size`` nodes under a random walk over the undirected,
     weighted edges (``sources[i]`` - ``targets[i]``, ``weights[i]``) restarting at ``reset``
     (non-negative, normalised here). Power iteration; dangling mass restarts."""
+    tuned = TUNING.ppr
+    damping = tuned.damping if damping is None else damping
+    iterations = tuned.iterations if iterations is None else iterations
+    tolerance = tuned.tolerance if tolerance is None else tolerance
     total = float(reset.sum())
     if size == 0 or total <= 0:
         return np.zeros(size)
@@ -145,31 +123,33 @@ def ranked(values: Sequence[float]) -> list[int]:
 
 def _passage_weights(candidates: Mapping[int, float]) -> dict[int, float]:
     """The candidates' weights in the reset vector: their scores between the last's and the
-    best's (min-max), to the power ``PASSAGE_POWER`` (a flat list of fused scores would
+    best's (min-max), to the power ``TUNING.ppr.passage_power`` (a flat list of fused scores would
     spread the restart over every candidate alike)."""
     if not candidates:
         return {}
     high, low = max(candidates.values()), min(candidates.values())
     if high <= low:
         return dict.fromkeys(candidates, 1.0)
-    return {u: ((s - low) / (high - low)) ** PASSAGE_POWER for u, s in candidates.items()}
+    return {
+        u: ((s - low) / (high - low)) ** TUNING.ppr.passage_power for u, s in candidates.items()
+    }
 
 
 def _first_hop_slot(
     scored: list[tuple[float, int]], first_hop: Mapping[int, float]
 ) -> list[tuple[float, int]]:
     """The first hop's best passage (the seed's passage that gave the walk most, lifted by its
-    hybrid rank) moved up to ``CHAIN_FIRST_HOP_RANK`` when it ranks below: it names the bridge,
-    evidence the answer needs."""
+    hybrid rank) moved up to ``chain_first_hop_rank`` (``TUNING.ppr``) when it ranks below: it
+    names the bridge, evidence the answer needs."""
     if not first_hop or not scored:
         return scored
     best = max(first_hop, key=lambda u: (first_hop[u], -u))
     order = [u for _, u in scored]
-    if best not in order or order.index(best) < CHAIN_FIRST_HOP_RANK:
+    if best not in order or order.index(best) < TUNING.ppr.chain_first_hop_rank:
         return scored
     item = scored[order.index(best)]
     rest = [pair for pair in scored if pair[1] != best]
-    slot = CHAIN_FIRST_HOP_RANK - 1
+    slot = TUNING.ppr.chain_first_hop_rank - 1
     above = rest[slot - 1][0] if slot >= 1 else item[0]
     return [*rest[:slot], (min(above, max(item[0], rest[slot][0])), best), *rest[slot:]]
 
@@ -193,10 +173,22 @@ def rank_units(
     the units best first by their mass (mixed with their similarity by ``similarity_weight``,
     the space's ``graph_similarity``),
     each explained by the entity that gave it most."""
-    index: dict[tuple[str, int], int] = {}
+    tuned = TUNING.ppr
+    # Each node and unit's index in the walk's arrays, in the order first met.
+    node_at: dict[int, int] = {}
+    unit_at: dict[int, int] = {}
 
-    def at(kind: str, key: int) -> int:
-        return index.setdefault((kind, key), len(index))
+    def at_node(key: int) -> int:
+        found = node_at.get(key)
+        if found is None:
+            found = node_at[key] = len(node_at) + len(unit_at)
+        return found
+
+    def at_unit(key: int) -> int:
+        found = unit_at.get(key)
+        if found is None:
+            found = unit_at[key] = len(node_at) + len(unit_at)
+        return found
 
     spec = {n: specificity(r.mention_count, units) for n, r in reached.items()}
     src: list[int] = []
@@ -204,33 +196,32 @@ def rank_units(
     weight: list[float] = []
     mentions: dict[int, list[tuple[int, float]]] = {}
     for node_id, unit_id, salience in mention_rows:
-        if node_id not in reached or unit_id not in similarity:
+        if node_id not in spec or unit_id not in similarity:
             continue  # a unit the filters leave out, a node the walk did not keep
         w = salience * spec[node_id]
-        src.append(at("n", node_id))
-        dst.append(at("u", unit_id))
+        src.append(at_node(node_id))
+        dst.append(at_unit(unit_id))
         weight.append(w)
         mentions.setdefault(unit_id, []).append((node_id, w))
-    typed = TYPED_EDGE_WEIGHT
+    typed = tuned.typed_edge_weight
     for a, b, relation, w, *_ in edges:
         if a in reached and b in reached:
-            match = RELATION_MATCH if relation in relations else 1.0
-            src.append(at("n", a))
-            dst.append(at("n", b))
+            match = tuned.relation_match if relation in relations else 1.0
+            src.append(at_node(a))
+            dst.append(at_node(b))
             weight.append(match * edge_weight(relation, w, typed) * math.sqrt(spec[a] * spec[b]))
     # A unit stating a relation the query names (a fact) is joined to both its ends.
     for unit_id, a, b in facts:
         if unit_id in similarity:
             for end in (a, b):
                 if end in reached:
-                    src.append(at("n", end))
-                    dst.append(at("u", unit_id))
-                    weight.append(FACT_WEIGHT * spec[end])
+                    src.append(at_node(end))
+                    dst.append(at_unit(unit_id))
+                    weight.append(tuned.fact_weight * spec[end])
     for unit_id in candidates:
         if unit_id in similarity:
-            at("u", unit_id)
-    size = len(index)
-    if size == 0:
+            at_unit(unit_id)
+    if not node_at and not unit_at:
         return []
     named = {s.node_id for s in seeds if s.match in ("name", "alias")}
     passage_weight = _passage_weights(candidates)
@@ -243,11 +234,11 @@ def rank_units(
             for one, other in ((a, b), (b, a)):
                 if one in named and other in reached and other not in named:
                     if relation in relations:
-                        match = RELATION_MATCH
+                        match = tuned.relation_match
                     elif relation == COOCCURS:
-                        match = CHAIN_EDGE_PRIOR
+                        match = tuned.chain_edge_prior
                     else:
-                        match = CHAIN_TYPED_PRIOR
+                        match = tuned.chain_typed_prior
                     prior = match * edge_weight(relation, w, 1.0) * spec[other]
                     found = neighbours.setdefault(one, {})
                     found[other] = max(found.get(other, 0.0), prior)
@@ -257,37 +248,40 @@ def rank_units(
                 for other, w in nodes:
                     if other not in named:
                         found = neighbours.setdefault(seed_id, {})
-                        found[other] = found.get(other, 0.0) + CHAIN_PASSAGES * weight_p * w
+                        found[other] = found.get(other, 0.0) + tuned.chain_passages * weight_p * w
     seed_weights: dict[int, float] = {}
     for seed in seeds:
         if seed.node_id in named:
             strength = 1.0
         else:
-            strength = max(0.0, seed.similarity) * (seeding.EMBEDDING_SEED_WEIGHT if named else 1.0)
+            strength = max(0.0, seed.similarity) * (TUNING.seeds.embedding_weight if named else 1.0)
         weight_of = strength * max(spec.get(seed.node_id, 0.0), 1e-3)
         bridge = neighbours.get(seed.node_id, {})
         total = sum(bridge.values())
         if total > 0:
             for other, w in bridge.items():
-                i = at("n", other)
-                seed_weights[i] = seed_weights.get(i, 0.0) + CHAIN_SHIFT * weight_of * w / total
-            weight_of *= 1 - CHAIN_SHIFT
-        i = at("n", seed.node_id)
+                i = at_node(other)
+                seed_weights[i] = (
+                    seed_weights.get(i, 0.0) + tuned.chain_shift * weight_of * w / total
+                )
+            weight_of *= 1 - tuned.chain_shift
+        i = at_node(seed.node_id)
         seed_weights[i] = seed_weights.get(i, 0.0) + weight_of
-    passages = {at("u", u): w for u, w in passage_weight.items() if u in similarity and w > 0}
-    share = CHAIN_PASSAGE_SHARE if chain and named else PASSAGE_SHARE
-    reset = reset_vector(len(index), seed_weights, passages, share)
+    passages = {at_unit(u): w for u, w in passage_weight.items() if u in similarity and w > 0}
+    share = tuned.chain_passage_share if chain and named else tuned.passage_share
+    size = len(node_at) + len(unit_at)
+    reset = reset_vector(size, seed_weights, passages, share)
     mass = personalized_pagerank(
-        len(index), np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64),
-        np.asarray(weight, dtype=np.float64), reset, damping=DAMPING,
+        size, np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64),
+        np.asarray(weight, dtype=np.float64), reset, damping=tuned.damping,
     )  # fmt: skip
-    unit_mass = {u: float(mass[i]) for (kind, u), i in index.items() if kind == "u"}
+    unit_mass = dict(zip(unit_at, mass[list(unit_at.values())].tolist(), strict=True))
     first_hop: dict[int, float] = {}
     if chain and named:
         for unit_id, nodes in mentions.items():
             if unit_id in unit_mass and any(n in named for n, _ in nodes):
                 first_hop[unit_id] = unit_mass[unit_id] * (1 + passage_weight.get(unit_id, 0.0))
-                unit_mass[unit_id] *= CHAIN_FIRST_HOP
+                unit_mass[unit_id] *= tuned.chain_first_hop
     top = max(unit_mass.values(), default=0.0) or 1.0
     scored = sorted(
         (
@@ -301,11 +295,11 @@ def rank_units(
         ),
         key=lambda pair: (-pair[0], pair[1]),
     )[:depth]
-    if chain and named and CHAIN_FIRST_HOP_RANK:
+    if chain and named and tuned.chain_first_hop_rank:
         scored = _first_hop_slot(scored, first_hop)
     hits = []
     for rank, (score, unit_id) in enumerate(scored, start=1):
-        contributions = [(mass[index[("n", n)]] * w, n) for n, w in mentions.get(unit_id, [])]
+        contributions = [(mass[node_at[n]] * w, n) for n, w in mentions.get(unit_id, [])]
         explanation = None
         if contributions:
             node = reached[max(contributions)[1]]

@@ -18,7 +18,7 @@ DEPENDS_ON = "depends_on"
 REFERENCES = "references"
 
 # The graph built from text: two entities of one unit that no extractor's relation joins
-# (``rag.services.graph_index``); typed relations weigh more in a walk (``rag.graph.ppr``).
+# (``rag.graph.services.index``); typed relations weigh more in a walk (``rag.graph.ppr``).
 COOCCURS = "co_occurs"
 
 # Which edges a walk follows from a node: ``out`` from their source to their target, ``in``

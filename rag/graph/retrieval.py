@@ -5,18 +5,19 @@ document chunks, long-term memory entries (docs/rag.md, "Graph mode").
    name and alias keys (``rag.graph.names.name_key``), longest first; when the query names
    no node, the nodes nearest its embedding (never an n-gram that starts or ends with a
    function word, nor one that only adds words to a named node); only nodes some unit of the
-   searched scopes mentions, at most ``MAX_SEED_NODES``.
+   searched scopes mentions, at most ``TUNING.seeds.max_nodes``.
 2. **The local graph**: ``max_hops`` levels of breadth-first search from the seeds over every
-   edge either way (``FANOUT`` heaviest edges a node, ``MAX_REACHED`` nodes, one statement a
-   level), never out of a hub; the candidate passages' (the other stages' best hits) most
-   salient entities join it (``PASSAGE_NODES`` each, walked ``PASSAGE_HOPS``).
-3. **Communities**: the Leiden communities (``rag.services.communities``; each node's finest
-   level) of the nodes reached, best first by their best member, at most ``MAX_COMMUNITIES``
-   (kept for the explanations; the walk's nodes are not dropped).
-4. **Units**: the units mentioning the reached nodes that are no hubs (the ``UNITS_PER_NODE``
-   most similar to the query per node), the candidates, and on a question naming relations
-   (``rag.graph.gate.query_relations``) the units stating those relations
-   (``GraphRelationMention``).
+   edge either way (``TUNING.walk.fanout`` heaviest edges a node, ``TUNING.walk.max_reached``
+   nodes, one statement a level), never out of a hub; the candidate passages' (the other stages'
+   best hits) most salient entities join it (``TUNING.walk.passage_nodes`` each, walked
+   ``TUNING.hops.passage``).
+3. **Communities**: the Leiden communities (``rag.graph.services.communities``; each node's finest
+   level) of the nodes reached, best first by their best member, at most
+   ``TUNING.walk.max_communities`` (kept for the explanations; the walk's nodes are not dropped).
+4. **Units**: the units mentioning the reached nodes that are no hubs (the
+   ``TUNING.walk.units_per_node`` most similar to the query per node), the candidates, and on a
+   question naming relations (``rag.graph.gate.query_relations``) the units stating those
+   relations (``GraphRelationMention``).
 5. **Personalized PageRank** over entities and units (``rag.graph.ppr``): passage - entity
    edges weigh salience x specificity (hubs carry nothing), entity - entity edges their weight,
    more for a typed relation and most for one the question names; the reset vector holds the
@@ -34,7 +35,7 @@ Derived data keeps the visibility of its source (``rag.visibility``): given the 
 ``Visibility``, the walk follows only the edges it may see into nodes it may see, so no path
 names a node of a private conversation it may not read; a community counts only the members
 it sees, and its stored title and summary name account-wide members only
-(``rag.services.communities``).
+(``rag.graph.services.communities``).
 """
 
 from __future__ import annotations
@@ -56,38 +57,19 @@ from rag.graph.graph_types import GraphHit as GraphHit
 from rag.graph.graph_types import GraphRanking as GraphRanking
 from rag.graph.graph_types import Reach as Reach
 from rag.graph.graph_types import Seed as Seed
-from rag.graph.seeds import MAX_SEED_NODES as MAX_SEED_NODES
-from rag.graph.seeds import SEED_DISTANCE_THRESHOLD as SEED_DISTANCE_THRESHOLD
 from rag.graph.seeds import query_names as query_names
 from rag.graph.seeds import seed_nodes as seed_nodes
-from rag.spaces import SearchSpace
+from rag.spaces import SearchSpace, space_weights
+from rag.tuning import TUNING
 from rag.vector import vector_literal
 from rag.visibility import Visibility
 
-MAX_COMMUNITIES = 10
-COMMUNITY_MIN_SIZE = 3
-DEFAULT_MAX_HOPS = 2
-MAX_GRAPH_HOPS = 5
-FANOUT = 25
-MAX_REACHED = 300
-# Per node, the units most similar to the query (a speaker's node in a long conversation is
-# mentioned by hundreds of turns; docs/benchmarks-log.md, "Units per node").
-UNITS_PER_NODE = 100
+# The API's default and bound of max_hops, read at import by serializers and signatures (the
+# hop counts' one home is ``TUNING.hops``).
+DEFAULT_MAX_HOPS = TUNING.hops.search_default
+MAX_GRAPH_HOPS = TUNING.hops.walk_max
 GRAPH = "graph"
 STAGES = ("vector", "keyword", GRAPH)
-# The PageRank's passages (step 5): the other stages' best candidates (their fused scores in
-# the reset vector, ``PASSAGE_SHARE`` of it; the seeds the rest), and the most salient
-# entities of each, where the walk starts too.
-PASSAGE_CANDIDATES = 20
-PASSAGE_NODES = 6
-# How far the walk goes from a candidate passage's entities (their units are read whatever it
-# is: passage -> entity -> passage is the hop a dense first hop needs).
-PASSAGE_HOPS = 0
-# Hubs: a node mentioned by more than this share of the searched units (and at least
-# HUB_MIN_MENTIONS times) is reached but not walked from, and its units are not read; below it,
-# hubs are damped by their specificity (``rag.graph.ppr``).
-HUB_SHARE = 0.05
-HUB_MIN_MENTIONS = 50
 
 
 def max_hops_check(max_hops: int) -> None:
@@ -130,7 +112,7 @@ def _walk(
     every one). ``edges``: filled with every edge the walk read between nodes it kept
     (source, target, relation type, weight, edge id), for the PageRank. ``expand_below``: nodes
     mentioned that often or more (hubs) are reached but not walked from."""
-    params: dict[str, Any] = {"fanout": FANOUT}
+    params: dict[str, Any] = {"fanout": TUNING.walk.fanout}
     edge_ok = node_ok = "TRUE"
     if visible is not None and not visible.everything:
         edge_ok, node_ok = visible.edge_sql("e", params), visible.node_sql("n", params)
@@ -145,13 +127,13 @@ def _walk(
     by_passage = {s.node_id for s in seeds if s.match == "passage"}
 
     def walkable(node: Reach) -> bool:
-        if node.seed_id in by_passage and node.hops >= PASSAGE_HOPS:
+        if node.seed_id in by_passage and node.hops >= TUNING.hops.passage:
             return False  # a candidate passage's entity: its units are read, its edges not
         return expand_below is None or node.mention_count < expand_below
 
     frontier = sorted((n for n in reached if walkable(reached[n])), key=lambda n: -reached[n].score)
     for hops in range(1, max_hops + 1):
-        if not frontier or len(reached) >= MAX_REACHED:
+        if not frontier or len(reached) >= TUNING.walk.max_reached:
             break
         with connection.cursor() as cursor:
             cursor.execute(
@@ -188,7 +170,7 @@ def _walk(
                 known.seed_id, known.hops = parent.seed_id, hops
                 known.path = [*parent.path, (known.name, relation)]
             if other not in reached:
-                if len(reached) >= MAX_REACHED:
+                if len(reached) >= TUNING.walk.max_reached:
                     continue
                 reached[other] = Reach(
                     other,
@@ -211,9 +193,9 @@ def _walk(
 def _communities(
     reached: dict[int, Reach], visible: Visibility | None = None, *, drop: bool = True
 ) -> list[CommunityRef]:
-    """The reached nodes' communities, best first, at most ``MAX_COMMUNITIES`` (step 3); drops
-    the reached nodes of the communities left out (``drop``). A community's size counts the
-    members ``visible`` may see (None: all)."""
+    """The reached nodes' communities, best first, at most ``TUNING.walk.max_communities`` (step
+    3); drops the reached nodes of the communities left out (``drop``). A community's size counts
+    the members ``visible`` may see (None: all)."""
     if not reached:
         return []
     params: dict[str, Any] = {"nodes": list(reached)}
@@ -245,8 +227,8 @@ def _communities(
         members,
         key=lambda c: (-max(reached[n].score for n in members[c]), -len(members[c]), c),
     )
-    kept = ranked[:MAX_COMMUNITIES]
-    dropped = set(ranked[MAX_COMMUNITIES:]) if drop else set()
+    kept = ranked[: TUNING.walk.max_communities]
+    dropped = set(ranked[TUNING.walk.max_communities :]) if drop else set()
     for node_id in [n for n, r in reached.items() if r.community_id in dropped]:
         if reached[node_id].hops > 0:  # seeds stay
             del reached[node_id]
@@ -278,7 +260,7 @@ def scope_units(space: SearchSpace, scope_ids: Sequence[int]) -> int:
 
 def hub_limit(units: int) -> int:
     """Mentions from which a node is a hub: not walked from, its units not read."""
-    return max(HUB_MIN_MENTIONS, math.ceil(HUB_SHARE * units))
+    return max(TUNING.walk.hub_min_mentions, math.ceil(TUNING.walk.hub_share * units))
 
 
 def graph_rank(
@@ -316,7 +298,7 @@ def graph_rank(
     )  # fmt: skip
     units = scope_units(space, scope_ids)
     limit = hub_limit(units)
-    candidates = dict(feedback_units[:PASSAGE_CANDIDATES])
+    candidates = dict(feedback_units[: TUNING.walk.passage_candidates])
     passage_rows = _passage_nodes(space, list(candidates)) if candidates else []
     starts = list(seeds)
     known = {s.node_id for s in seeds}
@@ -327,7 +309,8 @@ def graph_rank(
     stage_ms["graph_seeds"] = _ms(started)
     started = time.perf_counter()
     edges: list[tuple[int, int, str, float, int]] = []
-    reached = _walk(starts, max_hops, space.hop_decay, visible, edges=edges, expand_below=limit)
+    weights = space_weights(space)
+    reached = _walk(starts, max_hops, weights.hop_decay, visible, edges=edges, expand_below=limit)
     communities = _communities(reached, visible, drop=False)
     stage_ms["graph_walk"] = _ms(started)
     started = time.perf_counter()
@@ -340,11 +323,11 @@ def graph_rank(
         chain = needs_hop(query)
     relations = query_relations(query)
     facts = _facts(space, scope_ids, [e for e in edges if e[2] in relations]) if relations else []
-    # In a small corpus no node is a hub: N counts at least HUB_MIN_MENTIONS units.
-    corpus = max(units, HUB_MIN_MENTIONS)
+    # In a small corpus no node is a hub: N counts at least TUNING.walk.hub_min_mentions units.
+    corpus = max(units, TUNING.walk.hub_min_mentions)
     hits = ppr.rank_units(
         seeds, reached, edges, mention_rows, similarity, candidates, corpus, depth, chain=chain,
-        relations=relations, facts=facts, similarity_weight=space.graph_similarity,
+        relations=relations, facts=facts, similarity_weight=weights.graph_similarity,
     )  # fmt: skip
     stage_ms["graph_units"] = _ms(started)
     return GraphRanking(
@@ -361,7 +344,7 @@ def _passage_nodes(
     space: SearchSpace, unit_ids: Sequence[int]
 ) -> list[tuple[int, int, float, str, str, int]]:
     """The entities the candidate passages mention: (unit, node, salience, name, entity type,
-    mentions), at most ``PASSAGE_NODES`` per passage, the most salient."""
+    mentions), at most ``TUNING.walk.passage_nodes`` per passage, the most salient."""
     with connection.cursor() as cursor:
         cursor.execute(
             """
@@ -373,7 +356,7 @@ def _passage_nodes(
                 ORDER BY m.salience DESC, m.node_id LIMIT %s
             ) x JOIN rag_graphnode n ON n.id = x.node_id AND n.status = 'active'
             """,
-            [list(unit_ids), space.name, PASSAGE_NODES],
+            [list(unit_ids), space.name, TUNING.walk.passage_nodes],
         )
         return [(u, n, float(s), name, t, c or 0) for u, n, s, name, t, c in cursor.fetchall()]
 
@@ -388,33 +371,36 @@ def _unit_rows(
     filter_sql: str,
     filter_params: Mapping[str, Any] | None,
 ) -> tuple[list[tuple[int, int, float]], dict[int, float]]:
-    """Step 4: the units mentioning the reached nodes that are no hubs (the ``UNITS_PER_NODE``
-    most similar to the query per node) as (node, unit, salience), and every unit's cosine
-    similarity to the query, the candidates' included (one statement)."""
+    """Step 4: the units mentioning the reached nodes that are no hubs (the
+    ``TUNING.walk.units_per_node`` most similar to the query per node) as (node, unit, salience),
+    and every unit's cosine similarity to the query, the candidates' included (one statement).
+    A unit several nodes mention is read and compared once (``s``), then ranked per node."""
     conditions = [c for c in (space.vector_condition, filter_sql) if c]
     where = "".join(f" AND {c}" for c in conditions)
     join = space.unit_filter_join if filter_sql else ""
     nodes = [n for n, r in reached.items() if r.mention_count < limit]
-    similarity_sql = f"1 - (u.{space.embedding_column} <=> %(q)s::vector)"
     with connection.cursor() as cursor:
         cursor.execute(
             f"""
-            SELECT k.id, x.unit_id, x.salience, x.similarity
-            FROM unnest(%(nodes)s::bigint[]) AS k(id)
-            CROSS JOIN LATERAL (
-                SELECT m.unit_id, m.salience, {similarity_sql} AS similarity
-                FROM rag_graphmention m
-                JOIN {space.unit_table} u ON u.id = m.unit_id {join}
-                WHERE m.node_id = k.id AND m.space = %(space)s AND m.scope_id = ANY(%(scopes)s)
+            WITH m AS MATERIALIZED (
+                SELECT m.node_id, m.unit_id, m.salience FROM rag_graphmention m
+                WHERE m.node_id = ANY(%(nodes)s) AND m.space = %(space)s
+                  AND m.scope_id = ANY(%(scopes)s)
+            ), s AS MATERIALIZED (
+                SELECT u.id, 1 - (u.{space.embedding_column} <=> %(q)s::vector) AS similarity
+                FROM {space.unit_table} u {join}
+                WHERE u.id = ANY(ARRAY(SELECT DISTINCT unit_id FROM m) || %(candidates)s::bigint[])
                   AND u.{space.scope_column} = ANY(%(scopes)s)
                   AND u.{space.model_column} = %(model)s {where}
-                ORDER BY similarity DESC, m.unit_id
-                LIMIT %(per_node)s
-            ) x
+            ), r AS (
+                SELECT m.node_id, m.unit_id, m.salience, s.similarity, row_number() OVER (
+                    PARTITION BY m.node_id ORDER BY s.similarity DESC, m.unit_id
+                ) AS place
+                FROM m JOIN s ON s.id = m.unit_id
+            )
+            SELECT node_id, unit_id, salience, similarity FROM r WHERE place <= %(per_node)s
             UNION ALL
-            SELECT NULL, u.id, NULL, {similarity_sql}
-            FROM {space.unit_table} u WHERE u.id = ANY(%(candidates)s)
-              AND u.{space.model_column} = %(model)s
+            SELECT NULL, s.id, NULL, s.similarity FROM s WHERE s.id = ANY(%(candidates)s)
             """,  # noqa: S608 - names are code; filter_sql is built from validated filters
             {
                 **(filter_params or {}),
@@ -424,7 +410,7 @@ def _unit_rows(
                 "space": space.name,
                 "scopes": list(scope_ids),
                 "model": get_embedding_provider().model_id,
-                "per_node": UNITS_PER_NODE,
+                "per_node": TUNING.walk.units_per_node,
             },
         )
         rows = cursor.fetchall()

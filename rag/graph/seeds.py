@@ -15,17 +15,8 @@ from rag.graph.graph_types import Seed
 from rag.graph.names import name_key
 from rag.models import GraphScope
 from rag.spaces import GRAPH_NODES, SearchSpace
+from rag.tuning import TUNING
 from rag.vector import vector_literal, vector_search
-
-MAX_SEED_NODES = 5
-SEED_DISTANCE_THRESHOLD = 0.8
-# Seeds in the reset vector: a node the query names weighs 1, a node found by embedding its
-# similarity, times this when the query named some node (names first: the embedding's
-# neighbours are often other documents' phrases).
-EMBEDDING_SEED_WEIGHT = 0.0
-# Whether key phrases (concept nodes) found by embedding seed a query that named a node.
-EMBEDDING_CONCEPTS_WITH_NAMES = True
-
 
 # Words that end no entity's name in a question: stop and question words, auxiliaries, and the
 # verbs a relation chain is made of ("jonas lind was", "runs the harbor library": no seed slot).
@@ -33,21 +24,18 @@ _EDGE_WORDS_TEXT = """
     about after also an any before born by can could from has he her his i its me my our she so
     some their them they us we who whom whose would you your person people one"""
 _EDGE_WORDS = STOP_WORDS | FUNCTION_WORDS | frozenset(_EDGE_WORDS_TEXT.split())
-MAX_QUERY_NGRAM = 5
-# Nearest nodes read beyond the free seed slots, for the n-grams the filter refuses.
-EMBEDDING_SPARE = 2
 _POSSESSIVE = re.compile(r"['\u2019]s\b")
 
 
 def query_names(query: str) -> list[tuple[str, int, int]]:
     """The spans of the query that may name a node: (name key, first word, word count), every
-    run of up to ``MAX_QUERY_NGRAM`` words that neither starts nor ends with a function word,
-    longest first ("the founder of Harbor Library's cafe" -> "founder of harbor library cafe",
-    ..., "harbor library", "harbor", ...)."""
+    run of up to ``TUNING.seeds.max_query_ngram`` words that neither starts nor ends with a
+    function word, longest first ("the founder of Harbor Library's cafe" -> "founder of harbor
+    library cafe", ..., "harbor library", "harbor", ...)."""
     words = [w.casefold() for w in re.findall(r"[^\W_]+", _POSSESSIVE.sub("", query))]
     spans = [
         (" ".join(words[i : i + n]), i, n)
-        for n in range(min(MAX_QUERY_NGRAM, len(words)), 0, -1)
+        for n in range(min(TUNING.seeds.max_query_ngram, len(words)), 0, -1)
         for i in range(len(words) - n + 1)
         if words[i] not in _EDGE_WORDS and words[i + n - 1] not in _EDGE_WORDS
     ]
@@ -69,10 +57,10 @@ def seed_nodes(
     query: str = "",
 ) -> list[Seed]:
     """The query's seed nodes among those a unit of the scopes mentions (step 1), at most
-    ``MAX_SEED_NODES``: first the nodes the query names (a span's ``name_key`` equal to a
+    ``TUNING.seeds.max_nodes``: first the nodes the query names (a span's ``name_key`` equal to a
     node's name key or one of its alias keys; the longest spans first, a span inside a longer
     one that matched left out), then the nodes nearest the query's embedding, none farther
-    than ``SEED_DISTANCE_THRESHOLD`` and none whose name starts or ends with a function word
+    than ``TUNING.seeds.distance_threshold`` and none whose name starts or ends with a function word
     (an n-gram that adds "was" to a name)."""
     graph_scopes = list(
         GraphScope.objects.filter(account_id__in=list(account_ids)).values_list("pk", flat=True)
@@ -122,20 +110,22 @@ def seed_nodes(
                         Seed(node_id, name, entity_type, float(similarity or 0.0), match,
                              mentions or 0)
                     )  # fmt: skip
-        seeds = seeds[:MAX_SEED_NODES]
-    room = MAX_SEED_NODES - len(seeds)
-    if room <= 0 or (seeds and EMBEDDING_SEED_WEIGHT <= 0):
+        seeds = seeds[: TUNING.seeds.max_nodes]
+    room = TUNING.seeds.max_nodes - len(seeds)
+    if room <= 0 or (seeds and TUNING.seeds.embedding_weight <= 0):
         return seeds  # the embedding's seeds would weigh nothing next to the names
     nearest = vector_search(
         space=GRAPH_NODES,
         scope_ids=graph_scopes,
         query_vector=vector,
-        limit=room + EMBEDDING_SPARE,
+        limit=room + TUNING.seeds.embedding_spare,
         filter_sql="u.status = 'active' AND " + mentioned.format(n="u"),
         filter_params=params,
     )
     known = {s.node_id for s in seeds}
-    kept = [(i, s) for i, s in nearest if 1.0 - s <= SEED_DISTANCE_THRESHOLD and i not in known]
+    kept = [
+        (i, s) for i, s in nearest if 1.0 - s <= TUNING.seeds.distance_threshold and i not in known
+    ]
     if not kept:
         return seeds
     with connection.cursor() as cursor:
@@ -147,13 +137,13 @@ def seed_nodes(
         names = {row[0]: row[1:] for row in cursor.fetchall()}
     named = [f" {name_key(s.name)} " for s in seeds]
     for node_id, similarity in kept:
-        if len(seeds) >= MAX_SEED_NODES:
+        if len(seeds) >= TUNING.seeds.max_nodes:
             break
         if node_id not in names or _junk(names[node_id][2]):
             continue
         if any(key in f" {names[node_id][2]} " for key in named):
             continue  # a named node's n-gram ("selma jessley lives"): the name seeds already
-        if named and not EMBEDDING_CONCEPTS_WITH_NAMES and names[node_id][1] == "concept":
+        if named and not TUNING.seeds.concepts_with_names and names[node_id][1] == "concept":
             continue
         name, entity_type, _, mentions = names[node_id]
         seeds.append(Seed(node_id, name, entity_type, similarity, "embedding", mentions or 0))

@@ -15,8 +15,6 @@ from rag.graph.gate import needs_hop
 from rag.graph.retrieval import (
     DEFAULT_MAX_HOPS,
     GRAPH,
-    MAX_SEED_NODES,
-    SEED_DISTANCE_THRESHOLD,
     STAGES,
     CommunityRef,
     GraphHit,
@@ -39,28 +37,22 @@ from rag.search import (
     rank_fusion,
     space_rank,
 )
-from rag.spaces import GRAPH_NODES, SearchSpace
+from rag.spaces import GRAPH_NODES, SearchSpace, space_weights
+from rag.tuning import TUNING
 from rag.vector import vector_search
 from rag.visibility import Visibility
 
-# The spaces whose graph mode the graph leads (``_graph_led``) on a relation-chain question
-# that names a node (``rag.graph.gate.needs_hop``); otherwise, and in the other spaces, the
-# graph is fused with the vector and keyword stages at the space's ``graph_weight``. Memory
-# entries fuse: LoCoMo dev Recall@10 0.855 / 0.855 fused against 0.839 / 0.811 led (conv-26 /
-# conv-30).
-GRAPH_LED_SPACES = frozenset({"chunks"})
-# Whether the graph leads every graph-mode search of those spaces, chain or not: SciFact train
-# nDCG@10 0.6783 against hybrid's 0.7383 (claims name no chain; the walk re-orders by concepts).
-GRAPH_LEADS_ALWAYS = False
+# The spaces whose graph mode the graph leads (``_graph_led``) on a relation-chain question that
+# names a node (``rag.graph.gate.needs_hop``), and whether it leads every graph-mode search of
+# theirs, are ``TUNING.staged``; otherwise the graph is fused with the vector and keyword stages
+# at the space's ``graph_weight``.
 
 
 def _normalised(hits: Sequence[RankedHit]) -> list[tuple[int, float]]:
     """The best hits' (unit id, score relative to the best), as many as the graph's reset
-    vector takes (``rag.graph.retrieval.PASSAGE_CANDIDATES``)."""
-    from rag.graph import retrieval
-
+    vector takes (``TUNING.walk.passage_candidates``)."""
     top = hits[0].score if hits and hits[0].score > 0 else 1.0
-    return [(h.unit_id, max(0.0, h.score / top)) for h in hits[: retrieval.PASSAGE_CANDIDATES]]
+    return [(h.unit_id, max(0.0, h.score / top)) for h in hits[: TUNING.walk.passage_candidates]]
 
 
 def _plain(weights: dict[str, float] | None) -> dict[str, float]:
@@ -134,7 +126,9 @@ def staged_rank(
     )  # fmt: skip
     if (graph_mode or gated) and base is not None:
         named = any(seed.match in ("name", "alias") for seed in graph.seeds)
-        if space.name in GRAPH_LED_SPACES and (GRAPH_LEADS_ALWAYS or (named and needs_hop(query))):
+        if space.name in TUNING.staged.graph_led_spaces and (
+            TUNING.staged.graph_leads_always or (named and needs_hop(query))
+        ):
             return _graph_led(base, graph, depth)
         if gated:  # no chain the graph can start: the hybrid search's own ranking
             base.stage_ms.update(graph.stage_ms)
@@ -162,7 +156,7 @@ def staged_rank(
     stage_weights = fusion_weights(
         {
             **{name: 0.0 for name in ("vector", "keyword") if name not in stages},
-            GRAPH: space.graph_weight,
+            GRAPH: space_weights(space).graph_weight,
             **(weights or {}),
         }
     )
@@ -243,11 +237,11 @@ def node_walk(
         space=GRAPH_NODES,
         scope_ids=graph_scopes,
         query_vector=vector,
-        limit=MAX_SEED_NODES,
+        limit=TUNING.seeds.max_nodes,
         filter_sql=condition,
         filter_params=params,
     )
-    kept = [(i, s) for i, s in nearest if 1.0 - s <= SEED_DISTANCE_THRESHOLD]
+    kept = [(i, s) for i, s in nearest if 1.0 - s <= TUNING.seeds.distance_threshold]
     names: dict[int, tuple[str, str]] = {}
     if kept:
         with connection.cursor() as cursor:
@@ -257,7 +251,7 @@ def node_walk(
             )
             names = {row[0]: (row[1], row[2]) for row in cursor.fetchall()}
     seeds = [Seed(i, *names[i], similarity=s) for i, s in kept if i in names]
-    reached = _walk(seeds, max_hops, GRAPH_NODES.hop_decay, visible)
+    reached = _walk(seeds, max_hops, space_weights(GRAPH_NODES).hop_decay, visible)
     communities = _communities(reached, visible)
     similarity = {s.node_id: s.similarity for s in seeds}
     ranked = sorted(reached.values(), key=lambda r: (-r.score, r.hops, r.node_id))[:top_k]
@@ -268,6 +262,6 @@ def node_communities(
     node_ids: Sequence[int], visible: Visibility | None = None
 ) -> list[CommunityRef]:
     """The communities (finest level) of these nodes, in the order of their first member,
-    at most ``MAX_COMMUNITIES`` (their sizes: the members ``visible`` may see)."""
+    at most ``TUNING.walk.max_communities`` (their sizes: the members ``visible`` may see)."""
     reached = {n: Reach(n, "", "", n, 0, 1.0 / (rank + 1), []) for rank, n in enumerate(node_ids)}
     return _communities(reached, visible)

@@ -24,13 +24,16 @@ from core.errors import NotFound, ValidationFailed
 from rag.graph.nodes import nodes_shown
 from rag.graph.relations import BOTH, OUT, Direction, direction_check
 from rag.models import GraphEdge, GraphNode
+from rag.tuning import TUNING
 from rag.visibility import Visibility
 
-MAX_HOPS = 5
+# The hop counts' one home is ``TUNING.hops`` (rag.tuning); these names are the API's bounds,
+# read at import: a neighbourhood walk's hops (the same bound as a graph search's max_hops) and
+# the longest shortest path reported.
+MAX_HOPS = TUNING.hops.walk_max
 # Neighbours one answer shows (the API's ``limit``): nearest first.
 DEFAULT_NEIGHBOURS, MAX_NEIGHBOURS = 100, 1000
-# A shortest path longer than this is reported as no path.
-MAX_PATH_HOPS = 6
+MAX_PATH_HOPS = TUNING.hops.path_max
 # How deep a walk may go (a skill's dependency chain goes this deep).
 MAX_WALK_DEPTH = 20
 # The cycle search: cycles of at most this many nodes, at most this many cycles.

@@ -1,6 +1,6 @@
 """Every write to knowledge bases and documents, including the ingestion pipeline."""
 
-from rag.services.agentic import agentic_query
+from rag.agentic.services import agentic_query
 from rag.services.analytics import search_queries_prune, search_query_record, search_run
 from rag.services.documents import UPDATABLE_FIELDS as DOCUMENT_UPDATABLE_FIELDS
 from rag.services.documents import (

@@ -94,7 +94,7 @@ def _swap(
         if settings.RAG_GRAPH_EXTRACTION:
             from rag.tasks import graph_index_documents
 
-            # Entities of the new chunks, once they are committed (rag.services.graph_build).
+            # Entities of the new chunks, once they are committed (rag.graph.services.build).
             task_send_on_commit(graph_index_documents, [item.document.pk for item, _ in live])
     return len(live), len(group) - len(live)
 

@@ -2,8 +2,8 @@
 and their assignment to agents.
 
 A skill's dependencies are ``depends_on`` edges between skill nodes of the account's knowledge
-graph (``rag.models.GraphEdge``), not a table here: the graph is where skills meet pages, agents
-and documents, and its traversal finds chains and cycles.
+graph (``rag.graph.models.GraphEdge``), not a table here: the graph is where skills meet pages,
+agents and documents, and its traversal finds chains and cycles.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ from pgvector.django import HnswIndex, VectorField
 
 from core.models import Account, Agent, TimeStampedModel
 from core.querysets import AccountScopedQuerySet
-from rag.models import GraphNode
 from rag.spaces import AbstractKeywordPosting, AbstractKeywordTerm
 from skills.categories import CATEGORIES, Category
 
@@ -64,7 +63,7 @@ class Skill(TimeStampedModel):
     tags = ArrayField(models.CharField(max_length=100), default=list, blank=True)
     # The knowledge graph node standing for the skill (dependencies are its depends_on edges).
     graph_node = models.OneToOneField(
-        GraphNode,
+        "rag.GraphNode",
         on_delete=models.SET_NULL,
         null=True,
         blank=True,

@@ -8,7 +8,7 @@ import hashlib
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from django.db.models import F, Q, QuerySet
@@ -16,26 +16,27 @@ from django.db.models import F, Q, QuerySet
 from core.actors import Actor
 from core.errors import NotFound, ValidationFailed
 from core.search import TimedHits
-from rag import graph
-from rag.graph import DEPENDS_ON
-from rag.models import GraphNode, KnowledgeBase
+from rag import selectors as rag_selectors
+from rag.graph import selectors as graph
+from rag.graph.selectors import DEPENDS_ON
 from rag.search import (
     DEFAULT_FUSION,
-    MIN_CANDIDATES,
     SearchFilters,
     SearchHit,
     chunk_search,
     search_options_validate,
     space_rank,
+    stage_depth,
 )
 from skills.models import Skill, SkillScope, SkillVersion
 from skills.selectors.traversal import ChainLink, dependency_chain
 from skills.semver import Version, requirement_parse, version_parse
 from skills.spaces import SKILLS
+from skills.tuning import TUNING
 
-# What a skill's context brings along.
-CONTEXT_DOCUMENTS = 5
-CONTEXT_PAGES = 5
+if TYPE_CHECKING:
+    from rag.graph.models import GraphNode
+
 PAGE_ENTITY_TYPES = ("page", "article")
 QUERY_CHARS = 1000
 
@@ -115,7 +116,7 @@ def skill_discover(
         scope_ids=scope_ids,
         query=description,
         mode=mode,
-        depth=max(MIN_CANDIDATES, top_k * 5),
+        depth=stage_depth(top_k),
         fusion=fusion,
         filter_sql=" AND ".join(conditions),
         filter_params=params,
@@ -277,23 +278,19 @@ def skill_context(*, actor: Actor, skill: Skill, key: str | None = None) -> Skil
     variants = list(SkillVersion.objects.filter(skill=skill, is_active=True).order_by("id"))
     version = version_route(skill.pk, variants, routing_key(actor, key))
     query = f"{skill.name}\n{skill.description}"[:QUERY_CHARS]
-    kb_ids = list(
-        KnowledgeBase.objects.filter(account_id=skill.account_id)
-        .exclude(status=KnowledgeBase.Status.ARCHIVED)
-        .values_list("pk", flat=True)
-    )
+    kb_ids = rag_selectors.knowledge_base_ids_unarchived(account_id=skill.account_id)
     documents: list[SearchHit] = []
     if kb_ids:
         documents = chunk_search(
             actor=actor,
             query=query,
-            top_k=CONTEXT_DOCUMENTS,
+            top_k=TUNING.context.context_documents,
             filters=SearchFilters(knowledge_base_ids=tuple(kb_ids)),
         ).hits
     pages = graph.node_search(
         actor=actor,
         query=query,
-        top_k=CONTEXT_PAGES,
+        top_k=TUNING.context.context_pages,
         entity_types=PAGE_ENTITY_TYPES,
         account_ids=[skill.account_id],
     )
@@ -310,9 +307,7 @@ def skill_context(*, actor: Actor, skill: Skill, key: str | None = None) -> Skil
 
 
 def nodes_of(skills: Sequence[Skill]) -> dict[int, GraphNode]:
-    return GraphNode.objects.defer("embedding").in_bulk(
-        [s.graph_node_id for s in skills if s.graph_node_id]
-    )
+    return graph.nodes_by_id(s.graph_node_id for s in skills)
 
 
 def skills_unused(*, account_id: int, before: Any, limit: int) -> tuple[list[Skill], int]:

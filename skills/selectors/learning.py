@@ -27,6 +27,7 @@ from rag.keyword import analyze
 from skills import learning
 from skills.categories import CATEGORIES, keyword_votes
 from skills.models import AgentTrust, LearningProfile, TaskAssignment
+from skills.tuning import TUNING
 
 # Results a ranking answers with (the best); ``candidates`` says how many were scored.
 RANK_RESULTS = 50
@@ -196,9 +197,9 @@ def _table(
     base = np.clip(1.0 - load / capacity, 0.0, 1.0) if len(rows) else np.zeros(0)
     expertise = recent if use_recency else rate
     score = (
-        learning.WEIGHT_BASE * base
-        + learning.WEIGHT_EXPERTISE * expertise
-        + learning.WEIGHT_CONFIDENCE * confidence
+        TUNING.learning.weight_base * base
+        + TUNING.learning.weight_expertise * expertise
+        + TUNING.learning.weight_confidence * confidence
     )
     return _Table(
         ids=ids,

@@ -12,11 +12,10 @@ from core.actors import Actor
 from core.errors import NotFound
 from skills.models import Skill, SkillProposal
 from skills.similarity import (
-    NAME_SIMILARITY,
-    OVERLAP_SIMILARITY,
     name_similarity,
     overlap_severity,
 )
+from skills.tuning import TUNING
 
 
 def proposal_get(*, actor: Actor, proposal_id: int) -> SkillProposal:
@@ -65,7 +64,7 @@ def proposal_review(proposal: SkillProposal) -> Review:
     names = Skill.objects.filter(account_id=proposal.account_id).exclude(status="archived")
     for skill in names.only("pk", "name", "status", "category"):
         similarity = name_similarity(proposal.name, skill.name)
-        if similarity >= NAME_SIMILARITY:
+        if similarity >= TUNING.conflicts.name_similarity:
             conflicts.append(
                 PredictedConflict(
                     "naming",
@@ -79,7 +78,11 @@ def proposal_review(proposal: SkillProposal) -> Review:
             continue
         closeness = float(hit["similarity"])
         match = related_by_id.get(int(hit.get("skill_id") or 0))
-        if match is None or closeness < OVERLAP_SIMILARITY or match.status != Skill.Status.ACTIVE:
+        if (
+            match is None
+            or closeness < TUNING.conflicts.overlap_similarity
+            or match.status != Skill.Status.ACTIVE
+        ):
             continue
         conflicts.append(
             PredictedConflict(

@@ -8,17 +8,15 @@ from collections import Counter
 from dataclasses import dataclass
 
 from core.models import Team
-from rag import graph
-from rag.graph import DEPENDS_ON
+from rag.graph import selectors as graph
+from rag.graph.selectors import DEPENDS_ON
 from skills.categories import CATEGORIES
 from skills.models import AgentSkill, Skill
+from skills.tuning import TUNING
 
 # How deep a dependency chain is followed, and how many cycles a scan reports.
 MAX_DEPTH = graph.MAX_WALK_DEPTH
 MAX_CYCLES = graph.MAX_CYCLES
-# An agent covers a category with an active assignment to an active skill of it at least this
-# proficient.
-COVERAGE_PROFICIENCY = 0.5
 
 
 @dataclass(frozen=True)
@@ -87,7 +85,7 @@ def team_coverage(account_id: int) -> list[TeamCoverage]:
             for category, _skill in AgentSkill.objects.filter(
                 agent_id__in=agent_ids,
                 is_active=True,
-                proficiency__gte=COVERAGE_PROFICIENCY,
+                proficiency__gte=TUNING.learning.coverage_proficiency,
                 skill__status=Skill.Status.ACTIVE,
             )
             .values_list("skill__category", "skill_id")

@@ -23,10 +23,9 @@ from core.audit import audit_record
 from core.errors import Conflict, NotFound, ValidationFailed
 from core.models import Agent
 from core.writes import row_delete, row_locked
-from rag import graph
-from rag.graph import DEPENDS_ON
-from rag.models import GraphNode
-from rag.services import graph as graph_services
+from rag.graph import selectors as graph
+from rag.graph import services as graph_services
+from rag.graph.selectors import DEPENDS_ON
 from skills.categories import CATEGORIES
 from skills.models import AgentSkill, Skill, SkillVersion
 from skills.roles import MANAGE_SKILLS, require_reviewer
@@ -236,7 +235,6 @@ def skill_create(
                         source_id=node.pk,
                         target_id=target.pk,
                         relation_type=DEPENDS_ON,
-                        roles=MANAGE_SKILLS,
                     )
             SkillVersion.objects.create(
                 account_id=account_id,
@@ -407,10 +405,7 @@ def skill_reindex(*, actor: Actor, skill: Skill, embedded: Embedded | None = Non
         if current is None:
             raise skill_not_found()
         index_skill(scope, current, embedded, new=False)
-        if (
-            current.graph_node_id is None
-            or not GraphNode.objects.filter(pk=current.graph_node_id).exists()
-        ):
+        if current.graph_node_id is None or not graph.node_exists(current.graph_node_id):
             node_for(actor, current, embedded)
     skill.refresh_from_db()
     return skill

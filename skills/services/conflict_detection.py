@@ -13,24 +13,20 @@ from typing import Any
 from django.db import connection, transaction
 
 from core.embeddings import get_embedding_provider
-from rag import graph
-from rag.graph import DEPENDS_ON
+from rag.graph import selectors as graph
+from rag.graph.selectors import DEPENDS_ON
 from rag.keyword import analyze
-from rag.models import GraphNode
 from skills.models import Skill, SkillConflict
 from skills.selectors.catalog import active_versions, requirement_met
 from skills.selectors.traversal import dependency_cycles
 from skills.similarity import (
-    NAME_SIMILARITY,
-    OVERLAP_SIMILARITY,
     name_key,
     name_similarity,
     overlap_severity,
 )
+from skills.tuning import TUNING
 
 Type = SkillConflict.ConflictType
-NEIGHBOURS = 10
-CONTRADICTION_SIMILARITY = 0.60
 _NEGATIVE = re.compile(
     r"\b(?:never|avoid|do not|don't|must not|mustn't|should not|shouldn't|no longer)\s+(\w+)"
 )
@@ -57,10 +53,14 @@ def _pair(a: int, b: int) -> tuple[int, int]:
 
 def _neighbours(account_id: int, minimum: float) -> dict[tuple[int, int], float]:
     """Pairs of active skills (lower id first) whose cosine similarity is at least
-    ``minimum``, each skill compared with its ``NEIGHBOURS`` nearest active skills."""
+    ``minimum``, each skill compared with its ``TUNING.conflicts.neighbours`` nearest active
+    skills."""
     model = get_embedding_provider().model_id
     with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute("SELECT set_config('hnsw.ef_search', %s, true)", [str(max(40, NEIGHBOURS))])
+        cursor.execute(
+            "SELECT set_config('hnsw.ef_search', %s, true)",
+            [str(max(40, TUNING.conflicts.neighbours))],
+        )
         cursor.execute("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true)")
         cursor.execute(
             """
@@ -76,7 +76,7 @@ def _neighbours(account_id: int, minimum: float) -> dict[tuple[int, int], float]
             WHERE s.account_id = %(account)s AND s.status = 'active'
               AND s.embedding_model = %(model)s AND s.embedding IS NOT NULL
             """,
-            {"account": account_id, "model": model, "k": NEIGHBOURS},
+            {"account": account_id, "model": model, "k": TUNING.conflicts.neighbours},
         )
         rows = cursor.fetchall()
     pairs: dict[tuple[int, int], float] = {}
@@ -96,7 +96,10 @@ def directives(text: str) -> tuple[set[str], set[str]]:
 
 
 def detect_overlap_and_contradiction(account_id: int) -> list[Detected]:
-    pairs = _neighbours(account_id, min(OVERLAP_SIMILARITY, CONTRADICTION_SIMILARITY))
+    pairs = _neighbours(
+        account_id,
+        min(TUNING.conflicts.overlap_similarity, TUNING.conflicts.contradiction_similarity),
+    )
     if not pairs:
         return []
     ids = {i for pair in pairs for i in pair}
@@ -108,7 +111,7 @@ def detect_overlap_and_contradiction(account_id: int) -> list[Detected]:
     for (a, b), similarity in sorted(pairs.items()):
         if a not in skills or b not in skills:
             continue
-        if similarity >= OVERLAP_SIMILARITY:
+        if similarity >= TUNING.conflicts.overlap_similarity:
             found.append(
                 Detected(
                     Type.OVERLAP,
@@ -150,9 +153,7 @@ def detect_dependencies(account_id: int) -> list[Detected]:
     nodes = {
         s.graph_node_id: s for s in Skill.objects.filter(account_id=account_id).defer("embedding")
     }
-    names = dict(
-        GraphNode.objects.filter(pk__in={t for _, t, _ in edges}).values_list("pk", "name")
-    )
+    names = graph.node_names(t for _, t, _ in edges)
     versions = active_versions([s.pk for s in nodes.values()])
     found = []
     for source, target, metadata in edges:
@@ -241,7 +242,7 @@ def detect_naming(account_id: int) -> list[Detected]:
                 if _pair(a, b) in pairs:
                     continue
                 similarity = name_similarity(name_a, name_b)
-                if similarity >= NAME_SIMILARITY:
+                if similarity >= TUNING.conflicts.name_similarity:
                     pairs[_pair(a, b)] = similarity
     names = dict(skills)
     return [

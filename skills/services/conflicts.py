@@ -37,11 +37,10 @@ from core.errors import Conflict
 from skills.models import Skill, SkillConflict, SkillUsage
 from skills.roles import require_reviewer
 from skills.services.conflict_detection import detect_all
+from skills.tuning import TUNING
 
 Type = SkillConflict.ConflictType
 Status = SkillConflict.Status
-PRIORITY_USAGE_DAYS = 30
-PRIORITY_AGE_DAYS = 30
 
 # What a person may do with an open conflict.
 TRANSITIONS: dict[str, frozenset[str]] = {
@@ -58,8 +57,11 @@ TRANSITIONS: dict[str, frozenset[str]] = {
 def priority(*, severity: str, recent_uses: int, age_days: float) -> float:
     """weight x (1 + log10(1 + recent uses)) x (1 + min(age, 30) / 30)."""
     weight = SkillConflict.SEVERITY_WEIGHTS[severity]
-    age = min(max(age_days, 0.0), PRIORITY_AGE_DAYS)
-    return round(weight * (1 + math.log10(1 + recent_uses)) * (1 + age / PRIORITY_AGE_DAYS), 6)
+    age = min(max(age_days, 0.0), TUNING.conflicts.priority_age_days)
+    return round(
+        weight * (1 + math.log10(1 + recent_uses)) * (1 + age / TUNING.conflicts.priority_age_days),
+        6,
+    )
 
 
 def _recent_uses(account_id: int, now: datetime) -> dict[int, int]:
@@ -67,7 +69,7 @@ def _recent_uses(account_id: int, now: datetime) -> dict[int, int]:
         SkillUsage.objects.filter(
             account_id=account_id,
             skill__isnull=False,
-            occurred_at__gte=now - timedelta(days=PRIORITY_USAGE_DAYS),
+            occurred_at__gte=now - timedelta(days=TUNING.conflicts.priority_usage_days),
         )
         .values("skill_id")
         .annotate(n=Count("id"))

@@ -7,22 +7,23 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from django.db.models.functions import Lower
 
 from core.actors import Actor
 from core.embeddings import get_embedding_provider
 from core.errors import Conflict, ValidationFailed
-from rag import graph, keyword
-from rag.graph import DEPENDS_ON
-from rag.models import GraphNode
-from rag.services import graph as graph_services
+from rag import keyword
+from rag.graph import selectors as graph
+from rag.graph import services as graph_services
+from rag.graph.selectors import DEPENDS_ON, NodeStatus, NodeType
 from rag.spaces import graph_node_text
 from skills.models import Skill, SkillScope
-from skills.roles import MANAGE_SKILLS
 from skills.spaces import SKILLS, skill_text, text_checksum
+
+if TYPE_CHECKING:
+    from rag.graph.models import GraphNode
 
 SKILL_ENTITY_TYPE = "skill"
 
@@ -114,50 +115,30 @@ def index_skill(scope: SkillScope, skill: Skill, embedded: Embedded | None, *, n
 # --- the knowledge graph ---------------------------------------------------------------------
 
 
-def _skill_node(account_id: int, name: str) -> GraphNode | None:
-    """The account's skill node of that name (case-insensitive), if any."""
-    return (
-        GraphNode.objects.filter(account_id=account_id, entity_type=SKILL_ENTITY_TYPE)
-        .annotate(lname=Lower("name"))
-        .filter(lname=name.strip().lower())
-        .first()
-    )
-
-
 def node_for(actor: Actor, skill: Skill, embedded: Embedded) -> GraphNode:
-    """Create the skill's graph node, or take over a node of that name no skill holds (a
-    placeholder a missing dependency left), and link the skill to it."""
-    found = _skill_node(skill.account_id, skill.name)
-    if found is not None and Skill.objects.filter(graph_node=found).exclude(pk=skill.pk).exists():
-        raise _name_taken()
-    metadata = {"skill_id": skill.pk, "category": skill.category}
-    node: GraphNode
-    if found is None:
-        node = graph_services.node_create(
-            actor=actor,
-            account_id=skill.account_id,
-            name=skill.name,
-            description=skill.description,
-            entity_type=SKILL_ENTITY_TYPE,
-            node_type=GraphNode.NodeType.SKILL,
-            metadata=metadata,
-            roles=MANAGE_SKILLS,
-            embedding=embedded.node_vector,
-        )
-    else:
-        node = graph_services.node_update(
-            actor=actor,
-            node=found,
-            fields={
-                "name": skill.name,
-                "description": skill.description,
-                "node_type": GraphNode.NodeType.SKILL,
-                "status": GraphNode.Status.ACTIVE,
-                "metadata": metadata,
-            },
-            roles=MANAGE_SKILLS,
-            embedding=embedded.node_vector,
-        )
+    """Create the skill's graph node, or take over a node of that name (case-insensitive) no
+    skill holds (a placeholder a missing dependency left), and link the skill to it."""
+
+    def adoptable(found: GraphNode) -> bool:
+        if Skill.objects.filter(graph_node_id=found.pk).exclude(pk=skill.pk).exists():
+            raise _name_taken()
+        return True
+
+    node = graph_services.node_ensure(
+        actor=actor,
+        account_id=skill.account_id,
+        name=skill.name,
+        entity_type=SKILL_ENTITY_TYPE,
+        fields={
+            "name": skill.name,
+            "description": skill.description,
+            "node_type": NodeType.SKILL,
+            "status": NodeStatus.ACTIVE,
+            "metadata": {"skill_id": skill.pk, "category": skill.category},
+        },
+        embedding=embedded.node_vector,
+        adoptable=adoptable,
+    ).node
     Skill.objects.filter(pk=skill.pk).update(graph_node=node)
     skill.graph_node = node
     return node
@@ -166,19 +147,17 @@ def node_for(actor: Actor, skill: Skill, embedded: Embedded) -> GraphNode:
 def placeholder_node(actor: Actor, account_id: int, name: str) -> GraphNode:
     """The graph node a dependency on a skill that does not exist yet points to (found by
     conflict detection as a missing dependency; the skill takes it over when created)."""
-    node = _skill_node(account_id, name)
-    if node is not None:
-        return node
-    return graph_services.node_create(
+    return graph_services.node_ensure(
         actor=actor,
         account_id=account_id,
         name=name,
         entity_type=SKILL_ENTITY_TYPE,
-        node_type=GraphNode.NodeType.SKILL,
-        description="A skill other skills depend on that does not exist yet.",
-        metadata={"placeholder": True},
-        roles=MANAGE_SKILLS,
-    )
+        initial={
+            "node_type": NodeType.SKILL,
+            "description": "A skill other skills depend on that does not exist yet.",
+            "metadata": {"placeholder": True},
+        },
+    ).node
 
 
 def reaches(account_id: int, sources: Sequence[int], target: int) -> bool:
@@ -201,7 +180,7 @@ def _cycle() -> ValidationFailed:
 
 def dependencies_set(actor: Actor, skill: Skill, dependencies: Sequence[_Dependency]) -> None:
     """Make the skill's ``depends_on`` edges exactly ``dependencies`` (inside a transaction)."""
-    node = GraphNode.objects.filter(pk=skill.graph_node_id).first() if skill.graph_node_id else None
+    node = graph.node_by_id(skill.graph_node_id)
     if node is None:
         raise Conflict(
             f"The skill {skill.name!r} has no graph node; the weekly upkeep restores it.",
@@ -226,7 +205,7 @@ def dependencies_set(actor: Actor, skill: Skill, dependencies: Sequence[_Depende
     for target, edge in existing.items():
         wanted = targets.get(target)
         if wanted is None or edge.metadata.get("version", "") != wanted.requirement:
-            graph_services.edge_delete(actor=actor, edge=edge, roles=MANAGE_SKILLS)
+            graph_services.edge_delete(actor=actor, edge=edge)
     for target, dependency in targets.items():
         kept = existing.get(target)
         if kept is not None and kept.metadata.get("version", "") == dependency.requirement:
@@ -238,7 +217,6 @@ def dependencies_set(actor: Actor, skill: Skill, dependencies: Sequence[_Depende
             target_id=target,
             relation_type=DEPENDS_ON,
             metadata={"version": dependency.requirement} if dependency.requirement else {},
-            roles=MANAGE_SKILLS,
         )
 
 
@@ -250,7 +228,7 @@ def _node_follow(
 ) -> None:
     """The skill's graph node follows its name, description and status (archived skills'
     nodes are archived); a skill whose node was deleted gets a new one when re-embedded."""
-    node = GraphNode.objects.filter(pk=skill.graph_node_id).first() if skill.graph_node_id else None
+    node = graph.node_by_id(skill.graph_node_id)
     if node is None:
         if embedded is not None:
             node_for(actor, skill, embedded)
@@ -262,7 +240,7 @@ def _node_follow(
         fields["description"] = skill.description
     if "status" in changes:
         archived = skill.status == Skill.Status.ARCHIVED
-        fields["status"] = GraphNode.Status.ARCHIVED if archived else GraphNode.Status.ACTIVE
+        fields["status"] = NodeStatus.ARCHIVED if archived else NodeStatus.ACTIVE
     if "category" in changes:
         fields["metadata"] = {**node.metadata, "category": skill.category}
     if fields:
@@ -270,6 +248,5 @@ def _node_follow(
             actor=actor,
             node=node,
             fields=fields,
-            roles=MANAGE_SKILLS,
             embedding=embedded.node_vector if embedded is not None else None,
         )

@@ -15,11 +15,8 @@ from core.errors import Conflict, ValidationFailed
 from skills.models import AgentTrust, TaskAssignment
 from skills.selectors.learning import rank_agents
 from skills.services import usage
+from skills.tuning import TUNING
 
-# Trust decays toward neutral for agents idle this long, by this factor a day.
-TRUST_IDLE_DAYS = 7
-TRUST_NEUTRAL = 0.5
-TRUST_DECAY = 0.95
 # The advisory lock namespace serialising assignments within an account (loads are read, then
 # an agent is given one more task).
 _ASSIGN_LOCK = 0x5C11
@@ -142,12 +139,12 @@ def task_complete(
 
 
 def trust_decay(*, now: datetime | None = None, dry_run: bool = False) -> dict[str, int]:
-    """The daily job: the trust score of every agent idle for ``TRUST_IDLE_DAYS`` (no outcome
-    since) moves toward neutral, ``t <- 0.5 + (t - 0.5) x 0.95``, at most once a day. One
-    statement; no audit event (derived data)."""
+    """The daily job: the trust score of every agent idle for ``TUNING.outcomes.trust_idle_days``
+    (no outcome since) moves toward neutral, ``t <- 0.5 + (t - 0.5) x 0.95``, at most once a day.
+    One statement; no audit event (derived data)."""
     now = now or timezone.now()
     idle = AgentTrust.objects.filter(
-        last_active_at__lt=now - timedelta(days=TRUST_IDLE_DAYS)
+        last_active_at__lt=now - timedelta(days=TUNING.outcomes.trust_idle_days)
     ).exclude(decayed_at__gt=now - timedelta(hours=20))
     if dry_run:
         return {"decayed": idle.count()}
@@ -161,8 +158,8 @@ def trust_decay(*, now: datetime | None = None, dry_run: bool = False) -> dict[s
             WHERE id = ANY(%(ids)s)
             """,
             {
-                "neutral": TRUST_NEUTRAL,
-                "factor": TRUST_DECAY,
+                "neutral": TUNING.outcomes.trust_neutral,
+                "factor": TUNING.outcomes.trust_decay,
                 "now": now,
                 "ids": list(idle.values_list("pk", flat=True)),
             },

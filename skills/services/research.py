@@ -10,16 +10,15 @@ from typing import Any
 
 from core.actors import Actor
 from core.llm import get_llm_provider
-from rag import graph
-from rag.models import KnowledgeBase
+from rag import selectors as rag_selectors
+from rag.graph import selectors as graph
 from rag.search import SearchFilters, chunk_search
 from skills.categories import CATEGORIES, keyword_votes
 from skills.models import Skill
 from skills.selectors.catalog import PAGE_ENTITY_TYPES, skill_discover
+from skills.tuning import TUNING
 
-RESEARCH_RESULTS = 5
 QUERY_CHARS = 1000
-SNIPPET_CHARS = 300
 LLM_SYSTEM = (
     "You write the procedure of a skill for AI agents: numbered, concrete steps an agent can "
     "follow, then how it knows it succeeded. Use the related skills, documents and pages given. "
@@ -53,22 +52,18 @@ def research(*, actor: Actor, account_id: int, name: str, description: str) -> R
         for hit in skill_discover(
             actor=actor,
             description=query,
-            top_k=RESEARCH_RESULTS,
+            top_k=TUNING.context.research_results,
             statuses=(Skill.Status.ACTIVE, Skill.Status.DRAFT, Skill.Status.DEPRECATED),
             account_ids=[account_id],
         )
     ]
-    kb_ids = list(
-        KnowledgeBase.objects.filter(account_id=account_id)
-        .exclude(status=KnowledgeBase.Status.ARCHIVED)
-        .values_list("pk", flat=True)
-    )
+    kb_ids = rag_selectors.knowledge_base_ids_unarchived(account_id=account_id)
     documents = []
     if kb_ids:
         outcome = chunk_search(
             actor=actor,
             query=query,
-            top_k=RESEARCH_RESULTS,
+            top_k=TUNING.context.research_results,
             filters=SearchFilters(knowledge_base_ids=tuple(kb_ids)),
         )
         documents = [
@@ -77,7 +72,7 @@ def research(*, actor: Actor, account_id: int, name: str, description: str) -> R
                 "chunk_id": hit.chunk_id,
                 "title": hit.document_title,
                 "score": round(hit.score, 6),
-                "snippet": hit.text[:SNIPPET_CHARS],
+                "snippet": hit.text[: TUNING.context.snippet_chars],
             }
             for hit in outcome.hits
         ]
@@ -91,7 +86,7 @@ def research(*, actor: Actor, account_id: int, name: str, description: str) -> R
         for hit in graph.node_search(
             actor=actor,
             query=query,
-            top_k=RESEARCH_RESULTS,
+            top_k=TUNING.context.research_results,
             entity_types=PAGE_ENTITY_TYPES,
             account_ids=[account_id],
         )

@@ -16,38 +16,30 @@ from django.utils import timezone
 from core.actors import actor_for_account
 from core.embeddings import get_embedding_provider
 from core.embeddings.base import EmbeddingError
-from rag.models import GraphNode
+from rag.graph import selectors as graph
 from skills.categories import CATEGORIES
 from skills.models import LearningProfile, Skill, SkillConflict, SkillUsage
 from skills.selectors.traversal import team_coverage
 from skills.services import catalog
+from skills.services.indexing import SKILL_ENTITY_TYPE
 from skills.spaces import skill_text, text_checksum
+from skills.tuning import TUNING
 
-# Health = 0.5 x outcomes + 0.3 x recency + 0.2 x conflicts.
-HEALTH_WEIGHTS = {"outcomes": 0.5, "recency": 0.3, "conflicts": 0.2}
-RECENCY_DAYS = 30.0
-CONFLICT_WEIGHT_SCALE = 4.0
-# Unused this long, a skill's effectiveness decays by this factor each week.
-STALE_AFTER_DAYS = 30
-STALE_FACTOR = 0.9
+# Health = 0.5 x outcomes + 0.3 x recency + 0.2 x conflicts, and every other weight and threshold
+# of upkeep: ``TUNING.health`` (skills.tuning).
 REEMBED_BATCH = 2000
-# A task type is a gap when, over the last 30 days with at least 5 executions, it failed at
-# least half the time, or no agent shows at least 50% success over at least 5 executions.
-GAP_DAYS = 30
-GAP_MIN_EXECUTIONS = 5
-GAP_FAILURE_RATE = 0.5
-CAPABLE_SUCCESS_RATE = 0.5
 
 
 def health_score(*, effectiveness: float, days_idle: float, open_conflict_weight: float) -> float:
     """0.5 x effectiveness + 0.3 x exp(-days idle / 30) + 0.2 / (1 + open conflicts' weights /
     4), within 0..1. ``days_idle`` counts from the last use (or the creation when never used)."""
-    recency = math.exp(-max(0.0, days_idle) / RECENCY_DAYS)
-    conflicts = 1.0 / (1.0 + max(0.0, open_conflict_weight) / CONFLICT_WEIGHT_SCALE)
+    health = TUNING.health
+    recency = math.exp(-max(0.0, days_idle) / health.recency_days)
+    conflicts = 1.0 / (1.0 + max(0.0, open_conflict_weight) / health.conflict_weight_scale)
     value = (
-        HEALTH_WEIGHTS["outcomes"] * effectiveness
-        + HEALTH_WEIGHTS["recency"] * recency
-        + HEALTH_WEIGHTS["conflicts"] * conflicts
+        health.outcomes_weight * effectiveness
+        + health.recency_weight * recency
+        + health.conflicts_weight * conflicts
     )
     return min(1.0, max(0.0, value))
 
@@ -94,7 +86,7 @@ def stale_decay(*, now: datetime | None = None, dry_run: bool = False) -> dict[s
     """Weekly: the effectiveness of skills unused for 30 days (never used: created 30 days ago)
     is multiplied by 0.9."""
     now = now or timezone.now()
-    cutoff = now - timedelta(days=STALE_AFTER_DAYS)
+    cutoff = now - timedelta(days=TUNING.health.stale_after_days)
     stale = Skill.objects.filter(
         Q(last_used_at__lt=cutoff) | Q(last_used_at__isnull=True, created_at__lt=cutoff)
     ).exclude(status=Skill.Status.ARCHIVED)
@@ -104,7 +96,7 @@ def stale_decay(*, now: datetime | None = None, dry_run: bool = False) -> dict[s
         cursor.execute(
             "UPDATE skills_skill SET effectiveness_score = effectiveness_score * %s::float8 "
             "WHERE id = ANY(%s)",
-            [STALE_FACTOR, list(stale.values_list("pk", flat=True))],
+            [TUNING.health.stale_factor, list(stale.values_list("pk", flat=True))],
         )
         return {"decayed": cursor.rowcount}
 
@@ -130,7 +122,7 @@ def reembed(*, dry_run: bool = False, limit: int = REEMBED_BATCH) -> dict[str, i
     next run continues). A provider failure stops the run (the rest waits for the next one)."""
     model = get_embedding_provider().model_id
     candidates = Skill.objects.defer("embedding").order_by("pk")
-    node_ids = set(GraphNode.objects.filter(entity_type="skill").values_list("pk", flat=True))
+    node_ids = set(graph.node_ids_of_type(entity_types=[SKILL_ENTITY_TYPE]))
     due = []
     for skill in candidates.iterator(chunk_size=2000):
         if _needs_embedding(skill, model) or skill.graph_node_id not in node_ids:
@@ -162,7 +154,7 @@ def gaps_detect(*, now: datetime | None = None, dry_run: bool = False) -> dict[s
     from skills.services.proposals import dependency_proposal_open
 
     now = now or timezone.now()
-    since = now - timedelta(days=GAP_DAYS)
+    since = now - timedelta(days=TUNING.health.gap_days)
     stats = (
         SkillUsage.objects.filter(occurred_at__gte=since)
         .values("account_id", "task_type")
@@ -171,24 +163,26 @@ def gaps_detect(*, now: datetime | None = None, dry_run: bool = False) -> dict[s
     )
     capable = set(
         LearningProfile.objects.filter(
-            executions__gte=GAP_MIN_EXECUTIONS, success_rate__gte=CAPABLE_SUCCESS_RATE
+            executions__gte=TUNING.health.gap_min_executions,
+            success_rate__gte=TUNING.health.capable_success_rate,
         )
         .values_list("account_id", "task_type")
         .distinct()
     )
     counts = {"gaps": 0, "proposals": 0}
     for row in stats:
-        if row["runs"] < GAP_MIN_EXECUTIONS:
+        if row["runs"] < TUNING.health.gap_min_executions:
             continue
-        failing = row["failures"] / row["runs"] >= GAP_FAILURE_RATE
+        failing = row["failures"] / row["runs"] >= TUNING.health.gap_failure_rate
         uncovered = (row["account_id"], row["task_type"]) not in capable
         if not (failing or uncovered):
             continue
         counts["gaps"] += 1
         if dry_run:
             continue
+        days = TUNING.health.gap_days
         reason = (
-            f"{row['failures']} of {row['runs']} executions failed in the last {GAP_DAYS} days"
+            f"{row['failures']} of {row['runs']} executions failed in the last {days} days"
             if failing
             else "no agent succeeds at half of them"
         )

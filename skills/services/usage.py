@@ -43,14 +43,12 @@ from skills.models import (
     TaskAssignment,
 )
 from skills.selectors.catalog import version_route
+from skills.tuning import TUNING
 
 MAX_BATCH = 1000
 MAX_DURATION_MS = 10**12
 # A record may be stamped a little ahead of the server's clock, never further.
 CLOCK_SKEW = timedelta(minutes=5)
-EFFECTIVENESS_RATE = 0.1
-PROFICIENCY_RATE = 0.1
-TRUST_RATE = 0.05
 
 
 @dataclass(frozen=True)
@@ -248,7 +246,9 @@ def _skills_learn(rows: Sequence[SkillUsage]) -> None:
         last = max(r.occurred_at for r in used)
         Skill.objects.filter(pk=skill_id).update(
             effectiveness_score=_ema(
-                skill.effectiveness_score, (r.success for r in used), EFFECTIVENESS_RATE
+                skill.effectiveness_score,
+                (r.success for r in used),
+                TUNING.outcomes.effectiveness_rate,
             ),
             usage_count=skill.usage_count + len(used),
             success_count=skill.success_count + sum(1 for r in used if r.success),
@@ -282,7 +282,7 @@ def _assignments_learn(account_id: int, rows: Sequence[SkillUsage]) -> None:
     for pair, used in by_pair.items():
         assignment = existing[pair]
         assignment.proficiency = _ema(
-            assignment.proficiency, (r.success for r in used), PROFICIENCY_RATE
+            assignment.proficiency, (r.success for r in used), TUNING.outcomes.proficiency_rate
         )
         assignment.usage_count += len(used)
         assignment.success_count += sum(1 for r in used if r.success)
@@ -394,7 +394,9 @@ def _trust_learn(account_id: int, rows: Sequence[SkillUsage]) -> None:
     now = timezone.now()
     for agent_id, used in by_agent.items():
         trust = trusts[agent_id]
-        trust.trust_score = _ema(trust.trust_score, (r.success for r in used), TRUST_RATE)
+        trust.trust_score = _ema(
+            trust.trust_score, (r.success for r in used), TUNING.outcomes.trust_rate
+        )
         last = max(r.occurred_at for r in used)
         trust.last_active_at = max(last, trust.last_active_at) if trust.last_active_at else last
         trust.updated_at = now

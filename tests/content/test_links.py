@@ -15,7 +15,7 @@ from content.models import Page
 from core.actors import Actor, actor_for_agent
 from core.errors import Conflict, PayloadTooLarge, ValidationFailed
 from core.models import AuditEvent
-from rag import graph
+from rag.graph import selectors as graph
 from rag.models import GraphEdge, GraphNode
 from tests.conftest import AuthedAgent
 
@@ -211,6 +211,7 @@ def test_unlinked_mentions_stay_in_the_account(
     assert selectors.unlinked_mentions(page=target) == []
 
 
+@pytest.mark.real_embeddings  # related by meaning
 def test_related_pages_by_embedding_similarity(make_page: MakePage, make_article: Any) -> None:
     base = make_page("Kubernetes deploys", "Deploying containers to a kubernetes cluster.")
     near = make_page("Helm charts", "Packaging kubernetes deployments with helm charts.")
@@ -393,13 +394,13 @@ def test_the_rebuild_command_recreates_nodes_and_edges_from_pages(
 
 
 def services_graph_delete(actor: Actor, node: GraphNode) -> None:
-    from rag.services import graph as graph_services
+    from rag.graph.services import nodes as graph_services
 
     graph_services.node_delete(actor=actor, node=node)
 
 
 def services_graph_create(actor: Actor, name: str, **kwargs: Any) -> GraphNode:
-    from rag.services import graph as graph_services
+    from rag.graph.services import nodes as graph_services
 
     return graph_services.node_create(actor=actor, name=name, **kwargs)
 

@@ -12,7 +12,7 @@ from django.test.utils import CaptureQueriesContext
 from content.models import Page
 from content.selectors import page_search
 from core.actors import Actor
-from rag.services import graph as graph_services
+from rag.graph.services import nodes as graph_services
 
 pytestmark = pytest.mark.django_db
 

@@ -5,6 +5,7 @@ never data; choices, filters, forms and actions never reach the other account.""
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -23,7 +24,8 @@ from core.admin_base import (
 from core.models import Account, Agent, ApiKey, AuditEvent, JobRun, Membership, Team
 from rag.models import Chunk, Document, KnowledgeBase
 from tests.factories import UserFactory
-from tests.support.world import LIST_MARKER, RIGHTS, Side, build_side
+from tests.support.world import LIST_MARKER, RIGHTS, SharedWorld, Side, build_side, shared_world
+from tests.test_tenancy import intruder_state
 
 pytestmark = pytest.mark.django_db
 
@@ -31,12 +33,23 @@ OWN, FOREIGN = "ALPHAQX", "BRAVOQX"
 MISSING_ID = 987654321
 
 
+@pytest.fixture(scope="module")
+def _world_built(
+    django_db_setup: None, django_db_blocker: Any
+) -> Iterator[SharedWorld[dict[str, Side]]]:
+    """Both sides, built once per module and worker (tests/support/world.py, shared_world)."""
+    with shared_world(
+        django_db_blocker,
+        lambda capture: {"own": build_side(OWN, capture), "foreign": build_side(FOREIGN, capture)},
+        state=lambda world: {name: intruder_state(side) for name, side in world.items()},
+    ) as world:
+        yield world
+
+
 @pytest.fixture
-def world(django_capture_on_commit_callbacks: Any) -> dict[str, Side]:
-    return {
-        "own": build_side(OWN, django_capture_on_commit_callbacks),
-        "foreign": build_side(FOREIGN, django_capture_on_commit_callbacks),
-    }
+def world(_world_built: SharedWorld[dict[str, Side]], db: None) -> dict[str, Side]:
+    """Both sides as built: each test's writes are rolled back, Redis is put back."""
+    return _world_built.fresh()
 
 
 def login(user: Any) -> Client:

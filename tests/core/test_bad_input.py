@@ -237,7 +237,7 @@ def test_an_admin_page_whose_store_is_down_is_a_503_page(monkeypatch) -> None:
     import redis
     from django.test import Client
 
-    from memory.admin import rot as rot_admin
+    from memory.maintenance.admin import rot as rot_admin
 
     def down(**kwargs):
         raise redis.ConnectionError("Connection refused")

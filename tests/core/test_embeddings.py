@@ -348,6 +348,7 @@ def fake_settings(settings: Any) -> Iterator[Any]:
     reset_embedding_provider()
 
 
+@pytest.mark.real_embeddings  # the configured default is the subject
 @pytest.mark.usefixtures("fake_settings")
 def test_factory_defaults_to_local_model_and_caches() -> None:
     provider = get_embedding_provider()

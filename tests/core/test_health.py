@@ -15,7 +15,7 @@ def test_readyz_reports_every_component_green(client) -> None:
     response = client.get("/readyz")
     assert response.status_code == 200, response.json()
     components = response.json()["components"]
-    assert set(components) == {"database", "redis", "broker", "embeddings"}
+    assert set(components) == {"database", "migrations", "redis", "broker", "embeddings"}
     assert all(c["ok"] for c in components.values())
     assert components["database"]["pgvector"]
     assert components["embeddings"]["dimensions"] == 384
@@ -83,3 +83,13 @@ def test_the_real_server_has_a_supported_pgvector() -> None:
     assert version is not None
     assert health.pgvector_version_supported(version)
     assert health._check_database() == {"ok": True, "pgvector": version}
+
+
+def test_readyz_is_503_while_migrations_are_pending(client, monkeypatch) -> None:
+    from django.db.migrations.executor import MigrationExecutor
+
+    monkeypatch.setattr(health, "_migrated", [])
+    monkeypatch.setattr(MigrationExecutor, "migration_plan", lambda self, targets: [("m", False)])
+    response = client.get("/readyz")
+    assert response.status_code == 503
+    assert response.json()["components"]["migrations"]["error"] == "1 migrations not applied"

@@ -48,7 +48,7 @@ def test_the_web_server_module_imports_its_views_then_freezes_its_heap(entry_poi
     """What gunicorn imports: the URLconf's views loaded and frozen at start-up."""
     probe = (
         f"import gc, sys, {entry_point}; print(gc.get_freeze_count(), "
-        "'memory.apis' in sys.modules, 'rag.graph_rag_apis' in sys.modules)"
+        "'memory.apis' in sys.modules, 'rag.graph.apis.retrieval' in sys.modules)"
     )
     done = subprocess.run(
         [sys.executable, "-c", probe],

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 from django.core.management import call_command
@@ -68,6 +69,44 @@ def test_every_app_job_is_declared_with_expiry() -> None:
     jobs = periodic_jobs()
     assert {"core.prune_api_keys", "core.prune_job_runs"} <= {job.name for job in jobs}
     assert all(job.expires_seconds > 0 for job in jobs)
+
+
+def test_each_job_name_is_written_once_where_the_job_is() -> None:
+    """``@periodic_job`` derives a job's name (``<app>.<function>``) and its task's
+    (``<app>.tasks.<function>``): a tasks module spells a job's name at most once (a name kept
+    from before, ``job=``), and never its task's."""
+    jobs = periodic_jobs()
+    assert len({job.name for job in jobs}) == len(jobs)
+    for job in jobs:
+        app = job.name.split(".")[0]
+        source = (Path(__file__).resolve().parents[2] / app / "tasks.py").read_text()
+        assert source.count(f'"{job.name}"') <= 1, job.name
+        assert f'"{job.task}"' not in source, job.task
+        assert job.task == f"{app}.tasks.{job.task.rsplit('.', 1)[1]}"
+
+
+def test_the_registry_is_what_the_beat_rows_and_celery_carry() -> None:
+    from config.celery import app
+
+    jobs = periodic_jobs()
+    periodic_tasks_sync()
+    rows = PeriodicTask.objects.filter(name__in=[job.name for job in jobs])
+    assert dict(rows.values_list("name", "task")) == {job.name: job.task for job in jobs}
+    app.loader.import_default_modules()
+    assert {job.task for job in jobs} <= set(app.tasks)
+    # Today's names, unchanged by the declaration (beat rows of running installations use them).
+    assert {
+        "memory.prune_short_term": "memory.tasks.prune_short_term",
+        "memory.index_pending": "memory.tasks.index_pending_sweep",
+        "core.prune_api_keys": "core.tasks.prune_api_keys",
+        "content.daily_summaries": "content.tasks.daily_summaries",
+    }.items() <= {job.name: job.task for job in jobs}.items()
+
+
+def test_a_declared_job_runs_as_its_task_and_records_its_run() -> None:
+    assert tasks.prune_api_keys.delay(dry_run=True).get() == {"would_delete": 0}
+    run = JobRun.objects.get(job="core.prune_api_keys")
+    assert run.status == JobRun.Status.SUCCEEDED and run.counts == {"would_delete": 0}
 
 
 def test_periodic_job_requires_exactly_one_schedule() -> None:

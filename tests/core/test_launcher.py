@@ -50,7 +50,22 @@ def _wait_for(condition: Callable[[], object], timeout: float, what: str) -> Non
     while not condition():
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.2)
+        time.sleep(0.05)
+
+
+def _gone(data_dir: Path, port: int) -> None:
+    """Every process of this data directory exits (the launcher has returned: its children and
+    servers are on their way out)."""
+    left: list[str] = []
+
+    def none_left() -> bool:
+        left[:] = _engram_processes(data_dir, port)
+        return not left
+
+    try:
+        _wait_for(none_left, 5, "the processes to exit")
+    except AssertionError:
+        raise AssertionError(f"still running: {left}") from None
 
 
 @pytest.fixture(autouse=True)
@@ -141,12 +156,12 @@ class Running:
             # Not before this launcher's own children run: an orphan of an earlier run may still
             # answer on the port until the new launcher has reaped it.
             if self.launcher_pid() is None:
-                time.sleep(0.5)
+                time.sleep(0.1)
                 continue
             status, body = self.readyz()
             if status == 200:
                 return body
-            time.sleep(0.5)
+            time.sleep(0.1)
         raise AssertionError("not ready in time:\n" + self.output()[-3000:])
 
     def get(self, path: str, key: str) -> tuple[int, dict]:
@@ -221,8 +236,7 @@ def test_run_serve_stop_restart_and_recover_from_kill_9(embedded_data_dir: Path)
     password = ADMIN_RE.search(first.output()).group(1)  # type: ignore[union-attr]
     assert "Engram administration" in admin_login(first.base, "admin", password)
     assert first.stop(signal.SIGINT) == 0  # the launcher's own exit status
-    time.sleep(0.5)
-    assert _engram_processes(data_dir, port) == []
+    _gone(data_dir, port)
 
     # Restart: the data survived, first-start credentials are not printed again.
     second = Running(data_dir, port)
@@ -240,8 +254,7 @@ def test_run_serve_stop_restart_and_recover_from_kill_9(embedded_data_dir: Path)
     third.wait_ready()
     assert third.get("/api/v1/me", key)[0] == 200
     assert third.stop(signal.SIGTERM) == 0
-    time.sleep(0.5)
-    assert _engram_processes(data_dir, port) == []
+    _gone(data_dir, port)
     assert "Traceback" not in third.output()
 
 
@@ -253,8 +266,7 @@ def test_output_reader_gone_from_the_start(embedded_data_dir: Path) -> None:
     run = Running(data_dir, port, output="| head -1")
     assert run.wait_ready()["status"] == "ok"
     assert run.stop(signal.SIGINT) == 0
-    time.sleep(0.5)
-    assert _engram_processes(data_dir, port) == []
+    _gone(data_dir, port)
     assert run.output().startswith("[engram] ") and "Traceback" not in run.output()
 
 
@@ -354,5 +366,4 @@ def test_supervision_restarts_what_dies_and_stops_on_a_crash_loop(
     assert run.proc.wait(timeout=90) == 1, run.output()[-3000:]
     run.log.close()
     assert re.search(r"beat failed 5 times within 60 s \(last: exited \(-9\)\)", run.output())
-    time.sleep(0.5)
-    assert _engram_processes(data_dir, port) == []
+    _gone(data_dir, port)

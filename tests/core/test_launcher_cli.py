@@ -7,7 +7,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import psutil
@@ -38,9 +37,9 @@ def test_help_prints_usage_and_starts_nothing(tmp_path: Path) -> None:
 
 def test_logging_to_a_pipe_whose_reader_went_away_never_raises() -> None:
     script = (
-        "import sys, time\n"
+        "import sys\n"
         "from config.launcher import log\n"
-        "time.sleep(0.5)\n"  # the reader is gone by now
+        "sys.stdin.readline()\n"  # the test says when the reader is gone
         "for i in range(2000):\n"
         "    log('line %d ' % i + 'x' * 100)\n"
         "sys.stderr.write('still here\\n')\n"
@@ -48,12 +47,15 @@ def test_logging_to_a_pipe_whose_reader_went_away_never_raises() -> None:
     proc = subprocess.Popen(
         [sys.executable, "-c", script],
         cwd=BASE_DIR,
+        stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
-    assert proc.stdout is not None and proc.stderr is not None
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
     proc.stdout.close()
+    proc.stdin.write("reader gone\n")
+    proc.stdin.close()
     assert proc.wait(timeout=60) == 0
     errors = proc.stderr.read()
     assert errors == "still here\n"  # no BrokenPipeError, not even at the interpreter's exit
@@ -65,28 +67,33 @@ def test_the_reaper_kills_only_the_processes_it_recorded(
     monkeypatch.setenv("ENGRAM_DATA_DIR", str(tmp_path))
     from config.launcher import Launcher
 
-    # Its own session, like the launcher's children: the reaper kills the whole group.
-    sleeper = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    launcher = Launcher()
+    launcher.run_dir.mkdir(parents=True)
+
+    def reap(children: dict[str, object]) -> None:
+        launcher.state_file.write_text(json.dumps({"launcher": 1, "children": children}))
+        launcher._reap_orphans()
+        assert not launcher.state_file.exists()
+
+    # Each in its own session, like the launcher's children: the reaper kills the whole group.
+    spared = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    orphan = subprocess.Popen(["sleep", "60"], start_new_session=True)
     try:
-        started = psutil.Process(sleeper.pid).create_time()
-        launcher = Launcher()
-        launcher.run_dir.mkdir(parents=True)
-
-        def reap(children: dict[str, object]) -> None:
-            launcher.state_file.write_text(json.dumps({"launcher": 1, "children": children}))
-            launcher._reap_orphans()
-            assert not launcher.state_file.exists()
-
         # The pid was recorded for a process that started an hour earlier: reused since, by a
         # process that is none of ours. A state file of an older launcher (bare pids) proves
         # nothing either.
-        reap({"web": {"pid": sleeper.pid, "create_time": started - 3600}, "beat": sleeper.pid})
-        time.sleep(0.3)
-        assert sleeper.poll() is None
+        started = psutil.Process(spared.pid).create_time()
+        reap({"web": {"pid": spared.pid, "create_time": started - 3600}, "beat": spared.pid})
+        # A SIGKILL the reaper sent is pending by the time it returns (kill(2) marks the whole
+        # group as exiting), and it would win over this SIGTERM: the exit status says which.
+        spared.terminate()
+        assert spared.wait(timeout=10) == -signal.SIGTERM
 
         # Recorded with its own start time: it is the orphan, and it goes.
-        reap({"web": {"pid": sleeper.pid, "create_time": started}})
-        assert sleeper.wait(timeout=10) == -signal.SIGKILL
+        started = psutil.Process(orphan.pid).create_time()
+        reap({"web": {"pid": orphan.pid, "create_time": started}})
+        assert orphan.wait(timeout=10) == -signal.SIGKILL
     finally:
-        sleeper.kill()
-        sleeper.wait()
+        for sleeper in (spared, orphan):
+            sleeper.kill()
+            sleeper.wait()

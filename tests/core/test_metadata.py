@@ -182,15 +182,22 @@ def test_every_rest_write_refuses_metadata_past_the_bound_and_takes_it_at_the_bo
     ("tool", "arguments"),
     [
         (
-            "conversation_add_messages",
+            "conversation",
             lambda s, m: {
+                "action": "add_messages",
                 "conversation_id": s["conversation"],
                 "messages": [{"role": "user", "content": "hi", "metadata": m}],
             },
         ),
         (
-            "knowledge_put",
-            lambda s, m: {"base": s["base"], "key": "k1", "content": "c", "metadata": m},
+            "memory_write",
+            lambda s, m: {
+                "kind": "knowledge_item",
+                "base": s["base"],
+                "key": "k1",
+                "content": "c",
+                "metadata": m,
+            },
         ),
         (
             "add_document",

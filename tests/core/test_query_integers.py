@@ -13,7 +13,7 @@ from django.db import transaction
 
 from content import services as content_services
 from core.actors import actor_for_agent
-from rag.services import graph as graph_services
+from rag.graph.services import nodes as graph_services
 from tests.conftest import AuthedAgent
 
 pytestmark = pytest.mark.django_db

@@ -12,7 +12,7 @@ from rest_framework import serializers
 
 from core import serializers as strict
 from core.serializers import represent
-from memory.apis import working
+from memory.working import apis as working
 
 
 def _output_serializers(module: Any) -> list[type[serializers.Serializer]]:

@@ -17,11 +17,11 @@ from content.models import Page
 from core.actors import Actor, actor_for_agent
 from core.errors import ValidationFailed
 from core.search import MAX_LIST_ITEMS, MAX_QUERY_CHARS, MAX_TOP_K
-from memory.services import long_term as ltm
-from rag import graph
+from memory.long_term import services as ltm
 from rag import services as rag_services
+from rag.graph import selectors as graph
+from rag.graph.services import nodes as graph_services
 from rag.search import SearchFilters, chunk_search
-from rag.services import graph as graph_services
 from skills.selectors import catalog as skill_selectors
 from skills.services import catalog as skill_services
 from tests.conftest import AuthedAgent

@@ -2,10 +2,23 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from django.urls import reverse
+
+
+def screenshot(driver: Any, name: str) -> Path:
+    """Save what the browser shows as ``name``.png in ``ENGRAM_SCREENSHOT_DIR`` (default /tmp):
+    docs/screenshots.sh points it at docs/images/ to regenerate the admin guide's pictures."""
+    folder = Path(os.environ.get("ENGRAM_SCREENSHOT_DIR", "/tmp"))
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{name}.png"
+    driver.save_screenshot(str(path))
+    return path
+
 
 # Set on the page before an action that navigates; the answer's page does not have it.
 _LEAVING = "window.__engramLeaving = true;"

@@ -12,8 +12,8 @@ from django.urls import reverse
 from content import services as content_services
 from core import services
 from core.actors import actor_for_agent
-from rag.services import graph as graph_services
-from tests.e2e.admin_browser import AdminBrowser
+from rag.graph.services import nodes as graph_services
+from tests.e2e.admin_browser import AdminBrowser, screenshot
 from tests.factories import AccountFactory, AgentFactory, UserFactory
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
@@ -83,6 +83,31 @@ def test_a_pages_graph_is_drawn_and_a_click_follows_a_node(
     legend = browser.find_element(By.ID, "graph-node-legend").text
     assert "page" in legend and "person" in legend
     assert "wrote" in browser.find_element(By.ID, "graph-edge-legend").text
+
+    # Readable: no relation name drawn across the nodes until the pointer asks for it, then
+    # horizontal; no node's label box overlaps another's; the zoom buttons zoom.
+    labels = browser.execute_script(
+        "const cy = window.engramGraph; const e = cy.edges()[0];"
+        "const before = e.style('label'); e.emit('mouseover');"
+        "const after = [e.style('label'), e.style('text-rotation')]; e.emit('mouseout');"
+        "return [before, after];"
+    )
+    assert labels[0] == "" and labels[1][0] in {"references", "wrote"}, labels
+    assert labels[1][1] in ("none", "0rad", "0deg"), labels
+    boxes = browser.execute_script(
+        "return window.engramGraph.nodes().map(n => n.renderedBoundingBox({includeLabels: true}));"
+    )
+    for i, a in enumerate(boxes):
+        for b in boxes[i + 1 :]:
+            apart = (
+                a["x2"] <= b["x1"] or b["x2"] <= a["x1"] or a["y2"] <= b["y1"] or b["y2"] <= a["y1"]
+            )
+            assert apart, (a, b)
+    zoom = browser.execute_script("return window.engramGraph.zoom();")
+    browser.find_element(By.CSS_SELECTOR, "#graph-zoom [data-zoom=in]").click()
+    assert browser.execute_script("return window.engramGraph.zoom();") > zoom
+    browser.find_element(By.CSS_SELECTOR, "#graph-zoom [data-zoom=fit]").click()
+    screenshot(browser, "admin-graph")
 
     # A click on "Ferry Times" where it is drawn opens that page's admin page.
     x, y = browser.execute_script(

@@ -11,9 +11,9 @@ import pytest
 from django.urls import reverse
 
 from core import services
+from memory.conversations import services as conversations
+from memory.long_term import services as ltm
 from memory.models import MemoryEntry
-from memory.services import conversations
-from memory.services import long_term as ltm
 from tests.e2e.admin_browser import AdminBrowser
 from tests.e2e.conftest import TwoAccounts
 from tests.factories import UserFactory

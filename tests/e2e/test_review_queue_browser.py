@@ -14,9 +14,9 @@ from django.urls import reverse
 
 from core import services
 from core.models import AuditEvent
+from memory.long_term import services as ltm
+from memory.maintenance.services import upkeep
 from memory.models import MemoryEntry, PendingChange
-from memory.services import long_term as ltm
-from memory.services import upkeep
 from tests.e2e.admin_browser import AdminBrowser
 from tests.e2e.conftest import TwoAccounts
 from tests.factories import UserFactory

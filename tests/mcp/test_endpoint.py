@@ -53,14 +53,14 @@ def _rest(agent: AuthedAgent, method: str, path: str, body: Any = None) -> dict[
         ),
         ("memory_write", {"tier": "short_term", "key": "k", "value": 1}, "post", "/memory/write"),
         (
-            "long_term_memory_search",
-            {"query": "x", "mode": "psychic"},
+            "memory_search",
+            {"kind": "long_term", "query": "x", "mode": "psychic"},
             "post",
             "/memory/long-term/search",
         ),
         (
-            "long_term_memory_search",
-            {"query": "x", "mode": "graph", "max_hops": 9},
+            "memory_search",
+            {"kind": "long_term", "query": "x", "mode": "graph", "max_hops": 9},
             "post",
             "/memory/long-term/search",
         ),
@@ -82,7 +82,8 @@ def test_bad_arguments_get_tool_errors_with_the_apis_codes(
 ) -> None:
     settings.WORKING_MEMORY_MAX_VALUE_BYTES = 1024
     result = tool_call(agent_client.secret, tool, arguments)
-    expected = _rest(agent_client, method, path, None if method == "get" else arguments)
+    body = {k: v for k, v in arguments.items() if k != "kind"}  # the tool's choice of job
+    expected = _rest(agent_client, method, path, None if method == "get" else body)
     error = result["structuredContent"]["error"]
     assert error["code"] == expected["code"], (error, expected)
     assert error["details"] == expected["details"]
@@ -149,7 +150,7 @@ def test_an_unexpected_error_is_a_logged_tool_error_not_a_500(
     def boom(*args: Any) -> None:
         raise RuntimeError("a bug")
 
-    monkeypatch.setattr("memory.mcp.router._stats", boom)
+    monkeypatch.setattr("memory.context.mcp.router.memory_stats_answer", boom)
     result = tool_call(agent_client.secret, "memory_stats", {})
     assert error_code(result) == "internal_error"
     assert set(result["structuredContent"]["error"]["details"]) == {"request_id"}

@@ -58,3 +58,17 @@ def test_outside_run_a_job_runs_through_sync_to_async() -> None:
         return await inline.run_sync(lambda: threading.current_thread().name)
 
     assert anyio.run(main) != threading.current_thread().name
+
+
+def test_the_threads_loop_is_kept_and_left_clean_between_runs() -> None:
+    started: list[asyncio.Task[None]] = []
+
+    async def main() -> asyncio.AbstractEventLoop:
+        # A task left waiting (as the transport's receive() is) is cancelled after the run.
+        started.append(asyncio.ensure_future(asyncio.sleep(3600)))
+        return asyncio.get_running_loop()
+
+    first, second = inline.run(main), inline.run(main)
+    assert first is second and not first.is_running() and not first.is_closed()
+    assert all(task.cancelled() for task in started)
+    assert not [task for task in asyncio.all_tasks(first) if not task.done()]

@@ -15,71 +15,12 @@ from core.actors import actor_for_account
 from core.mcp.registry import tools
 from memory.models import MemoryEntry
 from tests.factories import AgentFactory
-from tests.support.mcp import with_client
+from tests.support.mcp import CONTRACT, NEWER, with_client
 from tests.support.world import Side, build_side
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
-# The tool names of the contract (issue 15), by area.
-CONTRACT = {
-    "memory_write",
-    "memory_read",
-    "memory_search",
-    "memory_consolidate",
-    "memory_stats",
-    "create_memory_pool",
-    "list_memory_pools",
-    "read_shared_memory",
-    "write_shared_memory",
-    "read_pool_events",
-    "delete_memory_pool",
-    "query_knowledge_base",
-    "search_documents",
-    "add_document",
-    "process_document",
-    "search_knowledge_graph",
-    "get_graph_neighbors",
-    "discover_skills",
-    "get_skill_context",
-    "list_skills",
-    "propose_skill",
-    "record_skill_usage",
-    "rank_agents",
-    "get_learning_profile",
-    "read_page",
-    "write_page",
-    "page_backlinks",
-    "search_pages",
-}
-# Tools the issues after MCP's added to the same registry (issue 18: the memory tools of runs).
-LATER = {
-    "write_memory",
-    "semantic_memory_search",
-    "related_memory_search",
-    "summarised_memory_search",
-    # issue 17: conversations
-    "conversation_add_messages",
-    "conversation_recent",
-    "conversation_summarize",
-    # issue 18: context assembly
-    "get_context",
-    # issue 19: graph RAG
-    "graph_rag_context",
-    # Issue 17: knowledge items.
-    "knowledge_put",
-    "knowledge_get",
-    "knowledge_query",
-    "knowledge_relate",
-    # issue 19: agentic RAG
-    "agentic_query",
-    # issue 20: cluster maintenance
-    "memory_maintenance",
-    # issue 19: long-term memory search in every mode, graph included
-    "long_term_memory_search",
-    # issue 35: cluster maintenance as a job, and its status
-    "memory_maintenance_status",
-}
-ALL_TOOLS = CONTRACT | LATER
+ALL_TOOLS = CONTRACT | NEWER
 
 
 def _key(agent: Any, scopes: tuple[str, ...] = ("read", "write")) -> str:
@@ -116,12 +57,16 @@ def test_the_tools_are_listed_with_input_schemas_that_state_their_bounds(url: st
         assert tool.output_schema is not None and tool.output_schema["type"] == "object"
         assert tool.description and len(tool.description) > 60, tool.name
         assert tool.annotations is not None
-        assert tool.annotations.read_only_hint == (tools()[tool.name].scope == "read")
+        assert tool.annotations.read_only_hint == tools()[tool.name].read_only
+        for parameter, described in schema["properties"].items():
+            assert described.get("description"), (tool.name, parameter)
     search = by_name["memory_search"].input_schema["properties"]
     assert search["top_k"]["minimum"] == 1 and search["top_k"]["maximum"] == 100
     assert search["tiers"]["items"]["enum"] == ["working", "short_term", "long_term", "shared"]
     write = by_name["memory_write"].input_schema
-    assert "required" not in write and write["properties"]["tier"]["default"] == "long_term"
+    assert write["properties"]["tier"]["default"] == "long_term"
+    memory_mode = write["oneOf"][0]  # kind memory: key + value, or content
+    assert [mode["required"] for mode in memory_mode["oneOf"]] == [["key", "value"], ["content"]]
     assert write["properties"]["tier"]["enum"] == ["working", "short_term", "long_term"]
     assert {"key", "content", "value", "session_id", "context", "tags"} <= set(write["properties"])
     neighbours = by_name["get_graph_neighbors"].input_schema["properties"]
@@ -132,6 +77,7 @@ def test_the_tools_are_listed_with_input_schemas_that_state_their_bounds(url: st
     assert by_name["add_document"].input_schema["required"] == ["knowledge_base_id"]
 
 
+@pytest.mark.real_embeddings  # similar memories and summaries are found by the model's cosine
 def test_every_tool_answers_on_its_happy_path(url: str, side: Side) -> None:
     """Each call's structured content is checked by the client against the tool's output
     schema (the official client raises when it does not conform)."""
@@ -165,8 +111,8 @@ def test_every_tool_answers_on_its_happy_path(url: str, side: Side) -> None:
         found = await call("memory_search", {"query": "release train Fridays", "top_k": 5})
         assert found["results"][0]["content"] == "The release train leaves on Fridays."
         graph = await call(
-            "long_term_memory_search",
-            {"query": "When does the release train leave?", "mode": "graph"},
+            "memory_search",
+            {"kind": "long_term", "query": "When does the release train leave?", "mode": "graph"},
         )
         assert graph["results"][0]["retrieval"]["late_score"] is not None
         assert (await call("memory_stats", {"session_id": session}))["working"]["keys"] >= 1
@@ -201,7 +147,10 @@ def test_every_tool_answers_on_its_happy_path(url: str, side: Side) -> None:
         assert hits["results"][0]["document_id"] == side.document.pk
         answer = await call("query_knowledge_base", {"query": "tomatoes", "token_budget": 200})
         assert answer["sources"] and "[1]" in answer["context"]
-        agentic = await call("agentic_query", {"query": "tomatoes and basil", "max_rounds": 2})
+        agentic = await call(
+            "query_knowledge_base",
+            {"kind": "agentic", "query": "tomatoes and basil", "max_rounds": 2},
+        )
         assert agentic["sources"][0]["document_id"] == side.document.pk
         assert agentic["rounds"] and "[1]" in agentic["answer"]
         added = await call(
@@ -213,7 +162,8 @@ def test_every_tool_answers_on_its_happy_path(url: str, side: Side) -> None:
         nodes = await call("search_knowledge_graph", {"query": "harbour on the coast"})
         assert nodes["results"]
         graph_context = await call(
-            "graph_rag_context", {"query": "harbour on the coast", "token_budget": 300}
+            "query_knowledge_base",
+            {"kind": "graph", "query": "harbour on the coast", "token_budget": 300},
         )
         assert graph_context["tokens"] <= 300 and "sections" in graph_context
         near = await call(
@@ -243,9 +193,9 @@ def test_every_tool_answers_on_its_happy_path(url: str, side: Side) -> None:
         page = await call(
             "write_page", {"title": "Tide Tables", "content": "See [[Harbour Notes]]."}
         )
-        assert page["created"]
+        assert page["title"] == "Tide Tables"
         again = await call("write_page", {"title": "tide tables", "content": "[[Harbour Notes]]!"})
-        assert not again["created"] and again["page"]["id"] == page["page"]["id"]
+        assert again["id"] == page["id"] and again["content"] == "[[Harbour Notes]]!"
         read_page = await call("read_page", {"title": "harbour notes"})
         assert read_page["id"] == target.pk
         backlinks = await call("page_backlinks", {"page_id": target.pk})
@@ -254,8 +204,9 @@ def test_every_tool_answers_on_its_happy_path(url: str, side: Side) -> None:
         assert target.pk in [hit["page"]["id"] for hit in pages["results"]]
 
         memory = await call(
-            "write_memory",
+            "memory_write",
             {
+                "kind": "structured",
                 "text": "The harbour crane schedule changes with the spring tides every year.",
                 "related": [{"kind": "page", "id": target.pk}],
                 "run_id": "live-run",
@@ -263,19 +214,20 @@ def test_every_tool_answers_on_its_happy_path(url: str, side: Side) -> None:
         )
         assert memory["written"], memory
         close = await call(
-            "semantic_memory_search", {"query": "when does the crane schedule change?"}
+            "memory_search", {"kind": "similar", "query": "when does the crane schedule change?"}
         )
         assert close["results"][0]["id"] == memory["memory"]["id"]
         about = await call(
-            "related_memory_search", {"related": [{"kind": "page", "id": target.pk}]}
+            "memory_search", {"kind": "related", "related": [{"kind": "page", "id": target.pk}]}
         )
         assert [hit["id"] for hit in about["results"]] == [memory["memory"]["id"]]
-        summary = await call("summarised_memory_search", {"query": "crane schedule"})
+        summary = await call("memory_search", {"kind": "summary", "query": "crane schedule"})
         assert "[1]" in summary["summary"]
 
         put = await call(
-            "knowledge_put",
+            "memory_write",
             {
+                "kind": "knowledge_item",
                 "base": "harbour",
                 "key": "crane.capacity",
                 "content": "The harbour crane lifts forty tonnes.",
@@ -283,15 +235,23 @@ def test_every_tool_answers_on_its_happy_path(url: str, side: Side) -> None:
                 "sources": [{"source_type": "page", "source_id": str(target.pk)}],
             },
         )
-        assert put["created"] and put["item"]["version"] == 1
-        await call("knowledge_put", {"base": "harbour", "key": "crane", "content": "A crane."})
-        got = await call("knowledge_get", {"base": "harbour", "key": "crane.capacity"})
-        assert got["item"]["metadata"] == {"unit": "t"}
-        known = await call("knowledge_query", {"query": "how much does the crane lift"})
+        assert put["version"] == 1 and put["key"] == "crane.capacity"
+        await call(
+            "memory_write",
+            {"kind": "knowledge_item", "base": "harbour", "key": "crane", "content": "A crane."},
+        )
+        got = await call(
+            "memory_read", {"kind": "knowledge_item", "base": "harbour", "key": "crane.capacity"}
+        )
+        assert got["metadata"] == {"unit": "t"}
+        known = await call(
+            "memory_search", {"kind": "knowledge_item", "query": "how much does the crane lift"}
+        )
         assert known["results"][0]["item"]["key"] == "crane.capacity"
         related = await call(
-            "knowledge_relate",
+            "memory_write",
             {
+                "kind": "knowledge_relationship",
                 "source": {"base": "harbour", "key": "crane.capacity"},
                 "target": {"base": "harbour", "key": "crane"},
                 "relationship_type": "describes",
@@ -303,8 +263,9 @@ def test_every_tool_answers_on_its_happy_path(url: str, side: Side) -> None:
         assert side.conversation is not None
         chat = side.conversation.pk
         added = await call(
-            "conversation_add_messages",
+            "conversation",
             {
+                "action": "add_messages",
                 "conversation_id": chat,
                 "messages": [
                     {"role": "user", "name": "Ana", "content": "The ferry leaves at nine."},
@@ -313,9 +274,11 @@ def test_every_tool_answers_on_its_happy_path(url: str, side: Side) -> None:
             },
         )
         assert [m["turn_number"] for m in added["results"]] == [3, 4]
-        recent = await call("conversation_recent", {"conversation_id": chat, "last": 2})
+        recent = await call(
+            "conversation", {"action": "recent", "conversation_id": chat, "last": 2}
+        )
         assert recent["results"][1]["metadata"] == {"dia_id": "D9:1"}
-        summary = await call("conversation_summarize", {"conversation_id": chat})
+        summary = await call("conversation", {"action": "summarize", "conversation_id": chat})
         assert (summary["start_turn"], summary["end_turn"]) == (1, 4)
         context = await call(
             "get_context",
@@ -323,12 +286,14 @@ def test_every_tool_answers_on_its_happy_path(url: str, side: Side) -> None:
         )
         assert context["tokens"] <= 300 and "The ferry leaves at nine." in context["context"]
 
-        planned = await call("memory_maintenance", {"dry_run": True})
-        assert planned["status"] == "queued" and planned["job_id"], planned
+        planned = await call("memory_consolidate", {"action": "maintenance", "dry_run": True})
+        assert planned["job_id"] and planned["status_url"], planned
         # Celery is eager here: the job ran once the request's transaction committed.
-        followed = await call("memory_maintenance_status", {"job_id": planned["job_id"]})
+        followed = await call(
+            "memory_consolidate", {"action": "maintenance_status", "job_id": planned["job_id"]}
+        )
         assert followed["status"] == "completed", followed
-        assert followed["report"]["dry_run"] and followed["report"]["id"] == followed["report_id"]
+        assert followed["dry_run"] and followed["report_id"] is not None
 
     with_client(url, secret, walk)
     assert set(called) == ALL_TOOLS
@@ -357,18 +322,24 @@ def test_handshake_era_clients_initialize_and_call_tools(url: str) -> None:
 def test_a_read_only_key_is_refused_on_every_write_tool(url: str) -> None:
     agent = AgentFactory.create()
     secret = _key(agent, scopes=("read",))
-    writers = sorted(name for name, tool in tools().items() if tool.scope != "read")
-    assert len(writers) == 16 and {"knowledge_put", "memory_maintenance"} <= set(writers)
+    writers = [
+        (tool.name, {tool.selector: job.value} if tool.selector else {})
+        for tool in tools().values()
+        for job in tool.jobs
+        if job.scope != "read"
+    ]
+    assert len(writers) == 16
+    assert ("memory_write", {"kind": "knowledge_item"}) in writers
 
-    async def refused(client: Client) -> dict[str, Any]:
-        answers = {}
-        for name in writers:
-            result = await client.call_tool(name, {})
-            assert result.is_error, name
-            answers[name] = result.structured_content["error"]
+    async def refused(client: Client) -> list[tuple[str, dict[str, Any]]]:
+        answers = []
+        for name, picked in writers:
+            result = await client.call_tool(name, picked)
+            assert result.is_error, (name, picked)
+            answers.append((name, result.structured_content["error"]))
         return answers
 
-    for name, error in with_client(url, secret, refused).items():
+    for name, error in with_client(url, secret, refused):
         assert error["code"] == "insufficient_scope", name
         assert error["details"] == {"required_scope": "write", "key_scopes": ["read"]}, name
     assert not MemoryEntry.objects.exists()

@@ -13,10 +13,10 @@ import pytest
 from django.test import Client as DjangoClient
 
 from core.parsers import MAX_JSON_DEPTH
-from memory import services as memory_services
-from memory import working_redis as wr
 from memory.models import KnowledgeItem, MemoryEntry, MemoryPool, WorkingMemorySnapshot
-from memory.selectors.working import read_session
+from memory.working import services as working_services
+from memory.working import store as wr
+from memory.working.selectors import read_session
 from tests.conftest import AuthedAgent
 from tests.support.mcp import error_code, rpc, tool_call
 
@@ -123,8 +123,14 @@ NUL_CASES = [
         "value.deep[0]",
     ),
     (
-        "knowledge_put",
-        {"base": "facts", "key": "k", "content": "c", "metadata": {"a": {"b": "\x00"}}},
+        "memory_write",
+        {
+            "kind": "knowledge_item",
+            "base": "facts",
+            "key": "k",
+            "content": "c",
+            "metadata": {"a": {"b": "\x00"}},
+        },
         "metadata.a.b",
     ),
     ("write_shared_memory", {"pool_id": "p1", "key": "a", "value": ["\x00"]}, "value[0]"),
@@ -172,11 +178,11 @@ def test_working_memory_refuses_them_in_every_door(agent_client: AuthedAgent) ->
 
     actor = actor_for_agent(agent_client.agent, agent_client.key)
     with pytest.raises(InvalidCharacters):
-        memory_services.working_store(actor=actor, session_id="s1", key="k", value="a\x00")
+        working_services.working_store(actor=actor, session_id="s1", key="k", value="a\x00")
     with pytest.raises(InvalidCharacters):
-        memory_services.working_scratch_pad_append(actor=actor, session_id="s1", content="\x00")
+        working_services.working_scratch_pad_append(actor=actor, session_id="s1", content="\x00")
     with pytest.raises(InvalidCharacters):
-        memory_services.working_conversation_append(
+        working_services.working_conversation_append(
             actor=actor, session_id="s1", message={"content": "\ud800"}
         )
     assert _keys(agent_client) == 0

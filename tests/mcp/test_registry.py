@@ -14,11 +14,12 @@ from core.mcp import Call, Tool
 from core.mcp.registry import route_of_message, tools
 from core.mcp.schemas import generate, tool_schemas
 from core.serializers import InputSerializer
+from tests.support.mcp import CONTRACT, NEWER
 
+# Tools every job of which writes; memory_consolidate and conversation have read jobs too.
 WRITE_TOOLS = {
     "memory_write",
     "memory_consolidate",
-    "memory_maintenance",
     "create_memory_pool",
     "write_shared_memory",
     "delete_memory_pool",
@@ -27,11 +28,6 @@ WRITE_TOOLS = {
     "propose_skill",
     "record_skill_usage",
     "write_page",
-    "write_memory",
-    "conversation_add_messages",
-    "conversation_summarize",
-    "knowledge_put",
-    "knowledge_relate",
 }
 
 
@@ -47,9 +43,62 @@ def _walk(schema: Any) -> list[dict[str, Any]]:
     return found
 
 
+def test_the_tool_set_is_the_contract_and_two_more() -> None:
+    assert set(tools()) == CONTRACT | NEWER
+    assert len(tools()) <= 30
+
+
 def test_writes_need_the_write_scope_and_reads_the_read_scope() -> None:
-    assert {name for name, tool in tools().items() if tool.scope == "write"} == WRITE_TOOLS
-    assert all(tool.scope in ("read", "write") for tool in tools().values())
+    writing = {name for name, tool in tools().items() if any(j.scope == "write" for j in tool.jobs)}
+    assert {name for name, tool in tools().items() if tool.read_only} == set(tools()) - writing
+    assert writing >= WRITE_TOOLS
+    assert writing - WRITE_TOOLS == {"conversation"}
+    assert all(job.scope in ("read", "write") for tool in tools().values() for job in tool.jobs)
+
+
+def test_every_tool_and_job_names_its_rest_operation() -> None:
+    for tool in tools().values():
+        for job in tool.jobs:
+            method, _, url = job.rest.partition(" ")
+            assert method in ("GET", "POST", "PUT", "PATCH", "DELETE"), (tool.name, job.value)
+            assert url.startswith("/api/v1/"), (tool.name, job.value)
+
+
+def _undescribed(schema: dict[str, Any], at: str) -> list[str]:
+    found = []
+    for parameter, sub in schema.get("properties", {}).items():
+        if not sub.get("description"):
+            found.append(f"{at}{parameter}")
+        found += _undescribed(sub, f"{at}{parameter}.")
+        if isinstance(sub.get("items"), dict):
+            found += _undescribed(sub["items"], f"{at}{parameter}[].")
+    return found
+
+
+def test_every_parameter_has_a_description_nested_ones_too() -> None:
+    for name, (given, _) in tool_schemas().items():
+        assert _undescribed(given, "") == [], name
+
+
+def test_memory_write_states_its_two_modes_and_its_required_fields() -> None:
+    given = tool_schemas()["memory_write"][0]
+    check = Draft202012Validator(given)
+    assert check.is_valid({"tier": "long_term", "content": "The office is in Lisbon."})
+    assert check.is_valid({"tier": "working", "key": "k", "value": 1, "session_id": "s"})
+    assert not check.is_valid({"tier": "long_term", "key": "k", "content": "both"})
+    assert not check.is_valid({"tier": "long_term"})
+    assert check.is_valid({"content": "tier long_term, the default"})
+    assert not check.is_valid({"tier": "long_term", "key": "k"})  # a key needs a value
+    assert check.is_valid(
+        {"kind": "knowledge_item", "base": "facts", "key": "tide", "content": "noon"}
+    )
+    assert not check.is_valid({"kind": "knowledge_item", "base": "facts", "tier": "long_term"})
+    assert given["properties"]["kind"]["enum"] == [
+        "memory",
+        "structured",
+        "knowledge_item",
+        "knowledge_relationship",
+    ]
 
 
 def test_schemas_are_valid_self_contained_json_schema_without_generator_warnings() -> None:
@@ -74,7 +123,8 @@ def test_schemas_are_valid_self_contained_json_schema_without_generator_warnings
 
 def test_nullable_fields_accept_null_and_any_json_stays_any() -> None:
     schemas = tool_schemas()
-    hit = schemas["memory_search"][1]["properties"]["results"]["items"]["properties"]
+    answer = schemas["memory_search"][1]["anyOf"][0]  # kind memory's answer
+    hit = answer["properties"]["results"]["items"]["properties"]
     Draft202012Validator(hit["context_id"]).validate(None)
     Draft202012Validator(hit["context_id"]).validate(3)
     Draft202012Validator(hit["content"]).validate(None)
@@ -118,6 +168,18 @@ def test_tool_names_follow_the_specification() -> None:
     [
         ({"method": "tools/call", "params": {"name": "memory_write"}}, "tools/call", "w", "write"),
         ({"method": "tools/call", "params": {"name": "memory_search"}}, "tools/call", "r", "read"),
+        (
+            {
+                "method": "tools/call",
+                "params": {
+                    "name": "memory_consolidate",
+                    "arguments": {"action": "maintenance_status", "job_id": 1},
+                },
+            },
+            "tools/call",
+            "w",
+            "read",
+        ),
         ({"method": "tools/call", "params": {"name": "nope"}}, "tools/call", None, "read"),
         ({"method": "tools/list"}, "tools/list", None, "read"),
         ([1, 2], None, None, "read"),

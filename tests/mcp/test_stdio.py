@@ -50,7 +50,7 @@ def test_engram_mcp_lists_the_tools_and_calls_one() -> None:
 
     for mode in ("auto", "legacy"):
         version, names, written = anyio.run(session, mode)
-        assert len(names) >= 28 and {"memory_search", "write_memory"} <= set(names), names
+        assert len(names) == 30 and {"memory_search", "conversation"} <= set(names), names
         assert not written.is_error, written.content
         assert version in ("2026-07-28", "2025-11-25")
     entries = MemoryEntry.objects.filter(context__owner=agent).values_list("content", flat=True)

@@ -9,9 +9,9 @@ import pytest
 from django.utils import timezone
 
 from core.actors import Actor, actor_for_agent
+from memory.conversations import services as conversations_services
 from memory.models import Conversation
 from memory.redis_store import memory_redis, redis_prefix
-from memory.services import conversations as conversations_services
 from tests.conftest import AuthedAgent
 from tests.factories import AgentFactory
 

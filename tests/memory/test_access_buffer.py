@@ -15,10 +15,10 @@ from core.actors import Actor, actor_for_agent
 from core.jobs import periodic_jobs
 from core.models import JobRun
 from memory import tasks
+from memory.long_term import services as ltm
+from memory.long_term.services import access
 from memory.models import AccessFlush, MemoryAccessLog, MemoryContext, MemoryEntry
 from memory.redis_store import memory_redis
-from memory.services import long_term as ltm
-from memory.services.long_term import access
 from tests.conftest import AuthedAgent
 
 pytestmark = pytest.mark.django_db
@@ -188,7 +188,7 @@ def test_the_flush_is_a_periodic_job_with_expires_and_a_dry_run(me: Actor) -> No
 
 
 def test_rot_and_decay_apply_buffered_reads_first(me: Actor) -> None:
-    from memory.services.upkeep import consolidation_decay
+    from memory.maintenance.services.upkeep import consolidation_decay
 
     _, (entry,) = _context(me, "notes", "Used just now.")
     ltm.entry_read(actor=me, entry_id=entry.pk)

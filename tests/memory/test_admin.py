@@ -15,8 +15,10 @@ from django.urls import reverse
 from core import services as core_services
 from core.actors import actor_for_agent
 from core.models import AuditEvent
-from memory import services
 from memory.models import MemoryEntry, MemoryPool, MemoryPoolGrant, ShortTermEntry
+from memory.pools import data_services as pool_data_services
+from memory.pools import services as pool_services
+from memory.short_term import services as short_term_services
 from tests.conftest import AuthedAgent
 from tests.factories import AgentFactory, UserFactory
 
@@ -63,7 +65,7 @@ def test_operators_edit_pool_data_without_undoing_agents_writes(
     agent_client: AuthedAgent,
 ) -> None:
     actor = actor_for_agent(agent_client.agent)
-    pool = services.pool_create(actor=actor, pool_id="ops", data={"a": 1})
+    pool = pool_services.pool_create(actor=actor, pool_id="ops", data={"a": 1})
     operator, client = person(agent_client, "operator")
     url = reverse("admin:memory_memorypool_change", args=[pool.pk])
     page = client.get(url)
@@ -71,7 +73,7 @@ def test_operators_edit_pool_data_without_undoing_agents_writes(
 
     # An agent writes while the person edits: saving the stale form is refused.
     stale = pool_form(pool, data=json.dumps({"a": 2}))
-    services.pool_data_write(actor=actor, pool=pool, path="b", value=True)
+    pool_data_services.pool_data_write(actor=actor, pool=pool, path="b", value=True)
     refused = client.post(url, stale)
     assert refused.status_code == 200 and "The pool changed since that version" in (
         refused.content.decode()
@@ -89,7 +91,7 @@ def test_operators_edit_pool_data_without_undoing_agents_writes(
 
 def test_grants_inline_goes_through_the_service(agent_client: AuthedAgent) -> None:
     actor = actor_for_agent(agent_client.agent)
-    pool = services.pool_create(actor=actor, pool_id="team", pool_type="team_shared")
+    pool = pool_services.pool_create(actor=actor, pool_id="team", pool_type="team_shared")
     grantee = AgentFactory.create(account=agent_client.agent.account)
     outsider = AgentFactory.create()
     _, client = person(agent_client, "owner")
@@ -116,7 +118,7 @@ def test_short_term_entries_are_edited_and_refreshed_through_services(
     agent_client: AuthedAgent,
 ) -> None:
     actor = actor_for_agent(agent_client.agent)
-    entry, _ = services.short_term_put(
+    entry, _ = short_term_services.short_term_put(
         actor=actor, session_id="s1", key="k", value={"v": 1}, ttl=100
     )
     _, reviewer = person(agent_client, "reviewer")
@@ -152,9 +154,11 @@ def test_memory_changelists_take_a_bounded_number_of_queries(
 
     def add(n: int) -> None:
         for i in range(n):
-            services.short_term_put(actor=actor, session_id="s", key=f"k{i}", value=i)
-            pool = services.pool_create(actor=actor, pool_id=f"p{i}-{n}")
-            services.pool_data_write(actor=actor, pool=pool, path="agent_bulletin.x", value=i)
+            short_term_services.short_term_put(actor=actor, session_id="s", key=f"k{i}", value=i)
+            pool = pool_services.pool_create(actor=actor, pool_id=f"p{i}-{n}")
+            pool_data_services.pool_data_write(
+                actor=actor, pool=pool, path="agent_bulletin.x", value=i
+            )
 
     def queries() -> list[int]:
         counts = []
@@ -172,8 +176,8 @@ def test_memory_changelists_take_a_bounded_number_of_queries(
 
 def test_a_non_finite_number_typed_in_the_admin_is_a_form_error(agent_client: AuthedAgent) -> None:
     actor = actor_for_agent(agent_client.agent)
-    pool = services.pool_create(actor=actor, pool_id="ops", data={"a": 1})
-    entry, _ = services.short_term_put(actor=actor, session_id="s", key="k", value=1)
+    pool = pool_services.pool_create(actor=actor, pool_id="ops", data={"a": 1})
+    entry, _ = short_term_services.short_term_put(actor=actor, session_id="s", key="k", value=1)
     _, client = person(agent_client, "operator")
     pool_url = reverse("admin:memory_memorypool_change", args=[pool.pk])
     response = client.post(pool_url, pool_form(pool, data='{"a": NaN}'))
@@ -191,9 +195,11 @@ def test_a_non_finite_number_typed_in_the_admin_is_a_form_error(agent_client: Au
 
 def test_run_consolidation_now_shows_the_report(agent_client: AuthedAgent) -> None:
     actor = actor_for_agent(agent_client.agent)
-    entry, _ = services.short_term_put(actor=actor, session_id="s1", key="k", value="kept fact")
+    entry, _ = short_term_services.short_term_put(
+        actor=actor, session_id="s1", key="k", value="kept fact"
+    )
     for _ in range(3):
-        services.short_term_read(actor=actor, session_id="s1", key="k")
+        short_term_services.short_term_read(actor=actor, session_id="s1", key="k")
     _, reviewer = person(agent_client, "reviewer")
     _, operator = person(agent_client, "operator")
     changelist = reverse("admin:memory_shorttermentry_changelist")
@@ -207,7 +213,7 @@ def test_run_consolidation_now_shows_the_report(agent_client: AuthedAgent) -> No
 
 
 def test_long_term_entry_admin_shows_history_and_saves_versions(agent_client: AuthedAgent) -> None:
-    from memory.services import long_term as ltm
+    from memory.long_term import services as ltm
 
     actor = actor_for_agent(agent_client.agent)
     context = ltm.context_create(actor=actor, name="notes")
@@ -245,8 +251,8 @@ def test_long_term_entry_admin_shows_history_and_saves_versions(agent_client: Au
 
 
 def test_long_term_snapshot_restore_action(agent_client: AuthedAgent) -> None:
+    from memory.long_term import services as ltm
     from memory.models import MemorySnapshot
-    from memory.services import long_term as ltm
 
     actor = actor_for_agent(agent_client.agent)
     context = ltm.context_create(actor=actor, name="notes")
@@ -267,7 +273,7 @@ def test_long_term_snapshot_restore_action(agent_client: AuthedAgent) -> None:
 
 
 def test_run_consolidation_now_for_a_context_with_its_report(agent_client: AuthedAgent) -> None:
-    from memory.services import long_term as ltm
+    from memory.long_term import services as ltm
 
     actor = actor_for_agent(agent_client.agent)
     chosen = ltm.context_create(actor=actor, name="chosen")

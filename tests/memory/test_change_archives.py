@@ -1,7 +1,8 @@
-"""What a pending change would archive, statement by statement (``memory.selectors.
-change_archives``): the archived entries of each kind, their statements at their offsets, the
-fate each statement gets from ``after.statements`` when the change carries it, the bounds, and
-the change's account as the only place its entries are read from."""
+"""What a pending change would archive, statement by statement
+(``memory.maintenance.selectors.change_archives``): the archived entries of each kind, their
+statements at their offsets, the fate each statement gets from ``after.statements`` when the
+change carries it, the bounds, and the change's account as the only place its entries are
+read from."""
 
 from __future__ import annotations
 
@@ -10,19 +11,19 @@ from typing import Any
 import pytest
 
 from core.actors import Actor, actor_for_agent
-from memory.models import MemoryContext, MemoryEntry, PendingChange
-from memory.selectors import change_archives
-from memory.selectors.change_archives import (
+from memory.long_term import services as ltm
+from memory.maintenance.selectors import change_archives
+from memory.maintenance.selectors.change_archives import (
     ARCHIVED,
     CARRIED,
     COVERED,
     change_archived_ids,
     change_archived_statements,
 )
-from memory.services import changes
-from memory.services import long_term as ltm
-from memory.services.cluster_rewrite import rewrite_offline, rewrite_payload
-from memory.statements import statements_of
+from memory.maintenance.services import changes
+from memory.maintenance.services.cluster_rewrite import rewrite_offline, rewrite_payload
+from memory.maintenance.statements import statements_of
+from memory.models import MemoryContext, MemoryEntry, PendingChange
 from tests.conftest import AuthedAgent
 
 pytestmark = pytest.mark.django_db

@@ -18,9 +18,9 @@ from django.utils.html import escape
 from core import services as core_services
 from core.actors import actor_for_agent
 from core.models import AuditEvent
+from memory.long_term import services as ltm
+from memory.maintenance.services import changes, upkeep
 from memory.models import PendingChange
-from memory.services import changes, upkeep
-from memory.services import long_term as ltm
 from tests.conftest import AuthedAgent
 from tests.factories import UserFactory
 from tests.memory.test_change_archives import ABSORBED, cluster_rewrite, context_of

@@ -16,10 +16,11 @@ from core.actors import Actor, actor_for_agent, actor_for_user
 from core.errors import Conflict, NotFound, PermissionDenied, ValidationFailed
 from core.models import AuditEvent
 from memory import tasks
+from memory.context.services import tools
+from memory.long_term import services as ltm
+from memory.maintenance.selectors import changes as change_selectors
+from memory.maintenance.services import changes, consolidation, upkeep
 from memory.models import MemoryContext, MemoryEntry, PendingChange
-from memory.selectors import changes as change_selectors
-from memory.services import changes, consolidation, tools, upkeep
-from memory.services import long_term as ltm
 from tests.conftest import AuthedAgent
 from tests.factories import UserFactory
 from tests.memory.conftest import Clock, code

@@ -14,20 +14,23 @@ import pytest
 from django.utils import timezone
 
 from core.actors import actor_for_account, actor_for_agent
+from core.jobs import periodic_jobs
 from core.models import JobRun
-from memory import clustering, tasks
+from memory import tasks
+from memory.long_term import services as ltm
+from memory.long_term.selectors import entry_get, entry_history
+from memory.maintenance import clustering
+from memory.maintenance.services import cluster_maintenance as maintenance
+from memory.maintenance.services import cluster_rewrite
 from memory.models import MemoryContext, MemoryEntry, MemoryMaintenanceReport
-from memory.selectors.long_term import entry_get, entry_history
-from memory.services import cluster_maintenance as maintenance
-from memory.services import cluster_rewrite
-from memory.services import long_term as ltm
 from tests.conftest import AuthedAgent
 from tests.support.openai_standin import (
     OpenAIStandIn,
     openai_standin_fixture,  # noqa: F401 (pytest collects fixtures from module globals)
 )
 
-pytestmark = pytest.mark.django_db
+# Real embeddings: near-duplicate memories are found by the model's cosine (min_similarity).
+pytestmark = [pytest.mark.django_db, pytest.mark.real_embeddings]
 
 Report = MemoryMaintenanceReport
 
@@ -92,6 +95,12 @@ def synthetic(seed: int, clusters: int, per: int, dims: int = 64) -> tuple[np.nd
     return np.asarray(rows)[order], [truth[i] for i in order]
 
 
+# The tests that run UMAP share a worker (--dist loadgroup): numba compiles what its cache does not
+# hold once per process, and a second clustering in the same process compiles nothing.
+UMAP_GROUP = pytest.mark.xdist_group("umap")
+
+
+@UMAP_GROUP
 @pytest.mark.parametrize("per", [4, 30])  # 4: no UMAP (too few points); 30 x 6: UMAP
 def test_hdbscan_finds_the_known_clusters_with_a_fixed_seed(per: int) -> None:
     vectors, truth = synthetic(7, clusters=6, per=per)
@@ -113,6 +122,7 @@ def test_hdbscan_finds_the_known_clusters_with_a_fixed_seed(per: int) -> None:
     ]
 
 
+@UMAP_GROUP
 def test_umap_fit_on_a_sample_transforms_the_rest() -> None:
     vectors, truth = synthetic(3, clusters=5, per=40)
     params = clustering.ClusterParams(
@@ -316,7 +326,7 @@ def test_the_scheduled_job_records_its_run(agent_client: AuthedAgent, settings: 
     settings.MEMORY_MAINTENANCE_MIN_NEW_MEMORIES = 3
     context = context_of(agent_client)
     write_all(agent_client, context, DEPLOYS)
-    job = next(j for j in tasks.PERIODIC_JOBS if j.name == "memory.cluster_maintenance")
+    job = next(j for j in periodic_jobs() if j.name == "memory.cluster_maintenance")
     assert job.every_seconds == 1800
     counts = tasks.cluster_maintenance.delay().get()
     assert counts["replaced"] == 2 and counts["short_circuited"] == 0
@@ -397,8 +407,8 @@ def test_under_review_a_cluster_rewrite_waits_then_applies_when_approved(
     a second run proposes nothing again."""
     from core import services as core_services
     from core.actors import actor_for_user
+    from memory.maintenance.services import changes
     from memory.models import PendingChange
-    from memory.services import changes
     from tests.factories import UserFactory
 
     context = context_of(agent_client)

@@ -14,8 +14,8 @@ from django.urls import reverse
 
 from core import services as core_services
 from core.actors import actor_for_agent
+from memory.long_term import services as ltm
 from memory.models import MaintenanceJob, MemoryEntry, MemoryMaintenanceReport
-from memory.services import long_term as ltm
 from tests.conftest import AuthedAgent
 from tests.factories import AgentFactory, UserFactory
 
@@ -36,6 +36,7 @@ def person(account: Any, role: str) -> Client:
     return client
 
 
+@pytest.mark.real_embeddings  # similarity by meaning (failed on the stand-in)
 def test_operators_preview_run_read_and_undo(
     agent_client: AuthedAgent, django_capture_on_commit_callbacks: Any
 ) -> None:
@@ -151,8 +152,8 @@ def test_pending_changes_are_counted_by_age_in_their_accounts(agent_client: Auth
 
     from django.utils import timezone
 
+    from memory.maintenance.selectors.reports import pending_changes_by_age
     from memory.models import PendingChange
-    from memory.selectors.maintenance_reports import pending_changes_by_age
     from tests.factories import AgentFactory
 
     now = timezone.now()

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
+from memory.maintenance.services import cluster_maintenance
 from memory.models import MemoryEntry, MemoryMaintenanceReport
-from memory.services import cluster_maintenance
 from tests.conftest import AuthedAgent
 from tests.memory.conftest import code
 
@@ -83,6 +83,7 @@ def written(authed: AuthedAgent, name: str = "notes") -> tuple[int, list[list[in
     return context, ids, [e["id"] for e in singles["entries"]]
 
 
+@pytest.mark.real_embeddings  # similarity by meaning (failed on the stand-in)
 def test_dry_run_then_real_run_through_the_api(
     admin_client: AuthedAgent, maintain: Maintain
 ) -> None:
@@ -126,6 +127,7 @@ def test_dry_run_then_real_run_through_the_api(
     assert detail["kept"] == real["kept"] and detail["clusters"] == real["clusters"]
 
 
+@pytest.mark.real_embeddings  # similarity by meaning (failed on the stand-in)
 def test_a_write_key_maintains_the_contexts_its_agent_may_write(
     agent_client: AuthedAgent,
     admin_client: AuthedAgent,

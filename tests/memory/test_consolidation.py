@@ -13,9 +13,9 @@ from core.actors import actor_for_agent
 from core.jobs import periodic_jobs
 from core.models import JobRun
 from memory import tasks
+from memory.long_term import services as ltm
+from memory.maintenance.services import consolidation, upkeep
 from memory.models import MemoryContext, MemoryEntry, ShortTermEntry
-from memory.services import consolidation, upkeep
-from memory.services import long_term as ltm
 from tests.conftest import AuthedAgent
 from tests.memory.conftest import code
 

@@ -13,10 +13,10 @@ from rest_framework.test import APIClient
 
 from core import services as core_services
 from core.actors import actor_for_account, actor_for_agent
-from memory import task_types
-from memory.assembly import ContextRequest, context_assemble, sources
-from memory.assembly.budget import fit_sentences, sentences
-from memory.services import conversations as conversations_services
+from memory.context import task_types
+from memory.context.assembly import ContextRequest, context_assemble, sources
+from memory.context.assembly.budget import fit_sentences, sentences
+from memory.conversations import services as conversations_services
 from rag.tokens import count_tokens_one
 from tests.conftest import AuthedAgent
 from tests.memory.conftest import code, conversation_of
@@ -132,7 +132,7 @@ def test_sections_in_seed_order_and_each_item_once(agent_client: AuthedAgent) ->
 def any_knowledge(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every item found is a candidate, on topic or not: a query naming every store's marker
     is close to none of them (the floors have tests of their own)."""
-    from memory.assembly import floors
+    from memory.context.assembly import floors
 
     monkeypatch.setattr(sources, "KNOWLEDGE_MIN_SIMILARITY", 0.0)
     for name in (
@@ -145,6 +145,7 @@ def any_knowledge(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.setattr(floors, name, None)
 
 
+@pytest.mark.real_embeddings  # each kind is found by meaning, above its similarity floor
 @pytest.mark.usefixtures("any_knowledge")
 def test_every_kind_of_item_says_where_it_came_from(
     django_capture_on_commit_callbacks: Any,
@@ -315,6 +316,7 @@ def test_api_client_for_unauthenticated_is_401() -> None:
     assert APIClient().post(URL, {"query": "x"}, format="json").status_code == 401
 
 
+@pytest.mark.real_embeddings  # a ranking
 def test_turns_of_a_speaker_the_query_names_rank_higher(
     agent_client: AuthedAgent, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -349,6 +351,7 @@ def test_turns_of_a_speaker_the_query_names_rank_higher(
     assert best == "Ana: I take the ferry to the island on Fridays."
 
 
+@pytest.mark.real_embeddings  # items are found by meaning, above their similarity floors
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.usefixtures("any_knowledge")
 def test_the_searches_run_side_by_side_and_give_the_same_context(
@@ -399,7 +402,7 @@ def test_history_and_memories_read_as_many_statements_whatever_they_find(
     from django.test.utils import CaptureQueriesContext
 
     from core.embeddings import get_embedding_provider
-    from memory.services import long_term as ltm
+    from memory.long_term import services as ltm
 
     monkeypatch.setattr(sources, "MEMORY_MIN_SIMILARITY", None)  # every memory found, shown
     actor = actor_for_agent(agent_client.agent)
@@ -437,7 +440,7 @@ def test_an_archived_context_of_the_agent_is_left_out_not_an_error(
     """Memories come from the contexts the agent may read that are not archived: archiving
     one of them leaves its entries out of the context (it was a 404 ``context_not_found``
     while the archived context was still asked for by id)."""
-    from memory.services import long_term as ltm
+    from memory.long_term import services as ltm
 
     actor = actor_for_agent(agent_client.agent)
     live = ltm.agent_memory_context(actor=actor)
@@ -459,7 +462,7 @@ def test_an_archived_context_of_the_agent_is_left_out_not_an_error(
 def test_an_archived_conversation_shows_its_last_turns_and_searches_no_history(
     agent_client: AuthedAgent,
 ) -> None:
-    from memory.services import long_term as ltm
+    from memory.long_term import services as ltm
 
     actor = actor_for_agent(agent_client.agent)
     lines = [("Ana", f"Note {n} about the weather.") for n in range(12)]

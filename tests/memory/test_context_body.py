@@ -1,5 +1,5 @@
-"""The budget covers everything a context answers (memory.assembly.budget): ``tokens`` counts
-the context and every item's metadata echo and is never above ``token_budget``, and the HTTP
+"""The budget covers everything a context answers (memory.context.assembly.budget): ``tokens``
+counts the context and every item's metadata echo and is never above ``token_budget``, and the HTTP
 body is at most BODY_BYTES_PER_TOKEN x token_budget + BODY_FIXED_BYTES bytes, with metadata at
 the largest a client may write, a 20 MB metadata stored before that bound, long unicode titles,
 whitespace that costs no tokens, and every source holding something."""
@@ -13,9 +13,9 @@ import pytest
 
 from core.actors import actor_for_account, actor_for_agent
 from core.metadata import METADATA_MAX_BYTES
-from memory.assembly import budget, floors, sources
+from memory.context.assembly import budget, floors, sources
+from memory.conversations import services as conversations_services
 from memory.models import MemoryEntry
-from memory.services import conversations as conversations_services
 from rag import services as rag_services
 from rag.models import Document
 from tests.conftest import AuthedAgent
@@ -40,9 +40,10 @@ def crowded(
     monkeypatch: pytest.MonkeyPatch,
 ) -> dict[str, Any]:
     """Every source holding items about the ferry, each with the largest metadata allowed."""
-    from memory.services import knowledge as knowledge_services
-    from memory.services import long_term as ltm
-    from memory.services import pools, working
+    from memory.knowledge import services as knowledge_services
+    from memory.long_term import services as ltm
+    from memory.pools import services as pools
+    from memory.working import services as working
 
     # Every item is a candidate: the floors have tests of their own.
     for name in (

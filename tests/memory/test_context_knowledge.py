@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 
 from core.actors import actor_for_agent
-from memory import task_types
-from memory.assembly import ContextRequest, context_assemble, sources
-from memory.selectors import conversations as conversation_selectors
-from memory.services import knowledge as knowledge_services
+from memory.context import task_types
+from memory.context.assembly import ContextRequest, context_assemble, sources
+from memory.conversations import selectors as conversation_selectors
+from memory.knowledge import services as knowledge_services
 from tests.conftest import AuthedAgent
 from tests.memory.conftest import conversation_of
 
@@ -63,8 +63,8 @@ def test_only_knowledge_on_topic_is_shown(
 def test_only_memories_on_topic_are_shown_and_none_costs_only_the_vector_stage(
     agent_client: AuthedAgent, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from memory.selectors.long_term import long_term_ranked
-    from memory.services import long_term as ltm
+    from memory.long_term import services as ltm
+    from memory.long_term.selectors import long_term_ranked
 
     actor = actor_for_agent(agent_client.agent)
     ltm.entries_write(

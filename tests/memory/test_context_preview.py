@@ -16,10 +16,10 @@ from django.urls import reverse
 from core import services as core_services
 from core.actors import actor_for_agent, actor_for_user
 from core.errors import PermissionDenied
-from memory.assembly import ContextRequest, context_assemble, context_preview
+from memory.context.assembly import ContextRequest, context_assemble, context_preview
+from memory.long_term import services as ltm
 from memory.models import Conversation
-from memory.services import long_term as ltm
-from memory.services import pools as pool_services
+from memory.pools import services as pool_services
 from tests.conftest import AuthedAgent
 from tests.factories import UserFactory
 from tests.memory.conftest import conversation_of
@@ -54,6 +54,7 @@ def _page(client: Client, conversation: Conversation, **params: Any) -> Any:
     return client.get(reverse("admin:memory_conversation_context", args=[conversation.pk]), params)
 
 
+@pytest.mark.real_embeddings  # similarity by meaning (failed on the stand-in)
 def test_an_operator_sees_the_agents_context_with_provenance(
     agent_client: AuthedAgent, teammate: AuthedAgent, other_agent_client: AuthedAgent
 ) -> None:

@@ -13,9 +13,8 @@ import pytest
 from django.db import connections
 
 from core.actors import actor_for_agent
-from memory import summaries
+from memory.conversations import services, summaries
 from memory.models import Conversation, MemoryContext, MemoryEntry
-from memory.services import conversations as services
 from tests.conftest import AuthedAgent
 from tests.memory.conftest import code
 from tests.support.openai_standin import (
@@ -133,7 +132,7 @@ def test_a_failure_mid_batch_rolls_everything_back(
     agent_client: AuthedAgent, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     conversation = start(agent_client)
-    from memory.services import conversations as module
+    from memory.conversations import services as module
 
     def broken(*args: Any, **kwargs: Any) -> None:
         raise RuntimeError("queueing the index failed")

@@ -27,15 +27,15 @@ from rest_framework.test import APIClient
 from core import services
 from core.actors import actor_for_account, actor_for_agent, actor_for_user
 from core.models import Account, Agent
+from memory.conversations import services as conversation_services
+from memory.conversations.extraction import services as extraction_services
+from memory.long_term import services as ltm_services
+from memory.long_term.services.graph_links import context_graph_index
 from memory.models import Conversation, KnowledgeItem
-from memory.services import conversations as conversation_services
-from memory.services import extractions as extraction_services
-from memory.services import long_term as ltm_services
-from memory.services.graph_links import context_graph_index
 from rag import services as rag_services
 from rag.graph.names import name_key
+from rag.graph.services.communities import communities_compute
 from rag.models import Document, GraphEdge, GraphMention, GraphNode
-from rag.services.communities import communities_compute
 from tests.factories import AccountFactory, UserFactory
 from tests.support.mcp import tool_call
 
@@ -281,8 +281,12 @@ def test_a_stranger_of_the_account_reads_nothing_a_private_conversation_taught(
     assert related.json()["error"]["code"] == "knowledge_item_not_found", related.content
     fact = KnowledgeItem.objects.get(key=FACT_KEY, is_current=True)
     linked = stranger.tool(
-        "write_memory",
-        {"text": "Notes about a move", "related": [{"kind": "knowledge_item", "id": fact.pk}]},
+        "memory_write",
+        {
+            "kind": "structured",
+            "text": "Notes about a move",
+            "related": [{"kind": "knowledge_item", "id": fact.pk}],
+        },
     )
     assert linked["structuredContent"]["error"]["code"] == "related_not_found", linked
     bases = {b["name"]: b for b in stranger.get("knowledge/bases").json()["results"]}
@@ -421,15 +425,21 @@ def test_rot_and_digests_name_nothing_private(world: World) -> None:
 def _mcp_doors(caller: Caller, world: World) -> list[dict[str, Any]]:
     lisbon = world.lisbon.pk
     return [
-        caller.tool("knowledge_query", {"query": "Where did Zephyrine move? Quixotown"}),
+        caller.tool(
+            "memory_search",
+            {"kind": "knowledge_item", "query": "Where did Zephyrine move? Quixotown"},
+        ),
         caller.tool("get_context", {"query": ASKED}),
         caller.tool("search_knowledge_graph", {"query": "Zephyrine Quixotown"}),
         caller.tool("search_knowledge_graph", {"query": "Lisbon", "mode": "graph", "max_hops": 3}),
         caller.tool("get_graph_neighbors", {"node_id": lisbon, "hops": 3}),
-        caller.tool("graph_rag_context", {"query": "Lisbon ferries", "max_hops": 3}),
+        caller.tool(
+            "query_knowledge_base", {"kind": "graph", "query": "Lisbon ferries", "max_hops": 3}
+        ),
         caller.tool("search_documents", {"query": "Lisbon ferries", "mode": "graph"}),
         caller.tool(
-            "long_term_memory_search", {"query": "Lisbon trams", "mode": "graph", "max_hops": 3}
+            "memory_search",
+            {"kind": "long_term", "query": "Lisbon trams", "mode": "graph", "max_hops": 3},
         ),
     ]
 
@@ -439,7 +449,9 @@ def test_the_mcp_tools_keep_a_private_conversation_to_its_readers(world: World) 
         assert not result["isError"], result
         hidden(result["structuredContent"])
         hidden(result["structuredContent"], FOREIGN)
-    missing = world.stranger.tool("knowledge_get", {"base": "conversations", "key": FACT_KEY})
+    missing = world.stranger.tool(
+        "memory_read", {"kind": "knowledge_item", "base": "conversations", "key": FACT_KEY}
+    )
     assert missing["structuredContent"]["error"]["code"] == "knowledge_item_not_found"
     hidden_node = world.stranger.tool("get_graph_neighbors", {"node_id": world.person.pk})
     assert hidden_node["structuredContent"]["error"]["code"] == "node_not_found"
@@ -447,7 +459,9 @@ def test_the_mcp_tools_keep_a_private_conversation_to_its_readers(world: World) 
         query, context, *_ = _mcp_doors(caller, world)
         shown(query["structuredContent"], "zephyrine moved to quixotown")
         shown(context["structuredContent"], "quixotown")
-        got = caller.tool("knowledge_get", {"base": "conversations", "key": FACT_KEY})
+        got = caller.tool(
+            "memory_read", {"kind": "knowledge_item", "base": "conversations", "key": FACT_KEY}
+        )
         shown(got["structuredContent"], "quixotown")
         near = caller.tool("get_graph_neighbors", {"node_id": world.lisbon.pk, "hops": 2})
         shown(near["structuredContent"], "zephyrine")

@@ -13,9 +13,9 @@ from django.utils import timezone
 from content.services import summaries
 from core.digests import DigestItem
 from memory import digest
+from memory.long_term import services as ltm
+from memory.maintenance.services import consolidation
 from memory.models import MemoryEntry
-from memory.services import consolidation
-from memory.services import long_term as ltm
 from tests.conftest import AuthedAgent
 from tests.memory.test_consolidation import context_of, stm, write
 

@@ -12,12 +12,11 @@ from typing import Any
 import pytest
 
 from core.actors import actor_for_agent
-from memory.extraction import offline
+from memory.conversations import services as conversation_services
+from memory.conversations.extraction import offline, services
+from memory.knowledge import selectors as knowledge_selectors
+from memory.knowledge import services as knowledge_services
 from memory.models import Conversation, Extraction, KnowledgeItem, KnowledgeSource
-from memory.selectors import knowledge as knowledge_selectors
-from memory.services import conversations as conversation_services
-from memory.services import extractions as services
-from memory.services import knowledge as knowledge_services
 from rag.models import GraphEdge, GraphNode
 from tests.conftest import AuthedAgent
 from tests.memory.conftest import code

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from memory.extraction import offline
+from memory.conversations.extraction import offline
+from memory.long_term.services.graph_links import entries_graph_index
 from memory.models import MemoryEntry
-from memory.services.graph_links import entries_graph_index
 from rag.models import GraphEdge, GraphMention, GraphNode
 from tests.conftest import AuthedAgent
 from tests.memory.conftest import conversation_of

@@ -1,13 +1,16 @@
-"""memory.fact_check: when a statement is covered (a near paraphrase that keeps its numbers,
-names, codes, dates, rare words and nouns, and its negation), and what a rewrite carries. Real
-embeddings (the local model); no database."""
+"""memory.maintenance.fact_check: when a statement is covered (a near paraphrase that keeps its
+numbers, names, codes, dates, rare words and nouns, and its negation), and what a rewrite carries.
+Real embeddings (the local model); no database."""
 
 from __future__ import annotations
 
 import pytest
 
-from memory import fact_check
-from memory.statements import standalone_of
+from memory.maintenance import fact_check
+from memory.maintenance.statements import standalone_of
+
+# Real embeddings: paraphrases are told by the model's cosine.
+pytestmark = pytest.mark.real_embeddings
 
 
 def covered(statement: str, by: str) -> bool:

@@ -12,16 +12,17 @@ import pytest
 
 from core.actors import actor_for_account, actor_for_agent
 from core.errors import Conflict
+from memory.long_term import services as ltm
+from memory.maintenance.services import changes, cluster_maintenance, cluster_rewrite, upkeep
 from memory.models import MemoryContext, MemoryEntry, MemoryMaintenanceReport, PendingChange
-from memory.services import changes, cluster_maintenance, cluster_rewrite, upkeep
-from memory.services import long_term as ltm
 from tests.conftest import AuthedAgent
 from tests.support.openai_standin import (
     OpenAIStandIn,
     openai_standin_fixture,  # noqa: F401 (pytest collects fixtures from module globals)
 )
 
-pytestmark = pytest.mark.django_db
+# Real embeddings: whether a fact survives is judged by paraphrase and near-copy cosines.
+pytestmark = [pytest.mark.django_db, pytest.mark.real_embeddings]
 
 # The case: six near-duplicates about one person, two with a fact of their own.
 MARIA = [
@@ -142,7 +143,7 @@ def test_three_groups_lose_none_of_their_six_extra_facts_and_still_shrink(
     check = Report.objects.get(pk=report.pk).fact_check
     assert check["statements_carried"] >= 4 and check["groups_refused"] == 0
     # Search finds the allergy in a current entry.
-    from memory.selectors.long_term import long_term_search
+    from memory.long_term.selectors import long_term_search
 
     hits = long_term_search(
         actor=actor_for_agent(agent_client.agent), query="Maria Lind peanut allergy", top_k=3

@@ -12,14 +12,13 @@ from django.db import IntegrityError, connection, transaction
 
 from core.actors import actor_for_agent
 from core.mcp import registry
+from memory.knowledge import selectors, services
 from memory.models import (
     KnowledgeItem,
     KnowledgeItemPosting,
     KnowledgeSource,
     KnowledgeStore,
 )
-from memory.selectors import knowledge as selectors
-from memory.services import knowledge as services
 from rag.models import GraphEdge, GraphNode
 from tests.conftest import AuthedAgent
 from tests.memory.conftest import code
@@ -421,14 +420,17 @@ def test_another_accounts_bases_and_items_answer_like_missing_ones(
 
 def test_the_mcp_tools_are_registered_with_their_scopes() -> None:
     tools = registry.tools()
-    assert {
-        name: tools[name].scope
-        for name in ("knowledge_put", "knowledge_get", "knowledge_query", "knowledge_relate")
-    } == {
-        "knowledge_put": "write",
-        "knowledge_get": "read",
-        "knowledge_query": "read",
-        "knowledge_relate": "write",
+    jobs = {
+        (name, job.value): job.scope
+        for name in ("memory_write", "memory_read", "memory_search")
+        for job in tools[name].jobs
+        if job.value.startswith("knowledge_")
+    }
+    assert jobs == {
+        ("memory_write", "knowledge_item"): "write",
+        ("memory_write", "knowledge_relationship"): "write",
+        ("memory_read", "knowledge_item"): "read",
+        ("memory_search", "knowledge_item"): "read",
     }
 
 
@@ -593,6 +595,7 @@ def test_a_search_without_sources_reads_a_statement_fewer(agent_client: AuthedAg
     assert counts[1] == counts[0] - 1
 
 
+@pytest.mark.real_embeddings  # a floor calibrated on the model
 def test_a_similarity_floor_keeps_hits_on_topic_and_skips_the_rest_when_none_is(
     agent_client: AuthedAgent,
 ) -> None:
@@ -628,9 +631,9 @@ def test_writes_racing_a_deletion_are_not_found_not_an_error(agent_client: Authe
     it answers 404 with the code of a missing one, not a 500 (the fuzzer found the same race
     on documents)."""
     from core.errors import NotFound
+    from memory.long_term import services as ltm
+    from memory.long_term.services.index import context_lock
     from memory.models import KnowledgeStore
-    from memory.services import long_term as ltm
-    from memory.services.long_term.index import context_lock
 
     actor = actor_for_agent(agent_client.agent)
     item = services.knowledge_item_put(actor=actor, base="facts", key="moon", content="Full.")

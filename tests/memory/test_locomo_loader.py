@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from memory.evaluation.locomo import LocomoFormatError, load_locomo, session_date
+from memory.context.evaluation.locomo import LocomoFormatError, load_locomo, session_date
 from tests.support.data import LOCOMO
 
 SAMPLE = [

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from core.models import AuditEvent
+from memory.long_term import selectors as ltm_selectors
+from memory.long_term.services import MAX_BATCH, access_flush
 from memory.models import MemoryAccessLog, MemoryEntry, MemoryEntryPosting, MemoryEntryTerm
-from memory.selectors import long_term as ltm_selectors
-from memory.services.long_term import MAX_BATCH, access_flush
 from memory.spaces import MEMORY_ENTRIES
 from tests.conftest import AuthedAgent
 from tests.factories import TeamFactory
@@ -432,7 +432,7 @@ def test_the_mcp_tool_searches_as_the_api_does(agent_client: AuthedAgent) -> Non
         {"query": "Caroline's cat", "stages": ["vector", "keyword", "graph"], "top_k": 2},
     ]
     for body in bodies:
-        result = tool_call(agent_client.secret, "long_term_memory_search", body)
+        result = tool_call(agent_client.secret, "memory_search", {"kind": "long_term", **body})
         assert not result["isError"], result
         through_mcp = result["structuredContent"]["results"]
         through_api = search(agent_client, **body).json()["results"]
@@ -446,8 +446,8 @@ def test_the_mcp_tool_searches_as_the_api_does(agent_client: AuthedAgent) -> Non
     assert late == [None] * len(through_mcp) or all(-1 <= score <= 1 for score in late)
     refused = tool_call(
         agent_client.secret,
-        "long_term_memory_search",
-        {"query": "cat", "stages": ["graph"], "mode": "vector"},
+        "memory_search",
+        {"kind": "long_term", "query": "cat", "stages": ["graph"], "mode": "vector"},
     )
     assert error_code(refused) == "invalid_stages"
 
@@ -583,7 +583,7 @@ def test_a_search_naming_a_speaker_lifts_their_entries(
     """Query analysis of named speakers (``SPEAKER_LIFT``): the entries of the speaker a query
     names gain that share of their fused score against the others'; a query naming nobody
     ranks as before."""
-    from memory.selectors import long_term
+    from memory.long_term import selectors as long_term
 
     cid = create_context(agent_client)["id"]
     jon = add_entry(agent_client, cid, "I went to a pottery class on Sunday.", speaker="Jon")
@@ -622,7 +622,7 @@ def test_an_entry_speaker_is_bounded(agent_client: AuthedAgent) -> None:
 
 
 def test_speakers_named_by_a_query() -> None:
-    from memory.selectors.long_term import speakers_named
+    from memory.long_term.selectors import speakers_named
 
     speakers = ["Jon", "Dr. Ana Lima", "Gina", "", "?"]
     assert speakers_named("What did Dr Ana Lima say to jon?", speakers) == {"Jon", "Dr. Ana Lima"}
@@ -641,8 +641,8 @@ def test_one_context_of_ones_own_is_searched_without_the_sharing_rules(
 
     from core.actors import actor_for_agent
     from core.errors import NotFound
+    from memory.long_term.selectors import searchable_contexts
     from memory.models import MemoryContext
-    from memory.selectors.long_term import searchable_contexts
 
     mine = create_context(agent_client, "mine")["id"]
     theirs = create_context(teammate, "theirs")["id"]

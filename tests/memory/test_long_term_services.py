@@ -10,10 +10,10 @@ import pytest
 
 from core.actors import Actor, actor_for_agent
 from core.errors import Conflict
-from memory.indexing import indexed_texts
+from memory.long_term import services as ltm
+from memory.long_term.indexing import indexed_texts
+from memory.long_term.selectors import LongTermFilters, long_term_search
 from memory.models import MemoryContext, MemoryEntry, MemoryEntryPosting, MemoryEntryTerm
-from memory.selectors.long_term import LongTermFilters, long_term_search
-from memory.services import long_term as ltm
 from memory.spaces import MEMORY_ENTRIES
 from rag import keyword
 from tests.factories import AgentFactory
@@ -222,7 +222,7 @@ def test_a_question_asking_for_several_things_spreads_its_best_over_sessions(
     """``SESSION_DIVERSITY``: "What books ...?" asks for several things, so a graph search
     spreads its best entries over their threads (``rag.granularity.group_diversify``), the ranks
     keeping their scores; "What book ...?", and any hybrid search, rank as without."""
-    from memory.selectors import long_term
+    from memory.long_term import selectors as long_term
     from rag.granularity import group_diversify
 
     first = [

@@ -18,8 +18,9 @@ from django.utils import timezone
 
 from core import services as core_services
 from core.actors import actor_for_agent
+from memory.maintenance.services import cluster_maintenance
+from memory.maintenance.services import jobs as maintenance_jobs
 from memory.models import MaintenanceJob, MemoryEntry, MemoryMaintenanceReport
-from memory.services import cluster_maintenance, maintenance_jobs
 from tests.conftest import AuthedAgent
 from tests.factories import UserFactory
 from tests.memory.conftest import code
@@ -40,6 +41,7 @@ def status(authed: AuthedAgent, job_id: int) -> Any:
     return authed.client.get(f"{BASE}/maintenance/jobs/{job_id}")
 
 
+@pytest.mark.real_embeddings  # similarity by meaning (failed on the stand-in)
 def test_the_request_only_queues_the_run(
     admin_client: AuthedAgent, django_capture_on_commit_callbacks: Any
 ) -> None:
@@ -211,20 +213,30 @@ def test_recovery_resends_lost_messages_and_fails_lost_workers(
 def test_the_mcp_tools_queue_and_follow_a_job(
     admin_client: AuthedAgent, django_capture_on_commit_callbacks: Any
 ) -> None:
-    context, _, _ = written(admin_client)
+    written(admin_client)
     with django_capture_on_commit_callbacks(execute=True):
-        queued = tool_call(admin_client.secret, "memory_maintenance", {"dry_run": True})
+        queued = tool_call(
+            admin_client.secret, "memory_consolidate", {"action": "maintenance", "dry_run": True}
+        )
     assert not queued["isError"], queued
     out = queued["structuredContent"]
-    assert out["status"] == "queued" and out["status_url"].endswith(f"/jobs/{out['job_id']}")
+    assert set(out) == {"job_id", "status_url"}  # what POST /memory/maintenance answers
+    assert out["status_url"].endswith(f"/jobs/{out['job_id']}")
     followed = tool_call(
-        admin_client.secret, "memory_maintenance_status", {"job_id": out["job_id"]}
+        admin_client.secret,
+        "memory_consolidate",
+        {"action": "maintenance_status", "job_id": out["job_id"]},
     )
     result = followed["structuredContent"]
-    assert result["status"] == "completed" and result["report"]["id"] == result["report_id"]
-    assert result["report"]["context_ids"] == [context] and result["report"]["dry_run"]
-    assert followed["content"][0]["text"].startswith(f"Job {out['job_id']} completed.")
-    missing = tool_call(admin_client.secret, "memory_maintenance_status", {"job_id": 987654321})
+    assert result["status"] == "completed" and result["report_id"] is not None
+    assert result["report_url"].endswith(f"/reports/{result['report_id']}")
+    assert result["context_ids"] is None and result["dry_run"]  # every context, as asked
+    assert followed["content"][0]["text"].startswith(f"Job {out['job_id']} completed")
+    missing = tool_call(
+        admin_client.secret,
+        "memory_consolidate",
+        {"action": "maintenance_status", "job_id": 987654321},
+    )
     assert error_code(missing) == "maintenance_job_not_found"
 
 

@@ -11,10 +11,11 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from core.models import Account
-from memory.evaluation.retrieval import score_question
+from memory.context.evaluation.retrieval import score_question
 from memory.models import MemoryEntry
 
-pytestmark = pytest.mark.django_db
+# Real embeddings: recall is the subject.
+pytestmark = [pytest.mark.django_db, pytest.mark.real_embeddings]
 
 SAMPLE = [
     {

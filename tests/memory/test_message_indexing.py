@@ -15,11 +15,11 @@ from django.urls import reverse
 from core.actors import Actor, actor_for_agent
 from core.embeddings.base import EmbeddingError
 from memory import tasks
+from memory.conversations import services
+from memory.long_term import services as ltm
+from memory.long_term.selectors import long_term_search
+from memory.long_term.services import pending
 from memory.models import Conversation, MemoryContext, MemoryEntry, PendingIndex
-from memory.selectors.long_term import long_term_search
-from memory.services import conversations as services
-from memory.services import long_term as ltm
-from memory.services.long_term import pending
 from tests.conftest import AuthedAgent
 from tests.factories import UserFactory
 from tests.memory.conftest import code
@@ -292,8 +292,8 @@ def test_a_batch_is_bounded(
     # The MCP tool answers the same code.
     result = tool_call(
         agent_client.secret,
-        "conversation_add_messages",
-        {"conversation_id": chat.pk, "messages": messages},
+        "conversation",
+        {"action": "add_messages", "conversation_id": chat.pk, "messages": messages},
     )
     assert result["structuredContent"]["error"]["code"] == error
     assert not MemoryEntry.objects.filter(context_id=chat.context_id).exists()

@@ -16,8 +16,10 @@ from django.test.utils import CaptureQueriesContext
 from core.actors import actor_for_agent
 from core.errors import Conflict
 from core.models import AuditEvent, JobRun
-from memory import services, tasks
+from memory import tasks
 from memory.models import MemoryPool, MemoryPoolEvent
+from memory.pools import data_services as pool_data_services
+from memory.pools import services as pool_services
 from memory.redis_store import memory_redis
 from tests.conftest import AuthedAgent
 from tests.factories import AgentFactory
@@ -209,10 +211,12 @@ def test_the_default_pool(
     from core.actors import actor_for_account
 
     with pytest.raises(Conflict) as refused:
-        services.pool_delete(actor=actor_for_account(pool.account_id), pool=pool)
+        pool_services.pool_delete(actor=actor_for_account(pool.account_id), pool=pool)
     assert refused.value.code == "default_pool_protected"
     with pytest.raises(Conflict):
-        services.pool_update(actor=actor_for_account(pool.account_id), pool=pool, public_read=False)
+        pool_services.pool_update(
+            actor=actor_for_account(pool.account_id), pool=pool, public_read=False
+        )
     again = agent_client.client.post(BASE, {"pool_id": "default"}, format="json")
     assert again.status_code == 409 and code(again) == "pool_id_taken"
     assert tool.agent is not None
@@ -359,14 +363,14 @@ def _in_threads(count: int, work: Callable[[int], None]) -> list[BaseException]:
 @pytest.mark.django_db(transaction=True)
 def test_parallel_writers_lose_no_update(agent_client: AuthedAgent, teammate: AuthedAgent) -> None:
     owner = actor_for_agent(agent_client.agent)
-    pool = services.pool_create(actor=owner, pool_id="busy", pool_type="global")
+    pool = pool_services.pool_create(actor=owner, pool_id="busy", pool_type="global")
     writers = [owner, actor_for_agent(teammate.agent)]
     threads, writes = 8, 15
 
     def work(n: int) -> None:
         actor = writers[n % 2]
         for i in range(writes):
-            services.pool_data_write(actor=actor, pool=pool, path=f"w{n}.i{i}", value=i)
+            pool_data_services.pool_data_write(actor=actor, pool=pool, path=f"w{n}.i{i}", value=i)
 
     assert _in_threads(threads, work) == []
     stored = MemoryPool.objects.get(pk=pool.pk)
@@ -377,18 +381,18 @@ def test_parallel_writers_lose_no_update(agent_client: AuthedAgent, teammate: Au
 @pytest.mark.django_db(transaction=True)
 def test_compare_and_set_increments_from_parallel_writers(agent_client: AuthedAgent) -> None:
     actor = actor_for_agent(agent_client.agent)
-    pool = services.pool_create(actor=actor, pool_id="counter", data={"count": 0})
+    pool = pool_services.pool_create(actor=actor, pool_id="counter", data={"count": 0})
     threads, increments = 6, 10
     conflicts = []
 
     def work(n: int) -> None:
-        from memory import selectors
+        from memory.pools import selectors as pool_selectors
 
         done = 0
         while done < increments:
-            current = selectors.pool_data_read(actor=actor, pool=pool, path="count")
+            current = pool_selectors.pool_data_read(actor=actor, pool=pool, path="count")
             try:
-                services.pool_data_write(
+                pool_data_services.pool_data_write(
                     actor=actor,
                     pool=pool,
                     path="count",
@@ -411,12 +415,12 @@ def test_compare_and_set_increments_from_parallel_writers(agent_client: AuthedAg
 @pytest.mark.django_db(transaction=True)
 def test_one_writer_wins_a_version(agent_client: AuthedAgent) -> None:
     actor = actor_for_agent(agent_client.agent)
-    pool = services.pool_create(actor=actor, pool_id="race")
+    pool = pool_services.pool_create(actor=actor, pool_id="race")
     outcomes: list[str] = []
 
     def work(n: int) -> None:
         try:
-            services.pool_data_write(
+            pool_data_services.pool_data_write(
                 actor=actor, pool=pool, path="winner", value=n, expected_version=1
             )
             outcomes.append("won")
@@ -434,7 +438,7 @@ def test_bulletin_writes_are_events_in_a_feed_and_on_pub_sub(
 ) -> None:
     create(agent_client, pool_id="ops", public_read=True)
     pubsub = memory_redis().pubsub(ignore_subscribe_messages=True)
-    channel = services.pool_events_channel(agent_client.agent.account_id, "ops")
+    channel = pool_data_services.pool_events_channel(agent_client.agent.account_id, "ops")
     pubsub.subscribe(channel)
     try:
         assert pubsub.get_message(timeout=1) is None

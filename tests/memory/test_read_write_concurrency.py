@@ -19,13 +19,13 @@ import pytest
 from django.db import connections, transaction
 
 from core.actors import Actor, actor_for_agent
-from memory.assembly import ContextRequest, context_assemble
+from memory.context.assembly import ContextRequest, context_assemble
+from memory.context.services.search import memory_search_run
+from memory.conversations import services as conversations_services
+from memory.long_term import services as ltm
+from memory.long_term.services import access
+from memory.long_term.services.index import context_lock
 from memory.models import Conversation, MemoryAccessLog, MemoryEntry
-from memory.services import conversations as conversations_services
-from memory.services import long_term as ltm
-from memory.services.long_term import access
-from memory.services.long_term.index import context_lock
-from memory.services.search import memory_search_run
 from tests.conftest import AuthedAgent
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -8,15 +8,11 @@ import random
 import pytest
 
 from core.actors import actor_for_agent
-from memory.assembly.sources import MEMORY_FIELDS, TURN_FIELDS
+from memory.context.assembly.sources import MEMORY_FIELDS, TURN_FIELDS
+from memory.long_term import services as ltm
+from memory.long_term.entry_loading import entries_by_id
+from memory.long_term.relevance import best_rows, effective_relevance_score, relevance_components
 from memory.models import MemoryEntry
-from memory.selectors.entry_loading import entries_by_id
-from memory.selectors.relevance import (
-    best_rows,
-    effective_relevance_score,
-    relevance_components,
-)
-from memory.services import long_term as ltm
 from rag.search import RankedHit
 from tests.conftest import AuthedAgent
 

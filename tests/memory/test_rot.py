@@ -22,9 +22,9 @@ from core import services as core_services
 from core.actors import actor_for_account, actor_for_agent, actor_for_user
 from core.errors import NotFound, ValidationFailed
 from memory import digest
-from memory.selectors import rot
-from memory.services import knowledge as knowledge_services
-from memory.services import long_term as ltm
+from memory.knowledge import services as knowledge_services
+from memory.long_term import services as ltm
+from memory.maintenance.selectors import rot
 from rag import services as rag_services
 from rag.models import Chunk, Document, KnowledgeBase
 from skills.models import Skill

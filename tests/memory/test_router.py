@@ -261,8 +261,8 @@ def test_long_term_filters_leave_out_tiers_without_those_fields(agent_client: Au
 
 
 def test_long_term_recalls_through_the_router_are_logged(agent_client: AuthedAgent) -> None:
+    from memory.long_term.services import access_flush
     from memory.models import MemoryAccessLog
-    from memory.services.long_term import access_flush
 
     seed_tiers(agent_client)
     found = post(agent_client, "search", {"query": "billing owner", "tiers": ["long_term"]})

@@ -14,6 +14,8 @@ import pytest
 from core.actors import Actor, actor_for_account, actor_for_agent
 from core.errors import Conflict, EngramError, NotFound, PermissionDenied, ValidationFailed
 from core.models import ApiKey
+from memory.long_term import services as ltm
+from memory.maintenance.services import consolidation
 from memory.models import (
     MemoryContext,
     MemoryContextGrant,
@@ -21,8 +23,6 @@ from memory.models import (
     MemorySnapshot,
     ShortTermEntry,
 )
-from memory.services import consolidation
-from memory.services import long_term as ltm
 from tests.conftest import AuthedAgent
 from tests.factories import AgentFactory
 from tests.memory.conftest import code

@@ -15,8 +15,9 @@ from core.actors import actor_for_agent
 from core.errors import ValidationFailed
 from core.jobs import periodic_jobs
 from core.models import AuditEvent, JobRun
-from memory import services, tasks
+from memory import tasks
 from memory.models import ShortTermEntry
+from memory.short_term import services as short_term_services
 from tests.conftest import AuthedAgent
 from tests.memory.conftest import Clock, code
 
@@ -85,7 +86,7 @@ def test_a_read_counts_an_access(agent_client: AuthedAgent, clock: Clock) -> Non
 @pytest.mark.django_db(transaction=True)
 def test_concurrent_reads_each_count(agent_client: AuthedAgent) -> None:
     actor = actor_for_agent(agent_client.agent)
-    services.short_term_put(actor=actor, session_id="s1", key="hot", value=1)
+    short_term_services.short_term_put(actor=actor, session_id="s1", key="hot", value=1)
     threads, per_thread = 6, 10
     errors: list[BaseException] = []
     start = threading.Barrier(threads)
@@ -94,7 +95,7 @@ def test_concurrent_reads_each_count(agent_client: AuthedAgent) -> None:
         try:
             start.wait()
             for _ in range(per_thread):
-                services.short_term_read(actor=actor, session_id="s1", key="hot")
+                short_term_services.short_term_read(actor=actor, session_id="s1", key="hot")
         except BaseException as exc:  # reported below
             errors.append(exc)
         finally:
@@ -228,7 +229,7 @@ def test_the_clean_up_job_deletes_expired_entries_only(
     assert dry == {"entries": 4, "dry_run": 1}
     assert ShortTermEntry.objects.count() == 6
 
-    monkeypatch.setattr(services.short_term, "PRUNE_BATCH", 3)
+    monkeypatch.setattr(short_term_services, "PRUNE_BATCH", 3)
     assert tasks.prune_short_term.apply().get() == {"entries": 4}
     assert sorted(ShortTermEntry.objects.values_list("key", flat=True)) == ["fresh", "old0"]
     runs = JobRun.objects.filter(job="memory.prune_short_term").order_by("pk")
@@ -321,10 +322,10 @@ def test_a_batch_is_all_or_none(
 @pytest.mark.django_db
 def test_a_batch_holds_one_to_the_maximum(agent_client: AuthedAgent, actor: Any) -> None:
     assert batch(agent_client, "s1", []).status_code == 400
-    too_many = [{"key": f"k{i}", "value": i} for i in range(services.short_term.BATCH_MAX + 1)]
+    too_many = [{"key": f"k{i}", "value": i} for i in range(short_term_services.BATCH_MAX + 1)]
     assert batch(agent_client, "s1", too_many).status_code == 400
     with pytest.raises(ValidationFailed) as refused:
-        services.short_term_put_batch(actor=actor, session_id="s1", entries=too_many)
+        short_term_services.short_term_put_batch(actor=actor, session_id="s1", entries=too_many)
     assert refused.value.code == "invalid_batch"
     full = too_many[:-1]
     response = batch(agent_client, "s1", full)

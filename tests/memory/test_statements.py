@@ -1,10 +1,10 @@
-"""memory.statements: the split that upkeep's fact check and the review queue share."""
+"""memory.maintenance.statements: the split that upkeep's fact check and the review queue share."""
 
 from __future__ import annotations
 
 import pytest
 
-from memory.statements import statements_of
+from memory.maintenance.statements import statements_of
 
 
 @pytest.mark.parametrize(

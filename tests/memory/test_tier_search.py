@@ -12,7 +12,8 @@ import pytest
 from django.db import connection
 
 from core.actors import Actor, actor_for_agent
-from memory import pool_index
+from memory.context.selectors.router import RouterFilters
+from memory.context.selectors.search import memory_search
 from memory.models import (
     MemoryPool,
     PoolLeaf,
@@ -24,12 +25,11 @@ from memory.models import (
     ShortTermScope,
     ShortTermTerm,
 )
-from memory.selectors.router import RouterFilters
-from memory.selectors.search import memory_search
-from memory.services import pool_data
-from memory.services import pools as pool_services
-from memory.services import short_term as st
-from memory.services.tier_index import rebuild_pool_index, rebuild_short_term_index
+from memory.pools import data_services as pool_data
+from memory.pools import leaves as pool_index
+from memory.pools import services as pool_services
+from memory.short_term import services as st
+from memory.tier_index import rebuild_pool_index, rebuild_short_term_index
 from rag import keyword
 from tests.conftest import AuthedAgent
 from tests.factories import AgentFactory
@@ -160,7 +160,7 @@ def test_many_expired_short_term_entries_are_left_out_through_their_rows(
 ) -> None:
     """Past EXPIRED_BY_ID expired entries (the clean-up has not run), expiry is checked on each
     entry's row instead of by id: still never found."""
-    from memory.selectors import search as search_module
+    from memory.context.selectors import search as search_module
 
     monkeypatch.setattr(search_module, "EXPIRED_BY_ID", 1)
     for key in ("a", "b"):
@@ -170,6 +170,7 @@ def test_many_expired_short_term_entries_are_left_out_through_their_rows(
     assert [h.key for h in search(me, "fleeting", tiers=["short_term"])] == ["c"]
 
 
+@pytest.mark.real_embeddings  # a ranking
 def test_hits_of_every_tier_rank_on_one_scale(me: Actor) -> None:
     """The same text in two tiers gets the same keyword score: one idf for every corpus."""
     texts = {"tide": "spring tide at the harbour", "other": "harbour cranes"}

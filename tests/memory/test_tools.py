@@ -14,9 +14,9 @@ import pytest
 
 from core.actors import Actor, actor_for_agent
 from core.errors import Throttled
-from memory import run_budget, structuring
+from memory.context import run_budget, structuring
+from memory.context.services import tools
 from memory.models import MemoryEntry
-from memory.services import tools
 from tests.conftest import AuthedAgent
 from tests.memory.conftest import code
 from tests.support.openai_standin import (
@@ -110,6 +110,7 @@ def test_related_references_are_bounded_and_must_be_readable(
     assert unknown.status_code == 400
 
 
+@pytest.mark.real_embeddings  # close by meaning, above a threshold calibrated on the model
 def test_semantic_search_answers_close_memories_only(agent_client: AuthedAgent) -> None:
     for text in (
         FACT,
@@ -153,6 +154,7 @@ def test_the_summarised_search_cites_its_memories(agent_client: AuthedAgent) -> 
     assert empty.json()["summary"] == "" and empty.json()["memories"] == []
 
 
+@pytest.mark.real_embeddings  # each search finds the fact above the model's relevance threshold
 def test_a_run_has_ten_searches(agent_client: AuthedAgent) -> None:
     post(agent_client, "tools/write", {"text": FACT})
     query = "when does the billing service deploy?"

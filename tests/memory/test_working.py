@@ -12,10 +12,10 @@ import redis
 from core.actors import actor_for_account, actor_for_agent
 from core.errors import PermissionDenied
 from core.models import AuditEvent
-from memory import services
-from memory import working_redis as wr
 from memory.models import MemoryPoolEvent, ShortTermEntry, WorkingMemorySnapshot
 from memory.redis_store import memory_redis
+from memory.working import services as working_services
+from memory.working import store as wr
 from tests.conftest import AuthedAgent
 from tests.memory.conftest import code
 
@@ -429,9 +429,9 @@ def test_redis_down_is_503_memory_unavailable_and_the_other_tiers_answer(
 def test_working_memory_belongs_to_agents(agent_client: AuthedAgent) -> None:
     tool = actor_for_account(agent_client.agent.account_id)
     with pytest.raises(PermissionDenied) as refused:
-        services.working_store(actor=tool, session_id="s1", key="k", value=1)
+        working_services.working_store(actor=tool, session_id="s1", key="k", value=1)
     assert refused.value.code == "agent_required"
-    entry = services.working_store(
+    entry = working_services.working_store(
         actor=actor_for_agent(agent_client.agent), session_id="s1", key="k", value=1
     )
     assert entry.value == 1

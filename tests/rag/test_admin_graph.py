@@ -15,8 +15,8 @@ from django.urls import reverse
 from content import services as content_services
 from core import services as core_services
 from core.actors import actor_for_agent
+from rag.graph.services import nodes as graph_services
 from rag.models import GraphNode
-from rag.services import graph as graph_services
 from tests.factories import AccountFactory, AgentFactory, UserFactory
 
 pytestmark = pytest.mark.django_db

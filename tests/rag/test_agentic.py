@@ -9,8 +9,9 @@ import pytest
 
 import core.llm
 from rag import evidence
+from rag.agentic import services as agentic
 from rag.rerank import reset_reranker
-from rag.services import agentic
+from rag.tuning import TUNING
 from tests.support.openai_standin import openai_standin_fixture  # noqa: F401
 
 pytestmark = pytest.mark.django_db
@@ -89,8 +90,8 @@ def assert_consistent(answer: dict, *, top_k: int) -> None:
         assert one["avg_score"] == pytest.approx(mean, abs=1e-3)
         # A round whose results name a bridge entity has a hop left to make.
         assert one["sufficient"] == (
-            len(scores) >= agentic.MIN_RELEVANT_RESULTS
-            and one["avg_score"] >= agentic.MIN_AVG_SCORE
+            len(scores) >= TUNING.agentic.min_relevant_results
+            and one["avg_score"] >= TUNING.agentic.min_avg_score
             and one["bridge"] is None
         )
         last = number == len(answer["rounds"])
@@ -112,15 +113,15 @@ def assert_consistent(answer: dict, *, top_k: int) -> None:
 
 
 def test_the_seed_constants() -> None:
-    assert agentic.MIN_RELEVANT_RESULTS == 3
-    assert agentic.MIN_AVG_SCORE == 0.5
+    assert TUNING.agentic.min_relevant_results == 3
+    assert TUNING.agentic.min_avg_score == 0.5
     assert agentic.DEFAULT_MAX_ROUNDS == 3
     assert agentic.MAX_ROUNDS_LIMIT == 5
 
 
-def test_rounds_stop_on_sufficiency(agent_client, kb_id, monkeypatch) -> None:
+def test_rounds_stop_on_sufficiency(agent_client, kb_id, tune) -> None:
     # Evidence near 1 for every hit: the first round with three results suffices.
-    monkeypatch.setattr(evidence, "INTERCEPT", 20.0)
+    tune("rag.evidence.intercept", 20.0)
     answer = ask(agent_client, query="How many containers does a harbour crane lift?", top_k=3)
     assert_consistent(answer, top_k=3)
     assert len(answer["rounds"]) == 1
@@ -129,8 +130,8 @@ def test_rounds_stop_on_sufficiency(agent_client, kb_id, monkeypatch) -> None:
     assert first["reformulated_query"] is None
 
 
-def test_rounds_run_to_max_rounds_when_never_sufficient(agent_client, kb_id, monkeypatch) -> None:
-    monkeypatch.setattr(evidence, "INTERCEPT", -20.0)
+def test_rounds_run_to_max_rounds_when_never_sufficient(agent_client, kb_id, tune) -> None:
+    tune("rag.evidence.intercept", -20.0)
     for rounds in (1, 2, 5):
         answer = ask(agent_client, query="harbour crane containers", max_rounds=rounds, top_k=4)
         assert_consistent(answer, top_k=4)
@@ -140,28 +141,28 @@ def test_rounds_run_to_max_rounds_when_never_sufficient(agent_client, kb_id, mon
     assert len(set(queries)) == 5, queries  # every reformulation is a new query
 
 
-def test_default_is_three_rounds(agent_client, kb_id, monkeypatch) -> None:
-    monkeypatch.setattr(evidence, "INTERCEPT", -20.0)
+def test_default_is_three_rounds(agent_client, kb_id, tune) -> None:
+    tune("rag.evidence.intercept", -20.0)
     assert len(ask(agent_client, query="harbour tide")["rounds"]) == 3
 
 
-def test_fewer_than_three_results_never_suffice(agent_client, kb_id, monkeypatch) -> None:
-    monkeypatch.setattr(evidence, "INTERCEPT", 20.0)  # every hit near 1
+def test_fewer_than_three_results_never_suffice(agent_client, kb_id, tune) -> None:
+    tune("rag.evidence.intercept", 20.0)  # every hit near 1
     answer = ask(agent_client, query="harbour crane", top_k=2, max_rounds=2)
     assert_consistent(answer, top_k=2)
     assert [one["sufficient"] for one in answer["rounds"]] == [False, False]
     assert all(one["avg_score"] > 0.9 for one in answer["rounds"])
 
 
-def test_offline_reformulation_is_pseudo_relevance_feedback(agent_client, kb_id, monkeypatch):
-    monkeypatch.setattr(evidence, "INTERCEPT", -20.0)
+def test_offline_reformulation_is_pseudo_relevance_feedback(agent_client, kb_id, tune):
+    tune("rag.evidence.intercept", -20.0)
     answer = ask(agent_client, query="crane shifts", max_rounds=2, top_k=3)
     first = answer["rounds"][0]
     added = first["reformulated_query"].removeprefix("crane shifts").split()
-    assert 1 <= len(added) <= agentic.EXPANSION_TERMS
+    assert 1 <= len(added) <= TUNING.agentic.expansion_terms
     best_text = " ".join(
         f"{hit['document_title']} {hit['text']}".lower()
-        for hit in first["results"][: agentic.FEEDBACK_RESULTS]
+        for hit in first["results"][: TUNING.agentic.feedback_results]
     )
     assert all(word in best_text for word in added), (added, best_text)
     assert not {"crane", "shifts"} & set(added)
@@ -180,7 +181,7 @@ def test_offline_answer_is_extractive_and_every_sentence_is_cited(agent_client, 
     text = answer["answer"]
     assert "channel is shallow" in text
     sentences = [s for s in re.split(r"(?<=\])\s+", text) if s]
-    assert 1 <= len(sentences) <= agentic.ANSWER_SENTENCES
+    assert 1 <= len(sentences) <= TUNING.agentic.answer_sentences
     by_ref = {s["ref"]: s["text"] for s in answer["sources"]}
     for sentence in sentences:
         body, ref = re.fullmatch(r"(.*) \[(\d+)\]", sentence).groups()  # type: ignore[union-attr]
@@ -188,6 +189,7 @@ def test_offline_answer_is_extractive_and_every_sentence_is_cited(agent_client, 
     assert answer["sources"][0]["document_title"] == "Harbour tides"
 
 
+@pytest.mark.real_embeddings  # scores calibrated on the model
 def test_calibrated_scores_separate_relevant_from_unrelated(agent_client, kb_id) -> None:
     relevant = ask(agent_client, query="harbour tide tables published", max_rounds=1, top_k=1)
     unrelated = ask(agent_client, query="quantum chromodynamics lattice", max_rounds=1, top_k=1)
@@ -213,8 +215,8 @@ def llm(openai_standin, settings):
     core.llm.reset_llm_provider()
 
 
-def test_llm_reformulates_and_synthesises(agent_client, kb_id, llm, monkeypatch) -> None:
-    monkeypatch.setattr(evidence, "INTERCEPT", -20.0)
+def test_llm_reformulates_and_synthesises(agent_client, kb_id, llm, tune) -> None:
+    tune("rag.evidence.intercept", -20.0)
     llm.reply_with(
         json.dumps({"query": "tide tables harbour channel"}),
         "Ships wait for high tide because the channel is shallow [1]. See also [9].",
@@ -244,9 +246,9 @@ def assert_consistent_but_citations(answer: dict) -> None:
 
 
 def test_llm_reformulation_that_is_not_json_falls_back_to_feedback(
-    agent_client, kb_id, llm, monkeypatch
+    agent_client, kb_id, llm, tune
 ) -> None:
-    monkeypatch.setattr(evidence, "INTERCEPT", -20.0)
+    tune("rag.evidence.intercept", -20.0)
     llm.reply_with("not json", "still not json", "An answer [1].")
     answer = ask(agent_client, query="crane shifts", max_rounds=2, top_k=3)
     assert answer["rounds"][0]["reformulated_query"].startswith("crane shifts ")
@@ -372,11 +374,11 @@ def test_odd_questions_answer_or_are_refused_never_fail(agent_client, kb_id, que
         assert_consistent(response.json(), top_k=10)
 
 
-def test_queries_grow_with_rounds_not_with_results(agent_client, kb_id, monkeypatch) -> None:
+def test_queries_grow_with_rounds_not_with_results(agent_client, kb_id, tune) -> None:
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
-    monkeypatch.setattr(evidence, "INTERCEPT", -20.0)  # every round runs
+    tune("rag.evidence.intercept", -20.0)  # every round runs
 
     def count(**body) -> int:
         with CaptureQueriesContext(connection) as queries:

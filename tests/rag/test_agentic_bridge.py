@@ -8,17 +8,17 @@ import json
 
 import pytest
 
-from rag.graph import chunks as graph_chunks
-from rag.search import SearchHit
-from rag.services import agentic
-from rag.services.agentic_bridge import BridgeHit, find_bridge
-from rag.services.agentic_questions import (
+from rag.agentic import services as agentic
+from rag.agentic.bridge import BridgeHit, find_bridge
+from rag.agentic.questions import (
     asks_only_for,
     question_description,
     question_descriptions,
     substitute,
 )
-from rag.services.agentic_steps import ScoredHit
+from rag.agentic.steps import ScoredHit
+from rag.search import SearchHit
+from rag.tuning import TUNING
 from tests.support.openai_standin import openai_standin_fixture  # noqa: F401
 
 URL = "/api/v1/rag/agentic"
@@ -210,12 +210,13 @@ def chunk_documents(answer: dict, key: str = "sources") -> list[int]:
 
 
 @pytest.fixture
-def no_hop_gate(monkeypatch):
+def no_hop_gate(tune):
     """Round 1 as plain hybrid search: the graph does not lead it (``rag.graph.chunks``'s hop
     gate off), so what finds the birth's chunk is the bridge alone."""
-    monkeypatch.setattr(graph_chunks, "HYBRID_HOP_GATE", False)
+    tune("rag.staged.hybrid_hop_gate", False)
 
 
+@pytest.mark.real_embeddings  # similarity by meaning (failed on the stand-in)
 @pytest.mark.django_db
 def test_agentic_substitutes_the_bridge_and_the_answer_enters_the_sources(
     agent_client, corpus, no_hop_gate
@@ -240,12 +241,10 @@ def test_agentic_substitutes_the_bridge_and_the_answer_enters_the_sources(
 
 
 @pytest.mark.django_db
-def test_rrf_fusion_would_keep_the_answer_out(
-    agent_client, corpus, monkeypatch, no_hop_gate
-) -> None:
+def test_rrf_fusion_would_keep_the_answer_out(agent_client, corpus, tune, no_hop_gate) -> None:
     # What the fusion is for: ranked by reciprocal rank with round 1 weighing most, the
     # birth's chunk never enters the top 5.
-    monkeypatch.setattr(agentic, "BRIDGE_FUSION", "rrf")
+    tune("rag.agentic.bridge_fusion", "rrf")
     answer = ask(agent_client, query=QUESTION, top_k=5)
     assert answer["rounds"][0]["bridge"]["name"] == "Jonas Lind"
     assert corpus["Biography"] not in chunk_documents(answer)
@@ -305,11 +304,11 @@ def test_a_single_hop_question_keeps_round_one(agent_client, corpus) -> None:
 
 
 @pytest.mark.django_db
-def test_a_chain_round_may_search_the_graph(agent_client, corpus, monkeypatch) -> None:
-    monkeypatch.setattr(agentic, "CHAIN_MODE", "graph")
+def test_a_chain_round_may_search_the_graph(agent_client, corpus, tune) -> None:
+    tune("rag.agentic.chain_mode", "graph")
     answer = ask(agent_client, query=QUESTION, top_k=5)
     assert answer["rounds"][0]["mode"] == "graph"
-    assert answer["rounds"][1]["mode"] == agentic.BRIDGE_MODE
+    assert answer["rounds"][1]["mode"] == TUNING.agentic.bridge_mode
     assert answer["rounds"][0]["bridge"]["name"] == "Jonas Lind"
     assert corpus["Biography"] in chunk_documents(answer)
 

@@ -37,6 +37,7 @@ def upload(agent_client, api_kb, django_capture_on_commit_callbacks):
     return do
 
 
+@pytest.mark.real_embeddings  # the default configuration's model id is recorded
 def test_knowledge_base_crud_and_lifecycle(agent_client, api_kb) -> None:
     client = agent_client.client
     assert api_kb["embedding_model"] == "local:all-MiniLM-L6-v2"

@@ -42,6 +42,7 @@ def beir(tmp_path: Path) -> Path:
     return tmp_path
 
 
+@pytest.mark.real_embeddings  # retrieval quality (nDCG) is asserted
 def test_rag_eval_loads_through_the_pipeline_scores_and_reuses(tmp_path: Path) -> None:
     dataset = beir(tmp_path)
     out = StringIO()
@@ -118,8 +119,8 @@ def test_rag_rebuild_index_rebuilds_the_vector_index() -> None:
 
 def test_rag_rebuild_index_graph_restores_the_node_index(kb) -> None:
     from core.actors import actor_for_account
+    from rag.graph.services import nodes as graph_services
     from rag.models import GraphNodeTerm, GraphScope
-    from rag.services import graph as graph_services
     from rag.spaces import GRAPH_NODES
 
     actor = actor_for_account(kb.account_id)

@@ -11,9 +11,10 @@ from django.db import IntegrityError, transaction
 
 from core.actors import Actor, actor_for_agent
 from core.errors import Conflict, NotFound, ValidationFailed
-from rag import graph, keyword
+from rag import keyword
+from rag.graph import selectors as graph
+from rag.graph.services import nodes as services
 from rag.models import GraphEdge, GraphNode, GraphNodePosting, GraphNodeTerm, GraphScope
-from rag.services import graph as services
 from rag.spaces import GRAPH_NODES
 from tests.conftest import AuthedAgent
 
@@ -142,7 +143,7 @@ def test_search_finds_a_node_by_an_alias_and_explains_it(
     assert {hit.node.account_id for hit in hits} == {agent_client.agent.account_id}
     response = agent_client.client.get(NODES, {"query": "enchantress", "mode": "keyword"})
     assert response.status_code == 200, response.json()
-    assert set(response.json()) == {"mode", "results", "timings_ms"}  # not a page of the list
+    assert set(response.json()) == {"mode", "results", "communities", "timings_ms"}  # not a page
     results = response.json()["results"]
     assert [r["node"]["name"] for r in results] == ["Ada Lovelace"]
     assert results[0]["explanation"]["keyword"]["rank"] == 1

@@ -16,6 +16,7 @@ from rag.graph.chunks import chunk_search_staged
 from rag.models import Document, GraphNode
 from rag.search import SearchFilters
 from rag.spaces import CHUNKS
+from rag.tuning import TUNING
 from tests.conftest import AuthedAgent
 
 pytestmark = pytest.mark.django_db
@@ -78,7 +79,7 @@ def test_the_walk_ranks_the_hop_only_document_first(
 def test_a_hub_mentioned_by_every_unit_pulls_no_unrelated_unit_up() -> None:
     """Hub damping: a node that every unit mentions (a speaker who says every turn) has
     specificity 0, so the walk does not carry the seed's mass through it to the others."""
-    units = retrieval.HUB_MIN_MENTIONS + 10
+    units = TUNING.walk.hub_min_mentions + 10
     seed = retrieval.Seed(1, "Jonas Lind", "person", 0.9, "name", 1)
     reached = {
         1: retrieval.Reach(1, "Jonas Lind", "person", 1, 0, 1.0, [("Jonas Lind", "")], 1),
@@ -94,9 +95,9 @@ def test_a_hub_mentioned_by_every_unit_pulls_no_unrelated_unit_up() -> None:
     spread = ppr.rank_units([seed], reached, edges, mentions, similarity, {}, 10**6, 100)
     assert spread[0].unit_id == 1000 and len(spread) == units
     assert ppr.specificity(units, units) == 0.0 < ppr.specificity(1, units) < 1
-    # Above HUB_SHARE of the searched units (and HUB_MIN_MENTIONS), a node is not walked from.
-    assert retrieval.hub_limit(100_000) == 100_000 * retrieval.HUB_SHARE
-    assert retrieval.hub_limit(10) == retrieval.HUB_MIN_MENTIONS
+    # Above hub_share of the searched units (and hub_min_mentions), a node is not walked from.
+    assert retrieval.hub_limit(100_000) == 100_000 * TUNING.walk.hub_share
+    assert retrieval.hub_limit(10) == TUNING.walk.hub_min_mentions
 
 
 def test_pagerank_restarts_at_the_reset_vector_and_keeps_its_mass() -> None:
@@ -117,12 +118,13 @@ def _vector(text: str) -> list[float]:
     return list(get_embedding_provider().embed_query(text))
 
 
+@pytest.mark.real_embeddings  # seeds found by embedding
 def test_seeds_match_names_and_aliases_before_embeddings(
     actor: Actor, ingest: Callable[..., Document]
 ) -> None:
     from core.embeddings import get_embedding_provider
+    from rag.graph.services import nodes as graph_services
     from rag.models import GraphMention
-    from rag.services import graph as graph_services
 
     made = graph_services.node_create(
         actor=actor, name="Maria Sklodowska", entity_type="person", aliases=["Marie Curie"]
@@ -147,7 +149,7 @@ def test_seeds_match_names_and_aliases_before_embeddings(
     )  # fmt: skip
     assert (seeds[0].name, seeds[0].match) == ("Jonas Lind", "name")
     assert "jonas lind was" not in {s.name for s in seeds}  # no slot for the verb n-gram
-    assert len(seeds) <= retrieval.MAX_SEED_NODES
+    assert len(seeds) <= TUNING.seeds.max_nodes
     # An alias names its node: "Marie Curie" seeds Maria Sklodowska, first.
     vector = get_embedding_provider().embed_query("What did Marie Curie isolate?")
     seeds = retrieval.seed_nodes(

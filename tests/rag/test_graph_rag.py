@@ -12,7 +12,9 @@ import pytest
 
 from core.actors import Actor
 from rag.graph import retrieval
-from rag.graph_rag import graph_context
+from rag.graph.graph_rag import graph_context
+from rag.graph.services import communities
+from rag.graph.services.build import documents_graph_index
 from rag.models import (
     Document,
     GraphCommunity,
@@ -20,9 +22,8 @@ from rag.models import (
     GraphMention,
     GraphNode,
 )
-from rag.services import communities
-from rag.services.graph_build import documents_graph_index
-from rag.spaces import CHUNKS
+from rag.spaces import CHUNKS, space_weights
+from rag.tuning import TUNING
 from tests.conftest import AuthedAgent
 from tests.support.openai_standin import (
     OpenAIStandIn,
@@ -63,8 +64,8 @@ def test_retrieve_answers_results_with_their_communities(
     body = response.json()
     assert 1 <= len(body["results"]) <= 3
     assert body["results"][0]["document_id"] in {corpus[0].pk, corpus[1].pk}
-    assert len(body["seeds"]) <= retrieval.MAX_SEED_NODES
-    assert len(body["communities"]) <= retrieval.MAX_COMMUNITIES
+    assert len(body["seeds"]) <= TUNING.seeds.max_nodes
+    assert len(body["communities"]) <= TUNING.walk.max_communities
     ids = {c["id"] for c in body["communities"]}
     assert any(r["community_id"] in ids for r in body["results"])
     assert all(c["summary"] for c in body["communities"])
@@ -102,7 +103,7 @@ def test_leiden_is_stable_for_a_fixed_seed() -> None:
     first, _ = communities.leiden(graph, seed=7)
     assert [communities.leiden(graph, seed=7)[0] for _ in range(3)] == [first] * 3
     found, _ = communities.detect(graph, list(range(1000, 1200)), seed=7, levels=2)
-    assert all(len(c.node_ids) >= retrieval.COMMUNITY_MIN_SIZE for c in found)
+    assert all(len(c.node_ids) >= TUNING.walk.community_min_size for c in found)
     again, _ = communities.detect(graph, list(range(1000, 1200)), seed=7, levels=2)
     assert [c.node_ids for c in again] == [c.node_ids for c in found]
     assert {c.level for c in found} == {0, 1}
@@ -114,7 +115,7 @@ def test_communities_are_stored_replaced_and_listed(
     first = agent_client.client.post(COMMUNITIES, {"seed": 3}, format="json")
     assert first.status_code == 200, first.content
     stored = list(GraphCommunity.objects.order_by("level", "number").values_list("size", flat=True))
-    assert stored and min(stored) >= retrieval.COMMUNITY_MIN_SIZE
+    assert stored and min(stored) >= TUNING.walk.community_min_size
     members = set(GraphCommunityMember.objects.filter(level=0).values_list("node_id", flat=True))
     agent_client.client.post(COMMUNITIES, {"seed": 3}, format="json")
     assert (
@@ -140,22 +141,21 @@ def _seeds(actor: Actor, corpus: list[Document], vector: Any) -> list[retrieval.
 
 
 def test_seed_constants_are_enforced(
-    agent_client: AuthedAgent, actor: Actor, corpus: list[Document], monkeypatch: Any
+    agent_client: AuthedAgent, actor: Actor, corpus: list[Document], tune: Any
 ) -> None:
     from core.embeddings import get_embedding_provider
 
     vector = get_embedding_provider().embed_query("Marie Curie radium")
     seeds = _seeds(actor, corpus, vector)
-    assert 1 <= len(seeds) <= retrieval.MAX_SEED_NODES == 5
-    assert all(1 - s.similarity <= retrieval.SEED_DISTANCE_THRESHOLD == 0.8 for s in seeds)
+    assert 1 <= len(seeds) <= TUNING.seeds.max_nodes == 5
+    assert all(1 - s.similarity <= TUNING.seeds.distance_threshold == 0.8 for s in seeds)
     # A query unlike every node seeds nothing: nodes farther than the threshold are refused.
-    from rag.graph import seeds as seeding
 
-    monkeypatch.setattr(seeding, "SEED_DISTANCE_THRESHOLD", -1.0)
+    tune("rag.seeds.distance_threshold", -1.0)
     assert _seeds(actor, corpus, vector) == []
-    # At most MAX_COMMUNITIES communities, however many the walk reaches.
+    # At most max_communities communities, however many the walk reaches.
     from rag.graph.entities import Entity
-    from rag.services.graph_index import nodes_resolve
+    from rag.graph.services.index import nodes_resolve
 
     made, _ = nodes_resolve(
         account_id=actor.account_id, entities=[Entity(f"Topic {i}", "concept") for i in range(15)]
@@ -172,9 +172,9 @@ def test_seed_constants_are_enforced(
             node_id, key, "concept", node_id, 1, 1.0 / (number + 1), [(key, "")]
         )
     kept = retrieval._communities(reached)
-    assert len(kept) == retrieval.MAX_COMMUNITIES == 10
+    assert len(kept) == TUNING.walk.max_communities == 10
     assert len(reached) == 10  # the nodes of the communities left out are dropped
-    assert retrieval.COMMUNITY_MIN_SIZE == 3
+    assert TUNING.walk.community_min_size == 3
 
 
 def test_the_walk_decays_by_the_space_s_hop_decay(
@@ -192,7 +192,7 @@ def test_the_walk_decays_by_the_space_s_hop_decay(
         for node in reached.values():
             assert node.score == pytest.approx(similarity[node.seed_id] * decay**node.hops)
     # Each space walks with its own decay (chosen on its development data).
-    assert (CHUNKS.hop_decay, MEMORY_ENTRIES.hop_decay) == (0.5, 0.2)
+    assert (space_weights(CHUNKS).hop_decay, space_weights(MEMORY_ENTRIES).hop_decay) == (0.5, 0.2)
     used: list[float] = []
     walk = retrieval._walk
 
@@ -207,7 +207,7 @@ def test_the_walk_decays_by_the_space_s_hop_decay(
         space=CHUNKS, scope_ids=[corpus[0].knowledge_base_id], account_ids=[actor.account_id],
         query="Marie Curie radium", depth=10, query_vector=vector,
     )  # fmt: skip
-    assert used == [CHUNKS.hop_decay]
+    assert used == [space_weights(CHUNKS).hop_decay]
 
 
 # --- the LLM paths (the stand-in server: the protocol, not the quality) ---------------------

@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 
+from core import tuning
 from core.actors import Actor
 from core.metadata import BODY_BYTES_PER_TOKEN, BODY_FIXED_BYTES
-from rag import evidence
-from rag.graph_rag import graph_context
+from rag.graph.graph_rag import graph_context
+from rag.graph.services import communities
 from rag.models import Document
-from rag.services import communities
 from rag.tokens import count_tokens_one
 from tests.conftest import AuthedAgent
 from tests.rag.test_graph_rag import PAPERS
@@ -56,7 +56,7 @@ def test_only_chunks_on_topic_and_the_budget_covers_everything(
     agent_client: AuthedAgent,
     actor: Actor,
     corpus: dict[str, Any],
-    monkeypatch: pytest.MonkeyPatch,
+    tune: Any,
 ) -> None:
     asked = {"query": "Which garage levels are for staff parking?", "token_budget": 4000}
     body = agent_client.client.post(CONTEXT, asked, format="json").json()
@@ -67,10 +67,10 @@ def test_only_chunks_on_topic_and_the_budget_covers_everything(
     ).json()
     assert _documents(physics) and corpus["handbook"] not in _documents(physics)
     # Without the floor the graph's reach brings the other chunks in.
-    monkeypatch.setattr(evidence, "CONTEXT_MIN_EVIDENCE", None)
+    tune("rag.evidence.context_min", None)
     padded = agent_client.client.post(CONTEXT, asked, format="json").json()
     assert _documents(padded) & corpus["papers"]
-    monkeypatch.undo()
+    tuning.reset()
     for budget in (50, 80, 120, 4000):
         built = graph_context(actor=actor, query="quantum theory", token_budget=budget)
         items = [i.as_json() for s in built.sections for i in s.items]

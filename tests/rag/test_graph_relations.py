@@ -14,8 +14,8 @@ from core.actors import Actor
 from rag.graph.entities import document_entities, text_entities
 from rag.graph.entities_llm import entity_type_of, relation_of
 from rag.graph.names import name_key
+from rag.graph.services.index import COOCCURS
 from rag.models import Document, GraphEdge, GraphMention, GraphNode, GraphRelationMention
-from rag.services.graph_index import COOCCURS
 from rag.spaces import CHUNKS
 from tests.support.openai_standin import OpenAIStandIn
 
@@ -209,8 +209,8 @@ def test_reindexing_or_deleting_a_unit_takes_its_relations_back(
     actor: Actor, ingest: Callable[..., Document]
 ) -> None:
     from rag import services
-    from rag.services.graph_build import units_index
-    from rag.services.graph_index import mentions_forget
+    from rag.graph.services.build import units_index
+    from rag.graph.services.index import mentions_forget
 
     first = ingest("Sol Brekke founded the Fjord Kayak Club. Sol Brekke lives in Voss.")
     second = ingest("Sol Brekke founded the Fjord Kayak Club in spring.", title="again")
@@ -242,8 +242,8 @@ def test_reindexing_or_deleting_a_unit_takes_its_relations_back(
 def test_an_edge_written_through_the_api_is_never_taken_back(
     actor: Actor, ingest: Callable[..., Document]
 ) -> None:
-    from rag.services import graph as graph_services
-    from rag.services.graph_build import units_index
+    from rag.graph.services import nodes as graph_services
+    from rag.graph.services.build import units_index
 
     document = ingest("Sol Brekke founded the Fjord Kayak Club.")
     made = GraphEdge.objects.get(relation_type="founded")
@@ -310,7 +310,7 @@ def test_llm_types_and_relations_are_normalised() -> None:
 def test_llm_triples_become_typed_edges_through_the_stand_in(
     actor: Actor, ingest: Callable[..., Document], llm: OpenAIStandIn, settings: Any
 ) -> None:
-    from rag.services.graph_build import documents_graph_index
+    from rag.graph.services.build import documents_graph_index
 
     settings.RAG_GRAPH_EXTRACTION = False
     document = ingest("The Harbor Library is run by Jonas Lind, born in Kiruna.")

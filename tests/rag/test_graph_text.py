@@ -11,8 +11,8 @@ from core.actors import Actor, actor_for_account
 from rag import services
 from rag.graph.entities import text_entities
 from rag.graph.names import name_key
+from rag.graph.services.index import COOCCURS
 from rag.models import Document, GraphEdge, GraphMention, GraphNode, KnowledgeBase
-from rag.services.graph_index import COOCCURS
 from tests.conftest import AuthedAgent
 
 pytestmark = pytest.mark.django_db
@@ -70,7 +70,7 @@ def test_ingestion_links_chunks_to_entity_nodes_and_reingestion_is_exact(
         actor=actor_for_account(document.account_id), document=document, force=True
     )
     assert services.document_process(document_id=forced.pk) == "indexed"
-    from rag.services.graph_build import documents_graph_index
+    from rag.graph.services.build import documents_graph_index
 
     documents_graph_index(document_ids=[document.pk])
     after = (
@@ -90,7 +90,7 @@ def current_chunk_ids(document: Document) -> list[int]:
 def test_an_alias_merges_an_extracted_entity_into_an_existing_node(
     actor: Actor, ingest: Callable[..., Document]
 ) -> None:
-    from rag.services import graph as graph_services
+    from rag.graph.services import nodes as graph_services
 
     made = graph_services.node_create(
         actor=actor, name="Maria Sklodowska", entity_type="person", aliases=["Marie Curie"]
@@ -100,6 +100,7 @@ def test_an_alias_merges_an_extracted_entity_into_an_existing_node(
     assert GraphMention.objects.filter(node=made).exists()
 
 
+@pytest.mark.real_embeddings  # seeds found by embedding
 def test_graph_search_explains_the_seed_and_path(
     agent_client: AuthedAgent, ingest: Callable[..., Document]
 ) -> None:
@@ -142,7 +143,7 @@ def test_a_document_whose_graph_task_never_ran_is_linked_by_the_periodic_job(
 
     from core.models import JobRun
     from rag import tasks
-    from rag.services.graph_build import documents_graph_pending
+    from rag.graph.services.build import documents_graph_pending
 
     def broker_down(*args: object, **kwargs: object) -> None:
         raise OperationalError("connection refused")
@@ -185,8 +186,8 @@ def test_the_graph_mark_is_the_indexing_read_not_a_later_one(
 
     from django.utils import timezone
 
-    from rag.services import graph_build
-    from rag.services.graph_build import documents_graph_index, documents_graph_pending
+    from rag.graph.services import build as graph_build
+    from rag.graph.services.build import documents_graph_index, documents_graph_pending
 
     document = ingest(CURIE)
     assert not documents_graph_pending().exists()

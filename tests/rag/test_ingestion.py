@@ -54,6 +54,7 @@ def assert_index_consistent(kb: KnowledgeBase) -> None:
     assert KeywordPosting.objects.filter(knowledge_base=kb).count() == sum(expected_df.values())
 
 
+@pytest.mark.real_embeddings  # the default configuration's model id is recorded
 def test_upload_is_chunked_embedded_and_indexed(ingest, kb) -> None:
     document = ingest(GUIDE, title="Guide")
     assert document.status == Document.Status.INDEXED, document.error
@@ -917,12 +918,29 @@ def test_a_new_title_reaches_the_index(
     assert (document.status, document.doc_type) == ("indexed", "manual")
 
 
+def test_exact_scans_are_for_small_scopes_and_small_shares_of_the_space() -> None:
+    """Up to exact_scan_always units: always exact. Up to exact_scan_units: exact only while the
+    scopes are at most exact_scan_share of the space (else the index's walk mostly meets them).
+    A table never analysed (estimate -1) counts as the scopes' own: through the index."""
+    from rag.tuning import TUNING
+    from rag.vector import exact_scan_wanted
+
+    limits = TUNING.vector
+    assert exact_scan_wanted(limits.exact_scan_always, limits.exact_scan_always)
+    assert exact_scan_wanted(1_000, 100_000)
+    units = limits.exact_scan_units
+    assert exact_scan_wanted(units, units / limits.exact_scan_share)
+    assert not exact_scan_wanted(units, units)  # one context alone in the table: the index
+    assert not exact_scan_wanted(units, -1)
+    assert not exact_scan_wanted(units + 1, 10_000_000)
+
+
 def test_vector_search_of_a_small_scope_is_exact_and_agrees_with_the_index(
-    ingest, kb, monkeypatch
+    ingest, kb, tune
 ) -> None:
-    """Scopes of at most EXACT_SCAN_UNITS units compare every unit; larger ones go through the
-    HNSW index. On a small base both find the same nearest chunks, in the same order, and the
-    exact path reads no index of vectors."""
+    """Small scopes compare every unit; larger ones go through the HNSW index. On a small base
+    both find the same nearest chunks, in the same order, and the exact path reads no index of
+    vectors."""
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
@@ -940,7 +958,8 @@ def test_vector_search_of_a_small_scope_is_exact_and_agrees_with_the_index(
     )
     assert [unit for unit, _ in exact] == [pk for _, pk in everything[:3]]
 
-    monkeypatch.setattr(vector, "EXACT_SCAN_UNITS", 0)
+    tune("rag.vector.exact_scan_always", 0)
+    tune("rag.vector.exact_scan_units", 0)
     with CaptureQueriesContext(connection) as index_queries:
         indexed = vector.vector_search(space=CHUNKS, scope_ids=[kb.pk], query_vector=query, limit=3)
     assert not any("OFFSET 0" in q["sql"] for q in index_queries.captured_queries)

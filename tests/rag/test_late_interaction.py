@@ -11,6 +11,9 @@ from rag import late_interaction
 from rag.late_interaction import StateCache, late_rerank, late_scores, rarity_weights
 from rag.search import RankedHit
 
+# Real embeddings: a ranking by the model's token states.
+pytestmark = pytest.mark.real_embeddings
+
 
 def test_token_states_are_the_tokens_without_markers_unit_length_in_input_order() -> None:
     provider = LocalEmbeddingProvider(batch_tokens=16)  # several batches
@@ -69,7 +72,9 @@ def test_rerank_lifts_the_best_late_scores_within_depth_and_keeps_the_scale(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     late = {"one": 0.2, "two": 0.9, "three": 0.5, "four": 0.99}
-    monkeypatch.setattr(late_interaction, "late_scores", lambda q, texts: [late[t] for t in texts])
+    monkeypatch.setattr(
+        late_interaction, "late_scores", lambda q, texts, reads=None: [late[t] for t in texts]
+    )
     texts = {1: "one", 2: "two", 3: "three", 4: "four"}
     ranked = late_rerank(_hits(1.0, 0.9, 0.8, 0.7), texts, query="q", weight=1.0, depth=3)
     assert [hit.unit_id for hit in ranked] == [2, 3, 1, 4]
@@ -118,6 +123,50 @@ def test_the_cache_drops_the_least_recently_used_past_its_size() -> None:
     assert cache.get("b") is None and cache.get("a") is not None and cache.get("c") is not None
     assert cache.tokens == 4 and len(cache) == 2
     kept = cache.get("c")
-    assert kept is not None and kept[0] == ("c", "x") and kept[1].dtype == np.float16
+    assert kept is not None and kept[0] == ("c", "x") and kept[1].dtype == np.float32
+    assert np.allclose(kept[1], 1.0)
     cache.put("huge", list("abcdef"), np.ones((6, 384), dtype=np.float32))  # larger than it
     assert cache.get("huge") is None and len(cache) == 2
+
+
+def test_a_query_embedded_by_the_local_model_keeps_its_token_states() -> None:
+    model = late_interaction.late_model()
+    query = "Which pottery class did Melanie take in the spring?"
+    vector = model.embed_query(query)
+    assert np.allclose(vector, model.embed_documents([query])[0], atol=1e-5)
+    kept = model.query_token_states(query)
+    assert kept is not None
+    tokens, states = model.token_states([query])[0]
+    assert kept[0] == tokens and np.allclose(kept[1], states, atol=1e-5)
+    assert model.query_token_states("a query never embedded") is None
+
+
+def test_quantised_states_come_back_within_half_a_step() -> None:
+    rng = np.random.default_rng(7)
+    states = rng.normal(size=(12, 384)).astype(np.float32)
+    states /= np.linalg.norm(states, axis=1, keepdims=True)
+    values, scales = late_interaction.quantise(states)
+    assert values.dtype == np.int8 and scales.dtype == np.float32
+    restored = late_interaction.dequantise(values, scales)
+    assert np.all(np.abs(restored - states) <= scales[:, None] / 254 + 1e-7)
+    assert np.array_equal(late_interaction.rounded(restored), restored)
+
+
+def test_stored_reads_are_used_instead_of_the_model(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(late_interaction, "_cache", StateCache(10_000))
+    texts = ["Caroline: I went to a pride parade.", "Melanie: I love pottery."]
+    question = "What events has Caroline joined?"
+    computed = late_scores(question, texts)
+    reads = dict(zip(texts, late_interaction.read_texts(texts), strict=True))
+    monkeypatch.setattr(late_interaction, "_cache", StateCache(10_000))
+    model = late_interaction.late_model()
+    real = model.token_states
+    asked: list[list[str]] = []
+
+    def counted(batch: list[str]) -> list[tuple[list[str], np.ndarray]]:
+        asked.append(list(batch))
+        return real(batch)
+
+    monkeypatch.setattr(model, "token_states", counted)
+    assert late_scores(question, texts, reads) == computed
+    assert all(text not in call for call in asked for text in texts)

@@ -12,8 +12,8 @@ from core.actors import Actor
 from core.errors import Conflict, NotFound, PermissionDenied, ValidationFailed
 from core.models import AuditEvent
 from rag import keyword
+from rag.graph.services import nodes as graph_services
 from rag.models import GraphEdge, GraphNode
-from rag.services import graph as graph_services
 from skills.models import Skill, SkillPosting, SkillScope, SkillVersion
 from skills.selectors import catalog as selectors
 from skills.services import catalog as services

@@ -12,7 +12,7 @@ from django.utils import timezone
 from core.actors import Actor
 from core.errors import Conflict, PermissionDenied
 from core.models import JobRun
-from rag.services import graph as graph_services
+from rag.graph.services import nodes as graph_services
 from skills import tasks
 from skills.models import Skill, SkillConflict, SkillProposal
 from skills.selectors import traversal
@@ -30,6 +30,7 @@ def kinds(found: list[detection.Detected]) -> set[tuple[str, str]]:
     return {(d.conflict_type, d.severity) for d in found}
 
 
+@pytest.mark.real_embeddings  # overlap is a cosine threshold calibrated on the model
 def test_overlap_and_contradiction(make_skill: Callable[..., Skill]) -> None:
     a = make_skill(
         "Force push policy",
@@ -85,8 +86,7 @@ def test_dependencies_missing_archived_mismatched_and_cyclic(
         source_id=base.graph_node_id,  # type: ignore[arg-type]
         target_id=top.graph_node_id,  # type: ignore[arg-type]
         relation_type="depends_on",
-        roles=frozenset({"reviewer"}),
-    )
+    )  # a skill node's edge: the reviewer's role is the one registered for skills
     [cycle_nodes] = traversal.dependency_cycles(top.account_id)
     assert set(cycle_nodes) == {base.graph_node_id, top.graph_node_id}
     cycle = [

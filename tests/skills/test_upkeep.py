@@ -89,9 +89,9 @@ def test_reembedding_finds_changed_skills_and_restores_nodes(
     Skill.objects.filter(pk=changed.pk).update(embedding_model="old-model")
     Skill.objects.filter(pk=orphan.pk).update(description="Edited behind the services' back.")
     node = GraphNode.objects.get(pk=untouched.graph_node_id or 0)
-    from rag.services import graph as graph_services
+    from rag.graph.services import nodes as graph_services
 
-    graph_services.node_delete(actor=reviewer, node=node, roles=frozenset({"reviewer"}))
+    graph_services.node_delete(actor=reviewer, node=node)
     assert tasks.reembed.delay(dry_run=True).get() == {"due": 3}
     assert tasks.reembed.delay().get() == {"due": 3, "reembedded": 3}
     assert tasks.reembed.delay().get() == {"due": 0, "reembedded": 0}

@@ -14,6 +14,41 @@ from django.test import Client as DjangoClient
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
+# The MCP tool names of the contract (issue 15).
+CONTRACT = {
+    "memory_write",
+    "memory_read",
+    "memory_search",
+    "memory_consolidate",
+    "memory_stats",
+    "create_memory_pool",
+    "list_memory_pools",
+    "read_shared_memory",
+    "write_shared_memory",
+    "read_pool_events",
+    "delete_memory_pool",
+    "query_knowledge_base",
+    "search_documents",
+    "add_document",
+    "process_document",
+    "search_knowledge_graph",
+    "get_graph_neighbors",
+    "discover_skills",
+    "get_skill_context",
+    "list_skills",
+    "propose_skill",
+    "record_skill_usage",
+    "rank_agents",
+    "get_learning_profile",
+    "read_page",
+    "write_page",
+    "page_backlinks",
+    "search_pages",
+}
+# The tools for capabilities added since (issue 37: at most 30 in all).
+NEWER = {"conversation", "get_context"}
+
+
 T = TypeVar("T")
 HANDSHAKE_VERSION = "2025-06-18"
 

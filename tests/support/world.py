@@ -5,19 +5,42 @@ Apps that add kinds of data add them to ``build_side``."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import copy
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Generic, TypeVar
 
+import redis
+from django.conf import settings
 from django.contrib.auth.models import User
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.db import transaction
+from django.test import TestCase
 
 from content import services as content_services
 from content.models import Article, Page
 from core import services
 from core.actors import ROLES, actor_for_account, actor_for_agent, actor_for_user
 from core.audit import audit_record
-from core.models import Account, Agent, ApiKey, AuditEvent, Membership, Team
-from memory import services as memory_services
+from core.models import (
+    Account,
+    Agent,
+    ApiKey,
+    AuditEvent,
+    Membership,
+    PortabilityJob,
+    Team,
+)
+from core.portability import jobs as portability_jobs
+from memory.context.services import tools as memory_tools
+from memory.conversations import services as conversation_services
+from memory.conversations.extraction import services as extraction_services
+from memory.knowledge import services as knowledge_services
+from memory.long_term import services as ltm_services
+from memory.maintenance.services import changes as change_services
+from memory.maintenance.services import cluster_maintenance
+from memory.maintenance.services import jobs as maintenance_jobs
 from memory.models import (
     Conversation,
     Extraction,
@@ -34,14 +57,13 @@ from memory.models import (
     PendingChange,
     ShortTermEntry,
 )
-from memory.services import changes as change_services
-from memory.services import cluster_maintenance, maintenance_jobs
-from memory.services import conversations as conversation_services
-from memory.services import extractions as extraction_services
-from memory.services import knowledge as knowledge_services
-from memory.services import long_term as ltm_services
-from memory.services import tools as memory_tools
+from memory.pools import data_services as pool_data_services
+from memory.pools import services as pool_services
+from memory.short_term import services as short_term_services
+from memory.working import services as working_services
 from rag import services as rag_services
+from rag.graph.services import nodes as graph_services
+from rag.graph.services.communities import communities_compute
 from rag.models import (
     Chunk,
     Document,
@@ -51,8 +73,6 @@ from rag.models import (
     KnowledgeBase,
     SearchQuery,
 )
-from rag.services import graph as graph_services
-from rag.services.communities import communities_compute
 from skills.models import (
     AgentSkill,
     AgentTrust,
@@ -73,6 +93,8 @@ from skills.services import versions as version_services
 from tests.factories import AccountFactory, UserFactory
 
 PASSWORD = "correct horse battery staple"
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -149,6 +171,10 @@ class Side:
     proposal: SkillProposal | None = None
     # An open task assigned to the side's agent.
     task: TaskAssignment | None = None
+    # An export of the account (succeeded: its archive can be downloaded) and an import of a
+    # file that is not an archive (failed), both run by the Celery task.
+    export_job: PortabilityJob | None = None
+    import_job: PortabilityJob | None = None
 
 
 def build_side(marker: str, capture_on_commit: Callable[..., Any]) -> Side:
@@ -187,6 +213,11 @@ def build_side(marker: str, capture_on_commit: Callable[..., Any]) -> Side:
     knowledge = _knowledge(marker, agent, memory["memory_key"])
     pages = _content(marker, account, agent, capture_on_commit)
     skills = _skills(marker, account, agent, users)
+    with capture_on_commit(execute=True):
+        export_job = portability_jobs.export_job_enqueue(actor=tool)
+        import_job = portability_jobs.import_job_enqueue(
+            actor=tool, upload=SimpleUploadedFile("a.tar.gz", f"{marker}ARCHIVE".encode())
+        )
     side = Side(
         marker=marker,
         account=account,
@@ -205,6 +236,8 @@ def build_side(marker: str, capture_on_commit: Callable[..., Any]) -> Side:
         **knowledge,
         **pages,
         **skills,
+        export_job=PortabilityJob.objects.get(pk=export_job.pk, status="succeeded"),
+        import_job=PortabilityJob.objects.get(pk=import_job.pk, status="failed"),
     )
     side.objects = {
         "core.account": side.account,
@@ -212,6 +245,7 @@ def build_side(marker: str, capture_on_commit: Callable[..., Any]) -> Side:
         "core.agent": side.agent,
         "core.apikey": side.key,
         "core.auditevent": side.audit,
+        "core.portabilityjob": side.export_job,
         "rag.knowledgebase": side.kb,
         "rag.document": side.document,
         "rag.chunk": side.chunk,
@@ -424,23 +458,23 @@ def _memory(
     session_id, key = f"s{account.pk}", f"k{account.pk}"
     pool_id, run_id = f"pool-{account.pk}", f"run-{account.pk}"
     note = {"note": f"{marker}WM"}
-    memory_services.working_store(actor=actor, session_id=session_id, key=key, value=note)
-    memory_services.working_state_store(
+    working_services.working_store(actor=actor, session_id=session_id, key=key, value=note)
+    working_services.working_state_store(
         actor=actor, session_id=session_id, kind="task_state", value=note
     )
-    memory_services.working_scratch_pad_store(
+    working_services.working_scratch_pad_store(
         actor=actor, session_id=session_id, content=f"{marker}PAD"
     )
     for kind, name in (("step", "plan"), ("tool_state", "search")):
-        memory_services.working_state_store(
+        working_services.working_state_store(
             actor=actor, session_id=session_id, kind=kind, name=name, value=note
         )
-    memory_services.working_persist(actor=actor, session_id=session_id)
-    memory_services.working_share(actor=actor, agent_id=agent.pk, key=key, value=note)
-    entry, _ = memory_services.short_term_put(
+    working_services.working_persist(actor=actor, session_id=session_id)
+    working_services.working_share(actor=actor, agent_id=agent.pk, key=key, value=note)
+    entry, _ = short_term_services.short_term_put(
         actor=actor, session_id=session_id, key=key, value={"note": f"{marker}STM"}
     )
-    pool = memory_services.pool_create(
+    pool = pool_services.pool_create(
         actor=actor,
         pool_id=pool_id,
         name=f"{marker}POOL",
@@ -449,10 +483,10 @@ def _memory(
         workflow_kind="blackboard",
     )
     with capture_on_commit(execute=True):
-        memory_services.pool_data_write(
+        pool_data_services.pool_data_write(
             actor=actor, pool=pool, path="agent_bulletin.note", value=f"{marker}EVENT"
         )
-    memory_services.pool_grant_set(actor=actor, pool=pool, agent_id=agent.pk, level="write")
+    pool_services.pool_grant_set(actor=actor, pool=pool, agent_id=agent.pk, level="write")
     context_name = f"ltm-{account.pk}"
     context = ltm_services.context_create(
         actor=actor, name=context_name, description=f"{marker}LTMCTX", metadata={"m": marker}
@@ -566,6 +600,7 @@ RIGHTS: dict[str, dict[str, str]] = {
     "core.agent": {"owner": "vacd", "reviewer": "v", "author": "v", "operator": "v"},
     "core.apikey": {"owner": "vacd", "reviewer": "", "author": "", "operator": ""},
     "core.auditevent": {"owner": "v", "reviewer": "", "author": "", "operator": ""},
+    "core.portabilityjob": {"owner": "v", "reviewer": "", "author": "", "operator": ""},
     "rag.knowledgebase": {"owner": "vacd", "reviewer": "v", "author": "v", "operator": "vacd"},
     "rag.document": {"owner": "vacd", "reviewer": "v", "author": "vacd", "operator": "vacd"},
     "rag.chunk": {"owner": "v", "reviewer": "v", "author": "v", "operator": "v"},
@@ -591,7 +626,12 @@ RIGHTS: dict[str, dict[str, str]] = {
     # Maintenance jobs: read-only, for operators (and owners).
     "memory.maintenancejob": {"owner": "v", "reviewer": "", "author": "", "operator": "v"},
     "memory.conversation": {"owner": "vd", "reviewer": "", "author": "", "operator": "vd"},
-    "memory.extraction": {"owner": "vd", "reviewer": "", "author": "", "operator": "vd"},
+    "memory.extraction": {
+        "owner": "vd",
+        "reviewer": "",
+        "author": "",
+        "operator": "vd",
+    },
     # Knowledge items: everyone in the account reads; operators (and owners) write.
     "memory.knowledgestore": {"owner": "vacd", "reviewer": "v", "author": "v", "operator": "vacd"},
     "memory.knowledgeitem": {"owner": "vc", "reviewer": "v", "author": "v", "operator": "vc"},
@@ -625,6 +665,7 @@ LIST_MARKER = {
     "core.agent": "AGENT",
     "core.apikey": "KEY",
     "core.auditevent": "AUDIT",
+    "core.portabilityjob": "ACCOUNT",
     "rag.knowledgebase": "KB",
     "rag.document": "DOC",
     "rag.chunk": "DOC",
@@ -657,3 +698,119 @@ LIST_MARKER = {
     "skills.taskassignment": "TASK",
     "skills.agenttrust": "AGENT",
 }
+
+
+# --- One world per module and worker ----------------------------------------------------------
+#
+# Building a side costs seconds (a document indexed, a graph's communities, memory of every
+# tier, skills...). A module whose cases all start from the same world builds it once and shares
+# it: ``shared_world`` builds it inside an outer transaction that stays open for the module;
+# each case's own transaction (pytest-django's ``db``) is then a savepoint inside it, rolled back
+# after the case, so every case starts from the world as it was built. What the world keeps in
+# Redis (working memory, the access buffer, the cache's rate-limit counters and key cache) is
+# outside that transaction: ``SharedWorld.fresh`` puts this worker's keys back as they were
+# after the build before each case. Each case gets its own deep copy of the Python objects, so a
+# case that changes one in place cannot hand the change to the next.
+
+
+def _worker_redis() -> list[redis.Redis]:
+    """The Redis servers holding this worker's keys: working memory's and the cache's."""
+    from core.redis_client import cache_redis
+    from memory.redis_store import memory_redis
+
+    clients = [memory_redis()]
+    cached = cache_redis()
+    if cached is not None and cached[0] is not clients[0]:
+        clients.append(cached[0])
+    return clients
+
+
+def _worker_patterns() -> list[str]:
+    """This worker's key patterns (tests/settings_test.py gives each worker its prefix)."""
+    prefixes = {str(settings.MEMORY_REDIS_PREFIX), str(settings.CACHES["default"]["KEY_PREFIX"])}
+    return [f"{prefix}:*" for prefix in sorted(prefixes)]
+
+
+def _redis_keys(client: redis.Redis) -> list[bytes]:
+    return [
+        key for pattern in _worker_patterns() for key in client.scan_iter(match=pattern, count=1000)
+    ]
+
+
+@dataclass
+class SharedWorld(Generic[T]):
+    """A world built once (``shared_world``) and how to hand each case a fresh one."""
+
+    value: T
+    #: Per Redis client: (key, its remaining time to live in ms or 0, its DUMP).
+    redis_state: list[tuple[redis.Redis, list[tuple[bytes, int, bytes]]]]
+    #: What ``state`` read of the world as built; every case must start from it.
+    built: Any = None
+    state: Callable[[T], Any] | None = None
+
+    @classmethod
+    def capture(cls, value: T, state: Callable[[T], Any] | None = None) -> SharedWorld[T]:
+        saved = []
+        for client in _worker_redis():
+            dumped = []
+            for key in _redis_keys(client):
+                ttl, data = client.pttl(key), client.dump(key)
+                if data is not None and ttl != -2:
+                    dumped.append((key, max(int(ttl), 0), data))
+            saved.append((client, dumped))
+        return cls(
+            value=value,
+            redis_state=saved,
+            built=None if state is None else state(value),
+            state=state,
+        )
+
+    def fresh(self) -> T:
+        """Redis as the build left it, and a copy of the world's objects for one case."""
+        for client, dumped in self.redis_state:
+            stale = _redis_keys(client)
+            pipe = client.pipeline(transaction=False)
+            if stale:
+                pipe.delete(*stale)
+            for key, ttl, data in dumped:
+                pipe.restore(key, ttl, data, replace=True)
+            pipe.execute()
+        world = copy.deepcopy(self.value)
+        if self.state is not None:
+            # Isolation, checked: an earlier case's writes are gone (rolled back, put back).
+            assert self.state(world) == self.built, "the shared world changed since its build"
+        return world
+
+
+@contextmanager
+def shared_world(
+    django_db_blocker: Any,
+    build: Callable[[Callable[..., Any]], T],
+    state: Callable[[T], Any] | None = None,
+    *,
+    real_embeddings: bool = False,
+) -> Iterator[SharedWorld[T]]:
+    """Build a world once (``build`` gets a ``captureOnCommitCallbacks`` like pytest-django's
+    fixture) in a transaction that the module's cases run inside and that is rolled back at the
+    end. Use it from a module-scoped fixture, and hand out ``fresh()`` from a function-scoped
+    one that also requests ``db`` (see the section comment above). ``state``, when given, reads
+    what a case could change of the world: ``fresh()`` asserts that each case starts with what
+    it read right after the build. The world is embedded as the module's cases are: by the
+    stand-in unless ``real_embeddings`` (tests/support/embedder.py; a module-scoped fixture runs
+    before the per-test ``_embedder`` fixture that would choose)."""
+    from tests.support import embedder
+
+    embedder.use(real=real_embeddings)
+    with django_db_blocker.unblock():
+        outer = transaction.atomic()
+        # Like the atomic blocks of Django's TestCase: durable blocks inside stay allowed.
+        outer._from_testcase = True  # type: ignore[attr-defined]
+        outer.__enter__()
+    try:
+        with django_db_blocker.unblock():
+            world = SharedWorld.capture(build(TestCase.captureOnCommitCallbacks), state)
+        yield world
+    finally:
+        with django_db_blocker.unblock():
+            transaction.set_rollback(True)
+            outer.__exit__(None, None, None)

@@ -4,8 +4,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
+from memory.knowledge.index_services import index_rebuild
 from memory.models import KnowledgeStore
-from memory.services.knowledge_index import index_rebuild
 
 
 class Command(BaseCommand):

@@ -9,8 +9,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from memory.evaluation.locomo import LocomoFormatError
-from memory.evaluation.retrieval import METRICS, run_locomo
+from memory.context.evaluation.locomo import LocomoFormatError
+from memory.context.evaluation.retrieval import METRICS, run_locomo
 from rag.graph.retrieval import STAGES
 from rag.search import SEARCH_MODES
 
@@ -134,8 +134,8 @@ class Command(BaseCommand):
             )
 
     def _context(self, options: dict[str, Any], ids: set[str], progress: Any) -> None:
-        from memory.assembly import MAX_BUDGET, MIN_BUDGET
-        from memory.evaluation.context import run_locomo_context
+        from memory.context.assembly import MAX_BUDGET, MIN_BUDGET
+        from memory.context.evaluation.context import run_locomo_context
 
         if not MIN_BUDGET <= options["budget"] <= MAX_BUDGET:
             raise CommandError(f"--budget must be from {MIN_BUDGET} to {MAX_BUDGET}")

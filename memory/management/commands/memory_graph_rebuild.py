@@ -7,10 +7,10 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandParser
 
 from core.actors import actor_for_account
+from memory.long_term.services.graph_links import context_graph_index
 from memory.models import MemoryContext
-from memory.services.graph_links import context_graph_index
 from memory.spaces import MEMORY_ENTRIES
-from rag.services.graph_index import mentions_forget
+from rag.graph.services import mentions_forget
 
 
 class Command(BaseCommand):

@@ -6,8 +6,8 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from core.models import Account
+from memory.maintenance.services import cluster_maintenance
 from memory.models import MemoryMaintenanceReport
-from memory.services import cluster_maintenance
 
 
 class Command(BaseCommand):
@@ -42,7 +42,7 @@ class Command(BaseCommand):
                 check_rules=options["scheduled"],
             )
             if options["json"]:
-                from memory.apis.maintenance_reports import ReportOutput
+                from memory.maintenance.apis.reports import ReportOutput
 
                 self.stdout.write(json.dumps(ReportOutput(report).data, default=str))
                 continue

@@ -3,6 +3,11 @@
 (function () {
   "use strict";
   const data = JSON.parse(document.getElementById("maintenance-charts-data").textContent);
+  // Axes titled in plain words.
+  const axes = (x, y) => ({
+    x: { title: { display: true, text: x } },
+    y: { beginAtZero: true, ticks: { precision: 0 }, title: { display: true, text: y } },
+  });
   const growth = document.getElementById("memory-growth-chart");
   if (growth && window.Chart) {
     const names = {
@@ -21,7 +26,7 @@
           tension: 0.2,
         })),
       },
-      options: { animation: false, scales: { y: { beginAtZero: true } } },
+      options: { animation: false, scales: axes("Day", "Memories stored") },
     });
   }
   const sizes = document.getElementById("cluster-sizes-chart");
@@ -35,7 +40,7 @@
       options: {
         animation: false,
         plugins: { legend: { display: false } },
-        scales: { y: { beginAtZero: true, ticks: { precision: 0 } } },
+        scales: axes("Group of near-duplicate memories", "Memories in the group"),
       },
     });
   }
@@ -50,7 +55,7 @@
       options: {
         animation: false,
         plugins: { legend: { display: false } },
-        scales: { y: { beginAtZero: true, ticks: { precision: 0 } } },
+        scales: axes("Waiting for", "Changes waiting"),
       },
     });
   }

@@ -6,10 +6,10 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from rag.graph.services.build import knowledge_base_graph_rebuild
+from rag.graph.services.communities import communities_compute
+from rag.graph.services.index import mentions_forget
 from rag.models import GraphMention, KnowledgeBase
-from rag.services.communities import communities_compute
-from rag.services.graph_build import knowledge_base_graph_rebuild
-from rag.services.graph_index import mentions_forget
 from rag.spaces import CHUNKS
 
 

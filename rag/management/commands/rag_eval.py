@@ -14,13 +14,13 @@ from core import services as core_services
 from core.actors import Actor, actor_for_account, actor_for_agent
 from core.models import Account, Agent
 from rag import services
+from rag.agentic.services import DEFAULT_MAX_ROUNDS, agentic_query
 from rag.evaluation import evaluate, load_beir, percentiles
 from rag.graph.chunks import chunk_search_staged
+from rag.graph.services.build import documents_graph_catch_up
+from rag.graph.services.communities import communities_compute
 from rag.models import Document, GraphCommunity, KnowledgeBase
 from rag.search import DEFAULT_FUSION, FUSIONS, SEARCH_MODES, SearchFilters, SearchHit
-from rag.services.agentic import DEFAULT_MAX_ROUNDS, agentic_query
-from rag.services.communities import communities_compute
-from rag.services.graph_build import documents_graph_catch_up
 
 EVAL_ACCOUNT = "engram-eval"
 # Modes beyond the engine's: agentic RAG, scored by the order of its sources.

@@ -60,6 +60,21 @@
     });
   }
 
+  // Zoom in, out and fit, as buttons beside the wheel and pinch (templates: #graph-zoom).
+  function zoomButtons(cy) {
+    var bar = document.getElementById("graph-zoom");
+    if (!bar) { return; }
+    function zoomBy(factor) {
+      var centre = { x: cy.width() / 2, y: cy.height() / 2 };
+      cy.zoom({ level: cy.zoom() * factor, renderedPosition: centre });
+    }
+    bar.querySelector("[data-zoom=in]").addEventListener("click", function () { zoomBy(1.25); });
+    bar.querySelector("[data-zoom=out]").addEventListener("click", function () { zoomBy(0.8); });
+    bar.querySelector("[data-zoom=fit]").addEventListener("click", function () {
+      cy.fit(undefined, 30);
+    });
+  }
+
   function draw(container, data) {
     var types = colours(data.nodes.map(function (n) { return n.entity_type; }), NODE_COLOURS);
     var relations = colours(data.edges.map(function (e) { return e.relation_type; }), EDGE_COLOURS);
@@ -106,9 +121,15 @@
             "text-margin-y": 4,
             "text-wrap": "ellipsis",
             "text-max-width": 140,
-            color: "#555",
+            color: "#333",
+            // A label on a light plate: edges pass under it, never across the name.
+            "text-background-color": "#fff",
+            "text-background-opacity": 0.85,
+            "text-background-padding": 2,
+            "text-background-shape": "roundrectangle",
             width: 24,
             height: 24,
+            "z-index": 10,
           },
         },
         {
@@ -123,10 +144,24 @@
             "target-arrow-color": "data(colour)",
             "target-arrow-shape": "data(arrow)",
             "curve-style": "bezier",
+            "z-index": 1,
+          },
+        },
+        {
+          // A relation's name shows, horizontal and on a plate, while the pointer is on its
+          // edge or on one of its ends (the legend names every relation's colour).
+          selector: "edge.labelled",
+          style: {
             label: "data(label)",
-            "font-size": 9,
-            color: "#777",
-            "text-rotation": "autorotate",
+            "font-size": 11,
+            color: "#222",
+            "text-rotation": "none",
+            "text-background-color": "#fff",
+            "text-background-opacity": 0.95,
+            "text-background-padding": 2,
+            "text-background-shape": "roundrectangle",
+            width: 3,
+            "z-index": 20,
           },
         },
       ],
@@ -135,9 +170,19 @@
         concentric: function (node) { return 10 - node.data("hops"); },
         levelWidth: function () { return 1; },
         minNodeSpacing: 40,
+        nodeDimensionsIncludeLabels: true, // labels take their room: no name over another
         animate: false,
       },
     });
+    cy.on("mouseover", "edge", function (event) { event.target.addClass("labelled"); });
+    cy.on("mouseout", "edge", function (event) { event.target.removeClass("labelled"); });
+    cy.on("mouseover", "node", function (event) {
+      event.target.connectedEdges().addClass("labelled");
+    });
+    cy.on("mouseout", "node", function (event) {
+      event.target.connectedEdges().removeClass("labelled");
+    });
+    zoomButtons(cy);
     cy.on("tap", "node", function (event) {
       var url = event.target.data("url");
       if (url) { window.location.assign(url); }

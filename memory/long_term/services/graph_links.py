@@ -1,0 +1,119 @@
+"""Long-term entries in the knowledge graph: the entities each entry mentions become nodes
+linked to it (``rag.graph.services.index``), so that graph search (``mode: "graph"``) reaches
+entries through the entities they share (docs/memory.md, "Graph search").
+
+Entries are linked when a conversation's messages are extracted (``extractions``: the offline
+extractor's entities of each message, plus those the model named for it), by
+``memory_graph_rebuild`` for whole contexts, and by ``memory_eval --mode graph``. Linking is
+derived data: indexing an entry again replaces its links.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+
+from core.actors import Actor
+from memory.long_term.context_access import require_writable
+from memory.models import MemoryContext, MemoryEntry
+from memory.spaces import MEMORY_ENTRIES
+from rag.graph.entities import Entity, TextEntities, document_entities
+from rag.graph.services import IndexOutcome, UnitEntities, mentions_replace, units_extract
+
+BATCH = 500
+
+
+def entries_graph_index(
+    *,
+    account_id: int,
+    entries: Sequence[MemoryEntry],
+    known_names: Iterable[str] = (),
+    extra: Mapping[int, Sequence[Entity]] | None = None,
+    use_model: bool = False,
+) -> IndexOutcome:
+    """Link each entry to the nodes of the entities its content mentions (offline; the model's
+    when ``use_model`` and one is configured), plus ``extra`` entities by entry id."""
+    total = IndexOutcome()
+    names = list(known_names)
+    for start in range(0, len(entries), BATCH):
+        batch = entries[start : start + BATCH]
+        if use_model:
+            found, _ = units_extract(
+                [(e.pk, e.content) for e in batch],
+                known_names=names,
+                groups=[[e.pk for e in batch]],
+                pronouns_across_units=False,
+            )
+        else:
+            # The batch read together: a surname joins the full name another entry wrote;
+            # a pronoun stands for a name of its own entry only.
+            extracted = document_entities(
+                [e.content for e in batch], known_names=names, pronouns_across_units=False
+            )
+            found = {e.pk: one for e, one in zip(batch, extracted, strict=True)}
+        units = []
+        for entry in batch:
+            text = found.get(entry.pk, TextEntities())
+            entities = list(text.entities)
+            seen = {e.name.lower() for e in entities}
+            for more in (extra or {}).get(entry.pk, ()):
+                if more.name.lower() not in seen:
+                    seen.add(more.name.lower())
+                    entities.append(more)
+            units.append(UnitEntities(entry.pk, entry.context_id, entities, text.relations))
+        outcome = mentions_replace(
+            account_id=account_id, space=MEMORY_ENTRIES, units=units, origin="memory"
+        )
+        total.add(outcome)
+    return total
+
+
+def context_graph_index(
+    *, actor: Actor, context: MemoryContext, use_model: bool = False
+) -> IndexOutcome:
+    """Link every current entry of a context to the graph (write access to the context)."""
+    require_writable(actor, context.pk)
+    entries = list(
+        MemoryEntry.objects.filter(context_id=context.pk, is_current=True, archived_at__isnull=True)
+        .only("id", "context_id", "content", "speaker")
+        .order_by("id")
+    )
+    speakers = {e.speaker for e in entries if e.speaker}
+    return entries_graph_index(
+        account_id=context.account_id,
+        entries=entries,
+        known_names=speakers,
+        use_model=use_model,
+    )
+
+
+def conversation_graph_link(
+    *, messages: Sequence[MemoryEntry], extractions: Iterable[object]
+) -> None:
+    """After an extraction run: link its messages to the graph, with the entities the run
+    found in each (the model's included). Never fails the run: an error is logged."""
+    import logging
+
+    from memory.models import Extraction
+
+    extra: dict[int, list[Entity]] = {}
+    for row in extractions:
+        if not isinstance(row, Extraction) or row.kind != Extraction.Kind.ENTITY:
+            continue
+        node = row.graph_node
+        if node is None:
+            continue
+        for message_id in row.message_ids:
+            extra.setdefault(message_id, []).append(
+                Entity(name=node.name, entity_type=node.entity_type, salience=0.5)
+            )
+    if not messages:
+        return
+    try:
+        entries_graph_index(
+            account_id=messages[0].account_id,
+            entries=messages,
+            known_names={m.speaker for m in messages if m.speaker},
+            extra=extra,
+        )
+    except Exception:
+        logging.getLogger("engram.memory").exception("graph links of messages failed")

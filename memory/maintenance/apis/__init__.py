@@ -1,0 +1,1 @@
+"""Maintenance's views: pending changes, runs, jobs and reports, rot."""

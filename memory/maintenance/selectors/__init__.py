@@ -1,0 +1,1 @@
+"""Maintenance's reads: pending changes and their archives, reports, rot across stores."""

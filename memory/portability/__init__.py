@@ -1,0 +1,2 @@
+"""memory's share of an account export (``core.portability``, docs/portability.md): its kinds
+in ``services`` (``KINDS``)."""

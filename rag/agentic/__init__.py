@@ -1,0 +1,10 @@
+"""Agentic RAG (docs/rag.md, "Agentic RAG"): search in rounds until the results suffice, then
+answer with citations. A sub-domain package of ``rag``: ``services`` (``agentic_query``),
+``apis`` and ``urls`` (``POST /api/v1/rag/agentic``).
+
+Its algorithm modules (no views, no writes):
+
+- ``questions``: the questions that describe an entity instead of naming it;
+- ``bridge``: the entity a round's best hits name for such a description;
+- ``steps``: the steps of a round that read and write text (scoring, reformulation,
+  synthesis)."""

@@ -126,6 +126,10 @@ TOOLS = (
             "status": "draft (default for a new page) or published.",
             "content": "The whole text, in markdown with [[wikilinks]]; replaces the old.",
         },
+        examples={
+            "content": "Plant tomatoes out after the last frost ([[Frost dates]]).",
+            "title": "Tomatoes",
+        },
     ),
     Tool(
         name="page_backlinks",

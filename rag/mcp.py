@@ -208,6 +208,7 @@ TOOLS = (
         run=_add,
         summary=lambda out: f"Document {out['id']} added ({out['status']}).",
         hints=DOCUMENT_HINTS,
+        examples={"source": "https://example.org/garden-handbook"},
         schema_extra={
             "oneOf": [
                 {"required": ["text"], "not": {"required": ["content_base64"]}},

@@ -54,6 +54,8 @@ class Job:
     hints: Mapping[str, str] = field(default_factory=dict)
     # Merged into the input schema: rules across fields a serializer cannot state (``oneOf``).
     schema_extra: Mapping[str, Any] = field(default_factory=dict)
+    # Parameters' examples where the shared ones (``core.mcp.examples``) do not fit this job.
+    examples: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -63,7 +65,8 @@ class Tool:
 
     ``scope`` is what the key needs, as ``required_scope`` is for an API view: a tool that
     writes needs ``write``. ``hints`` give the input schema's properties descriptions written
-    for a model where the serializer's own help text is missing or written for HTTP.
+    for a model where the serializer's own help text is missing or written for HTTP;
+    ``examples`` their examples where the shared ones (``core.mcp.examples``) do not fit.
     """
 
     name: str
@@ -85,6 +88,7 @@ class Tool:
     default: str = ""
     more: tuple[Job, ...] = ()
     schema_extra: Mapping[str, Any] = field(default_factory=dict)
+    examples: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not NAME.match(self.name):
@@ -109,6 +113,7 @@ class Tool:
             summary=self.summary,
             hints=self.hints,
             schema_extra=self.schema_extra,
+            examples=self.examples,
         )
         return (own, *self.more)
 

@@ -22,6 +22,7 @@ from drf_spectacular.utils import extend_schema
 from rest_framework.permissions import AllowAny
 from rest_framework.views import APIView
 
+from core.mcp.examples import exemplify
 from core.mcp.registry import Job, Tool, tools
 from core.schema import EngramAutoSchema
 from core.serializers import InputSerializer
@@ -86,6 +87,7 @@ def generate(chosen: Iterable[Tool]) -> dict[str, tuple[JsonSchema, JsonSchema]]
             for name, hint in {**tool.hints, **job.hints}.items():
                 if name in input_schema["properties"]:
                     input_schema["properties"][name]["description"] = hint
+            exemplify(input_schema["properties"], {**tool.examples, **job.examples})
             input_schema.update(copy.deepcopy(dict(job.schema_extra)))
             made.append((job, input_schema, _object(_json_schema(answer, components))))
         if not tool.selector:
@@ -100,6 +102,7 @@ def _union_input(tool: Tool, made: list[tuple[Job, JsonSchema, JsonSchema]]) -> 
         "type": "string",
         "enum": [job.value for job, _, _ in made],
         "default": tool.default,
+        "examples": [tool.default],
         "description": f"Which job: {'; '.join(f'{j.value}: {j.description}' for j in tool.jobs)}",
     }
     properties: dict[str, JsonSchema] = {tool.selector: selector}
@@ -130,6 +133,9 @@ def _union_input(tool: Tool, made: list[tuple[Job, JsonSchema, JsonSchema]]) -> 
     everyone = [job.value for job, _, _ in made]
     for name, schemas in variants.items():
         schema = copy.deepcopy(schemas[0]) if len(schemas) == 1 else {"anyOf": schemas}
+        example = next((s["examples"] for s in schemas if "examples" in s), None)
+        if len(schemas) > 1 and example is not None:
+            schema["examples"] = example
         described = next((s["description"] for s in schemas if "description" in s), "")
         if users[name] != everyone:
             described = f"{described} ({tool.selector}: {', '.join(users[name])})".strip()

@@ -220,6 +220,7 @@ TOOLS = (
         output=DataValueOutput,
         run=_read,
         summary=lambda out: f"Read {out['path'] or 'the data'} of pool {out['pool_id']}.",
+        examples={"key": "agent_bulletin.market_regime"},
     ),
     Tool(
         name="write_shared_memory",
@@ -238,6 +239,7 @@ TOOLS = (
         run=_write,
         summary=lambda out: f"Pool {out['pool_id']} is at version {out['version']}.",
         idempotent=True,
+        examples={"key": "agent_bulletin.market_regime", "value": "calm"},
     ),
     Tool(
         name="read_pool_events",

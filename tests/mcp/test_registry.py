@@ -202,3 +202,28 @@ def test_a_request_counts_as_its_tools_scope(
     assert route.method == method
     assert (route.tool.scope[0] if route.tool else None) == tool
     assert route.scope == scope
+
+
+def test_every_parameter_has_an_example_valid_against_its_schema() -> None:
+    missing, invalid = [], []
+    for name, (given, _) in tool_schemas().items():
+        for parameter, schema in given["properties"].items():
+            examples = schema.get("examples")
+            if not examples:
+                missing.append(f"{name}.{parameter}")
+                continue
+            bare = {k: v for k, v in schema.items() if k != "examples"}
+            for example in examples:
+                if list(Draft202012Validator(bare).iter_errors(example)):
+                    invalid.append(f"{name}.{parameter}={example!r}")
+    assert missing == []
+    assert invalid == []
+
+
+def test_a_tools_own_example_wins_over_the_shared_one() -> None:
+    given, _ = tool_schemas()["write_shared_memory"]
+    assert given["properties"]["key"]["examples"] == ["agent_bulletin.market_regime"]
+    searched, _ = tool_schemas()["memory_search"]
+    assert searched["properties"]["query"]["examples"] == ["Where did Ana move in May?"]
+    # An enum's example is one of its choices, not a name's shared example.
+    assert searched["properties"]["mode"]["examples"][0] in searched["properties"]["mode"]["enum"]

@@ -175,9 +175,7 @@ class Launcher:
         try:
             self._reap_orphans()
             self._start_services()
-            self._manage("migrate", "--noinput", "-v", "0")
-            self._manage("setup_periodic_tasks")
-            self._manage("engram_bootstrap")
+            self._manage("engram_prepare")  # migrate, schedules, first start's demo account
             self._metrics_dir()
             self._start_children()
             threading.Thread(target=self._announce_when_ready, daemon=True).start()

@@ -27,13 +27,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from html.parser import HTMLParser
 from pathlib import PurePosixPath
-from typing import Any, TypeVar
-
-import pypdf
-from pypdf.errors import FileNotDecryptedError, PdfReadError
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from core.errors import UnsupportedMediaType, ValidationFailed
 from rag.chunking import markdown_outline
+
+if TYPE_CHECKING:
+    import pypdf
 
 __all__ = [
     "SUPPORTED_CONTENT_TYPES",
@@ -223,6 +223,11 @@ def _pdf_open(data: bytes, use: Callable[[pypdf.PdfReader], T]) -> T:
     many failure types into invalid_pdf."""
     if _PDF_MAGIC not in data[:_PDF_MAGIC_WITHIN]:
         raise _invalid_pdf("The file is not a PDF (no %PDF- header).", reason="not_pdf")
+    # pypdf is imported when a PDF comes: most processes never read one, and importing it
+    # costs every start-up (docs/benchmarks.md, "Start and restart").
+    import pypdf
+    from pypdf.errors import FileNotDecryptedError, PdfReadError
+
     try:
         reader = pypdf.PdfReader(io.BytesIO(data))
         if reader.is_encrypted:

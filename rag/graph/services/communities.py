@@ -27,10 +27,8 @@ import re
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import igraph
-import leidenalg
 from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import Max
@@ -41,6 +39,9 @@ from core.llm import LLMError, get_llm_provider
 from rag.models import GraphCommunity, GraphCommunityMember, GraphEdge, GraphNode
 from rag.tuning import TUNING
 from rag.visibility import open_spaces
+
+if TYPE_CHECKING:
+    import igraph
 
 logger = logging.getLogger("engram.rag")
 
@@ -101,6 +102,8 @@ def _graph(account_id: int) -> tuple[igraph.Graph, list[int]]:
         rows = cursor.fetchall()
     ids = sorted({a for a, _, _ in rows} | {b for _, b, _ in rows})
     index = {node_id: i for i, node_id in enumerate(ids)}
+    import igraph  # at use: importing it costs every process's start-up, few compute communities
+
     graph = igraph.Graph(n=len(ids), edges=[(index[a], index[b]) for a, b, _ in rows])
     graph.es["weight"] = [float(w) for _, _, w in rows]
     return graph, ids
@@ -111,6 +114,8 @@ def leiden(graph: igraph.Graph, seed: int) -> tuple[list[list[int]], float]:
     first) and its modularity; the same graph and seed give the same partition."""
     if graph.vcount() == 0:
         return [], 0.0
+    import leidenalg
+
     partition = leidenalg.find_partition(
         graph,
         leidenalg.ModularityVertexPartition,

@@ -9,11 +9,9 @@ from __future__ import annotations
 import json
 import re
 import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
-from django.urls import Resolver404, resolve
 
 from core import services
 from core.actors import actor_for_account
@@ -21,31 +19,9 @@ from core.mcp.registry import tools
 from memory.models import KnowledgeItem, MemoryEntry
 from rag.models import Document
 from tests.factories import AgentFactory
+from tests.support import docs
 
-ROOT = Path(__file__).resolve().parents[1]
-TUTORIAL = ROOT / "docs" / "tutorial.md"
-CLIENT_SRC = ROOT / "clients" / "python" / "src"
-FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.MULTILINE | re.DOTALL)
-# A path the tutorial names: in a URL, a curl command, a table cell or the text.
-PATH = re.compile(
-    r"(?:(?<=[\s`(\"'])|(?<=\$ENGRAM_URL)|(?<=:8000))"
-    r"(/(?:api|admin|mcp|readyz|healthz)[^\s`\"')]*)"
-)
-PLACEHOLDER = re.compile(r"\{[^}/]+\}|<[^>/]+>")
-
-
-def _blocks(language: str) -> list[tuple[int, str]]:
-    """The tutorial's fenced blocks of ``language``: (line number of the fence, code)."""
-    text = TUTORIAL.read_text()
-    return [
-        (text.count("\n", 0, match.start()) + 1, match.group(2))
-        for match in FENCE.finditer(text)
-        if match.group(1) == language
-    ]
-
-
-def _paths() -> set[str]:
-    return {path.rstrip(".,;:>") for path in PATH.findall(TUTORIAL.read_text())}
+TUTORIAL = docs.ROOT / "docs" / "tutorial.md"
 
 
 @pytest.mark.slow
@@ -60,9 +36,9 @@ def test_the_python_blocks_run_in_order_against_a_live_server(
     )
     monkeypatch.setenv("ENGRAM_URL", live_server.url)
     monkeypatch.setenv("ENGRAM_API_KEY", secret)
-    monkeypatch.syspath_prepend(str(CLIENT_SRC))  # as `pip install ./clients/python` would
+    monkeypatch.syspath_prepend(str(docs.CLIENT_SRC))  # as `pip install ./clients/python` would
     monkeypatch.delitem(sys.modules, "engram_client", raising=False)
-    blocks = _blocks("python")
+    blocks = docs.blocks(TUTORIAL, "python")
     assert len(blocks) >= 6
     namespace: dict[str, Any] = {"__name__": "tutorial"}
     for line, code in blocks:
@@ -100,27 +76,23 @@ def test_the_python_blocks_run_in_order_against_a_live_server(
 
 
 def test_every_path_the_tutorial_names_is_a_route() -> None:
-    paths = _paths()
+    paths = docs.paths(TUTORIAL.read_text())
     assert {"/api/v1/me", "/mcp", "/admin/", "/api/v1/rag/search", "/readyz"} <= paths
     assert {p for p in paths if p.startswith("/admin/") and p.count("/") > 3}
-    missing = []
-    for path in sorted(paths):
-        concrete = PLACEHOLDER.sub("1", path)
-        try:
-            match = resolve(concrete)
-        except Resolver404:
-            missing.append(path)
-            continue
-        if match.url_name is None:  # the admin's catch-all answers any path under /admin/
-            missing.append(path)
+    missing = docs.unrouted(paths)
     assert missing == [], f"docs/tutorial.md names paths that no route serves: {missing}"
 
 
 def test_every_curl_in_the_tutorial_names_a_route() -> None:
-    curls = [line for _, code in _blocks("sh") for line in code.splitlines() if "curl " in line]
+    curls = [
+        line
+        for _, code in docs.blocks(TUTORIAL, "sh")
+        for line in code.splitlines()
+        if "curl " in line
+    ]
     assert len(curls) >= 3
     for line in curls:
-        assert PATH.search(line), f"a curl without a path the test can check: {line}"
+        assert docs.paths(line), f"a curl without a path the test can check: {line}"
 
 
 def test_the_tools_the_tutorial_calls_are_registered() -> None:
@@ -129,7 +101,7 @@ def test_the_tools_the_tutorial_calls_are_registered() -> None:
 
 
 def test_the_json_configurations_parse() -> None:
-    configs = _blocks("json")
+    configs = docs.blocks(TUTORIAL, "json")
     assert configs
     for line, code in configs:
         try:

@@ -1,5 +1,5 @@
-"""One search across the memory tiers, every one through an index (docs/memory/router.md, "Search
-across tiers").
+"""One search across the memory tiers, every one through an index (docs/memory/router.md,
+"Search").
 
 - Long-term entries: the engine's vector stage (HNSW) and BM25 stage (``MEMORY_ENTRIES``).
 - Short-term entries: BM25 over the agent's index (``SHORT_TERM_ENTRIES``), live entries only.

@@ -35,7 +35,8 @@ def _tracked() -> list[Path]:
         text=True,
         check=True,
     ).stdout.split()
-    return [ROOT / name for name in listed if (ROOT / name).is_file()]
+    here = Path(__file__).resolve()  # its own examples are not references
+    return [ROOT / name for name in listed if (ROOT / name).is_file() and ROOT / name != here]
 
 
 def _slug(heading: str) -> str:

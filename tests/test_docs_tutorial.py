@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 from typing import Any
 
 import pytest
@@ -37,7 +36,6 @@ def test_the_python_blocks_run_in_order_against_a_live_server(
     monkeypatch.setenv("ENGRAM_URL", live_server.url)
     monkeypatch.setenv("ENGRAM_API_KEY", secret)
     monkeypatch.syspath_prepend(str(docs.CLIENT_SRC))  # as `pip install ./clients/python` would
-    monkeypatch.delitem(sys.modules, "engram_client", raising=False)
     blocks = docs.blocks(TUTORIAL, "python")
     assert len(blocks) >= 6
     namespace: dict[str, Any] = {"__name__": "tutorial"}
@@ -53,7 +51,7 @@ def test_the_python_blocks_run_in_order_against_a_live_server(
     assert written["tier"] == "long_term"
     entry = MemoryEntry.objects.get(pk=written["entry_id"])
     assert entry.content == "Maria prefers window seats and quiet rooms."
-    assert entry.context.account_id == agent.account_id
+    assert entry.context.is_agent_memory and entry.context.owner_id == agent.id
     # 4: seven messages, indexed, and the offline extractor's fact.
     chat = namespace["client"].conversations.retrieve(namespace["chat"]["id"])
     assert chat["message_count"] == 7 and chat["indexing"]["waiting"] == 0

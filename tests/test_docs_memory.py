@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from core.mcp.registry import tools
 from tests.support import docs
 
 INDEX = docs.ROOT / "docs" / "memory.md"
@@ -91,3 +92,19 @@ def test_every_path_a_curl_names_is_a_route() -> None:
         assert found, f"a curl without a path the test can check: {line}"
         named |= found
     assert docs.unrouted(named) == []
+
+
+def test_the_openings_name_mcp_tools_and_jobs_that_exist() -> None:
+    """ "Over MCP: ..." names tools of the registry and their jobs (``kind``, ``action``)."""
+    known = set(tools()) | {job.value for tool in tools().values() for job in tool.jobs}
+    known |= {tool.selector for tool in tools().values() if tool.selector}
+    known |= {field for tool in tools().values() for field in tool.input().fields}
+    named: dict[str, set[str]] = {}
+    for page in PAGES:
+        opening = page.read_text().split("```", 1)[0]
+        said = re.search(r"Over\s+MCP[,:]?\s(.*?)\.(?:\s|$)", opening, re.DOTALL)
+        if said:
+            named[page.name] = set(re.findall(r"`([a-z]+(?:_[a-z]+)*)`", said.group(1)))
+    assert len(named) >= 6 and all(named.values()), named
+    unknown = {page: names - known for page, names in named.items() if names - known}
+    assert unknown == {}

@@ -98,7 +98,7 @@ def test_the_openings_name_mcp_tools_and_jobs_that_exist() -> None:
     """ "Over MCP: ..." names tools of the registry and their jobs (``kind``, ``action``)."""
     known = set(tools()) | {job.value for tool in tools().values() for job in tool.jobs}
     known |= {tool.selector for tool in tools().values() if tool.selector}
-    known |= {field for tool in tools().values() for field in tool.input().fields}
+    known |= {str(field) for tool in tools().values() for field in tool.input().fields}
     named: dict[str, set[str]] = {}
     for page in PAGES:
         opening = page.read_text().split("```", 1)[0]

@@ -115,7 +115,7 @@ class EngramEnv(BaseSettings):
     POOL_EVENT_RETENTION_DAYS: int = Field(default=7, ge=1)
     MEMORY_RECENCY_HALF_LIFE_DAYS: float = Field(default=30.0, gt=0, le=36_500)
     MEMORY_PROMOTION_MIN_ACCESSES: int = Field(default=3, ge=1, le=1_000_000)
-    # Reads buffered before a flush is sent at once (docs/memory.md, "Reads and writes").
+    # Reads buffered before a flush is sent at once (docs/memory/long-term.md, "Reads and writes").
     MEMORY_ACCESS_BUFFER_MAX: int = Field(default=5000, ge=1, le=1_000_000)
     # Long-term entries read token by token when indexed, for graph search's late interaction
     # (memory/long_term/services/readings.py): about 400 bytes a token stored.
@@ -123,17 +123,17 @@ class EngramEnv(BaseSettings):
     MEMORY_DEDUP_SIMILARITY: float = Field(default=0.92, gt=0, le=1)
     MEMORY_ROT_STALENESS: float = Field(default=0.9, gt=0, le=1)
     MEMORY_IMPORTANCE_HALF_LIFE_DAYS: float = Field(default=90.0, gt=0, le=36_500)
-    # Review before change (docs/memory.md): how long a pending change waits for a decision
+    # Review before change (docs/memory/review.md): how long a pending change waits for a decision
     # before it expires, and the importance drop from which a decay needs review.
     MEMORY_PENDING_CHANGE_TTL_DAYS: float = Field(default=14.0, gt=0, le=365)
     MEMORY_REVIEW_DECAY_THRESHOLD: float = Field(default=0.2, gt=0, le=1)
-    # Rot across stores (docs/memory.md, "Rot"): N days without change or use, by default.
+    # Rot across stores (docs/memory/rot.md): N days without change or use, by default.
     MAINTENANCE_ROT_DAYS: int = Field(default=90, ge=1, le=3650)
-    # Memory tools (docs/memory.md, "Memory tools"): searches one agent run may make, and how
+    # Memory tools (docs/memory/tools.md): searches one agent run may make, and how
     # long a run's counters live after its last use.
     MEMORY_RUN_MAX_SEARCHES: int = Field(default=10, ge=1, le=10_000)
     MEMORY_RUN_TTL_SECONDS: int = Field(default=86_400, ge=60, le=30 * 86_400)
-    # Cluster maintenance (docs/memory.md, "Cluster maintenance"): the scheduled run's
+    # Cluster maintenance (docs/memory/maintenance.md, "Cluster maintenance"): the scheduled run's
     # short-circuits, the grouping's similarity floor, the clustering's sizes and seed.
     MEMORY_MAINTENANCE_SKIP_IF_REPORT_TODAY: bool = True
     MEMORY_MAINTENANCE_MIN_NEW_MEMORIES: int = Field(default=10, ge=0, le=1_000_000)

@@ -457,7 +457,7 @@ def broken_links(*, page: Page) -> list[LinkedItem]:
     return list(items.values())
 
 
-# --- rot (memory's rot report; docs/memory.md, "Rot across stores") ---------------------------
+# --- rot (memory's rot report; docs/memory/rot.md) ------------------------------------------------
 Found = tuple[list[tuple[Page, Any]], int]
 
 

@@ -95,7 +95,7 @@ def metadata_check(value: Any, *, field: str = "metadata") -> Any:
 # budget like the item's line.
 ECHO_MAX_BYTES = 256
 # A context's body is bounded by BODY_BYTES_PER_TOKEN x token_budget + BODY_FIXED_BYTES
-# (docs/memory.md, "The budget"; docs/rag.md, "Graph RAG"): every item's bytes (its line in
+# (docs/memory/context.md, "The budget"; docs/rag.md, "Graph RAG"): every item's bytes (its line in
 # ``context`` and its JSON in ``sections``) come out of BODY_BYTES_PER_TOKEN x token_budget, and
 # an item that does not fit in what is left is left out, as one that does not fit the tokens
 # left. Text that costs few

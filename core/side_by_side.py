@@ -1,6 +1,6 @@
 """Independent reads of one call run side by side: on a small pool of threads per process, each
 thread with its own database connection, so that one read's database time overlaps another's
-Python (context assembly's sources: docs/memory.md, "Context assembly").
+Python (context assembly's sources: docs/memory/context.md).
 
 Side by side only outside a transaction: another connection cannot see what the caller's open
 transaction wrote, so inside one (a test case, a caller's ``atomic`` block) the reads run one

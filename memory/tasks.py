@@ -193,7 +193,7 @@ def extract_conversations(run: JobRun, dry_run: bool = False) -> dict[str, int]:
     return extractions.extractions_due_run(dry_run=dry_run)
 
 
-# --- reads and indexes that follow the request (docs/memory.md) ------------------------------
+# --- reads and indexes that follow the request (docs/memory/long-term.md, conversations.md) -------
 
 
 @periodic_job(

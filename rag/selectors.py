@@ -99,7 +99,7 @@ def search_analytics(*, actor: Actor) -> dict[str, Any]:
     }
 
 
-# --- rot (docs/memory.md, "Rot across stores") ------------------------------------------------
+# --- rot (docs/memory/rot.md) ---------------------------------------------------------------------
 
 
 @dataclass(frozen=True)

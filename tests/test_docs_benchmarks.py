@@ -92,7 +92,7 @@ def test_the_scripts_are_grouped_by_app() -> None:
 
 def test_every_script_path_the_documents_name_exists() -> None:
     named: dict[str, list[str]] = {}
-    sources = [BENCHMARKS, LOG, README, ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    sources = [BENCHMARKS, LOG, README, ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
     sources += _scripts()
     for source in dict.fromkeys(sources):
         for path in SCRIPT_PATH.findall(source.read_text()):

@@ -93,7 +93,8 @@ def write(client: Client, sample: dict[str, Any], *, dates: bool, per_message: b
             )
         number += 1
     # Messages are indexed by the server's worker after they are stored: ask once every one
-    # is found by keyword and by meaning (docs/memory.md, "When a message becomes searchable").
+    # is found by keyword and by meaning (docs/memory/conversations.md, "When a message becomes
+    # searchable").
     while client.expect(200, "GET", f"/memory/conversations/{made['id']}")["indexing"]["waiting"]:
         time.sleep(1)
     return int(made["id"])

@@ -1,5 +1,5 @@
-"""Cluster maintenance (docs/memory.md, "Cluster maintenance") at 10k and 100k entries: the
-time and peak memory of one run over one context, dry and for real.
+"""Cluster maintenance (docs/memory/maintenance.md, "Cluster maintenance") at 10k and 100k entries:
+the time and peak memory of one run over one context, dry and for real.
 
 The entries are written straight to the table (bulk_create, current embedding model id, no
 BM25 postings): writing 100k entries through the services would embed every one with the local

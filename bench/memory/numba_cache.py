@@ -1,5 +1,6 @@
 """What caching numba's compilation saves on a cluster maintenance run's first clustering in a
-process (docs/configuration.md, ``NUMBA_CACHE_DIR``; docs/memory.md, "Cluster maintenance").
+process (docs/configuration.md, ``NUMBA_CACHE_DIR``; docs/memory/maintenance.md, "Cluster
+maintenance").
 
 UMAP (and its nearest-neighbour search, pynndescent) is numba code compiled on first use. Each
 measurement runs in a fresh Python process, as a new worker would: import umap, hdbscan and

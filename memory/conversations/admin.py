@@ -106,7 +106,7 @@ class ConversationAdmin(AccountScopedAdmin):
 
     @admin.display(description="index")
     def indexing(self, obj: Conversation) -> str:
-        """Messages are indexed by a worker after they are stored (docs/memory.md)."""
+        """Messages are indexed by a worker after they are stored (docs/memory/conversations.md)."""
         waiting = selectors.index_waiting(obj)
         if not waiting["waiting"] and not waiting["failed"]:
             return "Every message is indexed."

@@ -1,4 +1,4 @@
-"""Conversations: ``/api/v1/memory/conversations/...`` (docs/memory.md, "Conversations").
+"""Conversations: ``/api/v1/memory/conversations/...`` (docs/memory/conversations.md).
 
 Messages are long-term entries of the conversation's own context: a message's ``id`` is its
 entry's id (readable and searchable through the long-term endpoints too), ``turn_number`` its
@@ -59,9 +59,9 @@ class IndexingOutput(serializers.Serializer):
 
 class ConversationDetailOutput(ConversationOutput):
     indexing = serializers.SerializerMethodField(
-        help_text="Messages are stored at once and indexed by a worker (docs/memory.md, "
-        '"When a message becomes searchable"): 0 waiting means every message is found by '
-        "keyword and by meaning."
+        help_text="Messages are stored at once and indexed by a worker "
+        '(docs/memory/conversations.md, "When a message becomes searchable"): 0 waiting means '
+        "every message is found by keyword and by meaning."
     )
 
     class Meta(ConversationOutput.Meta):

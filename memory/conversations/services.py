@@ -5,10 +5,11 @@ conversations``). An append stores them at once, in one set-based INSERT under t
 lock, and queues their index (BM25 postings and embedding, which include their neighbours in the
 thread, ``memory.long_term.indexing``) for a worker: ``memory.long_term.services.pending``. The last
 turns are readable at once (``messages_recent``, a context's recent turns); a message is found by
-keyword, then by meaning, once the worker has indexed it (docs/memory.md). Turn numbers are given
-in order, without gaps, even under concurrent appends: appenders to one conversation take turns
-on a PostgreSQL advisory lock, read the last turn number, and commit. A batch is written all or
-none, and bounded: ``MAX_MESSAGES`` messages, ``MAX_BATCH_CHARS`` characters in all.
+keyword, then by meaning, once the worker has indexed it (docs/memory/conversations.md). Turn
+numbers are given in order, without gaps, even under concurrent appends: appenders to one
+conversation take turns on a PostgreSQL advisory lock, read the last turn number, and commit. A
+batch is written all or none, and bounded: ``MAX_MESSAGES`` messages, ``MAX_BATCH_CHARS`` characters
+in all.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Knowledge items: ``/api/v1/knowledge/...`` (docs/memory.md, "Knowledge items"). A base or
+"""Knowledge items: ``/api/v1/knowledge/...`` (docs/memory/knowledge.md). A base or
 item of another account answers exactly like a missing one: 404 ``knowledge_base_not_found`` /
 ``knowledge_item_not_found``."""
 

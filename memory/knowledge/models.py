@@ -1,4 +1,4 @@
-"""Knowledge items (seed 003's knowledge system; docs/memory.md, "Knowledge items").
+"""Knowledge items (seed 003's knowledge system; docs/memory/knowledge.md).
 
 A *knowledge store* is a named base of an account (``/api/v1/knowledge/{base}/...``) with a
 knowledge type; it is not rag's document knowledge base (``rag.KnowledgeBase``), hence the

@@ -1,4 +1,4 @@
-"""Reads of knowledge items (docs/memory.md, "Knowledge items"), scoped by the actor inside
+"""Reads of knowledge items (docs/memory/knowledge.md), scoped by the actor inside
 every query. Knowledge bases are account-wide: every agent of the account reads every base.
 A base or item of another account answers exactly like a missing one. An item extracted from
 a conversation keeps the visibility of its source (``source_context``): only those who may read

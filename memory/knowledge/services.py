@@ -1,5 +1,5 @@
 """Knowledge items: bases, versioned keyed items with their sources, invalidation, and
-relationships as edges of rag's knowledge graph (docs/memory.md, "Knowledge items").
+relationships as edges of rag's knowledge graph (docs/memory/knowledge.md).
 
 Who writes: bases are account-wide; an agent writes with its key's ``write`` scope (checked by
 the API, and here), a person with the operator role (``memory.roles.MANAGE_MEMORY``; owners

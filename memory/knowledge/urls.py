@@ -1,4 +1,4 @@
-"""Knowledge items' routes, mounted at /api/v1/knowledge/ (docs/memory.md, "Knowledge items").
+"""Knowledge items' routes, mounted at /api/v1/knowledge/ (docs/memory/knowledge.md).
 
 ``{base}`` and ``{key}`` are one path segment each (anything but ``/``); the services check
 them (a letter or digit, then letters, digits and ``. _ : @ -``; keys up to 200 characters,

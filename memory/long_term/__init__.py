@@ -1,4 +1,4 @@
-"""Long-term memory (docs/memory.md, "Long-term memory"): contexts with their grants, entries with
+"""Long-term memory (docs/memory/long-term.md): contexts with their grants, entries with
 their history and readings, snapshots, the access log, and the indexes every search of them
 reads. A sub-domain package of ``memory`` with its own layers (``models``, ``queue_models`` for
 the work a request leaves for a worker, ``services/``, ``selectors``, ``apis/``, ``admin``,

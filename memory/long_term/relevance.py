@@ -1,4 +1,4 @@
-"""Long-term memory's effective relevance (docs/memory.md): each entry's similarity to a
+"""Long-term memory's effective relevance (docs/memory/long-term.md): each entry's similarity to a
 query weighed with its importance, confidence and recency, read for a search's candidates in
 one statement and scored without model instances."""
 
@@ -12,8 +12,8 @@ from django.db import connection
 
 from rag.search import RankedHit
 
-# effective_relevance_score = sum of weight x component (docs/memory.md). Similarity leads:
-# importance, confidence and recency order memories that are about equally relevant.
+# effective_relevance_score = sum of weight x component (docs/memory/long-term.md). Similarity
+# leads: importance, confidence and recency order memories that are about equally relevant.
 RELEVANCE_WEIGHTS = {"similarity": 0.7, "importance": 0.1, "confidence": 0.1, "recency": 0.1}
 
 

@@ -1,5 +1,5 @@
 """Long-term memory reads: contexts an actor may see, entries, history, and hybrid search that
-explains every hit (``effective_relevance_score`` and its components, docs/memory.md)."""
+explains every hit (``effective_relevance_score`` and its components, docs/memory/long-term.md)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Memory upkeep across the stores (docs/memory.md, "Maintenance", "Rot across stores", "Nothing
-automatic loses a fact"): consolidation of short-term memory into long-term, cluster
+"""Memory upkeep across the stores (docs/memory/maintenance.md, docs/memory/rot.md,
+docs/memory/review.md): consolidation of short-term memory into long-term, cluster
 maintenance (merges, rewrites) with its jobs and reports, the review of changes before they
 apply (pending changes and change policies), and rot across stores. A sub-domain package of
 ``memory`` with its own layers (``models/``, ``services/``, ``selectors/``, ``apis/``,

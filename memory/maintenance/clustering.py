@@ -1,4 +1,4 @@
-"""Clustering of memory embeddings for cluster maintenance (docs/memory.md, "Cluster
+"""Clustering of memory embeddings for cluster maintenance (docs/memory/maintenance.md, "Cluster
 maintenance"): UMAP reduces the vectors, HDBSCAN clusters the reduced points, and each cluster
 is split into groups whose members are all close to the group's most central member in the
 original embedding space. Pure numpy, no database:

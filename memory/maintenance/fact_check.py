@@ -1,5 +1,5 @@
-"""The fact check of upkeep (docs/memory.md, "Nothing automatic loses a fact"): an entry may be
-archived into what stays current only if each of its statements is covered by a current
+"""The fact check of upkeep (docs/memory/maintenance.md, "Nothing automatic loses a fact"): an entry
+may be archived into what stays current only if each of its statements is covered by a current
 statement.
 
 A statement (``memory.maintenance.statements``: sentences, then clauses at ";", "but" and a

@@ -1,5 +1,5 @@
-"""Statements: what a memory says, one claim at a time (docs/memory.md, "Nothing automatic loses
-a fact").
+"""Statements: what a memory says, one claim at a time (docs/memory/maintenance.md, "Nothing
+automatic loses a fact").
 
 Upkeep may archive an entry into another only when every statement of the archived entry is
 still said by what stays current; the review queue highlights the statements a change would

@@ -1,4 +1,4 @@
-"""Maintenance across stores, mounted at /api/v1/maintenance/ (docs/memory.md, "Rot across
+"""Maintenance across stores, mounted at /api/v1/maintenance/ (docs/memory/rot.md, "Rot across
 stores")."""
 
 from django.urls import path

@@ -1,6 +1,6 @@
 """Entries waiting for their index (a conversation's messages are stored at once and indexed by
 a worker) and the marks of applied read flushes (reads are buffered in Redis, not written by the
-request): docs/memory.md, "When a message becomes searchable" and "Reads and writes at the same
+request): docs/memory/conversations.md, "When a message becomes searchable" and "Reads and writes at the same
 time". The queue's rows go with their entry and context in the database itself: the foreign keys
 are declared here, ON DELETE CASCADE (Django would create its own constraints only at the end of
 the migration, too late for ``core.db.DatabaseOnDelete``).

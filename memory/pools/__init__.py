@@ -1,4 +1,4 @@
-"""Shared pools (docs/memory.md, "Shared pools"): JSON data that agents of an account share, read
+"""Shared pools (docs/memory/pools.md): JSON data that agents of an account share, read
 and written by dot path, with grants, bulletin events and workflow runs. A sub-domain package of
 ``memory`` with its own layers (``models``, ``services``, ``data_services`` for the data's
 writes, ``selectors``, ``apis``, ``admin``, ``mcp``).

@@ -1,4 +1,4 @@
-"""Working memory (docs/memory.md, "Working memory"): an agent session's keys, task state, steps,
+"""Working memory (docs/memory/working.md): an agent session's keys, task state, steps,
 tool results, conversation and scratch pad, held in Redis with a TTL, shared between agents through
 an inbox, persisted to and loaded from a snapshot row. A sub-domain package of ``memory`` with its
 own layers (``models``, ``services``, ``selectors``, ``apis``).

@@ -10,7 +10,7 @@ from rag.chunking.semantic import chunk_semantic
 
 STRATEGIES = ("recursive", "markdown", "semantic", "code")
 # Bump when a strategy's output changes for the same input and settings: documents chunked
-# by an older version show in the rot report (docs/memory.md, "Rot across stores").
+# by an older version show in the rot report (docs/memory/rot.md).
 CHUNKER_VERSION = 1
 
 

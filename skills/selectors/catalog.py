@@ -313,7 +313,7 @@ def nodes_of(skills: Sequence[Skill]) -> dict[int, GraphNode]:
 def skills_unused(*, account_id: int, before: Any, limit: int) -> tuple[list[Skill], int]:
     """The account's draft and active skills nobody used since ``before`` (never used, or last
     used earlier) that existed then, least recently used first, at most ``limit``, and how many
-    there are (rot: docs/memory.md, "Rot across stores")."""
+    there are (rot: docs/memory/rot.md)."""
     unused = (
         Skill.objects.filter(
             account_id=account_id,

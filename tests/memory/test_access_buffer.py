@@ -1,7 +1,8 @@
-"""Reads of long-term entries are buffered in Redis and applied by a flush (docs/memory.md,
-"Reads and writes at the same time"): counts and the log appear after the flush, a read answers
-with Redis down, a flush that dies midway is taken over without counting twice, counts go to the
-current version, and the flush runs on schedule and when the buffer is full."""
+"""Reads of long-term entries are buffered in Redis and applied by a flush
+(docs/memory/long-term.md, "Reads and writes at the same time"): counts and the log appear after the
+flush, a read answers with Redis down, a flush that dies midway is taken over without counting
+twice, counts go to the current version, and the flush runs on schedule and when the buffer is
+full."""
 
 from __future__ import annotations
 

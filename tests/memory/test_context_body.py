@@ -157,5 +157,5 @@ def test_over_mcp_the_answer_is_bounded_too(
     result = json.loads(response.content)["result"]
     assert not result.get("isError"), result
     assert result["structuredContent"]["tokens"] <= token_budget
-    # The structured answer, and its JSON again as text (escaped once more): docs/memory.md.
+    # The structured answer, and its JSON again as text (escaped once more): docs/memory/context.md.
     assert len(response.content) <= 5 * _bound(token_budget), len(response.content)

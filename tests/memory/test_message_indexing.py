@@ -1,7 +1,7 @@
-"""A conversation's messages are stored at once and indexed by a worker (docs/memory.md, "When
-what is written becomes searchable"): the last turns show at once, search copes with messages
-not indexed yet, the worker's claims survive concurrent appends and a provider that is down,
-the index ends exact (compared with a rebuild), and a batch is bounded."""
+"""A conversation's messages are stored at once and indexed by a worker
+(docs/memory/conversations.md, "When a message becomes searchable"): the last turns show at
+once, search copes with messages not indexed yet, the worker's claims survive concurrent appends and
+a provider that is down, the index ends exact (compared with a rebuild), and a batch is bounded."""
 
 from __future__ import annotations
 

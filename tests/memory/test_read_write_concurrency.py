@@ -1,6 +1,6 @@
 """Reads never deadlock with writes: real threads, each on its own PostgreSQL connection,
-writing to and reading one context at the same time (docs/memory.md, "Reads and writes at the
-same time").
+writing to and reading one context at the same time (docs/memory/long-term.md, "Reads and writes at
+the same time").
 
 A search records its hits as reads. When that happened in the search's own statement (counts
 on the entries, a log row whose foreign key share-locks the context), it collided with a writer

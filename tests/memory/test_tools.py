@@ -83,7 +83,7 @@ def test_a_duplicate_is_refused_and_names_the_memory_it_repeats(
 
 def test_a_near_copy_that_says_more_is_not_a_duplicate(agent_client: AuthedAgent) -> None:
     """A memory at cosine >= 0.92 with a value of its own is written (nothing automatic loses
-    a fact: docs/memory.md)."""
+    a fact: docs/memory/tools.md)."""
     first = "The staging server of the search team listens on port 5433."
     post(agent_client, "tools/write", {"text": first})
     other = post(agent_client, "tools/write", {"text": first.replace("5433", "6543")}).json()

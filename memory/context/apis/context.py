@@ -1,4 +1,4 @@
-"""Context assembly: ``POST /api/v1/memory/context`` (docs/memory.md, "Context assembly")."""
+"""Context assembly: ``POST /api/v1/memory/context`` (docs/memory/context.md)."""
 
 from __future__ import annotations
 

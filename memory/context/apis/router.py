@@ -1,5 +1,6 @@
 """The memory router: ``/api/v1/memory/search``, ``read``, ``write``, ``stats`` and
-``consolidate`` across the tiers (docs/memory.md, "Router" and "Consolidation")."""
+``consolidate`` across the tiers (docs/memory/router.md;
+docs/memory/maintenance.md, "Consolidation")."""
 
 from __future__ import annotations
 
@@ -103,7 +104,7 @@ class MemoryHitOutput(serializers.Serializer):
     score = strict.FiniteFloatField(
         help_text="Fused score: the rank of the hit, whatever its tier."
     )
-    relevance = strict.FiniteFloatField(help_text="0 to 1 (docs/memory.md).")
+    relevance = strict.FiniteFloatField(help_text="0 to 1 (docs/memory/router.md).")
     components = serializers.DictField(child=strict.FiniteFloatField())
     content = serializers.JSONField(allow_null=True, help_text="Text or JSON.")
     key = serializers.CharField(help_text="The key; for a pool hit, the dot path.")
@@ -117,7 +118,7 @@ class MemoryHitOutput(serializers.Serializer):
 
 class MemorySearchApi(ApiView):
     """Search every tier the caller may read through their indexes; hits best first, ranked by
-    one fused score whatever their tier, each explaining its place (docs/memory.md)."""
+    one fused score whatever their tier, each explaining its place (docs/memory/router.md)."""
 
     required_scope = "read"
 

@@ -1,5 +1,5 @@
 """Memory tools for agents in a run: ``/api/v1/memory/tools/...`` and ``/api/v1/memory/runs/...``
-(docs/memory.md, "Memory tools")."""
+(docs/memory/tools.md)."""
 
 from __future__ import annotations
 

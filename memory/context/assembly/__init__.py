@@ -1,5 +1,5 @@
 """Context assembly: an agent's LLM context for a query, within a hard token budget, from
-every store, each item with its provenance (``assemble``; docs/memory.md)."""
+every store, each item with its provenance (``assemble``; docs/memory/context.md)."""
 
 from memory.context.assembly.assemble import (
     DEFAULT_BUDGET,

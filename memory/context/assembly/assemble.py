@@ -1,5 +1,5 @@
 """One call that answers an agent's LLM context for a query, within a hard token budget, from
-every store, each item with its provenance (docs/memory.md, "Context assembly").
+every store, each item with its provenance (docs/memory/context.md).
 
 1. The query is embedded once; the task type is given or classified (``memory.context.task_types``).
 2. Each section's sources answer candidates best first (``memory.context.assembly.sources``).
@@ -17,7 +17,7 @@ every store, each item with its provenance (docs/memory.md, "Context assembly").
 What an item costs is its line's tokens plus its metadata echo's (a bounded excerpt,
 ``budget.echo``): ``tokens`` counts everything the answer shows. Each item's bytes in the answer
 come out of ``budget.BODY_BYTES_PER_TOKEN`` x the budget, so the body is bounded by a function
-of the budget whatever the items hold (docs/memory.md, "The budget").
+of the budget whatever the items hold (docs/memory/context.md, "The budget").
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Relevance floors of the sources a context reads besides the conversation: an item is a
 candidate only when it is on topic, so neither a section's share nor the budget left over at
-the end (the final fill) ever goes to an off-topic item (docs/memory.md, "Context assembly").
+the end (the final fill) ever goes to an off-topic item (docs/memory/context.md).
 Memories and knowledge items keep theirs in ``sources`` (``MEMORY_MIN_SIMILARITY``,
 ``KNOWLEDGE_MIN_SIMILARITY``); the others are here, each on the signal the engine computes for
 that store, chosen on data by ``bench/memory/context_floors.py`` (docs/benchmarks-log.md, "Every

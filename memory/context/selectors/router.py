@@ -1,5 +1,5 @@
-"""The memory router's reads: its tiers, filters and the counts of each tier (docs/memory.md,
-"Router"). The search across tiers is ``memory.context.selectors.search``."""
+"""The memory router's reads: its tiers, filters and the counts of each tier
+(docs/memory/router.md). The search across tiers is ``memory.context.selectors.search``."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""One search across the memory tiers, every one through an index (docs/memory.md, "Search
-across tiers").
+"""One search across the memory tiers, every one through an index (docs/memory/router.md,
+"Search").
 
 - Long-term entries: the engine's vector stage (HNSW) and BM25 stage (``MEMORY_ENTRIES``).
 - Short-term entries: BM25 over the agent's index (``SHORT_TERM_ENTRIES``), live entries only.
@@ -409,7 +409,7 @@ def _fuse(
 
 
 def _score_long_term(hits: list[MemoryHit], now: datetime) -> None:
-    """Long-term hits' relevance components (docs/memory.md: similarity, importance,
+    """Long-term hits' relevance components (docs/memory/router.md: similarity, importance,
     confidence, recency) and their effective score as relevance when it is higher."""
     long_term = [hit for hit in hits if hit.tier == LONG_TERM]
     rows = scoring_rows([int(hit.unit_id) for hit in long_term], now)

@@ -1,5 +1,5 @@
 """The memory router's writes: read a key from the nearest tier that has it, write a key to a
-named tier (docs/memory.md, "Router").
+named tier (docs/memory/router.md).
 
 ``memory_read`` looks in working memory, then short-term memory (both in ``session_id``), then
 long-term memory (the newest current entry carrying the key in its metadata, in the contexts the

@@ -1,4 +1,4 @@
-"""Memory tools for agents in a run (seed 004; docs/memory.md, "Memory tools"): write a memory
+"""Memory tools for agents in a run (seed 004; docs/memory/tools.md): write a memory
 through a structuring step that may refuse, search semantically with a calibrated score,
 find the memories linked to items, and a summarised search; each run's searches budgeted.
 
@@ -108,7 +108,7 @@ def _visible(actor: Actor, ref: Reference) -> bool:
 
 
 def _knowledge_item(actor: Actor, item_id: int) -> bool:
-    """Knowledge items (docs/memory.md, "Knowledge") when this installation has them."""
+    """Knowledge items (docs/memory/knowledge.md) when this installation has them."""
     try:
         from memory.knowledge.selectors import knowledge_item_visible
     except ImportError:

@@ -1,4 +1,4 @@
-"""Knowledge extraction from conversation messages (docs/memory.md, "Extraction").
+"""Knowledge extraction from conversation messages (docs/memory/conversations.md, "Extraction").
 
 ``offline``: a deterministic extractor (entities, dates and plain first-person statements);
 ``llm``: facts, entities and relations written by a model (JSON validated), and the decision on

@@ -1,6 +1,6 @@
 """Extraction: ``/api/v1/memory/conversations/{id}/extract`` and ``.../extractions``
-(docs/memory.md, "Extraction"). Extraction also runs by itself after every append (Celery);
-its rows appear in ``.../extractions`` once the follow-up task has run."""
+(docs/memory/conversations.md, "Extraction"). Extraction also runs by itself after every append
+(Celery); its rows appear in ``.../extractions`` once the follow-up task has run."""
 
 from __future__ import annotations
 

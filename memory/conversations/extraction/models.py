@@ -5,7 +5,7 @@ turn numbers), the method that found it (``llm:<model>`` or ``offline``), a conf
 decision taken on the knowledge it touched: ``add`` (a new knowledge item, node or edge),
 ``update`` (a new version of an item), ``invalidate`` (an item given ``valid_to``) or ``none``
 (known already, or nothing written). A run that failed leaves one row with decision ``none`` and
-its ``error``: failures are visible, never silent (docs/memory.md, "Extraction").
+its ``error``: failures are visible, never silent (docs/memory/conversations.md, "Extraction").
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Extraction: knowledge out of a conversation's messages (docs/memory.md, "Extraction").
+"""Extraction: knowledge out of a conversation's messages (docs/memory/conversations.md,
+"Extraction").
 
 ``extraction_run`` extracts turns ``from_turn``..``to_turn`` on request; ``extraction_follow_up``
 is what the Celery follow-up of an append runs: it claims the messages after

@@ -1,6 +1,6 @@
 """Long-term memory API, by concern: contexts with their grants and access log
 (``contexts``), entries (``entries``), snapshots (``snapshots``) and search (``search``)
-(docs/memory.md)."""
+(docs/memory/long-term.md)."""
 
 from memory.long_term.apis.contexts import (
     ContextAccessLogApi,

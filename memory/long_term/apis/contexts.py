@@ -1,5 +1,5 @@
 """Long-term memory contexts, their grants and access log: ``/api/v1/memory/contexts/...``
-(docs/memory.md). A context the caller may not read answers like a missing one (404
+(docs/memory/long-term.md). A context the caller may not read answers like a missing one (404
 ``context_not_found``); one it may only read refuses writes with 403 ``context_read_only``."""
 
 from __future__ import annotations

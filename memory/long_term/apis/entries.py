@@ -1,5 +1,6 @@
 """Long-term memory entries: ``/api/v1/memory/entries/...`` and a context's entries
-(docs/memory.md). Entries of a context the caller may not read answer 404 ``entry_not_found``."""
+(docs/memory/long-term.md). Entries of a context the caller may not read answer 404
+``entry_not_found``."""
 
 from __future__ import annotations
 

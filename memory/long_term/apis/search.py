@@ -1,4 +1,4 @@
-"""Long-term memory search: ``/api/v1/memory/long-term/search`` (docs/memory.md)."""
+"""Long-term memory search: ``/api/v1/memory/long-term/search`` (docs/memory/long-term.md)."""
 
 from __future__ import annotations
 
@@ -105,7 +105,9 @@ class LongTermHitOutput(serializers.Serializer):
     entry_type = serializers.CharField(source="entry.entry_type")
     version = serializers.IntegerField(source="entry.version")
     occurred_at = serializers.DateTimeField(source="entry.occurred_at", allow_null=True)
-    score = strict.FiniteFloatField(help_text="effective_relevance_score (docs/memory.md).")
+    score = strict.FiniteFloatField(
+        help_text="effective_relevance_score (docs/memory/long-term.md)."
+    )
     components = ComponentsOutput()
     retrieval = RetrievalOutput()
 

@@ -1,5 +1,5 @@
 """Long-term memory snapshots: ``/api/v1/memory/contexts/{id}/snapshots`` and
-``/api/v1/memory/snapshots/{id}/restore`` (docs/memory.md)."""
+``/api/v1/memory/snapshots/{id}/restore`` (docs/memory/long-term.md)."""
 
 from __future__ import annotations
 

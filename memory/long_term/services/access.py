@@ -1,5 +1,5 @@
-"""Reads recorded without locking what writers need (docs/memory.md, "Reads and writes at the
-same time").
+"""Reads recorded without locking what writers need (docs/memory/long-term.md, "Reads and writes at
+the same time").
 
 A read (a search's hits, an entry read by id, a router read, a memory tool's search) counts on
 each entry it returned (``access_count``, ``last_accessed_at``: a used memory stays recent) and

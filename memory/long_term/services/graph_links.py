@@ -1,6 +1,6 @@
 """Long-term entries in the knowledge graph: the entities each entry mentions become nodes
 linked to it (``rag.graph.services.index``), so that graph search (``mode: "graph"``) reaches
-entries through the entities they share (docs/memory.md, "Graph search").
+entries through the entities they share (docs/memory/long-term.md, "Graph search").
 
 Entries are linked when a conversation's messages are extracted (``extractions``: the offline
 extractor's entities of each message, plus those the model named for it), by

@@ -1,5 +1,5 @@
-"""A conversation's messages, indexed after their write commits (docs/memory.md, "When what is
-written becomes searchable").
+"""A conversation's messages, indexed after their write commits (docs/memory/conversations.md,
+"When a message becomes searchable").
 
 Indexing a message costs far more than storing it: its BM25 postings cover the lines around it
 (``memory.long_term.indexing``: about 190 postings for a 500-character line), and the local

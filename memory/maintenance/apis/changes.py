@@ -1,6 +1,6 @@
-"""The review queue for agents, read-only: ``/api/v1/memory/pending-changes`` (docs/memory.md,
-"Review before change"). People decide in the admin; agents see what waits, and until a change
-is approved every read answers the current data."""
+"""The review queue for agents, read-only: ``/api/v1/memory/pending-changes``
+(docs/memory/review.md). People decide in the admin; agents see what waits, and until a change is
+approved every read answers the current data."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Cluster maintenance: ``POST /api/v1/memory/maintenance`` queues a run (a Celery job) and
 answers 202 with its id and status URL; ``GET /api/v1/memory/maintenance/jobs/{id}`` is the
 job's status, with its report's id once it has one; ``GET /api/v1/memory/maintenance/reports``
-and ``.../reports/{id}`` list and show reports (docs/memory.md, "Cluster maintenance";
+and ``.../reports/{id}`` list and show reports (docs/memory/maintenance.md, "Cluster maintenance";
 docs/api.md). A key with the ``admin`` scope acts on the whole account; a ``write`` key on the
 contexts its agent may write, and reads the jobs and reports of its own runs."""
 
@@ -83,10 +83,11 @@ class ReportOutput(ReportSummaryOutput):
     )
     fact_check = serializers.DictField(
         read_only=True,
-        help_text="The fact check (docs/memory.md): statements_checked and statements_carried "
-        "(statements of absorbed entries; carried: added to the kept entry's text, each with "
-        "its kept entry and the entry it came from), groups_refused (would_lose_facts: a "
-        "rewrite that would drop a statement), stayed_current (their entries) and refused "
+        help_text="The fact check (docs/memory/maintenance.md): statements_checked and "
+        "statements_carried (statements of absorbed entries; carried: added to the kept entry's "
+        "text, each with its kept entry and the entry it came from), groups_refused "
+        "(would_lose_facts: a rewrite that would drop a statement), stayed_current (their "
+        "entries) and refused "
         "(each group's entries and the statements it would have lost).",
     )
     params = serializers.DictField(help_text="The clustering's parameters (seed included).")

@@ -1,4 +1,4 @@
-"""The rot report across stores: ``GET /api/v1/maintenance/rot`` (docs/memory.md, "Rot across
+"""The rot report across stores: ``GET /api/v1/maintenance/rot`` (docs/memory/rot.md, "Rot across
 stores"): what went stale or broken in the caller's account, each item with a suggested action."""
 
 from __future__ import annotations

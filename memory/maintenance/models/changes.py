@@ -1,4 +1,4 @@
-"""Review before change (docs/memory.md, "Review before change"): a context or pool whose
+"""Review before change (docs/memory/review.md): a context or pool whose
 ``change_policy`` is ``review`` turns each automatic change (a dedup merge, a promotion, a rot
 archival, an importance decay beyond a threshold, a cluster rewrite; an agent's write through
 the memory tools when its ``agent_write_policy`` is ``review``) into a *pending change*: what

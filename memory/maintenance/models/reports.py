@@ -1,6 +1,6 @@
 """Cluster maintenance reports: one row per run of
-``memory.maintenance.services.cluster_maintenance`` (docs/memory.md, "Cluster maintenance"), what it
-found and what it changed, kept as JSON."""
+``memory.maintenance.services.cluster_maintenance`` (docs/memory/maintenance.md, "Cluster
+maintenance"), what it found and what it changed, kept as JSON."""
 
 from __future__ import annotations
 
@@ -90,8 +90,8 @@ class MemoryMaintenanceReport(models.Model):
 
     @property
     def fact_check(self) -> dict[str, Any]:
-        """What the fact check did (docs/memory.md, "Nothing automatic loses a fact"): the
-        statements of absorbed entries checked and carried into kept ones, and the groups
+        """What the fact check did (docs/memory/maintenance.md, "Nothing automatic loses a fact"):
+        the statements of absorbed entries checked and carried into kept ones, and the groups
         refused (``would_lose_facts``) with the entries that stayed current and the statements
         that would have been lost."""
         statements = [(item, s) for item in self.kept for s in item.get("statements", [])]

@@ -1,4 +1,4 @@
-"""Reads of the review queue (docs/memory.md, "Review before change"): pending changes scoped by
+"""Reads of the review queue (docs/memory/review.md): pending changes scoped by
 the actor inside the query, and the before/after diff a reviewer reads."""
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
-"""Cluster maintenance reports (docs/memory.md, "Cluster maintenance"): the actor's account's,
-newest first. Reports name entry ids of every context they maintained, so the account's reports
-are for memory managers and agents whose key has the ``admin`` scope; another agent reads the
-reports of the runs it asked for (over contexts it may write)."""
+"""Cluster maintenance reports (docs/memory/maintenance.md, "Cluster maintenance"): the actor's
+account's, newest first. Reports name entry ids of every context they maintained, so the account's
+reports are for memory managers and agents whose key has the ``admin`` scope; another agent reads
+the reports of the runs it asked for (over contexts it may write)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Rot across stores (docs/memory.md, "Rot across stores"): one report per account of what has
+"""Rot across stores (docs/memory/rot.md): one report per account of what has
 gone stale or broken in pages, documents, memories, skills and knowledge items, each item with a
 suggested action. Reads only, through each app's selectors (memory sits above them all); the
 report is computed when asked, so it is always as fresh as the data.

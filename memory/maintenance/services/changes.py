@@ -1,4 +1,4 @@
-"""Review before change (docs/memory.md, "Review before change").
+"""Review before change (docs/memory/review.md).
 
 A *change kind* is a name, an applier ``apply(*, account, actor, payload) -> dict`` and the JSON
 payload the applier reads. Automatic upkeep proposes a change with ``change_submit``: under the
@@ -40,7 +40,7 @@ logger = logging.getLogger("engram.memory")
 
 MAX_REASON_CHARS = 2000
 MAX_BULK = 100
-# The kinds docs/memory.md documents (the API filters by these; each is registered with its
+# The kinds docs/memory/review.md documents (the API filters by these; each is registered with its
 # applier in ``memory.maintenance.services.change_kinds``).
 KNOWN_KINDS = (
     "agent_write",

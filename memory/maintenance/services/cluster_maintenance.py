@@ -1,5 +1,5 @@
-"""Cluster maintenance (docs/memory.md, "Cluster maintenance"; seed 004): per account, per
-context, the long-term entries that say nearly the same thing are rewritten into one.
+"""Cluster maintenance (docs/memory/maintenance.md, "Cluster maintenance"; seed 004): per account,
+per context, the long-term entries that say nearly the same thing are rewritten into one.
 
 A run, under the account's consolidation lock:
 

@@ -1,4 +1,4 @@
-"""Rewriting one group of near-duplicate memories into one (docs/memory.md, "Cluster
+"""Rewriting one group of near-duplicate memories into one (docs/memory/maintenance.md, "Cluster
 maintenance"), in two steps that can happen apart:
 
 - *plan* (``rewrite_offline`` / ``rewrite_llm`` then ``rewrite_payload``): a JSON payload naming

@@ -1,6 +1,6 @@
 """Memory consolidation: the maintenance that moves memories between tiers and keeps long-term
-memory lean (docs/memory.md, "Consolidation"). Each step takes ``dry_run`` (count, change
-nothing) and ``account_id`` (one account; None: every account), and returns counts. The
+memory lean (docs/memory/maintenance.md, "Consolidation"). Each step takes ``dry_run`` (count,
+change nothing) and ``account_id`` (one account; None: every account), and returns counts. The
 long-term steps (dedup, rot, decay) are ``memory.maintenance.services.upkeep``.
 
 - ``consolidation_promote``: short-term entries read at least MEMORY_PROMOTION_MIN_ACCESSES

@@ -1,4 +1,5 @@
-"""Cluster maintenance asked for now, as a Celery job (docs/memory.md, "Cluster maintenance").
+"""Cluster maintenance asked for now, as a Celery job (docs/memory/maintenance.md, "Cluster
+maintenance").
 
 A run can take minutes (re-embedding, UMAP: its first compilation alone took 46 s), so it never
 runs in a web process: ``maintenance_job_enqueue`` checks the actor (the same checks as a run:

@@ -1,5 +1,5 @@
 """Long-term memory's upkeep, steps of consolidation (``memory.maintenance.services.consolidation``
-runs them, docs/memory.md "Consolidation"): deduplication, rot, importance decay."""
+runs them, docs/memory/maintenance.md "Consolidation"): deduplication, rot, importance decay."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ DEDUP_NEIGHBOURS = 8
 # A decay changes nothing for entries used (or decayed) in the last hour: repeated runs are
 # no-ops, not compounding rounding.
 DECAY_MIN_SECONDS = 3600
-# SQL of an entry's days without use, and of its staleness (docs/memory.md).
+# SQL of an entry's days without use, and of its staleness (docs/memory/maintenance.md).
 _IDLE_DAYS = (
     "extract(epoch from (%(now)s - greatest(e.created_at, "
     "coalesce(e.last_accessed_at, e.created_at)))) / 86400.0"

@@ -12,7 +12,7 @@ class Command(BaseCommand):
     help = (
         "Rebuild the knowledge items' search index from the items: BM25 postings, term and "
         "corpus statistics per base, and embeddings of searchable items the current model has "
-        "not embedded (docs/memory.md, 'Knowledge items')."
+        "not embedded (docs/memory/knowledge.md)."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:

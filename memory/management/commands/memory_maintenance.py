@@ -12,9 +12,9 @@ from memory.models import MemoryMaintenanceReport
 
 class Command(BaseCommand):
     help = (
-        "Run cluster maintenance now (docs/memory.md, 'Cluster maintenance'): merge each group "
-        "of near-duplicate long-term memories into one. Every account, or --account; every "
-        "unarchived context, or --context. --dry-run plans without changing anything; "
+        "Run cluster maintenance now (docs/memory/maintenance.md, 'Cluster maintenance'): merge "
+        "each group of near-duplicate long-term memories into one. Every account, or --account; "
+        "every unarchived context, or --context. --dry-run plans without changing anything; "
         "--scheduled applies the schedule's short-circuits. Prints one line per report "
         "(--json: the reports)."
     )

@@ -351,27 +351,28 @@ class ContextPacking:
 
 
 _SHARE = "Its share of what the last turns leave (renormalised over the sections with candidates)"
+_SHARES_BENCH = f"conversation's: {_CONTEXT}; the other task types': seed 003's, not measured"
 
 
 @dataclass(frozen=True)
 class SectionShares:
-    """Each section's share of a context for one task type (``rag``'s docs/memory.md, "Context
+    """Each section's share of a context for one task type (docs/memory.md, "Context
     assembly"): relevant history leads in conversation, knowledge and documents elsewhere."""
 
     recent: float = tunable(
         0.08,
         meaning=f"The conversation's summaries. {_SHARE}.",
-        bench=f"{_CONTEXT}: 0.04 won on one conversation only",
+        bench=f"{_SHARES_BENCH}; 0.04 in conversation won on one conversation only",
     )
     history: float = tunable(
-        0.70, meaning=f"Relevant history (turns and memories). {_SHARE}.", bench=_CONTEXT
+        0.70, meaning=f"Relevant history (turns and memories). {_SHARE}.", bench=_SHARES_BENCH
     )
-    knowledge: float = tunable(0.08, meaning=f"Knowledge items. {_SHARE}.", bench=_CONTEXT)
-    documents: float = tunable(0.05, meaning=f"Document chunks. {_SHARE}.", bench=_CONTEXT)
-    pages: float = tunable(0.03, meaning=f"Pages. {_SHARE}.", bench=_CONTEXT)
-    skills: float = tunable(0.03, meaning=f"Skills. {_SHARE}.", bench=_CONTEXT)
+    knowledge: float = tunable(0.08, meaning=f"Knowledge items. {_SHARE}.", bench=_SHARES_BENCH)
+    documents: float = tunable(0.05, meaning=f"Document chunks. {_SHARE}.", bench=_SHARES_BENCH)
+    pages: float = tunable(0.03, meaning=f"Pages. {_SHARE}.", bench=_SHARES_BENCH)
+    skills: float = tunable(0.03, meaning=f"Skills. {_SHARE}.", bench=_SHARES_BENCH)
     task: float = tunable(
-        0.03, meaning=f"Task context (working memory, pools). {_SHARE}.", bench=_CONTEXT
+        0.03, meaning=f"Task context (working memory, pools). {_SHARE}.", bench=_SHARES_BENCH
     )
 
 

@@ -342,8 +342,8 @@ def long_term_ranked(
         if speaker_lift:
             ranked = _speaker_lift(ranked, speakers, query)
     graph_search = mode == GRAPH or GRAPH in stages
-    late_weight = space_weights(MEMORY_ENTRIES).late_weight
-    if graph_search and late_weight > 0 and ranked:
+    late_weight = space_weights(MEMORY_ENTRIES).late_weight if graph_search else 0.0
+    if late_weight > 0 and ranked:
         started = time.perf_counter()
         late_depth = RAG_TUNING.late.depth
         texts, reads = _late_texts([hit.unit_id for hit in ranked[:late_depth]])

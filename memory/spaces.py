@@ -36,28 +36,11 @@ MEMORY_ENTRIES = SearchSpace(
     posting_filter_join="JOIN memory_memoryentry u ON u.id = p.entry_id",
     vector_condition="u.is_current AND u.archived_at IS NULL",
     rebuild_rows=_entry_rebuild_rows,
-    # A conversation session in which several turns match lifts them (rag.granularity):
-    # chosen by leave-one-conversation-out on LoCoMo dev, hybrid and graph modes both (0.3 and
-    # 0.35 at or above 0.2 in every fold of each, context assembly unchanged at 0.3; 0.25 and
-    # 0.4 each lose a fold) (docs/benchmarks-log.md, "The session lift again").
+    # A conversation session in which several turns match lifts them (rag.granularity). The
+    # space's ranking weights (session lift, graph weight, hop decay, graph similarity, late
+    # interaction) are memory's tunables, ``memory.spaces.entries`` (memory.tuning).
     group_column="thread",
-    group_weight=0.3,
-    # LoCoMo dev Recall@10 in graph mode by graph weight (conv-26 / conv-30), with the session
-    # and speaker lifts: 0.3 0.8117 / 0.8300, 0.2 0.8150 / 0.8300, 0.1 0.8117 / 0.8177: each
-    # fold chooses 0.2 (docs/benchmarks-log.md, "Graph weight per space").
-    graph_weight=0.2,
-    # A conversation's graph walk keeps a fifth of a node's score per hop (documents: half):
-    # LoCoMo dev in graph mode, conv-26 flat from 0.1 to 0.5 and conv-30 best from 0.1 to 0.3;
-    # 0.2 is the middle of what both folds share (docs/benchmarks-log.md, "Hop decay per space").
-    hop_decay=0.2,
-    # The graph stage's PageRank mass mixed with similarity at 0.5 (chunks: 0.2): LoCoMo dev,
-    # both conversations best at 0.5 of 0.2 / 0.5 (0.855 / 0.855 -> 0.858 / 0.874 Recall@10).
-    graph_similarity=0.5,
-    # Graph searches re-score their best 30 entries by late interaction (rag.late_interaction,
-    # query tokens weighted by their rarity among the 30): chosen by leave-one-conversation-out
-    # on LoCoMo dev, the middle of the plateau both folds share (1.0 to 1.5; 1.75 loses
-    # single-hop) (docs/benchmarks-log.md, "Late interaction").
-    late_weight=1.25,
+    weights="memory.spaces.entries",
 )
 
 

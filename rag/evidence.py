@@ -110,9 +110,7 @@ def non_increasing(values: Sequence[float]) -> list[float]:
 # A context (``memory.context.assembly``'s documents, ``rag.graph.graph_rag``) shows a chunk only
 # when its evidence reaches this: chosen on SciFact train, LoCoMo dev as documents and a synthetic
 # set by bench/memory/context_floors.py (docs/benchmarks-log.md, "Every source on topic").
-# (``TUNING.evidence.context_min``.) CONTEXT_MIN_EVIDENCE is its default under its former name,
-# for memory's import until memory has its own tuning module (issue 37).
-CONTEXT_MIN_EVIDENCE: float | None = TUNING.evidence.context_min
+# (``TUNING.evidence.context_min``, read at call time by both.)
 
 
 def chunk_hits_evidence(

@@ -17,12 +17,6 @@ def default_weights() -> dict[str, float]:
     return {"vector": TUNING.fusion.vector_weight, "keyword": TUNING.fusion.keyword_weight}
 
 
-# The defaults under their former names, for memory's imports until memory has its own tuning
-# module (issue 37); rag reads ``TUNING``, so an override does not reach these.
-RRF_K = TUNING.fusion.rrf_k
-DEFAULT_WEIGHTS = default_weights()
-
-
 def fusion_weights(weights: dict[str, float] | None) -> dict[str, float]:
     """The stage weights of a hybrid search, normalised to sum to 1; a stage not given keeps its
     default. Scaling every weight alike never changes a ranking, so normalising is free and keeps

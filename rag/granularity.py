@@ -9,7 +9,7 @@ group (an empty thread) are their own group. Measured in docs/benchmarks-log.md.
 
 The other way round, ``group_diversify`` spreads the best candidates over their groups, for a
 query that asks for several things found in several places (long-term search: questions such
-as "What books has she read?", ``memory.long_term.selectors.SESSION_DIVERSITY``).
+as "What books has she read?", ``memory.search.session_diversity``).
 """
 
 from __future__ import annotations
@@ -24,9 +24,7 @@ from rag.tuning import TUNING
 
 # Each space has its own weight (``SpaceWeights.group_weight``); ``TUNING.granularity`` holds
 # the one that overrides them all (the benchmarks' sweeps), the group's top and the depth of a
-# diversified ranking. GROUP_TOP is the default under its former name, for memory's import until
-# memory has its own tuning module (issue 37).
-GROUP_TOP = TUNING.granularity.group_top
+# diversified ranking.
 
 
 def group_weight(space: SearchSpace) -> float:

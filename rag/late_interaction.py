@@ -14,8 +14,8 @@ The cost is one forward pass over the candidates (``TUNING.late.depth``: about 3
 for 30 chat turns; the states of texts scored lately are kept, ``StateCache``; the query's come
 from the pass that embedded it when the local model did), so a space takes
 it only in the modes that pay for depth anyway: the long-term entries' graph mode
-(``SearchSpace.late_weight``). It always runs on the local model, whichever embedding provider is
-configured: its token states are what it reads.
+(``SpaceWeights.late_weight``, ``rag.spaces.space_weights``). It always runs on the local
+model, whichever embedding provider is configured: its token states are what it reads.
 """
 
 from __future__ import annotations
@@ -34,9 +34,7 @@ from rag.search import RankedHit
 from rag.tuning import TUNING
 
 # How many of the best candidates are re-scored, whether only content tokens match and the
-# rarity floor are ``TUNING.late`` (rag.tuning). DEPTH is the default under its former name, for
-# memory's read until memory has its own tuning module (issue 37).
-DEPTH = TUNING.late.depth
+# rarity floor are ``TUNING.late`` (rag.tuning).
 # Query tokens that name nothing: a question's function words and the index's stop words.
 _QUIET = FUNCTION_WORDS | STOP_WORDS
 

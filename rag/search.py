@@ -27,7 +27,6 @@ from core.search import MAX_WEIGHT as MAX_WEIGHT
 from core.search import search_query_check, threshold_check, top_k_check
 from rag import granularity
 from rag.fusion import DEFAULT_FUSION as DEFAULT_FUSION
-from rag.fusion import DEFAULT_WEIGHTS as DEFAULT_WEIGHTS
 from rag.fusion import FUSIONS as FUSIONS
 from rag.fusion import fusion_weights as fusion_weights
 from rag.fusion import rank_fusion as rank_fusion
@@ -52,9 +51,6 @@ KEYWORD_MODES = frozenset({"keyword", "hybrid", "prf"})
 FUSED_MODES = frozenset({"hybrid", "prf"})
 # Chunk and long-term memory searches also rank by the graph (rag.graph.retrieval).
 SEARCH_MODES: tuple[str, ...] = (*MODES, "graph")
-# The fewest candidates each stage reads, under its former name for memory's imports until
-# memory has its own tuning module (issue 37); rag reads ``TUNING.search``.
-MIN_CANDIDATES = TUNING.search.min_candidates
 
 
 def stage_depth(top_k: int) -> int:

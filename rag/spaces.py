@@ -94,14 +94,8 @@ class SearchSpace:
     # The space's ranking weights (group lift, graph weight, hop decay, graph similarity, late
     # interaction: ``rag.tuning.SpaceWeights``) are tunables: ``weights`` names their group in
     # the tuning registry (``rag.spaces.chunks``), read by ``space_weights``.
+    # A space with none has SpaceWeights' defaults.
     weights: str = ""
-    # A space with no ``weights`` keeps its own here (memory's space, until memory has its own
-    # tuning module: issue 37); the defaults are SpaceWeights'.
-    group_weight: float = 0.0
-    graph_weight: float = 0.3
-    hop_decay: float = 0.5
-    graph_similarity: float = 0.2
-    late_weight: float = 0.0
 
 
 def space_weights(space: SearchSpace) -> SpaceWeights:
@@ -109,13 +103,7 @@ def space_weights(space: SearchSpace) -> SpaceWeights:
     if space.weights:
         found: SpaceWeights = tuning.group(space.weights)
         return found
-    return SpaceWeights(
-        group_weight=space.group_weight,
-        graph_weight=space.graph_weight,
-        hop_decay=space.hop_decay,
-        graph_similarity=space.graph_similarity,
-        late_weight=space.late_weight,
-    )
+    return SpaceWeights()
 
 
 def _chunk_rebuild_rows(knowledge_base_id: int) -> Iterable[RebuildRow]:

@@ -71,13 +71,13 @@ GRIDS = {
     ("working", "coverage"): (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7),
     ("working", "cosine"): (0.0, 0.1, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5),
 }
-# The floors shipped (memory.context.assembly.floors), whose off-topic hits kept are listed.
+# The floors shipped (tunables: docs/tuning.md), whose off-topic hits kept are listed.
 SHIPPED = {
-    ("documents", "evidence"): "DOCUMENT_MIN_EVIDENCE",
-    ("pages", "cosine"): "PAGE_MIN_SIMILARITY",
-    ("skills", "cosine"): "SKILL_MIN_SIMILARITY",
-    ("pools", "cosine"): "POOL_MIN_SIMILARITY",
-    ("working", "cosine"): "WORKING_MIN_SIMILARITY",
+    ("documents", "evidence"): "rag.evidence.context_min",
+    ("pages", "cosine"): "memory.floors.page_min_similarity",
+    ("skills", "cosine"): "memory.floors.skill_min_similarity",
+    ("pools", "cosine"): "memory.floors.pool_min_similarity",
+    ("working", "cosine"): "memory.floors.working_min_similarity",
 }
 
 
@@ -288,10 +288,12 @@ def _questions(actor: Any, scifact: Any, claim_ids: list[str], data: Path) -> li
 def _ask(actor: Any, question: Question, domains: dict[Any, str]) -> list[Hit]:
     """Every source's hits for the question, floors off, with their signals."""
     from content.selectors import page_search
+    from core import tuning
     from core.embeddings import get_embedding_provider
-    from memory.context.assembly import floors, sources
+    from memory.context.assembly import floors
     from memory.context.selectors.router import RouterFilters
     from memory.context.selectors.search import memory_search
+    from memory.tuning import TUNING
     from rag.evidence import chunk_hits_evidence, term_coverage
     from rag.keyword import analyze
     from rag.search import chunk_search
@@ -307,21 +309,27 @@ def _ask(actor: Any, question: Question, domains: dict[Any, str]) -> list[Hit]:
         hits.append(Hit(source, question.group, gold, off, signals, question.text, item))
 
     outcome = chunk_search(
-        actor=actor, query=question.text, top_k=sources.DOCUMENT_CANDIDATES, query_vector=vector
+        actor=actor,
+        query=question.text,
+        top_k=TUNING.sources.document_candidates,
+        query_vector=vector,
     )
     values = chunk_hits_evidence(question.text, outcome.hits, outcome.knowledge_base_ids)
     for hit, value in zip(outcome.hits, values, strict=True):
         add("documents", hit.chunk_id, {"evidence": value, "cosine": hit.vector_score or 0.0})
     pages = page_search(
-        actor=actor, query=question.text, top_k=sources.PAGE_CANDIDATES, query_vector=vector
+        actor=actor, query=question.text, top_k=TUNING.sources.page_candidates, query_vector=vector
     )
-    with _floors_off(floors):
+    # The pages' and skills' floors off (their hits are measured against every floor).
+    with tuning.override(
+        {"memory.floors.page_min_similarity": None, "memory.floors.skill_min_similarity": None}
+    ):
         for page_hit, similarity in floors.pages_on_topic(pages, vector):
             add("pages", _page_key(page_hit.page.title), {"cosine": similarity})
         found = skill_discover(
             actor=actor,
             description=question.text,
-            top_k=sources.SKILL_CANDIDATES,
+            top_k=TUNING.sources.skill_candidates,
             query_vector=vector,
         )
         for skill_hit, similarity in floors.skills_on_topic(found, vector):
@@ -330,7 +338,7 @@ def _ask(actor: Any, question: Question, domains: dict[Any, str]) -> list[Hit]:
         actor=actor,
         query=question.text,
         tiers=["shared", "working"],
-        top_k=sources.TASK_CANDIDATES,
+        top_k=TUNING.sources.task_candidates,
         filters=RouterFilters(session_id=SESSION),
         query_vector=vector,
     )
@@ -348,21 +356,6 @@ def _ask(actor: Any, question: Question, domains: dict[Any, str]) -> list[Hit]:
         else:
             add("pools", (task_hit.pool_id, task_hit.path), signals)
     return hits
-
-
-class _floors_off:
-    def __init__(self, module: Any) -> None:
-        self.module = module
-        self.names = ("PAGE_MIN_SIMILARITY", "SKILL_MIN_SIMILARITY")
-
-    def __enter__(self) -> None:
-        self.saved = {n: getattr(self.module, n) for n in self.names}
-        for name in self.names:
-            setattr(self.module, name, None)
-
-    def __exit__(self, *exc: object) -> None:
-        for name, value in self.saved.items():
-            setattr(self.module, name, value)
 
 
 def _page_key(title: str) -> str:
@@ -428,9 +421,9 @@ def _table(hits: list[Hit], source: str, signal: str) -> dict[str, Any]:
     mine = [h for h in hits if h.source == source]
     out["lowest_gold"] = sorted(round(h.signals[signal], 4) for h in mine if h.gold)[:5]
     if (source, signal) in SHIPPED:
-        from memory.context.assembly import floors
+        from core import tuning
 
-        floor = getattr(floors, SHIPPED[(source, signal)])
+        floor = tuning.get(SHIPPED[(source, signal)])
         out["shipped"] = floor
         out["off_topic_kept"] = [
             (h.question, str(h.item), round(h.signals[signal], 4))

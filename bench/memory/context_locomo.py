@@ -21,7 +21,7 @@ import sys
 import time
 import uuid
 from collections import defaultdict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -32,70 +32,56 @@ DATA = Path(__file__).resolve().parents[3] / "shared" / "data" / "locomo" / "loc
 
 
 def _variants() -> dict[str, Callable[[], contextlib.AbstractContextManager[None]]]:
-    from memory import spaces
-    from memory.context.assembly import assemble, sources
+    """Each variant: tunables set for the block through the tuning registry
+    (``core.tuning.override``, docs/tuning.md)."""
+    from core import tuning
 
-    @contextlib.contextmanager
-    def patched(target: Any, name: str, value: Any) -> Iterator[None]:
-        old = getattr(target, name)
-        object.__setattr__(target, name, value)  # a module's constant or a frozen dataclass's
-        try:
-            yield
-        finally:
-            object.__setattr__(target, name, old)
-
-    @contextlib.contextmanager
-    def stacked(*managers: contextlib.AbstractContextManager[None]) -> Iterator[None]:
-        with contextlib.ExitStack() as stack:
-            for manager in managers:
-                stack.enter_context(manager)
-            yield
-
-    def shares(**changes: float) -> Callable[[], contextlib.AbstractContextManager[None]]:
-        conversation = {**assemble.SHARES["conversation"], **changes}
-        table = {**assemble.SHARES, "conversation": conversation}
-        return lambda: patched(assemble, "SHARES", table)
+    def tuned(**values: Any) -> Callable[[], contextlib.AbstractContextManager[None]]:
+        """``area__name=value``: memory's tunable ``memory.area.name`` (``shares_conversation``
+        for ``memory.shares.conversation``, ``spaces_entries`` for ``memory.spaces.entries``)."""
+        named = {
+            "memory."
+            + name.replace("shares_conversation", "shares.conversation")
+            .replace("spaces_entries", "spaces.entries")
+            .replace("__", "."): value
+            for name, value in values.items()
+        }
+        return lambda: tuning.override(named)
 
     return {
         "default": contextlib.nullcontext,
-        "summaries_share_0": shares(recent=0.0),
-        "summaries_share_0.2": shares(recent=0.2),
-        "candidates_100": lambda: patched(sources, "HISTORY_CANDIDATES", 100),
-        "no_summaries": lambda: patched(sources, "MAX_SUMMARIES", 0),
-        "summaries_2": lambda: patched(sources, "MAX_SUMMARIES", 2),
-        "no_speaker_boost": lambda: patched(sources, "SPEAKER_BOOST", 0.0),
-        "depth_10": lambda: patched(sources, "HISTORY_DEPTH_FACTOR", 10),
-        "depth_2": lambda: patched(sources, "HISTORY_DEPTH_FACTOR", 2),
-        "depth_1": lambda: patched(sources, "HISTORY_DEPTH_FACTOR", 1),
-        "depth_3": lambda: patched(sources, "HISTORY_DEPTH_FACTOR", 3),
-        "per_candidate_12": lambda: patched(sources, "HISTORY_TOKENS_PER_CANDIDATE", 12),
-        "speaker_boost_0.1": lambda: patched(sources, "SPEAKER_BOOST", 0.1),
-        "speaker_boost_0.5": lambda: patched(sources, "SPEAKER_BOOST", 0.5),
-        "weights_v5_k5": lambda: patched(
-            sources, "HISTORY_WEIGHTS", {"vector": 0.5, "keyword": 0.5}
-        ),
-        "weights_v3_k7": lambda: patched(
-            sources, "HISTORY_WEIGHTS", {"vector": 0.3, "keyword": 0.7}
-        ),
-        "immediate_max_0.2": lambda: patched(assemble, "IMMEDIATE_MAX", 0.2),
-        "summaries_share_0.04": shares(recent=0.04),
-        "speaker_boost_0.35": lambda: patched(sources, "SPEAKER_BOOST", 0.35),
-        "depth_4": lambda: patched(sources, "HISTORY_DEPTH_FACTOR", 4),
-        "speaker_boost_0.3": lambda: patched(sources, "SPEAKER_BOOST", 0.3),
-        "speaker_boost_0.4": lambda: patched(sources, "SPEAKER_BOOST", 0.4),
-        "knowledge_share_0": shares(knowledge=0.0),
-        "knowledge_similarity_0": lambda: patched(sources, "KNOWLEDGE_MIN_SIMILARITY", 0.0),
-        "knowledge_similarity_0.4": lambda: patched(sources, "KNOWLEDGE_MIN_SIMILARITY", 0.4),
-        "knowledge_similarity_0.6": lambda: patched(sources, "KNOWLEDGE_MIN_SIMILARITY", 0.6),
+        "summaries_share_0": tuned(shares_conversation__recent=0.0),
+        "summaries_share_0.2": tuned(shares_conversation__recent=0.2),
+        "candidates_100": tuned(sources__history_candidates=100),
+        "no_summaries": tuned(sources__max_summaries=0),
+        "summaries_2": tuned(sources__max_summaries=2),
+        "no_speaker_boost": tuned(sources__speaker_boost=0.0),
+        "depth_10": tuned(sources__history_depth_factor=10),
+        "depth_2": tuned(sources__history_depth_factor=2),
+        "depth_1": tuned(sources__history_depth_factor=1),
+        "depth_3": tuned(sources__history_depth_factor=3),
+        "per_candidate_12": tuned(sources__history_tokens_per_candidate=12),
+        "speaker_boost_0.1": tuned(sources__speaker_boost=0.1),
+        "speaker_boost_0.5": tuned(sources__speaker_boost=0.5),
+        # History's fusion weights: (vector, keyword).
+        "weights_v5_k5": tuned(sources__history_weights=(0.5, 0.5)),
+        "weights_v3_k7": tuned(sources__history_weights=(0.3, 0.7)),
+        "immediate_max_0.2": tuned(packing__immediate_max=0.2),
+        "summaries_share_0.04": tuned(shares_conversation__recent=0.04),
+        "speaker_boost_0.35": tuned(sources__speaker_boost=0.35),
+        "depth_4": tuned(sources__history_depth_factor=4),
+        "speaker_boost_0.3": tuned(sources__speaker_boost=0.3),
+        "speaker_boost_0.4": tuned(sources__speaker_boost=0.4),
+        "knowledge_share_0": tuned(shares_conversation__knowledge=0.0),
+        "knowledge_similarity_0": tuned(floors__knowledge_min_similarity=0.0),
+        "knowledge_similarity_0.4": tuned(floors__knowledge_min_similarity=0.4),
+        "knowledge_similarity_0.6": tuned(floors__knowledge_min_similarity=0.6),
         # The session lift of conversation turns (the engine's, every long-term search).
-        "group_weight_0.3": lambda: patched(spaces.MEMORY_ENTRIES, "group_weight", 0.3),
-        "group_weight_0.35": lambda: patched(spaces.MEMORY_ENTRIES, "group_weight", 0.35),
+        "group_weight_0.3": tuned(spaces_entries__group_weight=0.3),
+        "group_weight_0.35": tuned(spaces_entries__group_weight=0.35),
         # The issue's reference point: the turns BM25 ranks highest, packed (with --sources
         # history, nothing else in the context).
-        "bm25_packing": lambda: stacked(
-            patched(sources, "HISTORY_WEIGHTS", {"vector": 0.0, "keyword": 1.0}),
-            patched(sources, "SPEAKER_BOOST", 0.0),
-        ),
+        "bm25_packing": tuned(sources__history_weights=(0.0, 1.0), sources__speaker_boost=0.0),
     }
 
 

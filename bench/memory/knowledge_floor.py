@@ -1,5 +1,5 @@
 """The knowledge section's similarity floor
-(``memory.context.assembly.sources.KNOWLEDGE_MIN_SIMILARITY``), chosen on what the items are worth
+(``memory.floors.knowledge_min_similarity``, docs/tuning.md), chosen on what the items are worth
 (docs/benchmarks-log.md, "Knowledge items on topic only").
 
     uv run python bench/memory/knowledge_floor.py [--data ../shared/data/locomo/locomo-dev.json]
@@ -34,6 +34,7 @@ def main() -> None:
     from memory.context.evaluation.locomo import load_locomo
     from memory.knowledge.selectors import knowledge_search, source_messages
     from memory.models import KnowledgeItem, MemoryEntry
+    from memory.tuning import TUNING
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--data", type=Path, default=DATA)
@@ -60,7 +61,7 @@ def main() -> None:
                 found = knowledge_search(
                     actor=actor,
                     query=question.question,
-                    top_k=sources.KNOWLEDGE_CANDIDATES,
+                    top_k=TUNING.sources.knowledge_candidates,
                     knowledge_types=sources.KNOWLEDGE_TYPES["conversation"],
                     query_vector=query_vector,
                     load_sources=False,

@@ -26,6 +26,7 @@ The bench account (``engram-bench-facts``) is deleted first and rebuilt for each
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 import time
@@ -177,17 +178,33 @@ def main() -> None:
             from memory.maintenance import fact_check
         except ImportError:  # the code before the fact check (the baseline)
             fact_check = None  # type: ignore[assignment]
+        values: dict[str, Any] = {}
         if fact_check is not None:
+            # The fact check's rule and threshold are tunables (docs/tuning.md, memory.facts).
             if args.key_rule:
-                fact_check.KEY_RULE = args.key_rule
+                values["memory.facts.key_rule"] = args.key_rule
             if args.similarity:
-                fact_check.statement_similarity = lambda: args.similarity
-            result["key_rule"] = fact_check.KEY_RULE
-            result["statement_similarity"] = fact_check.statement_similarity()
-        for name in steps:
-            result[name] = step(name, found, args.seed)
-            print(json.dumps({name: result[name]}), file=sys.stderr, flush=True)
+                values["memory.facts.statement_similarity"] = args.similarity
+        with _overridden(values):
+            if fact_check is not None:
+                from memory.tuning import TUNING
+
+                result["key_rule"] = TUNING.facts.key_rule
+                result["statement_similarity"] = fact_check.statement_similarity()
+            for name in steps:
+                result[name] = step(name, found, args.seed)
+                print(json.dumps({name: result[name]}), file=sys.stderr, flush=True)
     print(json.dumps(result, indent=2, ensure_ascii=False))
+
+
+def _overridden(values: dict[str, Any]) -> contextlib.AbstractContextManager[None]:
+    """The tunables ``values`` set for the block (``core.tuning.override``); nothing when empty,
+    so the baseline (the code before the fact check, which has no memory.facts) still runs."""
+    if not values:
+        return contextlib.nullcontext()
+    from core import tuning
+
+    return tuning.override(values)
 
 
 if __name__ == "__main__":

@@ -1,5 +1,5 @@
 """The memories' similarity floor in a context
-(``memory.context.assembly.sources.MEMORY_MIN_SIMILARITY``), chosen on what the memories shown are
+(``memory.floors.memory_min_similarity``, docs/tuning.md), chosen on what the memories shown are
 worth and on what they cost the conversation's turns (docs/benchmarks-log.md, "Memories on topic
 only").
 
@@ -28,7 +28,6 @@ from collections import Counter
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, NamedTuple
-from unittest import mock
 
 import numpy as np
 
@@ -89,9 +88,9 @@ def _remember(actor: Any, observations: list[tuple[str, str, str]], unrelated: l
 
 @contextmanager
 def _floor(value: float | None) -> Any:
-    from memory.context.assembly import sources
+    from core import tuning
 
-    with mock.patch.object(sources, "MEMORY_MIN_SIMILARITY", value):
+    with tuning.override("memory.floors.memory_min_similarity", value):
         yield
 
 

@@ -17,7 +17,7 @@ Questions: the conversations' own, --queries of them.
     uv run python bench/memory/memory_graph_latency.py \\
         --dataset ../shared/data/locomo/locomo-dev.json
         [--turns 5000] [--queries 200] [--modes hybrid,graph]
-        [--set memory.spaces.MEMORY_ENTRIES.late_weight=0]
+        [--set memory.spaces.entries.late_weight=0]
 
 Prints one JSON object (p50 / p95 / p99 per mode, and the graph's size). The context is reused
 by later runs (account ``engram-bench``, context ``locomo-5k``).

@@ -96,55 +96,23 @@ def main() -> None:
 
 @contextmanager
 def variant_set(assignments: list[str]) -> Iterator[None]:
-    """Set each ``NAME=JSON`` tunable (``rag.fusion.rrf_k=30``: docs/tuning.md) for the block
-    through the tuning registry (``core.tuning.override``), and put the values back after it. An
-    unknown name or a value of the wrong type stops the run before anything is measured.
-
-    memory has no tuning module yet (issue 37): until it has, a ``memory.`` name is an attribute
-    of a memory module or of a frozen dataclass in one
-    (``memory.spaces.MEMORY_ENTRIES.late_weight``), set for the block as before; that branch goes
-    when memory/tuning.py lands."""
+    """Set each ``NAME=JSON`` tunable (``rag.fusion.rrf_k=30``,
+    ``memory.spaces.entries.late_weight=0``: docs/tuning.md) for the block through the tuning
+    registry (``core.tuning.override``), and put the values back after it. An unknown name or a
+    value of the wrong type stops the run before anything is measured."""
     from core import tuning
 
     values: dict[str, Any] = {}
-    legacy: list[tuple[Any, str, Any]] = []
     for assignment in assignments:
         name, _, value = assignment.partition("=")
         if not _:
             raise SystemExit(f"--set {assignment!r}: expected NAME=VALUE")
-        if name.startswith("memory."):
-            legacy.append((*_memory_owner(name), json.loads(value)))
-        else:
-            values[name] = json.loads(value)
+        values[name] = json.loads(value)
     try:
         with tuning.override(values):
-            saved = [(owner, attr, getattr(owner, attr)) for owner, attr, _ in legacy]
-            for owner, attr, value in legacy:
-                object.__setattr__(owner, attr, value)
-            try:
-                yield
-            finally:
-                for owner, attr, value in reversed(saved):
-                    object.__setattr__(owner, attr, value)
+            yield
     except tuning.TuningError as error:
         raise SystemExit(f"--set: {error}") from error
-
-
-def _memory_owner(target: str) -> tuple[Any, str]:
-    """What ``memory.MODULE.NAME`` or ``memory.MODULE.OBJECT.NAME`` sets the attribute of, and
-    the attribute's name (until memory has its tuning module)."""
-    import importlib
-
-    parts = target.split(".")
-    for cut in range(len(parts) - 1, 0, -1):
-        try:
-            owner = importlib.import_module(".".join(parts[:cut]))
-        except ModuleNotFoundError:
-            continue
-        for part in parts[cut:-1]:
-            owner = getattr(owner, part)
-        return owner, parts[-1]
-    raise SystemExit(f"no module in {target}")
 
 
 def _cache_query_embeddings() -> None:

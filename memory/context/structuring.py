@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memory.models import MemoryEntry
+from memory.tuning import TUNING
 from rag import keyword
 
 # Reasons a write is refused (the API's ``reason`` codes).
@@ -28,9 +29,8 @@ EMPTY, TRIVIAL, DUPLICATE, PERSONAL_DATA, NOT_GENERAL = (
 )
 REASONS = (EMPTY, TRIVIAL, DUPLICATE, PERSONAL_DATA, NOT_GENERAL)
 MAX_TEXT_CHARS = 10_000
-NAME_WORDS = 8
-# A memory needs at least this many distinct content words (after stop words and fillers).
-MIN_CONTENT_TERMS = 3
+# A memory's name's words and the distinct content words it needs (after stop words and
+# fillers) are tunables: ``TUNING.structuring`` (memory.tuning).
 
 _EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
 # Card numbers: 13 to 19 digits, spaces or dashes between groups, passing the Luhn check.
@@ -112,9 +112,10 @@ def refusal(text: str) -> tuple[str, str]:
     if kinds:
         return PERSONAL_DATA, f"The text holds personal data ({', '.join(kinds)})."
     terms = content_terms(text)
-    if len(terms) < MIN_CONTENT_TERMS:
-        return TRIVIAL, f"Fewer than {MIN_CONTENT_TERMS} content words."
-    if _MOMENT.search(text) and len(content_terms(_MOMENT.sub(" ", text))) < 2 * MIN_CONTENT_TERMS:
+    least = TUNING.structuring.min_content_terms
+    if len(terms) < least:
+        return TRIVIAL, f"Fewer than {least} content words."
+    if _MOMENT.search(text) and len(content_terms(_MOMENT.sub(" ", text))) < 2 * least:
         return NOT_GENERAL, "The text is about the moment, not something that lasts."
     return "", ""
 
@@ -130,8 +131,9 @@ def _entry_type(text: str) -> str:
 def _name(text: str) -> str:
     first = _SENTENCE.split(text.strip(), maxsplit=1)[0]
     words = re.findall(r"[\w'-]+", first)
-    name = " ".join(words[:NAME_WORDS])
-    return name + ("..." if len(words) > NAME_WORDS else "")
+    most = TUNING.structuring.name_words
+    name = " ".join(words[:most])
+    return name + ("..." if len(words) > most else "")
 
 
 def _tags(text: str, limit: int = 5) -> tuple[str, ...]:

@@ -21,6 +21,7 @@ import numpy as np
 from core.embeddings import get_embedding_provider
 from core.llm import LLMError, get_llm_provider
 from core.process_cache import PerProcess
+from memory.tuning import TUNING
 
 CONVERSATION, PROBLEM_SOLVING, LEARNING, ANALYSIS = (
     "conversation",
@@ -30,7 +31,7 @@ CONVERSATION, PROBLEM_SOLVING, LEARNING, ANALYSIS = (
 )
 TASK_TYPES = (CONVERSATION, PROBLEM_SOLVING, LEARNING, ANALYSIS)
 EXAMPLES = Path(__file__).resolve().parent / "data" / "task_types.json"
-NEIGHBOURS = 7
+# The labelled examples that vote on a query's type: ``TUNING.task_types.neighbours``.
 
 
 def labelled(split: str = "train") -> list[tuple[str, str]]:
@@ -69,7 +70,7 @@ def vote(query: str, *, query_vector: np.ndarray | None = None) -> tuple[str, di
     )
     vector = vector / (np.linalg.norm(vector) or 1.0)
     similarity = examples.vectors @ vector
-    nearest = np.argsort(-similarity)[:NEIGHBOURS]
+    nearest = np.argsort(-similarity)[: TUNING.task_types.neighbours]
     weights: dict[str, float] = dict.fromkeys(TASK_TYPES, 0.0)
     for index in nearest:
         weights[examples.labels[index]] += max(0.0, float(similarity[index]))

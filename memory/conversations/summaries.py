@@ -23,15 +23,10 @@ import numpy as np
 
 from core.embeddings import get_embedding_provider
 from core.llm import LLMError, get_llm_provider
+from memory.tuning import TUNING
 
-MMR_LAMBDA = 0.7
-MAX_SENTENCES = 8
-MAX_KEY_POINTS = 6
-MAX_PHRASE_WORDS = 4
-# Sentences over this many characters are cut into clauses first: one run-on line should not
-# fill a summary on its own.
-MAX_SENTENCE_CHARS = 300
-LLM_INPUT_CHARS = 24_000
+# The summary's sentences, key points and the model's input are tunables (``memory.tuning``:
+# ``TUNING.summaries``, ``TUNING.llm``).
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 _WORD = re.compile(r"[A-Za-z][A-Za-z'\-]*|\d+")
@@ -66,12 +61,13 @@ class Summary:
 
 def _sentences(lines: Sequence[Line]) -> list[tuple[int, str]]:
     found: list[tuple[int, str]] = []
+    longest = TUNING.summaries.max_sentence_chars
     for index, line in enumerate(lines):
         for sentence in _SENTENCE.split(line.text.strip()):
             sentence = " ".join(sentence.split())
-            while len(sentence) > MAX_SENTENCE_CHARS:
-                cut = sentence.rfind(", ", 0, MAX_SENTENCE_CHARS)
-                cut = cut if cut > 40 else sentence.rfind(" ", 0, MAX_SENTENCE_CHARS)
+            while len(sentence) > longest:
+                cut = sentence.rfind(", ", 0, longest)
+                cut = cut if cut > 40 else sentence.rfind(" ", 0, longest)
                 if cut <= 0:
                     break
                 found.append((index, sentence[:cut].rstrip(",") + "..."))
@@ -81,10 +77,13 @@ def _sentences(lines: Sequence[Line]) -> list[tuple[int, str]]:
     return found
 
 
-def mmr_select(vectors: np.ndarray, k: int, lam: float = MMR_LAMBDA) -> list[int]:
-    """Indexes of ``k`` rows chosen by maximal marginal relevance to the rows' centroid."""
+def mmr_select(vectors: np.ndarray, k: int, lam: float | None = None) -> list[int]:
+    """Indexes of ``k`` rows chosen by maximal marginal relevance to the rows' centroid
+    (``lam``: relevance's share, ``TUNING.summaries.mmr_lambda`` when not given)."""
     if len(vectors) == 0 or k <= 0:
         return []
+    if lam is None:
+        lam = TUNING.summaries.mmr_lambda
     unit = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
     centroid = unit.mean(axis=0)
     centroid /= max(float(np.linalg.norm(centroid)), 1e-12)
@@ -100,8 +99,11 @@ def mmr_select(vectors: np.ndarray, k: int, lam: float = MMR_LAMBDA) -> list[int
     return chosen
 
 
-def key_phrases(texts: Sequence[str], limit: int = MAX_KEY_POINTS) -> list[str]:
-    """RAKE keyphrases of the texts, best first (case kept from their first use)."""
+def key_phrases(texts: Sequence[str], limit: int | None = None) -> list[str]:
+    """RAKE keyphrases of the texts, best first (case kept from their first use), at most
+    ``limit`` (``TUNING.summaries.max_key_points`` when not given)."""
+    if limit is None:
+        limit = TUNING.summaries.max_key_points
     phrases: list[list[str]] = []
     for text in texts:
         for fragment in re.split(r"[.,;:!?()\[\]\"\n]+", text):
@@ -115,7 +117,7 @@ def key_phrases(texts: Sequence[str], limit: int = MAX_KEY_POINTS) -> list[str]:
                     run.append(word)
             if run:
                 phrases.append(run)
-    phrases = [p for p in phrases if len(p) <= MAX_PHRASE_WORDS]
+    phrases = [p for p in phrases if len(p) <= TUNING.summaries.max_phrase_words]
     frequency: dict[str, int] = defaultdict(int)
     degree: dict[str, int] = defaultdict(int)
     for phrase in phrases:
@@ -151,7 +153,7 @@ def offline_summary(lines: Sequence[Line]) -> Summary:
     sentences = _sentences(lines)
     if not sentences:
         return Summary("", [], "offline")
-    k = min(MAX_SENTENCES, max(2, math.ceil(len(sentences) / 4)))
+    k = min(TUNING.summaries.max_sentences, max(2, math.ceil(len(sentences) / 4)))
     if k >= len(sentences):
         chosen = list(range(len(sentences)))
     else:
@@ -191,7 +193,7 @@ def summarise(lines: Sequence[Line]) -> Summary:
     provider = get_llm_provider()
     if not provider.model_id.startswith("offline:") and lines:
         transcript = "\n".join(f"{line.speaker or 'unknown'}: {line.text}" for line in lines)[
-            -LLM_INPUT_CHARS:
+            -TUNING.llm.input_chars :
         ]
         try:
             answer = provider.complete_json(

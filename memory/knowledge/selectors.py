@@ -24,8 +24,9 @@ from core.search import list_length_check, search_query_check, top_k_check
 from memory.long_term.context_access import derived_visible, derived_visible_sql
 from memory.models import KnowledgeItem, KnowledgeSource, KnowledgeStore
 from memory.spaces import KNOWLEDGE_ITEMS
+from rag.fusion import default_weights
 from rag.graph import selectors as graph
-from rag.search import DEFAULT_FUSION, DEFAULT_WEIGHTS, MIN_CANDIDATES, RankedHit, space_rank
+from rag.search import DEFAULT_FUSION, RankedHit, space_rank, stage_depth
 
 if TYPE_CHECKING:
     from rag.graph.models import GraphEdge
@@ -201,7 +202,7 @@ class KnowledgeHit:
             **self.ranked.stages(),
             "fused_score": self.score,
             "fusion": DEFAULT_FUSION,
-            "weights": DEFAULT_WEIGHTS,
+            "weights": default_weights(),
         }
 
 
@@ -294,8 +295,8 @@ def knowledge_search(
         scope_ids=[s.pk for s in stores],
         query=query,
         mode="hybrid",
-        depth=max(MIN_CANDIDATES, top_k * 5),
-        weights=DEFAULT_WEIGHTS,
+        depth=stage_depth(top_k),
+        weights=default_weights(),
         query_vector=query_vector,
         vector_floor=min_similarity,
         filter_sql=visible,

@@ -3,10 +3,10 @@
 An entry's own text is its content, followed by its JSON content in compact form. An entry in a
 thread (``thread`` and ``position``: a conversation session, a task run) is indexed together with
 its neighbours in that thread, because a line of dialogue ("Yes, last Tuesday!") means little
-without the lines around it: BM25 sees the entries within ``KEYWORD_RADIUS`` positions and the
-date the entry happened, the embedding the entries within ``EMBEDDING_RADIUS`` (a small model
-dilutes a wider window). Measured on LoCoMo in docs/benchmarks-log.md. The stored entry is
-unchanged.
+without the lines around it: BM25 sees the entries within ``keyword_radius`` positions and the
+date the entry happened, the embedding the entries within ``embedding_radius`` (a small model
+dilutes a wider window; both ``TUNING.indexing``, memory.tuning). Measured on LoCoMo in
+docs/benchmarks-log.md. The stored entry is unchanged.
 """
 
 from __future__ import annotations
@@ -19,11 +19,10 @@ from typing import TYPE_CHECKING
 
 from django.db.models import Q
 
+from memory.tuning import TUNING
+
 if TYPE_CHECKING:
     from memory.models import MemoryEntry
-
-KEYWORD_RADIUS = 2
-EMBEDDING_RADIUS = 1
 
 
 def entry_text(content: str, data: object, speaker: str = "") -> str:
@@ -69,8 +68,8 @@ def _neighbours(
         condition |= Q(
             context_id=context_id,
             thread=thread,
-            position__gte=low - KEYWORD_RADIUS,
-            position__lte=high + KEYWORD_RADIUS,
+            position__gte=low - TUNING.indexing.keyword_radius,
+            position__lte=high + TUNING.indexing.keyword_radius,
         )
     found: dict[tuple[int, str], dict[int, str]] = defaultdict(dict)
     rows = (
@@ -110,8 +109,8 @@ def indexed_texts(
         if _threaded(entry):
             assert entry.position is not None
             texts = threads[(entry.context_id, entry.thread)]
-            keyword_text = _window(texts, entry.position, KEYWORD_RADIUS)
-            embedding.append(_window(texts, entry.position, EMBEDDING_RADIUS))
+            keyword_text = _window(texts, entry.position, TUNING.indexing.keyword_radius)
+            embedding.append(_window(texts, entry.position, TUNING.indexing.embedding_radius))
         else:
             keyword_text = own
             embedding.append(own)
@@ -126,8 +125,8 @@ def affected_neighbours(
     entries: Iterable[MemoryEntry], *, exclude: Collection[int] = ()
 ) -> list[MemoryEntry]:
     """Searchable entries whose indexed text includes one of these entries' text (their
-    neighbours within ``KEYWORD_RADIUS`` in a thread), the entries themselves and the ids in
-    ``exclude`` left out."""
+    neighbours within ``TUNING.indexing.keyword_radius`` in a thread), the entries themselves
+    and the ids in ``exclude`` left out."""
     from memory.models import MemoryEntry
 
     condition = Q()
@@ -141,8 +140,8 @@ def affected_neighbours(
         condition |= Q(
             context_id=entry.context_id,
             thread=entry.thread,
-            position__gte=entry.position - KEYWORD_RADIUS,
-            position__lte=entry.position + KEYWORD_RADIUS,
+            position__gte=entry.position - TUNING.indexing.keyword_radius,
+            position__lte=entry.position + TUNING.indexing.keyword_radius,
         )
     if condition == Q():
         return []

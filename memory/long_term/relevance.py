@@ -10,11 +10,19 @@ from datetime import datetime
 from django.conf import settings
 from django.db import connection
 
+from memory.tuning import TUNING
 from rag.search import RankedHit
 
-# effective_relevance_score = sum of weight x component (docs/memory/long-term.md). Similarity
-# leads: importance, confidence and recency order memories that are about equally relevant.
-RELEVANCE_WEIGHTS = {"similarity": 0.7, "importance": 0.1, "confidence": 0.1, "recency": 0.1}
+# effective_relevance_score = sum of weight x component (docs/memory/long-term.md), the weights
+# ``TUNING.relevance``. Similarity leads: importance, confidence and recency order memories that
+# are about equally relevant.
+COMPONENTS = ("similarity", "importance", "confidence", "recency")
+
+
+def relevance_weights() -> dict[str, float]:
+    """Each component's weight, as tuned now."""
+    weights = TUNING.relevance
+    return {name: getattr(weights, name) for name in COMPONENTS}
 
 
 def recency(idle_days: float) -> float:
@@ -62,7 +70,8 @@ def scoring_rows(
 
 
 def effective_relevance_score(components: dict[str, float]) -> float:
-    return round(sum(RELEVANCE_WEIGHTS[name] * components[name] for name in RELEVANCE_WEIGHTS), 6)
+    weights = relevance_weights()
+    return round(sum(weights[name] * components[name] for name in weights), 6)
 
 
 def best_rows(
@@ -75,8 +84,12 @@ def best_rows(
     effective relevance computed plainly (no rounding, no components), and any within
     rounding of the last of them. Only these are then scored exactly (a context's history
     scores 450 candidates for its 100)."""
+    weights = TUNING.relevance
     w_sim, w_imp, w_conf, w_rec = (
-        RELEVANCE_WEIGHTS[name] for name in ("similarity", "importance", "confidence", "recency")
+        weights.similarity,
+        weights.importance,
+        weights.confidence,
+        weights.recency,
     )
     rough = []
     for hit in ranked:

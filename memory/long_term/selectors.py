@@ -35,6 +35,7 @@ from memory.models import (
     MemorySnapshot,
 )
 from memory.spaces import MEMORY_ENTRIES
+from memory.tuning import TUNING
 from rag import granularity, late_interaction
 from rag.analysis import asks_for_several
 from rag.graph.chunks import uses_graph
@@ -47,33 +48,23 @@ from rag.search import (
     fusion_weights,
     search_options_validate,
 )
+from rag.spaces import space_weights
+from rag.tuning import TUNING as RAG_TUNING
 from rag.visibility import visibility_of
 
-# Hybrid fusion of memory entries leans on BM25: on short chat turns it beats the small local
-# embedding model, and 0.4 / 0.6 retrieves more evidence than the documents' 0.5 / 0.5 on LoCoMo
-# (docs/benchmarks-log.md, "LoCoMo retrieval"). A weight the caller gives overrides its stage's.
-FUSION_WEIGHTS = {"vector": 0.4, "keyword": 0.6}
-# Candidates each stage returns. Weighted fusion normalises each stage's scores between its best
-# and its last candidate, so a short list sets a high floor and lets one stage's near-misses
-# outrank the other's hits; LoCoMo Recall@10 (docs/benchmarks-log.md): 50 -> 0.741, 100 -> 0.756,
-# 200 -> 0.755, 400 -> 0.762. 100 takes most of the gain within the latency budget at 100k entries.
-MIN_CANDIDATES = 100
-# Query analysis of named speakers: how much an entry spoken by a speaker the query names gains
-# (``_speaker_lift``); chosen by leave-one-conversation-out on LoCoMo dev (docs/benchmarks-log.md).
-SPEAKER_LIFT = 1.0
 # The modes whose scores the session and speaker lifts adjust (fused scores, 0 to 1).
 LIFTED_MODES = frozenset({*FUSED_MODES, GRAPH})
-# Query analysis of questions asking for several things (``rag.analysis.asks_for_several``): a
-# graph search spreads their best entries over sessions (``_session_diversity``), each further
-# entry of a session counting (1 - this) ** n of its score. Chosen by leave-one-conversation-out
-# on LoCoMo dev in graph mode (both folds best at 0.2-0.25, every fold at or above none from 0.1
-# to 0.35; applied to every question it cost single-hop). Hybrid searches do not spread: their
-# multi-hop gain was smaller than the two adversarial questions lost (docs/benchmarks-log.md,
-# "Sessions spread").
-SESSION_DIVERSITY = 0.2
-CANDIDATE_FACTOR = 10
+# Search's ranking weights, lifts and depths are tunables (``memory.tuning``, ``TUNING.search``):
+# fusion weights, candidates, the speaker lift and the session diversity, each with its evidence.
+# The bounds of one search: hits ranked, candidates per stage.
 MAX_RANKED = 500
 MAX_DEPTH = 1000
+
+
+def fusion_defaults() -> dict[str, float]:
+    """Hybrid fusion's stage weights for memory entries when the caller gives none, as tuned now
+    (``TUNING.search``)."""
+    return {"vector": TUNING.search.vector_weight, "keyword": TUNING.search.keyword_weight}
 
 
 def contexts_for(actor: Actor) -> QuerySet[MemoryContext]:
@@ -311,7 +302,10 @@ def long_term_ranked(
     filters its hits alike."""
     top_k = max(1, min(limit, MAX_RANKED))
     if depth is None:
-        depth = max(MIN_CANDIDATES, min(top_k * CANDIDATE_FACTOR, MAX_DEPTH))
+        depth = max(
+            TUNING.search.min_candidates,
+            min(top_k * TUNING.search.candidate_factor, MAX_DEPTH),
+        )
     if threshold is not None and not 0 <= threshold <= 1:
         raise ValidationFailed("threshold must be from 0 to 1.", code="invalid_threshold")
     filters = filters or LongTermFilters()
@@ -330,7 +324,7 @@ def long_term_ranked(
         mode=mode,
         depth=max(top_k, min(depth, MAX_DEPTH)),
         fusion=fusion,
-        weights=fusion_weights({**FUSION_WEIGHTS, **(weights or {})}),
+        weights=fusion_weights({**fusion_defaults(), **(weights or {})}),
         filter_sql=condition,
         filter_params=params,
         query_vector=query_vector,
@@ -348,20 +342,21 @@ def long_term_ranked(
         if speaker_lift:
             ranked = _speaker_lift(ranked, speakers, query)
     graph_search = mode == GRAPH or GRAPH in stages
-    if graph_search and MEMORY_ENTRIES.late_weight > 0 and ranked:
+    late_weight = space_weights(MEMORY_ENTRIES).late_weight if graph_search else 0.0
+    if late_weight > 0 and ranked:
         started = time.perf_counter()
-        late_depth = late_interaction.DEPTH
+        late_depth = RAG_TUNING.late.depth
         texts, reads = _late_texts([hit.unit_id for hit in ranked[:late_depth]])
         ranked = late_interaction.late_rerank(
             ranked,
             texts,
             query=query,
-            weight=MEMORY_ENTRIES.late_weight,
+            weight=late_weight,
             depth=late_depth,
             reads=reads,
         )
         ranking.stage_ms["late"] = round((time.perf_counter() - started) * 1000, 2)
-    if graph_search and SESSION_DIVERSITY > 0 and asks_for_several(query):
+    if graph_search and TUNING.search.session_diversity > 0 and asks_for_several(query):
         ranked = _session_diversity(ranked, threads)
     if mode == "keyword" and ranked:
         # BM25 scores are unbounded: relative to the best hit, like the fused scores.
@@ -443,16 +438,17 @@ def speakers_named(query: str, speakers: Iterable[str]) -> set[str]:
 
 def _speaker_lift(ranked: list[RankedHit], speakers: dict[int, str], query: str) -> list[RankedHit]:
     """Query analysis of named speakers: when the query names a speaker of the candidates
-    (every word of the name in the query), that speaker's entries gain ``SPEAKER_LIFT`` of
+    (every word of the name in the query), that speaker's entries gain ``speaker_lift`` of
     their score; the scores are then divided by the best when it passes 1."""
-    if SPEAKER_LIFT <= 0 or not speakers:
+    lift = TUNING.search.speaker_lift
+    if lift <= 0 or not speakers:
         return ranked
     named = speakers_named(query, speakers.values())
     if not named:
         return ranked
     for hit in ranked:
         if speakers.get(hit.unit_id) in named:
-            hit.score *= 1 + SPEAKER_LIFT
+            hit.score *= 1 + lift
     # Back to the fused scale (the best 1 at most), so relevance still tells the lifted apart.
     best = max(hit.score for hit in ranked)
     if best > 1:
@@ -469,14 +465,19 @@ def _session_lift(ranked: list[RankedHit], threads: dict[int, str]) -> list[Rank
         return ranked
     return _in_order(
         ranked,
-        granularity.group_lift(_pairs(ranked), threads, weight=weight, top=granularity.GROUP_TOP),
+        granularity.group_lift(
+            _pairs(ranked), threads, weight=weight, top=RAG_TUNING.granularity.group_top
+        ),
     )
 
 
 def _session_diversity(ranked: list[RankedHit], threads: dict[int, str]) -> list[RankedHit]:
     """The engine's group diversity (``rag.granularity``) over the entries' threads."""
     return _in_order(
-        ranked, granularity.group_diversify(_pairs(ranked), threads, weight=SESSION_DIVERSITY)
+        ranked,
+        granularity.group_diversify(
+            _pairs(ranked), threads, weight=TUNING.search.session_diversity
+        ),
     )
 
 

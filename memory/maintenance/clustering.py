@@ -22,9 +22,10 @@ from typing import Any
 
 import numpy as np
 
-# UMAP's target dimension: enough for HDBSCAN's density estimate, small enough for its trees.
-UMAP_COMPONENTS = 10
-UMAP_NEIGHBOURS = 15
+from memory.tuning import TUNING
+
+# UMAP's target dimension (enough for HDBSCAN's density estimate, small enough for its trees)
+# and neighbours: ``TUNING.upkeep`` (memory.tuning).
 # A cluster split into more groups than this keeps the rest for the next run.
 MAX_GROUPS_PER_CLUSTER = 100
 # Stragglers compared with the groups' central members this many at a time.
@@ -48,8 +49,8 @@ class ClusterParams:
             "seed": self.seed,
             "umap_min_entries": self.umap_min_entries,
             "umap_sample": self.umap_sample,
-            "umap_components": UMAP_COMPONENTS,
-            "umap_neighbours": UMAP_NEIGHBOURS,
+            "umap_components": TUNING.upkeep.umap_components,
+            "umap_neighbours": TUNING.upkeep.umap_neighbours,
         }
 
 
@@ -93,9 +94,9 @@ def reduce(unit: np.ndarray, params: ClusterParams) -> tuple[np.ndarray, str]:
     import umap  # imported on use: numba compiles on first import
 
     _cache_layout_step()
-    components = min(UMAP_COMPONENTS, n - 2)
+    components = min(TUNING.upkeep.umap_components, n - 2)
     reducer = umap.UMAP(
-        n_neighbors=min(UMAP_NEIGHBOURS, n - 1),
+        n_neighbors=min(TUNING.upkeep.umap_neighbours, n - 1),
         n_components=components,
         min_dist=0.0,
         metric="cosine",

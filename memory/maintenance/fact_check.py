@@ -58,15 +58,16 @@ from memory.maintenance.statements import (
     subject_of,
     verb_form,
 )
+from memory.tuning import TUNING
 
 # Two statements are near paraphrases at a cosine similarity of at least the dedup threshold
 # (settings.MEMORY_DEDUP_SIMILARITY, 0.92), if the key-token and negation rules hold too. On
 # the fact-preservation set (bench/memory/statement_coverage_sweep.py) the ``words`` rule let no
 # statement of another fact through at any threshold from 0.70; lower thresholds cover more
 # paraphrases (0.33 of paraphrase pairs at 0.70, 0.23 at 0.92), but what the tokens cannot see
-# (who did what to whom) only the embedding can, so the issue's threshold stays.
-# Which words besides numbers, codes and names a covering statement must keep (key_tokens).
-KEY_RULE = "words"
+# (who did what to whom) only the embedding can, so the issue's threshold stays. The rule
+# (which words besides numbers, codes and names a covering statement must keep: key_tokens) and
+# the threshold are tunables: ``TUNING.facts`` (memory.tuning).
 # Vectors kept for the check that an apply repeats after its plan.
 CACHE_SIZE = 8192
 
@@ -191,12 +192,12 @@ def _key(token: str) -> str:
 
 def key_tokens(text: str, rule: str | None = None) -> frozenset[str]:
     """The tokens of ``text`` a covering statement must keep (compared as ``_key`` makes them):
-    numbers and codes, names, and per ``rule`` (``KEY_RULE`` by default; the others are the
-    alternatives measured): ``words`` every word but function words, adverbs of frequency and
-    light verbs; ``content`` every noun or adjective (not a form of a common verb),
+    numbers and codes, names, and per ``rule`` (``TUNING.facts.key_rule`` by default; the others
+    are the alternatives measured): ``words`` every word but function words, adverbs of
+    frequency and light verbs; ``content`` every noun or adjective (not a form of a common verb),
     ``content+rare`` those and the rare words, ``rare`` the rare words only, ``names`` nothing
     more."""
-    rule = rule or KEY_RULE
+    rule = rule or TUNING.facts.key_rule
     keys: set[str] = set()
     previous = ""
     for n, match in enumerate(_TOKEN.finditer(text)):
@@ -325,7 +326,10 @@ def _statements(entry_id: int, text: str) -> list[tuple[Statement, _Said]]:
 
 
 def statement_similarity() -> float:
-    return float(settings.MEMORY_DEDUP_SIMILARITY)
+    """The cosine similarity of near paraphrases: ``TUNING.facts.statement_similarity``, or the
+    dedup threshold when that is None."""
+    tuned = TUNING.facts.statement_similarity
+    return float(settings.MEMORY_DEDUP_SIMILARITY if tuned is None else tuned)
 
 
 def covers(candidate: _Said, said: _Said, similarity: float) -> bool:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -17,9 +18,11 @@ from memory.context import task_types
 from memory.context.assembly import ContextRequest, context_assemble, sources
 from memory.context.assembly.budget import fit_sentences, sentences
 from memory.conversations import services as conversations_services
+from memory.tuning import TUNING
 from rag.tokens import count_tokens_one
 from tests.conftest import AuthedAgent
 from tests.memory.conftest import code, conversation_of
+from tests.support.tuning import FLOORS_OFF
 from tests.support.world import build_side
 
 pytestmark = pytest.mark.django_db
@@ -129,20 +132,11 @@ def test_sections_in_seed_order_and_each_item_once(agent_client: AuthedAgent) ->
 
 
 @pytest.fixture
-def any_knowledge(monkeypatch: pytest.MonkeyPatch) -> None:
+def any_knowledge(tune: Callable[[str, Any], None]) -> None:
     """Every item found is a candidate, on topic or not: a query naming every store's marker
     is close to none of them (the floors have tests of their own)."""
-    from memory.context.assembly import floors
-
-    monkeypatch.setattr(sources, "KNOWLEDGE_MIN_SIMILARITY", 0.0)
-    for name in (
-        "DOCUMENT_MIN_EVIDENCE",
-        "PAGE_MIN_SIMILARITY",
-        "SKILL_MIN_SIMILARITY",
-        "POOL_MIN_SIMILARITY",
-        "WORKING_MIN_SIMILARITY",
-    ):
-        monkeypatch.setattr(floors, name, None)
+    for name, value in FLOORS_OFF.items():
+        tune(name, value)
 
 
 @pytest.mark.real_embeddings  # each kind is found by meaning, above its similarity floor
@@ -318,7 +312,7 @@ def test_api_client_for_unauthenticated_is_401() -> None:
 
 @pytest.mark.real_embeddings  # a ranking
 def test_turns_of_a_speaker_the_query_names_rank_higher(
-    agent_client: AuthedAgent, monkeypatch: pytest.MonkeyPatch
+    agent_client: AuthedAgent, tune: Callable[[str, Any], None]
 ) -> None:
     import numpy as np
 
@@ -336,9 +330,9 @@ def test_turns_of_a_speaker_the_query_names_rank_higher(
     unnamed = "When does the ferry leave?"
     unnamed_vector = np.asarray(get_embedding_provider().embed_query(unnamed), dtype=np.float32)
     unnamed_boosted = sources.history(actor, conversation, unnamed, unnamed_vector)[0]
-    boost = sources.SPEAKER_BOOST
+    boost = TUNING.sources.speaker_boost
     assert boost > 0
-    monkeypatch.setattr(sources, "SPEAKER_BOOST", 0.0)
+    tune("memory.sources.speaker_boost", 0.0)
     plain = {c.text: c.score for c in sources.history(actor, conversation, query, vector)[0]}
     # A query that names nobody is not boosted.
     assert [(c.text, c.score) for c in unnamed_boosted] == [
@@ -393,7 +387,7 @@ def test_the_searches_run_side_by_side_and_give_the_same_context(
 
 
 def test_history_and_memories_read_as_many_statements_whatever_they_find(
-    agent_client: AuthedAgent, monkeypatch: pytest.MonkeyPatch
+    agent_client: AuthedAgent, tune: Callable[[str, Any], None]
 ) -> None:
     """The hits' entries are loaded with the fields their candidates read (``TURN_FIELDS``,
     ``MEMORY_FIELDS``) in one statement: a field left out would be read once per hit."""
@@ -404,7 +398,7 @@ def test_history_and_memories_read_as_many_statements_whatever_they_find(
     from core.embeddings import get_embedding_provider
     from memory.long_term import services as ltm
 
-    monkeypatch.setattr(sources, "MEMORY_MIN_SIMILARITY", None)  # every memory found, shown
+    tune("memory.floors.memory_min_similarity", None)  # every memory found, shown
     actor = actor_for_agent(agent_client.agent)
     memory = ltm.agent_memory_context(actor=actor)
     query = "When did Ana's ferry leave the harbour?"
@@ -426,7 +420,7 @@ def test_history_and_memories_read_as_many_statements_whatever_they_find(
             memories = sources.memories(actor, query, vector)[0]
         assert len(turns) == count
         written += count
-        assert len(memories) == min(written, sources.MEMORY_CANDIDATES)
+        assert len(memories) == min(written, TUNING.sources.memory_candidates)
         assert all(c.text.startswith("Ana: The ferry") and c.metadata["dia_id"] for c in turns)
         assert all(c.text.startswith("Ferry timetable") and c.prefix == "" for c in memories)
         reads.append((len(history_reads), len(memory_reads)))

@@ -7,13 +7,14 @@ whitespace that costs no tokens, and every source holding something."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from core.actors import actor_for_account, actor_for_agent
 from core.metadata import METADATA_MAX_BYTES
-from memory.context.assembly import budget, floors, sources
+from memory.context.assembly import budget
 from memory.conversations import services as conversations_services
 from memory.models import MemoryEntry
 from rag import services as rag_services
@@ -22,6 +23,7 @@ from tests.conftest import AuthedAgent
 from tests.core.test_metadata import sized
 from tests.memory.test_context import shown_tokens
 from tests.support.mcp import rpc
+from tests.support.tuning import FLOORS_OFF
 
 pytestmark = pytest.mark.django_db
 URL = "/api/v1/memory/context"
@@ -37,7 +39,7 @@ def _bound(token_budget: int) -> int:
 def crowded(
     agent_client: AuthedAgent,
     django_capture_on_commit_callbacks: Any,
-    monkeypatch: pytest.MonkeyPatch,
+    tune: Callable[[str, Any], None],
 ) -> dict[str, Any]:
     """Every source holding items about the ferry, each with the largest metadata allowed."""
     from memory.knowledge import services as knowledge_services
@@ -46,16 +48,8 @@ def crowded(
     from memory.working import services as working
 
     # Every item is a candidate: the floors have tests of their own.
-    for name in (
-        "DOCUMENT_MIN_EVIDENCE",
-        "PAGE_MIN_SIMILARITY",
-        "SKILL_MIN_SIMILARITY",
-        "POOL_MIN_SIMILARITY",
-        "WORKING_MIN_SIMILARITY",
-    ):
-        monkeypatch.setattr(floors, name, None)
-    monkeypatch.setattr(sources, "KNOWLEDGE_MIN_SIMILARITY", 0.0)
-    monkeypatch.setattr(sources, "MEMORY_MIN_SIMILARITY", None)
+    for name, value in {**FLOORS_OFF, "memory.floors.memory_min_similarity": None}.items():
+        tune(name, value)
     actor = actor_for_agent(agent_client.agent)
     tool = actor_for_account(agent_client.agent.account_id)
     conversation = conversations_services.conversation_create(

@@ -6,12 +6,13 @@ floor (the search does find it)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
+from core import tuning
 from core.actors import Actor, actor_for_account, actor_for_agent
-from memory.context.assembly import floors
 from rag import services as rag_services
 from rag.models import Document, KnowledgeBase
 from tests.conftest import AuthedAgent
@@ -104,14 +105,13 @@ def test_a_trip_context_next_to_a_handbook_holds_none_of_its_chunks(
     assert "assembly point" not in answer["context"] and "Facilities" not in answer["context"]
     # The budget had room left for the handbook: only the floor keeps it out.
     assert answer["tokens"] < 1000
-    monkeypatch.setattr(floors, "DOCUMENT_MIN_EVIDENCE", None)
-    padded = _ask(
-        agent_client, query=TRIP_QUERY, conversation_id=conversation.pk, token_budget=2000
-    )
+    with tuning.override("rag.evidence.context_min", None):
+        padded = _ask(
+            agent_client, query=TRIP_QUERY, conversation_id=conversation.pk, token_budget=2000
+        )
     shown = {c["source"]["document_id"] for c in _items(padded, "chunk")}
     assert handbook.pk in shown
-    # Asked about the building, the handbook is on topic.
-    monkeypatch.undo()
+    # Asked about the building (the floor back), the handbook is on topic.
     asked = _ask(agent_client, query="Where is the assembly point when the fire alarm rings?")
     assert any("assembly point" in c["text"] for c in _items(asked, "chunk"))
 
@@ -119,7 +119,7 @@ def test_a_trip_context_next_to_a_handbook_holds_none_of_its_chunks(
 def test_pages_off_topic_are_left_out(
     agent_client: AuthedAgent,
     django_capture_on_commit_callbacks: Any,
-    monkeypatch: pytest.MonkeyPatch,
+    tune: Callable[[str, Any], None],
 ) -> None:
     from content.services import pages as page_services
 
@@ -141,13 +141,13 @@ def test_pages_off_topic_are_left_out(
     assert [p["text"][:12] for p in _items(_ask(agent_client, query=query), "page")] == [
         "Maria's trip"
     ]
-    monkeypatch.setattr(floors, "PAGE_MIN_SIMILARITY", None)
+    tune("memory.floors.page_min_similarity", None)
     titles = {p["source"]["page_id"] for p in _items(_ask(agent_client, query=query), "page")}
     assert len(titles) == 2
 
 
 def test_skills_off_topic_are_left_out(
-    agent_client: AuthedAgent, monkeypatch: pytest.MonkeyPatch
+    agent_client: AuthedAgent, tune: Callable[[str, Any], None]
 ) -> None:
     from core import services as core_services
     from core.actors import actor_for_user
@@ -169,13 +169,13 @@ def test_skills_off_topic_are_left_out(
     query = "Book me a flight and a hotel for the conference trip to Porto."
     shown = [s["text"] for s in _items(_ask(agent_client, query=query), "skill")]
     assert shown == ["Book flights and hotels for a business trip."]
-    monkeypatch.setattr(floors, "SKILL_MIN_SIMILARITY", None)
+    tune("memory.floors.skill_min_similarity", None)
     assert len(_items(_ask(agent_client, query=query), "skill")) == 2
 
 
 @pytest.mark.real_embeddings  # similarity by meaning (failed on the stand-in)
 def test_pool_values_and_working_memory_off_topic_are_left_out(
-    agent_client: AuthedAgent, monkeypatch: pytest.MonkeyPatch
+    agent_client: AuthedAgent, tune: Callable[[str, Any], None]
 ) -> None:
     from memory.pools import services as pools
     from memory.working import services as working
@@ -211,7 +211,7 @@ def test_pool_values_and_working_memory_off_topic_are_left_out(
         "pool": ["trip.hotel: Lisbon hotel budget: Hotel Baixa Jardim, 120 euros a night"],
         "working": ["trip_budget: Lisbon hotel budget: 900 euros"],
     }
-    monkeypatch.setattr(floors, "POOL_MIN_SIMILARITY", None)
-    monkeypatch.setattr(floors, "WORKING_MIN_SIMILARITY", None)
+    tune("memory.floors.pool_min_similarity", None)
+    tune("memory.floors.working_min_similarity", None)
     everything = shown()
     assert len(everything["pool"]) == 2 and len(everything["working"]) == 2

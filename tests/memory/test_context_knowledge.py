@@ -1,17 +1,19 @@
 """Knowledge items and memories in a context: only those on topic are shown (cosine similarity
-to the query at least ``KNOWLEDGE_MIN_SIMILARITY`` / ``MEMORY_MIN_SIMILARITY``, the fused score
+to the query at least ``memory.floors.knowledge_min_similarity`` / ``memory_min_similarity``
+(docs/tuning.md), the fused score
 being relative to the other hits), and a knowledge item extracted from turns the context
 already shows is not said twice."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from core.actors import actor_for_agent
 from memory.context import task_types
-from memory.context.assembly import ContextRequest, context_assemble, sources
+from memory.context.assembly import ContextRequest, context_assemble
 from memory.conversations import selectors as conversation_selectors
 from memory.knowledge import services as knowledge_services
 from tests.conftest import AuthedAgent
@@ -50,18 +52,18 @@ def _shown(authed: AuthedAgent, query: str, **request: Any) -> dict[str, list[st
 
 
 def test_only_knowledge_on_topic_is_shown(
-    agent_client: AuthedAgent, monkeypatch: pytest.MonkeyPatch
+    agent_client: AuthedAgent, tune: Callable[[str, Any], None]
 ) -> None:
     _knowledge(agent_client, ferry=(FERRY, []), tomatoes=(TOMATOES, []))
     query = "When does the island ferry leave the harbour in the morning?"
     assert _shown(agent_client, query)["knowledge"] == [FERRY]
     # Without the floor the off-topic item fills the section's share: the search finds it.
-    monkeypatch.setattr(sources, "KNOWLEDGE_MIN_SIMILARITY", 0.0)
+    tune("memory.floors.knowledge_min_similarity", 0.0)
     assert sorted(_shown(agent_client, query)["knowledge"]) == sorted([FERRY, TOMATOES])
 
 
 def test_only_memories_on_topic_are_shown_and_none_costs_only_the_vector_stage(
-    agent_client: AuthedAgent, monkeypatch: pytest.MonkeyPatch
+    agent_client: AuthedAgent, tune: Callable[[str, Any], None]
 ) -> None:
     from memory.long_term import services as ltm
     from memory.long_term.selectors import long_term_ranked
@@ -75,7 +77,7 @@ def test_only_memories_on_topic_are_shown_and_none_costs_only_the_vector_stage(
     query = "When does the island ferry leave the harbour in the morning?"
     assert _shown(agent_client, query)["memory"] == [FERRY]
     # Without the floor the off-topic memory is shown too: the search finds it.
-    monkeypatch.setattr(sources, "MEMORY_MIN_SIMILARITY", None)
+    tune("memory.floors.memory_min_similarity", None)
     assert sorted(_shown(agent_client, query)["memory"]) == sorted([FERRY, TOMATOES])
 
     # The selector's floor: nothing on topic, nothing after the vector stage.

@@ -17,6 +17,7 @@ from memory.conversations.extraction import offline, services
 from memory.knowledge import selectors as knowledge_selectors
 from memory.knowledge import services as knowledge_services
 from memory.models import Conversation, Extraction, KnowledgeItem, KnowledgeSource
+from memory.tuning import TUNING
 from rag.models import GraphEdge, GraphNode
 from tests.conftest import AuthedAgent
 from tests.memory.conftest import code
@@ -70,7 +71,9 @@ def test_the_offline_patterns_on_plain_examples() -> None:
         ("caroline.works_at", "Caroline works at Google."),
         ("caroline.is_a", "Caroline is a nurse."),
     ]
-    assert facts[0].when == "last year" and all(f.confidence == offline.CONFIDENCE for f in facts)
+    assert facts[0].when == "last year" and all(
+        f.confidence == TUNING.extraction.offline_confidence for f in facts
+    )
     (first, second) = offline.entities_of(
         [
             "Yesterday I met Melanie in New York.",
@@ -103,7 +106,10 @@ def test_an_append_extracts_facts_and_entities_linked_to_their_messages(
         )
     account = agent_client.agent.account_id
     fact = item(account, "caroline.moved_to")
-    assert fact.content == "Caroline moved to Lisbon." and fact.confidence == offline.CONFIDENCE
+    assert (
+        fact.content == "Caroline moved to Lisbon."
+        and fact.confidence == TUNING.extraction.offline_confidence
+    )
     assert fact.store.knowledge_type == "factual" and fact.metadata["when"] == "last year"
     assert list(
         KnowledgeSource.objects.filter(item=fact).values_list("source_type", "source_id")

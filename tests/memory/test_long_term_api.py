@@ -4,16 +4,15 @@ relevance, and the access log."""
 
 from __future__ import annotations
 
-from dataclasses import replace
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from core.models import AuditEvent
-from memory.long_term import selectors as ltm_selectors
 from memory.long_term.services import MAX_BATCH, access_flush
 from memory.models import MemoryAccessLog, MemoryEntry, MemoryEntryPosting, MemoryEntryTerm
-from memory.spaces import MEMORY_ENTRIES
+from memory.tuning import TUNING
 from tests.conftest import AuthedAgent
 from tests.factories import TeamFactory
 from tests.memory.conftest import code
@@ -389,7 +388,7 @@ def test_search_in_prf_mode_explains_its_stages(agent_client: AuthedAgent) -> No
 
 
 def test_graph_search_rescores_its_best_entries_by_late_interaction(
-    agent_client: AuthedAgent, monkeypatch: pytest.MonkeyPatch
+    agent_client: AuthedAgent, tune: Callable[[str, Any], None]
 ) -> None:
     cid = create_context(agent_client)["id"]
     for text in (
@@ -407,13 +406,13 @@ def test_graph_search_rescores_its_best_entries_by_late_interaction(
     assert len(scores) == 5 and all(-1 <= score <= 1 for score in scores)
 
     # Weighed heavily, the late score alone orders the hits.
-    monkeypatch.setattr(ltm_selectors, "MEMORY_ENTRIES", replace(MEMORY_ENTRIES, late_weight=1e3))
+    tune("memory.spaces.entries.late_weight", 1e3)
     heavy = search(agent_client, question, mode="graph").json()["results"]
     late = [hit["retrieval"]["late_score"] for hit in heavy]
     assert late == sorted(late, reverse=True)
     assert heavy[-1]["content"] == "The train to Lisbon was late again."
     # Off, a graph search reads no token states.
-    monkeypatch.setattr(ltm_selectors, "MEMORY_ENTRIES", replace(MEMORY_ENTRIES, late_weight=0))
+    tune("memory.spaces.entries.late_weight", 0)
     off = search(agent_client, question, mode="graph").json()
     assert "late" not in off["timings_ms"]
     assert all(hit["retrieval"]["late_score"] is None for hit in off["results"])
@@ -578,12 +577,11 @@ def test_entries_go_to_the_named_context_or_the_agents_own_memory(
 
 
 def test_a_search_naming_a_speaker_lifts_their_entries(
-    agent_client: AuthedAgent, monkeypatch: pytest.MonkeyPatch
+    agent_client: AuthedAgent, tune: Callable[[str, Any], None]
 ) -> None:
-    """Query analysis of named speakers (``SPEAKER_LIFT``): the entries of the speaker a query
-    names gain that share of their fused score against the others'; a query naming nobody
-    ranks as before."""
-    from memory.long_term import selectors as long_term
+    """Query analysis of named speakers (``memory.search.speaker_lift``): the entries of the
+    speaker a query names gain that share of their fused score against the others'; a query
+    naming nobody ranks as before."""
 
     cid = create_context(agent_client)["id"]
     jon = add_entry(agent_client, cid, "I went to a pottery class on Sunday.", speaker="Jon")
@@ -598,11 +596,11 @@ def test_a_search_naming_a_speaker_lifts_their_entries(
         assert response.status_code == 200, response.json()
         return {hit["id"]: hit["retrieval"]["score"] for hit in response.json()["results"]}
 
-    lift = long_term.SPEAKER_LIFT
+    lift = TUNING.search.speaker_lift
     assert lift > 0
     lifted = scores("When did Jon go to the pottery class on Sunday?")
     nobody = scores("When did they go to the pottery class on Sunday?")
-    monkeypatch.setattr(long_term, "SPEAKER_LIFT", 0.0)
+    tune("memory.search.speaker_lift", 0.0)
     plain = scores("When did Jon go to the pottery class on Sunday?")
     # The named speaker's entry gains (1 + lift) against the other's; the scores stay on the
     # fused scale (the best 1).

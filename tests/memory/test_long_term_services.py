@@ -4,7 +4,9 @@ exact through writes, versions, archives and deletes (compared with a rebuild fr
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 
@@ -217,12 +219,11 @@ def test_entry_pages_keep_room_for_the_reads_every_search_records() -> None:
 
 
 def test_a_question_asking_for_several_things_spreads_its_best_over_sessions(
-    me: Actor, context: MemoryContext, monkeypatch: pytest.MonkeyPatch
+    me: Actor, context: MemoryContext, tune: Callable[[str, Any], None]
 ) -> None:
-    """``SESSION_DIVERSITY``: "What books ...?" asks for several things, so a graph search
-    spreads its best entries over their threads (``rag.granularity.group_diversify``), the ranks
-    keeping their scores; "What book ...?", and any hybrid search, rank as without."""
-    from memory.long_term import selectors as long_term
+    """``memory.search.session_diversity``: "What books ...?" asks for several things, so a
+    graph search spreads its best entries over their threads (``rag.granularity.group_diversify``),
+    the ranks keeping their scores; "What book ...?", and any hybrid search, rank as without."""
     from rag.granularity import group_diversify
 
     first = [
@@ -239,7 +240,7 @@ def test_a_question_asking_for_several_things_spreads_its_best_over_sessions(
     threads = dict(MemoryEntry.objects.filter(context=context).values_list("pk", "thread"))
 
     def ranked(query: str, weight: float, mode: str = "graph") -> list[tuple[int, float]]:
-        monkeypatch.setattr(long_term, "SESSION_DIVERSITY", weight)
+        tune("memory.search.session_diversity", weight)
         hits, _ = long_term_search(actor=me, query=query, mode=mode, top_k=5)
         return [(hit.entry.pk, hit.retrieval["score"]) for hit in hits]
 

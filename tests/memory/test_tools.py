@@ -17,6 +17,7 @@ from core.errors import Throttled
 from memory.context import run_budget, structuring
 from memory.context.services import tools
 from memory.models import MemoryEntry
+from memory.tuning import TUNING
 from tests.conftest import AuthedAgent
 from tests.memory.conftest import code
 from tests.support.openai_standin import (
@@ -121,7 +122,7 @@ def test_semantic_search_answers_close_memories_only(agent_client: AuthedAgent) 
     found = post(agent_client, "tools/search", {"query": "when does billing deploy?"}).json()
     results = found["results"]
     assert 1 <= len(results) <= 5 and results[0]["content"] == FACT
-    assert all(hit["score"] >= tools.MIN_RELEVANCE_SCORE for hit in results)
+    assert all(hit["score"] >= TUNING.tools.min_relevance_score for hit in results)
     nothing = post(agent_client, "tools/search", {"query": "recipe for a chocolate cake"})
     assert nothing.json() == {"results": []}
 

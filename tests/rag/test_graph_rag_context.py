@@ -1,5 +1,5 @@
 """Graph RAG's context is held to context assembly's rules (docs/rag.md, "Graph RAG"): only
-chunks whose calibrated evidence reaches ``rag.evidence.CONTEXT_MIN_EVIDENCE`` (and the
+chunks whose calibrated evidence reaches ``rag.evidence.context_min`` (``rag.tuning``) (and the
 communities reached through them), ``tokens`` counting the text and every metadata echo within
 the budget, and the HTTP body within BODY_BYTES_PER_TOKEN x token_budget + BODY_FIXED_BYTES."""
 

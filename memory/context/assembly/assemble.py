@@ -4,7 +4,7 @@ every store, each item with its provenance (docs/memory/context.md).
 1. The query is embedded once; the task type is given or classified (``memory.context.task_types``).
 2. Each section's sources answer candidates best first (``memory.context.assembly.sources``).
 3. The budget, less the query's own line, is shared among the sections that have candidates, by
-   the task type's shares (``SHARES``); a section packs its candidates best first while they
+   the task type's shares (``TUNING.shares``); a section packs its candidates best first while they
    fit, shortening an item only at a sentence boundary (``budget.fit_sentences``), and what it
    leaves unused flows to the next section. Whatever is still left after the last section goes
    back, in section order, to candidates not taken yet (the final fill): an empty store never
@@ -22,6 +22,7 @@ of the budget whatever the items hold (docs/memory/context.md, "The budget").
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -41,15 +42,12 @@ from memory.context.assembly.packing import Packer, Section, header_line, readin
 from memory.context.assembly.sources import Candidate
 from memory.conversations import selectors as conversation_selectors
 from memory.models import Conversation
+from memory.tuning import TUNING
 
 MIN_BUDGET, MAX_BUDGET, DEFAULT_BUDGET = 100, 32_000, 2_000
 DEFAULT_RECENT_TURNS = 5
-# The last turns' cap, as a share of the budget.
-IMMEDIATE_MAX = 0.3
-# The rest of a conversation is read only when at least MORE_ROOM tokens are left once every
-# candidate found was taken, and no more turns than MIN_TURN_TOKENS each could fill.
-MORE_ROOM = 64
-MIN_TURN_TOKENS = 6
+# The last turns' cap (a share of the budget) and when the rest of a conversation is read are
+# tunables: ``TUNING.packing`` (memory.tuning).
 SOURCES = (
     "recent_turns",
     "summaries",
@@ -76,46 +74,12 @@ SECTIONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
 )
 QUERY_SECTION = ("query", "Current query")
 # Each section's share of what the last turns leave, by task type (renormalised over the
-# sections that have candidates). Relevant history leads in conversation, knowledge and
-# documents elsewhere.
-SHARES: dict[str, dict[str, float]] = {
-    task_types.CONVERSATION: {
-        "recent": 0.08,
-        "history": 0.70,
-        "knowledge": 0.08,
-        "documents": 0.05,
-        "pages": 0.03,
-        "skills": 0.03,
-        "task": 0.03,
-    },
-    task_types.PROBLEM_SOLVING: {
-        "recent": 0.05,
-        "history": 0.25,
-        "knowledge": 0.20,
-        "documents": 0.18,
-        "pages": 0.06,
-        "skills": 0.18,
-        "task": 0.08,
-    },
-    task_types.LEARNING: {
-        "recent": 0.05,
-        "history": 0.25,
-        "knowledge": 0.28,
-        "documents": 0.24,
-        "pages": 0.12,
-        "skills": 0.03,
-        "task": 0.03,
-    },
-    task_types.ANALYSIS: {
-        "recent": 0.10,
-        "history": 0.30,
-        "knowledge": 0.23,
-        "documents": 0.18,
-        "pages": 0.11,
-        "skills": 0.03,
-        "task": 0.05,
-    },
-}
+# sections that have candidates), is a tunable: ``TUNING.shares`` (memory.tuning).
+
+
+def shares_of(task_type: str) -> dict[str, float]:
+    """Each section's share for ``task_type``, as tuned now."""
+    return dataclasses.asdict(getattr(TUNING.shares, task_type))
 
 
 @dataclass(frozen=True)
@@ -325,12 +289,12 @@ def context_assemble(*, actor: Actor, request: ContextRequest) -> ContextResult:
     # every other item comes out of the body allowance.
     packer.bytes_left = budget.BODY_BYTES_PER_TOKEN * request.token_budget
 
-    # The last turns take what they need, up to IMMEDIATE_MAX of the budget: they are what the
+    # The last turns take what they need, up to immediate_max of the budget: they are what the
     # agent answers. The other sections share the rest.
     immediate = sections[0]
-    left -= packer.take(immediate, int(left * IMMEDIATE_MAX))
+    left -= packer.take(immediate, int(left * TUNING.packing.immediate_max))
     active = [s for s in sections[1:] if s.candidates]
-    shares = SHARES[task_type]
+    shares = shares_of(task_type)
     total_share = sum(shares[s.name] for s in active) or 1.0
     available, carry = left, 0
     for section in active:
@@ -345,13 +309,18 @@ def context_assemble(*, actor: Actor, request: ContextRequest) -> ContextResult:
         left -= packer.take(section, left)
     history = sections[2]
     exhausted = all(c.id in history.chosen or packer.duplicate(c) for c in history.candidates)
-    if conversation is not None and exhausted and left >= MORE_ROOM and "history" in wanted:
+    if (
+        conversation is not None
+        and exhausted
+        and left >= TUNING.packing.more_room
+        and "history" in wanted
+    ):
         # The budget outlasts everything the search found: the rest of the conversation,
         # newest first (no more turns than could fit).
         taken = {
             int(i.candidate.id) for s in sections[:3] for i in s.items if i.candidate.kind == "turn"
         }
-        rest = sources.more_turns(conversation, taken, left // MIN_TURN_TOKENS + 1)
+        rest = sources.more_turns(conversation, taken, left // TUNING.packing.min_turn_tokens + 1)
         history.candidates = [*history.candidates, *rest]
         left -= packer.take(history, left)
 

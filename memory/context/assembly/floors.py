@@ -1,10 +1,11 @@
 """Relevance floors of the sources a context reads besides the conversation: an item is a
 candidate only when it is on topic, so neither a section's share nor the budget left over at
 the end (the final fill) ever goes to an off-topic item (docs/memory/context.md).
-Memories and knowledge items keep theirs in ``sources`` (``MEMORY_MIN_SIMILARITY``,
-``KNOWLEDGE_MIN_SIMILARITY``); the others are here, each on the signal the engine computes for
-that store, chosen on data by ``bench/memory/context_floors.py`` (docs/benchmarks-log.md, "Every
-source on topic"). ``None`` turns a floor off (the benchmark's baseline).
+Every floor is a tunable (``memory.tuning``, ``TUNING.floors``; the documents' is graph RAG's,
+``rag.evidence.context_min``); memories and knowledge items are held to theirs by their searches
+in ``sources``, the others here, each on the signal the engine computes for that store, chosen
+on data by ``bench/memory/context_floors.py`` (docs/benchmarks-log.md, "Every source on
+topic"). ``None`` turns a floor off (the benchmark's baseline).
 
 - Document chunks: the calibrated evidence (``rag.evidence.chunk_hits_evidence``: a logistic
   model of the chunk's cosine similarity to the query and the idf-weighted share of the
@@ -32,8 +33,10 @@ import numpy as np
 
 from core.embeddings import get_embedding_provider
 from memory.context.selectors.router import WORKING
-from rag.evidence import CONTEXT_MIN_EVIDENCE, chunk_hits_evidence
+from memory.tuning import TUNING
+from rag.evidence import chunk_hits_evidence
 from rag.search import SearchHit
+from rag.tuning import TUNING as RAG_TUNING
 from rag.vector import unit_similarities
 
 if TYPE_CHECKING:
@@ -41,14 +44,8 @@ if TYPE_CHECKING:
     from memory.context.selectors.search import MemoryHit
     from skills.selectors.catalog import SkillHit
 
-# Graph RAG's context keeps chunks on the same floor (``rag.evidence``).
 _NAME_PARTS = re.compile(r"[._\-]+")
 
-DOCUMENT_MIN_EVIDENCE: float | None = CONTEXT_MIN_EVIDENCE
-PAGE_MIN_SIMILARITY: float | None = 0.3
-SKILL_MIN_SIMILARITY: float | None = 0.3
-POOL_MIN_SIMILARITY: float | None = 0.3
-WORKING_MIN_SIMILARITY: float | None = 0.3
 # The characters of a value embedded to measure its similarity (the model reads 256 tokens).
 TASK_TEXT_CHARS = 1000
 
@@ -56,10 +53,10 @@ TASK_TEXT_CHARS = 1000
 def documents_on_topic(
     query: str, hits: Sequence[SearchHit], knowledge_base_ids: Sequence[int]
 ) -> list[tuple[SearchHit, float]]:
-    """The chunk hits whose evidence reaches ``DOCUMENT_MIN_EVIDENCE``, each with it, in the
-    engine's order."""
+    """The chunk hits whose evidence reaches the floor graph RAG's context keeps too
+    (``rag.evidence.context_min``), each with it, in the engine's order."""
     scored = list(zip(hits, chunk_hits_evidence(query, hits, knowledge_base_ids), strict=True))
-    floor = DOCUMENT_MIN_EVIDENCE
+    floor = RAG_TUNING.evidence.context_min
     return [(hit, value) for hit, value in scored if floor is None or value >= floor]
 
 
@@ -76,7 +73,7 @@ def _similarities(
 
 
 def pages_on_topic(hits: Sequence[PageHit], vector: np.ndarray) -> list[tuple[PageHit, float]]:
-    """The page hits whose node's cosine similarity reaches ``PAGE_MIN_SIMILARITY``, each with
+    """The page hits whose node's cosine similarity reaches ``page_min_similarity``, each with
     it, in the search's order."""
     from rag.spaces import GRAPH_NODES
 
@@ -84,18 +81,18 @@ def pages_on_topic(hits: Sequence[PageHit], vector: np.ndarray) -> list[tuple[Pa
         hit.page.node_id: hit.retrieval.get("vector_score") for hit in hits if hit.page.node_id
     }
     similarity = _similarities(found, GRAPH_NODES, vector)
-    floor = PAGE_MIN_SIMILARITY
+    floor = TUNING.floors.page_min_similarity
     scored = [(hit, similarity.get(hit.page.node_id or 0, 0.0)) for hit in hits]
     return [(hit, value) for hit, value in scored if floor is None or value >= floor]
 
 
 def skills_on_topic(hits: Sequence[SkillHit], vector: np.ndarray) -> list[tuple[SkillHit, float]]:
-    """The skill hits whose cosine similarity reaches ``SKILL_MIN_SIMILARITY``, each with it."""
+    """The skill hits whose cosine similarity reaches ``skill_min_similarity``, each with it."""
     from skills.spaces import SKILLS
 
     found = {hit.skill.pk: hit.retrieval.get("vector_score") for hit in hits}
     similarity = _similarities(found, SKILLS, vector)
-    floor = SKILL_MIN_SIMILARITY
+    floor = TUNING.floors.skill_min_similarity
     scored = [(hit, similarity.get(hit.skill.pk, 0.0)) for hit in hits]
     return [(hit, value) for hit, value in scored if floor is None or value >= floor]
 
@@ -110,15 +107,16 @@ def task_text(hit: MemoryHit) -> str:
 
 def tasks_on_topic(hits: Sequence[MemoryHit], vector: np.ndarray) -> list[MemoryHit]:
     """The working-memory and pool hits whose text's cosine similarity to the query reaches
-    their floor (``WORKING_MIN_SIMILARITY``, ``POOL_MIN_SIMILARITY``): neither store keeps
-    embeddings, so the few hits (at most the context's ``TASK_CANDIDATES``) are embedded here,
+    their floor (``working_min_similarity``, ``pool_min_similarity``): neither store keeps
+    embeddings, so the few hits (at most the context's ``task_candidates``) are embedded here,
     in one batch."""
-    if not hits or (WORKING_MIN_SIMILARITY is None and POOL_MIN_SIMILARITY is None):
+    floors = TUNING.floors
+    if not hits or (floors.working_min_similarity is None and floors.pool_min_similarity is None):
         return list(hits)
     similarity = task_similarities(hits, vector)
     kept = []
     for hit, value in zip(hits, similarity, strict=True):
-        floor = WORKING_MIN_SIMILARITY if hit.tier == WORKING else POOL_MIN_SIMILARITY
+        floor = floors.working_min_similarity if hit.tier == WORKING else floors.pool_min_similarity
         if floor is None or value >= floor:
             kept.append(hit)
     return kept

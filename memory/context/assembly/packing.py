@@ -12,10 +12,10 @@ from typing import Any
 
 from memory.context.assembly import budget
 from memory.context.assembly.sources import Candidate
+from memory.tuning import TUNING
 
-# Below this many tokens left, a section stops looking for an item that fits.
-MIN_ROOM = 4
-MAX_SHORTENED = 3
+# Below min_room tokens left, a section stops looking for an item that fits; at most
+# max_shortened items are shortened per call: ``TUNING.packing`` (memory.tuning).
 # Candidates counted at a time (most of a section's are never shown, so never counted).
 COUNT_BATCH = 24
 
@@ -159,7 +159,7 @@ class Packer:
     def take(self, section: Section, limit: int) -> int:
         """Add the section's candidates, best first, within ``limit`` tokens (its header
         included when it gets its first item); answers the tokens used. An item that does not
-        fit whole is shortened to its leading sentences (at most ``MAX_SHORTENED`` tries per
+        fit whole is shortened to its leading sentences (at most ``max_shortened`` tries per
         call: each costs a count per sentence); its metadata echo is never shortened. An item
         whose bytes pass what is left of the body allowance is left out."""
         used = 0
@@ -171,14 +171,17 @@ class Packer:
             if candidate.group and candidate.group not in section.groups:
                 header += self._group(candidate.group)
             room = limit - used - header
-            if room < MIN_ROOM:
+            if room < TUNING.packing.min_room:
                 break
             whole = self.whole(section, index)
             shown, cut, echo_tokens = self.echo(candidate)
             if whole <= room:
                 text, tokens = candidate.text, whole
             else:
-                if tries >= MAX_SHORTENED or room - echo_tokens < MIN_ROOM:
+                if (
+                    tries >= TUNING.packing.max_shortened
+                    or room - echo_tokens < TUNING.packing.min_room
+                ):
                     continue
                 tries += 1
                 fitted = budget.fit_sentences(

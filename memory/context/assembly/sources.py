@@ -20,46 +20,11 @@ from memory.conversations import selectors as conversation_selectors
 from memory.long_term.context_access import readable_contexts
 from memory.long_term.selectors import LongTermFilters, long_term_ranked, speakers_named
 from memory.models import Conversation, MemoryContext, MemoryEntry
+from memory.tuning import TUNING
 
-# Candidates each engine-backed source asks for. History packs most of a budget with turns
-# (about 20 tokens each): one candidate per HISTORY_TOKENS_PER_CANDIDATE tokens of budget,
-# from 60 to 300; past them, the rest of the conversation follows, newest first
-# (``more_turns``).
-HISTORY_MIN_CANDIDATES, HISTORY_CANDIDATES = 60, 300
-HISTORY_TOKENS_PER_CANDIDATE = 20
-# Candidates per retrieval stage for each history candidate asked for (at least 100): the
-# conversation is small next to a whole memory, a few per hit suffice for its fusion. 2 was
-# chosen over 1, 3 and 4 on LoCoMo dev's evidence recall (docs/benchmarks-log.md).
-HISTORY_DEPTH_FACTOR = 2
-MEMORY_CANDIDATES = 20
-# Candidates per retrieval stage for the memories: the floor long-term search keeps for any
-# page (100), not its ten per hit (200 for 20): the 20 best of 100 per stage, at about two
-# thirds of the vector stage's time over 100k memories (docs/benchmarks-log.md).
-MEMORY_DEPTH = 100
-# A memory is shown only when it is on topic, as a knowledge item is (below): its cosine
-# similarity to the query at least this. Chosen on LoCoMo dev's gold observations remembered
-# beside unrelated memories (bench/memory/memory_floor.py): 0.4 keeps 198 of the 201 that say a
-# question's evidence and drops 99% of the unrelated ones; docs/benchmarks-log.md.
-MEMORY_MIN_SIMILARITY: float | None = 0.4
-KNOWLEDGE_CANDIDATES = 10
-# A knowledge item is shown only when it is on topic: its embedding's cosine similarity to the
-# query's at least this, the floor the memory tools' semantic search keeps (0.5 is clearly on
-# topic for all-MiniLM-L6-v2). The fused score ranks but is relative to the query's other hits:
-# its best is near 1 however far off it is. Measured on LoCoMo dev, docs/benchmarks-log.md.
-KNOWLEDGE_MIN_SIMILARITY = 0.5
-DOCUMENT_CANDIDATES = 10
-PAGE_CANDIDATES = 5
-SKILL_CANDIDATES = 5
-TASK_CANDIDATES = 10
-# The newest summary (the conversation's older turns are the history's).
-MAX_SUMMARIES = 1
-# History's fusion weights (None: long-term memory's own 0.4 / 0.6; 0.5 / 0.5 and 0.3 / 0.7
-# were no better) and the boost of the turns of a speaker the query names ("what did Maria
-# say...": her own lines first). bench/memory/context_locomo.py, docs/benchmarks-log.md: +0.03
-# evidence recall at 1,000 tokens on both development conversations at 0.25; 0.35 chosen on conv-30
-# and no worse on conv-26 in any budget (0.3 to 0.5 measured).
-HISTORY_WEIGHTS: dict[str, float] | None = None
-SPEAKER_BOOST = 0.35
+# Candidates each engine-backed source asks for, the history's depth, fusion weights and speaker
+# boost, and the memories' and knowledge items' floors are tunables (``memory.tuning``:
+# ``TUNING.sources``, ``TUNING.floors``), each with the benchmark that chose it.
 PAGE_TEXT_CHARS = 2000
 VALUE_TEXT_CHARS = 2000
 
@@ -133,7 +98,7 @@ def recent_turns(conversation: Conversation, count: int) -> list[Candidate]:
 
 def summaries(conversation: Conversation) -> list[Candidate]:
     """The conversation's summaries, the one reaching furthest first, shown in turn order."""
-    found = list(conversation_selectors.summaries_of(conversation)[:MAX_SUMMARIES])
+    found = list(conversation_selectors.summaries_of(conversation)[: TUNING.sources.max_summaries])
     found.sort(key=lambda e: (-int(e.metadata.get("end_turn") or 0), -e.pk))
     out = []
     for entry in found:
@@ -160,9 +125,10 @@ def summaries(conversation: Conversation) -> list[Candidate]:
 
 
 def history_candidates(token_budget: int) -> int:
+    tuned = TUNING.sources
     return max(
-        HISTORY_MIN_CANDIDATES,
-        min(HISTORY_CANDIDATES, token_budget // HISTORY_TOKENS_PER_CANDIDATE),
+        tuned.history_min_candidates,
+        min(tuned.history_candidates, token_budget // tuned.history_tokens_per_candidate),
     )
 
 
@@ -181,15 +147,22 @@ def history(
     and summaries still show, its history is not searched."""
     if conversation.context.archived_at is not None:
         return [], {}
+    tuned = TUNING.sources
+    limit = limit or tuned.history_candidates
+    weights = (
+        None
+        if tuned.history_weights is None
+        else dict(zip(("vector", "keyword"), tuned.history_weights, strict=True))
+    )
     found = long_term_ranked(
         actor=actor,
         query=query,
-        limit=limit or HISTORY_CANDIDATES,
+        limit=limit,
         filters=LongTermFilters(context_ids=(conversation.context_id,), thread=conversation.thread),
-        weights=HISTORY_WEIGHTS,
+        weights=weights,
         query_vector=vector,
-        depth=max(100, (limit or HISTORY_CANDIDATES) * HISTORY_DEPTH_FACTOR),
-        # The history weighs the speakers a query names itself (SPEAKER_BOOST, chosen on
+        depth=max(100, limit * tuned.history_depth_factor),
+        # The history weighs the speakers a query names itself (speaker_boost, chosen on
         # context recall); the engine's lift on top lost 0.004 on conv-30 at 2,000 tokens.
         speaker_lift=False,
         fields=TURN_FIELDS,
@@ -201,11 +174,11 @@ def history(
     # Only a speaker among the candidates can be boosted: their names are the ones to look for.
     named = (
         {name.lower() for name in speakers_named(query, {entry.speaker for entry, _ in hits})}
-        if SPEAKER_BOOST
+        if tuned.speaker_boost
         else set()
     )
     if named:
-        boost = 1 + SPEAKER_BOOST
+        boost = 1 + tuned.speaker_boost
         hits = sorted(
             (
                 (entry, score * boost if entry.speaker.lower() in named else score)
@@ -251,12 +224,12 @@ def memories(
     found = long_term_ranked(
         actor=actor,
         query=query,
-        limit=MEMORY_CANDIDATES,
+        limit=TUNING.sources.memory_candidates,
         query_vector=vector,
-        depth=MEMORY_DEPTH,
+        depth=TUNING.sources.memory_depth,
         fields=MEMORY_FIELDS,
         scope_ids=context_ids,  # read above through the access rules, the archived left out
-        min_similarity=MEMORY_MIN_SIMILARITY,
+        min_similarity=TUNING.floors.memory_min_similarity,
     )
     out = []
     for rank, hit in enumerate(found.hits):
@@ -326,10 +299,10 @@ def knowledge(
         query=query,
         base_ids=base_ids,
         knowledge_types=KNOWLEDGE_TYPES[task_type],
-        top_k=KNOWLEDGE_CANDIDATES,
+        top_k=TUNING.sources.knowledge_candidates,
         query_vector=vector,
         load_sources=False,
-        min_similarity=KNOWLEDGE_MIN_SIMILARITY,
+        min_similarity=TUNING.floors.knowledge_min_similarity,
     )
     made_from = source_messages([hit.item.pk for hit in found.hits])
     return [
@@ -366,7 +339,7 @@ def documents(
     outcome = chunk_search(
         actor=actor,
         query=query,
-        top_k=DOCUMENT_CANDIDATES,
+        top_k=TUNING.sources.document_candidates,
         filters=SearchFilters(knowledge_base_ids=tuple(knowledge_base_ids or ())),
         query_vector=vector,
     )
@@ -409,7 +382,12 @@ def pages(actor: Actor, query: str, vector: np.ndarray) -> list[Candidate]:
         )
         for rank, (hit, _) in enumerate(
             floors.pages_on_topic(
-                page_search(actor=actor, query=query, top_k=PAGE_CANDIDATES, query_vector=vector),
+                page_search(
+                    actor=actor,
+                    query=query,
+                    top_k=TUNING.sources.page_candidates,
+                    query_vector=vector,
+                ),
                 vector,
             )
         )
@@ -420,7 +398,7 @@ def skills(actor: Actor, query: str, vector: np.ndarray) -> list[Candidate]:
     from skills.selectors.catalog import skill_discover
 
     hits = skill_discover(
-        actor=actor, description=query, top_k=SKILL_CANDIDATES, query_vector=vector
+        actor=actor, description=query, top_k=TUNING.sources.skill_candidates, query_vector=vector
     )
     return [
         Candidate(
@@ -459,7 +437,7 @@ def task_context(
         actor=actor,
         query=query,
         tiers=wanted,
-        top_k=TASK_CANDIDATES,
+        top_k=TUNING.sources.task_candidates,
         filters=RouterFilters(session_id=session_id if WORKING in wanted else ""),
         query_vector=vector,
     )

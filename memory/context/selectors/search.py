@@ -12,10 +12,10 @@
 corpus. Here every keyword stage takes its idf from the *merged* statistics of every corpus
 searched (``rag.keyword.CorpusStats.merged``), so all keyword hits form one list ordered by
 comparable scores. Long-term memory's vector hits form a second list. The two lists are fused
-by reciprocal rank fusion (weights of ``FUSION_WEIGHTS``): a hit's fused score depends on its
-ranks in those two lists only, whatever its tier. ``relevance`` (0 to 1) is what ``threshold``
-filters on: the keyword score over its ceiling for the query (the fraction of the query's
-weight matched), or a long-term entry's ``effective_relevance_score`` when higher.
+by reciprocal rank fusion (long-term search's weights, ``TUNING.search``): a hit's fused score
+depends on its ranks in those two lists only, whatever its tier. ``relevance`` (0 to 1) is what
+``threshold`` filters on: the keyword score over its ceiling for the query (the fraction of the
+query's weight matched), or a long-term entry's ``effective_relevance_score`` when higher.
 """
 
 from __future__ import annotations
@@ -52,21 +52,21 @@ from memory.context.selectors.router import (
 )
 from memory.errors import MemoryUnavailable
 from memory.long_term.relevance import effective_relevance_score, relevance_components, scoring_rows
-from memory.long_term.selectors import FUSION_WEIGHTS, LongTermFilters, searchable_contexts
+from memory.long_term.selectors import LongTermFilters, fusion_defaults, searchable_contexts
 from memory.models import MemoryEntry, MemoryPool, ShortTermEntry
 from memory.pools.access import live, readable_by
 from memory.redis_store import working_memory_available
 from memory.spaces import MEMORY_ENTRIES, POOL_LEAVES, SHORT_TERM_ENTRIES, short_term_text
+from memory.tuning import TUNING
 from memory.working import store as wr
 from memory.working.selectors import read_session
 from rag import keyword
-from rag.fusion import RRF_K, rank_fusion
+from rag.fusion import rank_fusion
 from rag.keyword import CorpusStats, KeywordHit
+from rag.tuning import TUNING as RAG_TUNING
 from rag.vector import vector_search
 
-# Candidates each list keeps per requested hit, and at least.
-CANDIDATE_FACTOR = 5
-MIN_CANDIDATES = 50
+# Candidates each list keeps per requested hit, and at least: ``TUNING.tiers`` (memory.tuning).
 
 
 @dataclass
@@ -108,7 +108,7 @@ class MemoryHit:
             "relevance": self.relevance,
             "fused_score": self.score,
             "fusion": "rrf",
-            "rrf_k": RRF_K,
+            "rrf_k": RAG_TUNING.fusion.rrf_k,
         }
 
 
@@ -246,7 +246,7 @@ def memory_search(
         names.check_session_id(filters.session_id)
     status = _active_tiers(chosen, filters)
     timings: dict[str, float] = {}
-    depth = max(MIN_CANDIDATES, top_k * CANDIDATE_FACTOR)
+    depth = max(TUNING.tiers.min_candidates, top_k * TUNING.tiers.candidate_factor)
     terms = keyword.analyze(query)
     now = timezone.now()
 
@@ -390,15 +390,16 @@ def _fuse(
     # ``found``: the keyword list in keyword rank order, the vector list in its own.
     index = {key: n for n, key in enumerate(found)}
     keys = list(found)
-    total = sum(FUSION_WEIGHTS.values())
+    defaults = fusion_defaults()
+    total = sum(defaults.values())
     fused = rank_fusion(
         {
             "keyword": [(index[(h.tier, h.unit_id)], 0.0) for h in ranked],
             "vector": [(index[(LONG_TERM, entry_id)], 0.0) for entry_id, _ in vector],
         },
         method="rrf",
-        weights={name: value / total for name, value in FUSION_WEIGHTS.items()},
-        rrf_k=RRF_K,
+        weights={name: value / total for name, value in defaults.items()},
+        rrf_k=RAG_TUNING.fusion.rrf_k,
     )
     for n, score in fused:
         found[keys[n]].score = round(score, 8)

@@ -38,16 +38,12 @@ from memory.maintenance.services.change_kinds import entry_input_json
 from memory.maintenance.services.changes import change_submit
 from memory.models import ChangePolicy, MemoryAccessLog, MemoryContext, MemoryEntry
 from memory.spaces import MEMORY_ENTRIES
+from memory.tuning import TUNING
 from rag.vector import vector_search
 
 MAX_RELATED = 10
-# Semantic search: at most this many memories, each at least this similar (cosine of the local
-# model's embeddings of query and memory; 0.5 is clearly on topic for all-MiniLM-L6-v2).
-SEARCH_RESULTS = 5
-MIN_RELEVANCE_SCORE = 0.5
-SEARCH_CANDIDATES = 50
-RELATED_RESULTS = 20
-SUMMARY_SENTENCES = 4
+# Semantic search's results, floor and depth, related memories' depth and a summary's sentences
+# are tunables: ``TUNING.tools`` (memory.tuning).
 RELATED_KINDS = ("entry", "knowledge_item", "page", "skill", "document")
 
 
@@ -286,14 +282,17 @@ def _checked(actor: Actor, run_id: str, hits: Sequence[ToolHit], query: str) -> 
 def _semantic(actor: Actor, query: str) -> tuple[list[ToolHit], np.ndarray]:
     """The memories most similar to ``query``: candidates from the engine's vector stage over
     the contexts the actor may read, scored by cosine similarity (an absolute scale: the same
-    score means the same closeness for every query), at least MIN_RELEVANCE_SCORE, at most
-    SEARCH_RESULTS."""
+    score means the same closeness for every query), at least ``min_relevance_score``, at most
+    ``search_results`` (``TUNING.tools``)."""
     vector = np.asarray(get_embedding_provider().embed_query(query))
     scopes = searchable_contexts(actor, ())
+    tuned = TUNING.tools
     found = vector_search(
-        space=MEMORY_ENTRIES, scope_ids=scopes, query_vector=vector, limit=SEARCH_CANDIDATES
+        space=MEMORY_ENTRIES, scope_ids=scopes, query_vector=vector, limit=tuned.search_candidates
     )
-    kept = [(entry_id, s) for entry_id, s in found if s >= MIN_RELEVANCE_SCORE][:SEARCH_RESULTS]
+    kept = [(entry_id, s) for entry_id, s in found if s >= tuned.min_relevance_score][
+        : tuned.search_results
+    ]
     entries = MemoryEntry.objects.defer("embedding").in_bulk([entry_id for entry_id, _ in kept])
     hits = [
         ToolHit(entry=entries[entry_id], score=round(similarity, 6))
@@ -336,7 +335,7 @@ def _related(actor: Actor, refs: Sequence[Reference]) -> list[ToolHit]:
             is_current=True,
             archived_at__isnull=True,
         )
-        .order_by("-created_at", "-id")[:RELATED_RESULTS]
+        .order_by("-created_at", "-id")[: TUNING.tools.related_results]
     )
     wanted = {(ref.kind, ref.id) for ref in refs}
     hits = []
@@ -374,7 +373,8 @@ _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 
 def _extractive_summary(hits: Sequence[ToolHit], query_vector: np.ndarray) -> str:
     """The memories' sentences closest to the query (cosine of the local model), at most
-    SUMMARY_SENTENCES, in order of closeness, each citing its memory ``[n]``."""
+    ``summary_sentences`` (``TUNING.tools``), in order of closeness, each citing its memory
+    ``[n]``."""
     sentences: list[tuple[int, str]] = []
     for n, hit in enumerate(hits, start=1):
         for sentence in _SENTENCE.split(hit.entry.content.strip()):
@@ -384,7 +384,9 @@ def _extractive_summary(hits: Sequence[ToolHit], query_vector: np.ndarray) -> st
         return ""
     vectors = get_embedding_provider().embed_documents([s for _, s in sentences])
     scores = np.asarray(vectors) @ query_vector
-    chosen = sorted(range(len(sentences)), key=lambda i: -float(scores[i]))[:SUMMARY_SENTENCES]
+    chosen = sorted(range(len(sentences)), key=lambda i: -float(scores[i]))[
+        : TUNING.tools.summary_sentences
+    ]
     return " ".join(f"{sentences[i][1]} [{sentences[i][0]}]" for i in chosen)
 
 
@@ -408,7 +410,9 @@ def memory_tool_summarised_search(
     if linked:
         searches.append("related")
         seen = {hit.entry.pk for hit in hits}
-        hits += [h for h in _related(actor, linked) if h.entry.pk not in seen][:SEARCH_RESULTS]
+        hits += [h for h in _related(actor, linked) if h.entry.pk not in seen][
+            : TUNING.tools.search_results
+        ]
     _checked(actor, run_id, hits, query)
     if not hits:
         return SummarisedSearch("", [], "offline", searches)

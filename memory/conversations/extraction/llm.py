@@ -23,12 +23,12 @@ from typing import Any
 from core.llm import InvalidJSONError, LLMProvider
 from core.llm.replies import reply_numbers, reply_objects, reply_text
 from memory.conversations.extraction.offline import DATE, ENTITY_TYPES, ORGANISATION, PERSON, PLACE
+from memory.tuning import TUNING
 
 MAX_FACTS = 50
 MAX_ENTITIES = 100
 MAX_RELATIONS = 50
 MAX_TEXT = 1000
-LLM_INPUT_CHARS = 24_000
 DECISIONS = ("add", "update", "invalidate", "none")
 _TYPES = {"organization": ORGANISATION, "location": PLACE, "time": DATE}
 
@@ -173,7 +173,7 @@ def propose(provider: LLMProvider, lines: Sequence[Line]) -> Proposal:
     that does not hold, LLMError when none came)."""
     transcript = "\n".join(
         f"[turn {line.turn}] {line.speaker or 'unknown'}: {line.text}" for line in lines
-    )[-LLM_INPUT_CHARS:]
+    )[-TUNING.llm.input_chars :]
     answer = provider.complete_json(
         transcript, schema=PROPOSE_SCHEMA, system=PROPOSE_SYSTEM, max_tokens=2000
     )

@@ -7,7 +7,8 @@ What it finds, sentence by sentence:
   X"). The speaker is the message's ``name`` (first person = the speaker). Each becomes a
   third-person sentence ("Caroline moved to Lisbon.") under a key derived from the speaker and
   the predicate (``caroline.moved_to``; preferences ``caroline.preference.pottery``, so a later
-  "I hate pottery" is a new version of the same item), with a low confidence (``CONFIDENCE``).
+  "I hate pottery" is a new version of the same item), with a low confidence
+  (``TUNING.extraction.offline_confidence``).
 - **Entities**: runs of capitalised words that do not start a sentence (a sentence's first
   word counts only when the batch uses it capitalised elsewhere, or it is a speaker's name),
   typed by their own words first (``rag.graph.names.shape_type``: a head word such as
@@ -32,14 +33,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from memory.tuning import TUNING
 from rag.graph.names import TITLES, name_runs, shape_type
 from rag.graph.names import sentences as text_sentences
 
-CONFIDENCE = 0.4
-ENTITY_CONFIDENCE = 0.3
-MAX_OBJECT_WORDS = 6
+# The confidence of what it finds and the longest object are tunables: ``TUNING.extraction``.
 MAX_SLUG_CHARS = 60
 
 PERSON, PLACE, ORGANISATION, DATE = "person", "place", "organisation", "date"
@@ -153,7 +153,7 @@ class Fact:
     text: str  # third person: "Caroline moved to Lisbon."
     key: str  # "caroline.moved_to"
     when: str = ""  # a time phrase of the sentence, as said
-    confidence: float = CONFIDENCE
+    confidence: float = field(default_factory=lambda: TUNING.extraction.offline_confidence)
 
 
 @dataclass(frozen=True)
@@ -182,7 +182,7 @@ def _clean_object(raw: str, loose: bool) -> str:
     words = value.split()
     if words and words[0].lower() == "to":  # "I like to paint"
         words = words[1:]
-    value = " ".join(words[:MAX_OBJECT_WORDS]).strip(" '\"")
+    value = " ".join(words[: TUNING.extraction.max_object_words]).strip(" '\"")
     if not value or value.lower() in _SKIP_OBJECTS:
         return ""
     return value

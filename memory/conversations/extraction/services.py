@@ -51,11 +51,12 @@ from memory.knowledge import services as knowledge_services
 from memory.long_term.context_access import require_writable
 from memory.long_term.services.graph_links import conversation_graph_link
 from memory.models import Conversation, Extraction, KnowledgeItem, MemoryEntry
+from memory.tuning import TUNING
 
 logger = logging.getLogger("engram.memory")
 
-CANDIDATES = 10
-LLM_CONFIDENCE = 0.7
+# The knowledge items the model decides a fact against and the confidence of what it extracted
+# are tunables: ``TUNING.extraction`` (memory.tuning).
 # Offline relations: the fact's predicate -> the entity type of its value.
 _RELATION_VALUE_TYPES = {
     "moved_to": offline.PLACE,
@@ -101,10 +102,14 @@ def _offline(writer: ExtractionWriter, messages: Sequence[MemoryEntry]) -> None:
                 mention(offline.Entity(fact.value, value_type), message)
                 relations.append((message, fact, value_type))
     for entity, where in mentions.values():
-        writer.entity(where, entity.name, entity.entity_type, offline.ENTITY_CONFIDENCE)
+        writer.entity(
+            where, entity.name, entity.entity_type, TUNING.extraction.offline_entity_confidence
+        )
     for message, fact, value_type in relations:
-        person, _ = writer.node(message.speaker, offline.PERSON, offline.ENTITY_CONFIDENCE)
-        value, _ = writer.node(fact.value, value_type, offline.ENTITY_CONFIDENCE)
+        person, _ = writer.node(
+            message.speaker, offline.PERSON, TUNING.extraction.offline_entity_confidence
+        )
+        value, _ = writer.node(fact.value, value_type, TUNING.extraction.offline_entity_confidence)
         writer.relation([message], person, fact.predicate, value, fact.confidence)
 
 
@@ -137,7 +142,7 @@ def _llm(writer: ExtractionWriter, provider: LLMProvider, messages: Sequence[Mem
             for hit in knowledge_selectors.knowledge_search(
                 actor=writer.actor,
                 query=fact.text,
-                top_k=CANDIDATES,
+                top_k=TUNING.extraction.candidates,
                 seen_from_context=writer.context_id,
             ).hits
         ]
@@ -187,26 +192,36 @@ def _llm(writer: ExtractionWriter, provider: LLMProvider, messages: Sequence[Mem
     types: dict[str, str] = {}
     for entity in proposal.entities:
         types.setdefault(entity.name.lower(), entity.entity_type)
-        writer.entity(sources(entity.turns), entity.name, entity.entity_type, LLM_CONFIDENCE)
+        writer.entity(
+            sources(entity.turns), entity.name, entity.entity_type, TUNING.extraction.llm_confidence
+        )
     for relation in proposal.relations:
         source, _ = writer.node(
-            relation.source, types.get(relation.source.lower(), offline.PERSON), LLM_CONFIDENCE
+            relation.source,
+            types.get(relation.source.lower(), offline.PERSON),
+            TUNING.extraction.llm_confidence,
         )
         target, _ = writer.node(
-            relation.target, types.get(relation.target.lower(), offline.PERSON), LLM_CONFIDENCE
+            relation.target,
+            types.get(relation.target.lower(), offline.PERSON),
+            TUNING.extraction.llm_confidence,
         )
         writer.relation(
-            sources(relation.turns), source, relation.relation_type, target, LLM_CONFIDENCE
+            sources(relation.turns),
+            source,
+            relation.relation_type,
+            target,
+            TUNING.extraction.llm_confidence,
         )
 
 
 def _stretches(messages: Sequence[MemoryEntry]) -> list[list[MemoryEntry]]:
-    """The batch in stretches whose transcript fits one model call (``llm.LLM_INPUT_CHARS``)."""
+    """The batch in stretches whose transcript fits one model call (``TUNING.llm.input_chars``)."""
     stretches: list[list[MemoryEntry]] = [[]]
     size = 0
     for message in messages:
         length = len(message.content) + len(message.speaker) + 16
-        if stretches[-1] and size + length > llm.LLM_INPUT_CHARS:
+        if stretches[-1] and size + length > TUNING.llm.input_chars:
             stretches.append([])
             size = 0
         stretches[-1].append(message)

@@ -54,7 +54,7 @@ class EntryInput:
     thread: str = ""
     position: int | None = None
     # Who said it, for a conversation's turn written as an entry (a search whose query names a
-    # speaker lifts that speaker's entries: ``memory.long_term.selectors.SPEAKER_LIFT``).
+    # speaker lifts that speaker's entries: ``memory.search.speaker_lift``).
     speaker: str = ""
     importance: float = 0.5
     confidence: float = 1.0

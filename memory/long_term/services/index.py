@@ -24,6 +24,7 @@ from memory.long_term import indexing
 from memory.long_term.services.readings import Reading, readings_plan, readings_store
 from memory.models import MemoryContext, MemoryEntry, PendingIndex
 from memory.spaces import MEMORY_ENTRIES
+from memory.tuning import TUNING
 from rag import keyword
 from rag.vector import vector_literal
 
@@ -66,7 +67,7 @@ def index_plan(
         if any(
             (c, t) == (entry.context_id, entry.thread)
             and p is not None
-            and abs(p - entry.position) <= indexing.EMBEDDING_RADIUS
+            and abs(p - entry.position) <= TUNING.indexing.embedding_radius
             for c, t, p in positions
         ):
             wanted.append(index)

@@ -58,6 +58,7 @@ from memory.models import MemoryContext, MemoryEntry, PendingIndex
 from memory.redis_store import UNAVAILABLE, memory_redis, redis_prefix
 from memory.roles import MANAGE_MEMORY
 from memory.spaces import MEMORY_ENTRIES
+from memory.tuning import TUNING
 from rag import keyword
 from rag.vector import vector_literal
 
@@ -81,12 +82,13 @@ _TABLE = PendingIndex._meta.db_table
 def pending_queue(*, context_id: int, entries: Sequence[MemoryEntry], thread: str) -> None:
     """Inside the write's transaction, holding the context's lock: queue ``entries`` (new,
     saved, consecutive in ``thread``) and the older entries of the thread whose indexed text
-    includes one of them (within ``KEYWORD_RADIUS``; re-embedded within ``EMBEDDING_RADIUS``)."""
+    includes one of them (within ``TUNING.indexing.keyword_radius``; re-embedded within
+    ``TUNING.indexing.embedding_radius``)."""
     first = min(entry.position for entry in entries if entry.position is not None)
     older = MemoryEntry.objects.filter(
         context_id=context_id,
         thread=thread,
-        position__gte=first - indexing.KEYWORD_RADIUS,
+        position__gte=first - TUNING.indexing.keyword_radius,
         position__lt=first,
         is_current=True,
         archived_at__isnull=True,
@@ -96,7 +98,7 @@ def pending_queue(*, context_id: int, entries: Sequence[MemoryEntry], thread: st
     indexed = [False] * len(ids)
     for pk, position in older:
         ids.append(pk)
-        embed.append(position is not None and position >= first - indexing.EMBEDDING_RADIUS)
+        embed.append(position is not None and position >= first - TUNING.indexing.embedding_radius)
         indexed.append(True)  # not waiting yet, so indexed (the invariant above)
     with connection.cursor() as cursor:
         cursor.execute(

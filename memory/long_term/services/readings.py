@@ -27,6 +27,7 @@ from memory.long_term.indexing import entry_text, text_sha
 from memory.models import MemoryEntry, MemoryEntryReading
 from memory.spaces import MEMORY_ENTRIES
 from rag import late_interaction
+from rag.spaces import space_weights
 
 logger = logging.getLogger(__name__)
 
@@ -41,7 +42,9 @@ Reading = tuple[bytes, late_interaction.Read]  # the text's SHA-1, its tokens an
 def readings_wanted() -> bool:
     """Whether entries are read when indexed: graph search scores by late interaction and
     ``MEMORY_ENTRY_READINGS`` is on."""
-    return MEMORY_ENTRIES.late_weight > 0 and bool(getattr(settings, "MEMORY_ENTRY_READINGS", True))
+    return space_weights(MEMORY_ENTRIES).late_weight > 0 and bool(
+        getattr(settings, "MEMORY_ENTRY_READINGS", True)
+    )
 
 
 def readings_plan(entries: Sequence[MemoryEntry]) -> list[Reading | None]:

@@ -38,12 +38,12 @@ from memory.maintenance.services.changes import change_kind_register
 from memory.maintenance.services.consolidation import account_lock
 from memory.models import MemoryContext, MemoryEntry, MemoryMaintenanceReport
 from memory.roles import MANAGE_MEMORY
+from memory.tuning import TUNING
 
 CLUSTER_REWRITE = "cluster_rewrite"
 MAX_TAGS = 50
-# What one LLM prompt carries of a group: enough members and characters for a faithful merge.
-LLM_MAX_MEMBERS = 20
-LLM_MAX_CHARS_PER_MEMBER = 2000
+# What one LLM prompt carries of a group (enough members and characters for a faithful merge):
+# ``TUNING.upkeep`` (memory.tuning).
 LLM_SCHEMA: dict[str, Any] = {
     "type": "object",
     "required": ["content", "tags"],
@@ -129,9 +129,9 @@ def replacement_check(
 
 def _llm_prompt(members: Sequence[MemoryEntry]) -> str:
     lines = [
-        f"Memory {n}: {entry.content[:LLM_MAX_CHARS_PER_MEMBER]}"
+        f"Memory {n}: {entry.content[: TUNING.upkeep.llm_max_chars_per_member]}"
         + (f" (tags: {', '.join(entry.tags)})" if entry.tags else "")
-        for n, entry in enumerate(members[:LLM_MAX_MEMBERS], start=1)
+        for n, entry in enumerate(members[: TUNING.upkeep.llm_max_members], start=1)
     ]
     return "\n".join(lines)
 

@@ -17,12 +17,13 @@ from memory.maintenance import fact_check
 from memory.maintenance.services import changes
 from memory.maintenance.services.change_kinds import entry_view
 from memory.models import ChangePolicy, MemoryContext, MemoryEntry
+from memory.tuning import TUNING
 
 DEDUP_MERGE, ROT_ARCHIVE, IMPORTANCE_DECAY = "dedup_merge", "rot_archive", "importance_decay"
 # A pending change lists at most this many of its entries in ``before`` (its payload has all).
 REVIEW_SHOWN = 200
-# Each entry is compared with this many nearest neighbours in its context (the HNSW index).
-DEDUP_NEIGHBOURS = 8
+# Each entry is compared with its nearest neighbours in its context (the HNSW index), as many as
+# ``TUNING.upkeep.dedup_neighbours`` (memory.tuning).
 # A decay changes nothing for entries used (or decayed) in the last hour: repeated runs are
 # no-ops, not compounding rounding.
 DECAY_MIN_SECONDS = 3600
@@ -43,7 +44,7 @@ def _similar_pairs(
     account_id: int, threshold: float, context_id: int | None = None
 ) -> list[tuple[int, int, float]]:
     """(entry, neighbour, similarity) of searchable entries of one context at least
-    ``threshold`` alike, each entry against its nearest DEDUP_NEIGHBOURS."""
+    ``threshold`` alike, each entry against its nearest ``dedup_neighbours``."""
     sql = """
         SELECT a.id, n.id, n.similarity
         FROM memory_memoryentry a
@@ -70,7 +71,7 @@ def _similar_pairs(
                 "account": account_id,
                 "context": context_id,
                 "threshold": threshold,
-                "neighbours": DEDUP_NEIGHBOURS,
+                "neighbours": TUNING.upkeep.dedup_neighbours,
             },
         )
         return [(int(a), int(b), float(s)) for a, b, s in cursor.fetchall()]

@@ -93,23 +93,23 @@ class Relevance:
         0.7,
         meaning="Effective relevance: the weight of the entry's similarity to the query.",
         bench="not swept: similarity leads, the others order memories about equally relevant"
-        " (docs/memory.md)",
+        " (docs/memory/long-term.md)",
     )
     importance: float = tunable(
         0.1,
         meaning="Effective relevance: the weight of the entry's importance.",
-        bench="not swept (docs/memory.md)",
+        bench="not swept (docs/memory/long-term.md)",
     )
     confidence: float = tunable(
         0.1,
         meaning="Effective relevance: the weight of the entry's confidence.",
-        bench="not swept (docs/memory.md)",
+        bench="not swept (docs/memory/long-term.md)",
     )
     recency: float = tunable(
         0.1,
         meaning="Effective relevance: the weight of the entry's recency (halving every"
         " MEMORY_RECENCY_HALF_LIFE_DAYS).",
-        bench="not swept (docs/memory.md)",
+        bench="not swept (docs/memory/long-term.md)",
     )
 
 
@@ -356,8 +356,8 @@ _SHARES_BENCH = f"conversation's: {_CONTEXT}; the other task types': seed 003's,
 
 @dataclass(frozen=True)
 class SectionShares:
-    """Each section's share of a context for one task type (docs/memory.md, "Context
-    assembly"): relevant history leads in conversation, knowledge and documents elsewhere."""
+    """Each section's share of a context for one task type (docs/memory/context.md):
+    relevant history leads in conversation, knowledge and documents elsewhere."""
 
     recent: float = tunable(
         0.08,
@@ -511,7 +511,7 @@ class Upkeep:
         8,
         meaning="Deduplication compares each entry with this many nearest neighbours in its"
         " context (the HNSW index).",
-        bench="not swept: bench/memory/memory_maintenance.py times it (docs/memory.md)",
+        bench="not swept: bench/memory/memory_maintenance.py times it (docs/memory/maintenance.md)",
     )
     umap_components: int = tunable(
         10,

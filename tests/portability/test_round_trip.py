@@ -23,7 +23,7 @@ from core.errors import Conflict, ValidationFailed
 from core.models import Account, Agent, AuditEvent, Team
 from core.portability import upgrades
 from core.portability.services import account_export, account_import
-from memory.knowledge.selectors import knowledge_search
+from memory.knowledge.selectors import item_relationships, knowledge_search
 from memory.long_term.selectors import long_term_search
 from memory.models import (
     Conversation,
@@ -40,7 +40,20 @@ from memory.models import (
     ShortTermEntry,
     ShortTermScope,
 )
-from skills.models import AgentSkill, Skill, SkillVersion
+from rag.graph.models import GraphEdge, GraphNode
+from rag.graph.nodes import node_search
+from rag.graph.walks import neighbours
+from rag.models import Chunk, Document, KnowledgeBase
+from rag.search import chunk_search
+from skills.models import (
+    AgentSkill,
+    AgentTrust,
+    LearningProfile,
+    Skill,
+    SkillProposal,
+    SkillUsage,
+    SkillVersion,
+)
 from skills.selectors.catalog import skill_discover
 from tests.portability.world import World, world_build
 
@@ -51,6 +64,7 @@ INTRUDER = "INTRUDER"
 REF = re.compile(r"^(?P<kind>[\w.]+):(?P<id>\d+)$")
 NAMED_BY_ID = re.compile(r"^(agent|conversation):(\d+)$")
 KIND_OF = {"agent": "core.agent", "conversation": "memory.conversation"}
+METADATA_IDS = {"skill_id": "skills.skill", "content_id": "content.page"}
 
 
 @pytest.fixture
@@ -101,6 +115,10 @@ def normalised(path: Path, *, times: bool = False) -> dict[str, list[dict[str, A
             return lineages.setdefault(value, len(lineages) + 1)
         if isinstance(value, str) and (match := NAMED_BY_ID.match(value)):
             return f"{match[1]}#{order[KIND_OF[match[1]]].get(int(match[2]))}"
+        if key == "metadata" and isinstance(value, dict):  # the owners' ids in the graph's
+            return {k: norm(k, v) for k, v in value.items()}
+        if key in METADATA_IDS and isinstance(value, int):
+            return f"{METADATA_IDS[key]}#{order[METADATA_IDS[key]].get(value)}"
         return value
 
     return {
@@ -136,6 +154,16 @@ def counts(account: Account) -> dict[str, int]:
         "pool_grants": MemoryPoolGrant.objects.filter(pool__account=account).count(),
         "pool_events": MemoryPoolEvent.objects.filter(account=account).count(),
         "pool_leaves": PoolLeaf.objects.filter(account=account).count(),
+        "knowledge_bases": KnowledgeBase.objects.filter(account=account).count(),
+        "documents": Document.objects.filter(account=account).count(),
+        "indexed_documents": Document.objects.filter(account=account, status="indexed").count(),
+        "chunks": Chunk.objects.filter(account=account).count(),
+        "graph_nodes": GraphNode.objects.filter(account=account).count(),
+        "graph_edges": GraphEdge.objects.filter(account=account).count(),
+        "proposals": SkillProposal.objects.filter(account=account).count(),
+        "usage": SkillUsage.objects.filter(account=account).count(),
+        "profiles": LearningProfile.objects.filter(account=account).count(),
+        "trust": AgentTrust.objects.filter(account=account).count(),
     }
 
 
@@ -213,6 +241,77 @@ def test_round_trip_export_import_export_is_equal(
     # The grant follows: bob of beta reads alice's notes of beta.
     bob_b = Agent.objects.get(account=beta, name="bob")
     assert MemoryContextGrant.objects.get(agent=bob_b).context.account_id == beta.pk
+    _documents_and_graph_answer_the_same(world, beta, alice_b)
+
+
+def _documents_and_graph_answer_the_same(world: World, beta: Account, alice_b: Agent) -> None:
+    """Documents (hybrid search), the graph (alias search, neighbours), knowledge-item
+    relationships and skills' learning answer the same in A and B, and B's answers are B's rows
+    only (ids and scope ids, not just text)."""
+    actor_a, actor_b = world.alice_actor, actor_for_agent(alice_b)
+    beta_bases = set(KnowledgeBase.objects.filter(account=beta).values_list("pk", flat=True))
+    beta_documents = set(Document.objects.filter(account=beta).values_list("pk", flat=True))
+    beta_chunks = set(Chunk.objects.filter(account=beta).values_list("pk", flat=True))
+    assert not Document.objects.filter(account=beta).exclude(status="indexed").exists()
+    for query in ("how do I roll back a deploy", "what is an error budget"):
+        in_a = chunk_search(actor=actor_a, query=query, mode="hybrid", top_k=5).hits
+        in_b = chunk_search(actor=actor_b, query=query, mode="hybrid", top_k=5).hits
+        assert in_b
+        assert [(h.document_title, h.text) for h in in_a] == [
+            (h.document_title, h.text) for h in in_b
+        ]
+        assert {h.knowledge_base_id for h in in_b} <= beta_bases
+        assert {h.document_id for h in in_b} <= beta_documents
+        assert {h.chunk_id for h in in_b} <= beta_chunks
+    # The graph: a node found by its alias, and its neighbours by typed edges.
+    found_a = node_search(actor=actor_a, query="Lind", entity_type="person")
+    found_b = node_search(actor=actor_b, query="Lind", entity_type="person")
+    assert [h.node.name for h in found_b] == [h.node.name for h in found_a]
+    assert found_b[0].node.name == "Jonas Lind"
+    assert {h.node.account_id for h in found_b} == {beta.pk}
+    lind_a, lind_b = found_a[0].node, found_b[0].node
+    assert lind_b.aliases == lind_a.aliases == ["Lind", "JL"]
+    near_a, near_b = neighbours(node=lind_a), neighbours(node=lind_b)
+    assert [(n.node.name, n.relation_type, n.hops) for n in near_b] == [
+        (n.node.name, n.relation_type, n.hops) for n in near_a
+    ]
+    assert near_b and {n.node.account_id for n in near_b} == {beta.pk}
+    leads = GraphEdge.objects.get(account=beta, relation_type="leads")
+    assert (leads.weight, leads.metadata, leads.source_id) == (0.7, {"since": "2026"}, lind_b.pk)
+    # A knowledge-item relationship is an edge between the items' nodes: it follows them.
+    related_a = item_relationships(actor_a, "facts", "launch-owner")
+    related_b = item_relationships(actor_b, "facts", "launch-owner")
+    assert [(r.edge.relation_type, r.target.key, r.strength) for r in related_b] == [
+        (r.edge.relation_type, r.target.key, r.strength) for r in related_a
+    ]
+    assert related_b and related_b[0].target.account_id == beta.pk
+    # One node per page, skill and item: the apps adopted the imported nodes, none doubled.
+    for entity_type in ("page", "skill", "knowledge_item", "person", "project"):
+        names_a = sorted(
+            GraphNode.objects.filter(account=world.account, entity_type=entity_type).values_list(
+                "name", flat=True
+            )
+        )
+        names_b = sorted(
+            GraphNode.objects.filter(account=beta, entity_type=entity_type).values_list(
+                "name", flat=True
+            )
+        )
+        assert names_b == names_a
+    assert Page.objects.filter(account=beta, node__isnull=True).count() == 0
+    # Skills' learning: proposals with their review, the profile and trust follow the agent.
+    assert sorted(
+        SkillProposal.objects.filter(account=beta).values_list("status", "decision_reason")
+    ) == sorted(
+        SkillProposal.objects.filter(account=world.account).values_list("status", "decision_reason")
+    )
+    profile_a = LearningProfile.objects.get(agent=world.alice, task_type="deploy")
+    profile_b = LearningProfile.objects.get(agent=alice_b, task_type="deploy")
+    assert (profile_b.success_rate, bytes(profile_b.window)) == (
+        profile_a.success_rate,
+        bytes(profile_a.window),
+    )
+    assert SkillUsage.objects.filter(account=beta, skill__account=beta).count() == 1
 
 
 def test_export_never_holds_another_accounts_rows(world: World, tmp_path: Path) -> None:

@@ -4,7 +4,9 @@ nothing written), idempotency, upgrades, vectors, and tenancy (an intruder with 
 
 from __future__ import annotations
 
+import base64
 import gzip
+import hashlib
 import io
 import json
 import re
@@ -435,6 +437,9 @@ def test_vectors_travel_when_the_model_is_the_same(
     current = MemoryEntry.objects.filter(account=beta, is_current=True, archived_at__isnull=True)
     assert all(e.embedding is not None for e in current)
     assert not PendingIndex.objects.filter(context__account=beta, embed=True).exists()
+    (nodes,) = [kind for kind in manifest["kinds"] if kind["name"] == "rag.graph_node"]
+    assert nodes["vectors"]["models"][0]["count"] == nodes["count"]
+    assert not GraphNode.objects.filter(account=beta, embedding__isnull=True).exists()
 
 
 def test_the_commands_export_and_import(
@@ -502,3 +507,53 @@ def test_an_export_outside_a_transaction_reads_one_snapshot(tmp_path: Path) -> N
     assert [json.loads(line)["name"] for line in files["core.agent.jsonl"].splitlines()] == [
         "solo-agent"
     ]
+
+
+def test_documents_are_searchable_once_their_ingestion_ran(world: World, tmp_path: Path) -> None:
+    """The import commits each document pending with its bytes and no chunks; the ingestion
+    queued after the commit makes its chunks, and then it is found."""
+    from rag.tasks import process_documents
+
+    beta = account_import(
+        path=export(world.account, tmp_path / "a.tar.gz"), account_slug="beta"
+    ).account  # the callbacks after the commit are not run here
+    documents = Document.objects.filter(account=beta)
+    assert {d.status for d in documents} == {"pending"}
+    assert {bytes(d.original) for d in documents} == {
+        bytes(d.original) for d in Document.objects.filter(account=world.account)
+    }
+    assert not Chunk.objects.filter(account=beta).exists()
+    alice_b = actor_for_agent(Agent.objects.get(account=beta, name="alice"))
+    assert not chunk_search(actor=alice_b, query="roll back a deploy", mode="hybrid").hits
+    process_documents.delay(sorted(d.pk for d in documents))
+    assert set(Document.objects.filter(account=beta).values_list("status", flat=True)) == {
+        "indexed"
+    }
+    assert chunk_search(actor=alice_b, query="roll back a deploy", mode="hybrid").hits
+    # The knowledge base keeps its chunking settings, and embeds with this installation's model.
+    kb_a = KnowledgeBase.objects.get(account=world.account)
+    kb_b = KnowledgeBase.objects.get(account=beta)
+    assert (kb_b.chunk_size, kb_b.chunk_overlap, kb_b.chunking_strategy) == (
+        kb_a.chunk_size,
+        kb_a.chunk_overlap,
+        kb_a.chunking_strategy,
+    )
+
+
+def test_a_document_whose_bytes_were_changed_is_refused(world: World, tmp_path: Path) -> None:
+    """Even with the archive's checksums made to match, a document's bytes must match its own
+    size and SHA-256: nothing is written."""
+    files = files_of(export(world.account, tmp_path / "a.tar.gz"))
+    rows = [json.loads(line) for line in files["rag.document.jsonl"].splitlines()]
+    rows[0]["original"] = base64.b64encode(b"something else entirely").decode()
+    data = b"".join((json.dumps(row, sort_keys=True) + "\n").encode() for row in rows)
+    files["rag.document.jsonl"] = data
+    manifest = json.loads(files["manifest.json"])
+    for entry in manifest["kinds"]:
+        if entry["name"] == "rag.document":
+            entry["sha256"] = hashlib.sha256(data).hexdigest()
+    files["manifest.json"] = json.dumps(manifest).encode()
+    error = _refused(repack(tmp_path / "a.tar.gz", files, tmp_path / "t.tar.gz"))
+    assert error.code == "import_invalid"
+    assert error.details == {"file": "rag.document.jsonl"}
+    assert "checksum" in error.message

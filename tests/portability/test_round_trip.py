@@ -66,6 +66,7 @@ INTRUDER = "INTRUDER"
 REF = re.compile(r"^(?P<kind>[\w.]+):(?P<id>\d+)$")
 NAMED_BY_ID = re.compile(r"^(agent|conversation):(\d+)$")
 KIND_OF = {"agent": "core.agent", "conversation": "memory.conversation"}
+IN_CONTEXT = re.compile(r" \(context (\d+)\)$")
 METADATA_IDS = {"skill_id": "skills.skill", "content_id": "content.page"}
 
 
@@ -117,6 +118,8 @@ def normalised(path: Path, *, times: bool = False) -> dict[str, list[dict[str, A
             return lineages.setdefault(value, len(lineages) + 1)
         if isinstance(value, str) and (match := NAMED_BY_ID.match(value)):
             return f"{match[1]}#{order[KIND_OF[match[1]]].get(int(match[2]))}"
+        if key == "name" and isinstance(value, str) and (match := IN_CONTEXT.search(value)):
+            return f"{value[: match.start()]} (context #{order['memory.context'][int(match[1])]})"
         if key == "metadata" and isinstance(value, dict):  # the owners' ids in the graph's
             return {k: norm(k, v) for k, v in value.items()}
         if key in METADATA_IDS and isinstance(value, int):
@@ -287,17 +290,29 @@ def _documents_and_graph_answer_the_same(world: World, beta: Account, alice_b: A
         (r.edge.relation_type, r.target.key, r.strength) for r in related_a
     ]
     assert related_b and related_b[0].target.account_id == beta.pk
+    # A node of a private source follows its context: its scope and the id in its name.
+    conversation_b = Conversation.objects.get(account=beta)
+    venue = KnowledgeItem.objects.get(account=beta, key="launch-venue", is_current=True)
+    assert venue.graph_node is not None
+    assert venue.graph_node.name == f"facts/launch-venue (context {conversation_b.context_id})"
+    assert (venue.graph_node.derived_space, venue.graph_node.derived_scope_id) == (
+        "memory_entries",
+        conversation_b.context_id,
+    )
+    bob_b = actor_for_agent(Agent.objects.get(account=beta, name="bob"))
+    for reader, sees in ((bob_b, False), (actor_b, True)):
+        hits = node_search(actor=reader, query="launch-venue Lisbon", entity_type="knowledge_item")
+        assert (venue.graph_node_id in {h.node.pk for h in hits}) is sees
     # One node per page, skill and item: the apps adopted the imported nodes, none doubled.
     for entity_type in ("page", "skill", "knowledge_item", "person", "project"):
-        names_a = sorted(
-            GraphNode.objects.filter(account=world.account, entity_type=entity_type).values_list(
-                "name", flat=True
+        names_a, names_b = (
+            sorted(
+                IN_CONTEXT.sub(" (context)", name)
+                for name in GraphNode.objects.filter(
+                    account=account, entity_type=entity_type
+                ).values_list("name", flat=True)
             )
-        )
-        names_b = sorted(
-            GraphNode.objects.filter(account=beta, entity_type=entity_type).values_list(
-                "name", flat=True
-            )
+            for account in (world.account, beta)
         )
         assert names_b == names_a
     assert Page.objects.filter(account=beta, node__isnull=True).count() == 0

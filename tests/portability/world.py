@@ -199,6 +199,14 @@ def world_build(slug: str, marker: str, capture: Any) -> World:
         knowledge_item_put(
             actor=me, base="facts", key="launch-owner", content=f"{marker} Jonas owns the launch."
         )
+        # An item learnt from alice's conversation: private to it, its node named after it.
+        knowledge_item_put(
+            actor=me,
+            base="facts",
+            key="launch-venue",
+            content=f"{marker} the launch happens in Lisbon.",
+            source_context_id=conversation.context_id,
+        )
         knowledge_relate(
             actor=me,
             source=("facts", "launch-owner"),

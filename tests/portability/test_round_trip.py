@@ -316,6 +316,14 @@ def _documents_and_graph_answer_the_same(world: World, beta: Account, alice_b: A
         )
         assert names_b == names_a
     assert Page.objects.filter(account=beta, node__isnull=True).count() == 0
+    # A skill's dependency is a depends_on edge between the skills' nodes of B.
+    verify, deploy = (
+        Skill.objects.get(account=beta, name__endswith=name)
+        for name in ("verify release", "deploy service")
+    )
+    depends = GraphEdge.objects.get(account=beta, relation_type="depends_on")
+    assert (depends.source_id, depends.target_id) == (verify.graph_node_id, deploy.graph_node_id)
+    assert depends.metadata == {"version": "^1.0.0"}
     # Skills' learning: proposals with their review, the profile and trust follow the agent.
     assert sorted(
         SkillProposal.objects.filter(account=beta).values_list("status", "decision_reason")

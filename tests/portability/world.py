@@ -24,7 +24,7 @@ from memory.short_term.services import short_term_put
 from rag.graph.services import edge_create, node_create
 from rag.services.documents import document_create
 from rag.services.knowledge_bases import knowledge_base_create
-from skills.services.catalog import agent_skill_set, skill_create
+from skills.services.catalog import DependencyInput, agent_skill_set, skill_create
 from skills.services.proposals import proposal_reject, research_and_propose
 from skills.services.usage import UsageInput, usage_record
 from tests.factories import UserFactory
@@ -141,6 +141,14 @@ def world_build(slug: str, marker: str, capture: Any) -> World:
             tags=["ops"],
         )
         agent_skill_set(actor=tool, skill=deploy, agent_id=alice.pk, proficiency=0.8)
+        skill_create(  # depends on deploy: a depends_on edge of the graph
+            actor=tool,
+            name=f"{marker} verify release",
+            category="deployment",
+            description=f"{marker} check a release after it is out.",
+            procedure="1. smoke test 2. watch the error rate",
+            dependencies=[DependencyInput(skill_id=deploy.pk, version="^1.0.0")],
+        )
         short_term_put(
             actor=me, session_id="s1", key="task", value={"note": f"{marker} draft the plan"}
         )

@@ -133,7 +133,10 @@ class Kind:
     ``embedding_model`` then says which model made it). ``rows`` reads the export's rows in
     id order; ``load`` recreates a batch of rows in the target account and ``remember``s each
     new id; ``finish`` runs once every row is loaded, inside the import's transaction (indexes
-    rebuilt, work queued)."""
+    rebuilt, work queued). ``late``: the kind loads after every kind that is not (still in app
+    order among the late ones), so that its rows may refer to kinds of the apps above its own
+    (the knowledge graph's nodes name memory contexts, and its edges join the nodes of pages,
+    skills and knowledge items)."""
 
     name: str
     schema: Mapping[str, str]
@@ -141,6 +144,7 @@ class Kind:
     load: Callable[[ImportScope, Sequence[Row]], None]
     vector: str | None = None
     finish: Callable[[ImportScope], None] | None = None
+    late: bool = False
 
     @property
     def file(self) -> str:
@@ -158,10 +162,12 @@ class Kind:
 
 def kinds() -> list[Kind]:
     """Every kind the installed apps declare, in load order (apps in dependency order, each
-    app's ``KINDS`` in its own order). Names are unique."""
-    found: list[Kind] = []
+    app's ``KINDS`` in its own order; the ``late`` kinds after all the others, in that same
+    order). Names are unique."""
+    declared: list[Kind] = []
     for _label, module in _registry_modules():
-        found.extend(getattr(module, "KINDS", ()))
+        declared.extend(getattr(module, "KINDS", ()))
+    found = [kind for kind in declared if not kind.late] + [kind for kind in declared if kind.late]
     names = [kind.name for kind in found]
     duplicates = sorted({name for name in names if names.count(name) > 1})
     if duplicates:

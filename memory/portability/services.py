@@ -50,6 +50,8 @@ SOURCE = "memory.knowledge_source"
 POOL = "memory.pool"
 POOL_GRANT = "memory.pool_grant"
 POOL_EVENT = "memory.pool_event"
+ITEM_NODE = "memory.knowledge_item_node"
+GRAPH_NODE = "rag.graph_node"
 _AGENT_MEMORY_NAME = re.compile(r"^agent:\d+$")
 _CONVERSATION_THREAD = re.compile(r"^conversation:(\d+)$")
 
@@ -660,6 +662,35 @@ def _pool_event_load(scope: ImportScope, rows: Sequence[Row]) -> None:
     scope.remember_created(POOL_EVENT, MemoryPoolEvent, rows, made, "created_at")
 
 
+# --- knowledge items' graph nodes ------------------------------------------------------------
+
+
+def _item_node_rows(scope: ExportScope) -> Iterator[Row]:
+    """Each item's graph node (every version of an item shares its node): one row per item,
+    naming its current version and the node of the graph's kind (loaded before this one)."""
+    from rag.graph.selectors import exported_node_ids
+
+    items = KnowledgeItem.objects.filter(
+        account=scope.account,
+        store__in=_stores(scope),
+        is_current=True,
+        graph_node_id__in=exported_node_ids(account=scope.account, single_agent=scope.single_agent),
+    ).values_list("pk", "graph_node_id")
+    for pk, node_id in items.order_by("pk").iterator(chunk_size=1000):
+        yield {"id": pk, "item": ref(ITEM, pk), "node": ref(GRAPH_NODE, node_id)}
+
+
+def _item_node_load(scope: ImportScope, rows: Sequence[Row]) -> None:
+    nodes = {scope.required(row["item"]): scope.required(row["node"]) for row in rows}
+    lineages = dict(
+        KnowledgeItem.objects.filter(pk__in=nodes).values_list("pk", "lineage").order_by()
+    )
+    for item_id, node_id in nodes.items():
+        KnowledgeItem.objects.filter(account=scope.account, lineage=lineages[item_id]).update(
+            graph_node_id=node_id
+        )
+
+
 _DATETIME = "datetime (ISO 8601) or null"
 
 KINDS = (
@@ -866,5 +897,15 @@ KINDS = (
         },
         rows=_pool_event_rows,
         load=_pool_event_load,
+    ),
+    Kind(
+        name=ITEM_NODE,
+        schema={
+            "item": f"ref:{ITEM}: the item's current version (its versions share the node)",
+            "node": f"ref:{GRAPH_NODE}",
+        },
+        rows=_item_node_rows,
+        load=_item_node_load,
+        late=True,
     ),
 )

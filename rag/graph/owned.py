@@ -12,8 +12,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from django.db.models import QuerySet
+from django.apps import apps
+from django.db.models import Q, QuerySet
 
+from core.models import Account
 from rag.graph.models import GraphEdge, GraphNode
 from rag.visibility import Source
 
@@ -82,3 +84,37 @@ def edge_of_source(
         derived_space=source.space,
         derived_scope_id=source.scope_id,
     ).first()
+
+
+# --- what an account export holds (``rag.graph.portability``) ---------------------------------
+
+# The private space whose scopes a derived node or edge may record (memory's long-term entries:
+# a conversation's context); the open spaces record no scope.
+PRIVATE_SPACE = "memory_entries"
+
+
+def _contexts(account: Account) -> Any:
+    """The ids of the account's memory contexts (memory's model found by name: rag imports no
+    app above it); none when memory is not installed."""
+    if not apps.is_installed("memory"):
+        return []
+    model = apps.get_model("memory", "MemoryContext")
+    return model.objects.filter(account=account).values("pk")
+
+
+def derived_sources(account: Account) -> Q:
+    """Rows of an account-wide source, or of a memory context the export holds."""
+    return Q(derived_scope_id__isnull=True) | Q(
+        derived_space=PRIVATE_SPACE, derived_scope_id__in=_contexts(account)
+    )
+
+
+def exported_nodes(*, account: Account, single_agent: bool = False) -> QuerySet[GraphNode]:
+    """The nodes an export holds (none in an agent's share: the graph is account-wide)."""
+    nodes = GraphNode.objects.filter(account=account).filter(derived_sources(account))
+    return nodes.none() if single_agent else nodes
+
+
+def exported_node_ids(*, account: Account, single_agent: bool = False) -> QuerySet[Any]:
+    """The ids of ``exported_nodes``, as a subquery (for the apps' rows that name a node)."""
+    return exported_nodes(account=account, single_agent=single_agent).values("pk")

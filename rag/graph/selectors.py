@@ -27,6 +27,7 @@ from rag.graph.nodes import (
 )
 from rag.graph.owned import (
     edge_of_source,
+    exported_node_ids,
     node_by_id,
     node_exists,
     node_ids_of_type,
@@ -101,6 +102,7 @@ __all__ = [
     "edge_of_source",
     "edge_sources_sql",
     "edges_seen",
+    "exported_node_ids",
     "neighbours",
     "node_by_id",
     "node_edges",

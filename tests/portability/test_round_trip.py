@@ -4,7 +4,9 @@ nothing written), idempotency, upgrades, vectors, and tenancy (an intruder with 
 
 from __future__ import annotations
 
+import base64
 import gzip
+import hashlib
 import io
 import json
 import re
@@ -23,7 +25,7 @@ from core.errors import Conflict, ValidationFailed
 from core.models import Account, Agent, AuditEvent, Team
 from core.portability import upgrades
 from core.portability.services import account_export, account_import
-from memory.knowledge.selectors import knowledge_search
+from memory.knowledge.selectors import item_relationships, knowledge_search
 from memory.long_term.selectors import long_term_search
 from memory.models import (
     Conversation,
@@ -40,7 +42,20 @@ from memory.models import (
     ShortTermEntry,
     ShortTermScope,
 )
-from skills.models import AgentSkill, Skill, SkillVersion
+from rag.graph.models import GraphEdge, GraphNode
+from rag.graph.nodes import node_search
+from rag.graph.walks import neighbours
+from rag.models import Chunk, Document, KnowledgeBase
+from rag.search import chunk_search
+from skills.models import (
+    AgentSkill,
+    AgentTrust,
+    LearningProfile,
+    Skill,
+    SkillProposal,
+    SkillUsage,
+    SkillVersion,
+)
 from skills.selectors.catalog import skill_discover
 from tests.portability.world import World, world_build
 
@@ -51,6 +66,8 @@ INTRUDER = "INTRUDER"
 REF = re.compile(r"^(?P<kind>[\w.]+):(?P<id>\d+)$")
 NAMED_BY_ID = re.compile(r"^(agent|conversation):(\d+)$")
 KIND_OF = {"agent": "core.agent", "conversation": "memory.conversation"}
+IN_CONTEXT = re.compile(r" \(context (\d+)\)$")
+METADATA_IDS = {"skill_id": "skills.skill", "content_id": "content.page"}
 
 
 @pytest.fixture
@@ -101,6 +118,12 @@ def normalised(path: Path, *, times: bool = False) -> dict[str, list[dict[str, A
             return lineages.setdefault(value, len(lineages) + 1)
         if isinstance(value, str) and (match := NAMED_BY_ID.match(value)):
             return f"{match[1]}#{order[KIND_OF[match[1]]].get(int(match[2]))}"
+        if key == "name" and isinstance(value, str) and (match := IN_CONTEXT.search(value)):
+            return f"{value[: match.start()]} (context #{order['memory.context'][int(match[1])]})"
+        if key == "metadata" and isinstance(value, dict):  # the owners' ids in the graph's
+            return {k: norm(k, v) for k, v in value.items()}
+        if key in METADATA_IDS and isinstance(value, int):
+            return f"{METADATA_IDS[key]}#{order[METADATA_IDS[key]].get(value)}"
         return value
 
     return {
@@ -136,6 +159,16 @@ def counts(account: Account) -> dict[str, int]:
         "pool_grants": MemoryPoolGrant.objects.filter(pool__account=account).count(),
         "pool_events": MemoryPoolEvent.objects.filter(account=account).count(),
         "pool_leaves": PoolLeaf.objects.filter(account=account).count(),
+        "knowledge_bases": KnowledgeBase.objects.filter(account=account).count(),
+        "documents": Document.objects.filter(account=account).count(),
+        "indexed_documents": Document.objects.filter(account=account, status="indexed").count(),
+        "chunks": Chunk.objects.filter(account=account).count(),
+        "graph_nodes": GraphNode.objects.filter(account=account).count(),
+        "graph_edges": GraphEdge.objects.filter(account=account).count(),
+        "proposals": SkillProposal.objects.filter(account=account).count(),
+        "usage": SkillUsage.objects.filter(account=account).count(),
+        "profiles": LearningProfile.objects.filter(account=account).count(),
+        "trust": AgentTrust.objects.filter(account=account).count(),
     }
 
 
@@ -213,6 +246,97 @@ def test_round_trip_export_import_export_is_equal(
     # The grant follows: bob of beta reads alice's notes of beta.
     bob_b = Agent.objects.get(account=beta, name="bob")
     assert MemoryContextGrant.objects.get(agent=bob_b).context.account_id == beta.pk
+    _documents_and_graph_answer_the_same(world, beta, alice_b)
+
+
+def _documents_and_graph_answer_the_same(world: World, beta: Account, alice_b: Agent) -> None:
+    """Documents (hybrid search), the graph (alias search, neighbours), knowledge-item
+    relationships and skills' learning answer the same in A and B, and B's answers are B's rows
+    only (ids and scope ids, not just text)."""
+    actor_a, actor_b = world.alice_actor, actor_for_agent(alice_b)
+    beta_bases = set(KnowledgeBase.objects.filter(account=beta).values_list("pk", flat=True))
+    beta_documents = set(Document.objects.filter(account=beta).values_list("pk", flat=True))
+    beta_chunks = set(Chunk.objects.filter(account=beta).values_list("pk", flat=True))
+    assert not Document.objects.filter(account=beta).exclude(status="indexed").exists()
+    for query in ("how do I roll back a deploy", "what is an error budget"):
+        in_a = chunk_search(actor=actor_a, query=query, mode="hybrid", top_k=5).hits
+        in_b = chunk_search(actor=actor_b, query=query, mode="hybrid", top_k=5).hits
+        assert in_b
+        assert [(h.document_title, h.text) for h in in_a] == [
+            (h.document_title, h.text) for h in in_b
+        ]
+        assert {h.knowledge_base_id for h in in_b} <= beta_bases
+        assert {h.document_id for h in in_b} <= beta_documents
+        assert {h.chunk_id for h in in_b} <= beta_chunks
+    # The graph: a node found by its alias, and its neighbours by typed edges.
+    found_a = node_search(actor=actor_a, query="Lind", entity_type="person")
+    found_b = node_search(actor=actor_b, query="Lind", entity_type="person")
+    assert [h.node.name for h in found_b] == [h.node.name for h in found_a]
+    assert found_b[0].node.name == "Jonas Lind"
+    assert {h.node.account_id for h in found_b} == {beta.pk}
+    lind_a, lind_b = found_a[0].node, found_b[0].node
+    assert lind_b.aliases == lind_a.aliases == ["Lind", "JL"]
+    near_a, near_b = neighbours(node=lind_a), neighbours(node=lind_b)
+    assert [(n.node.name, n.relation_type, n.hops) for n in near_b] == [
+        (n.node.name, n.relation_type, n.hops) for n in near_a
+    ]
+    assert near_b and {n.node.account_id for n in near_b} == {beta.pk}
+    leads = GraphEdge.objects.get(account=beta, relation_type="leads")
+    assert (leads.weight, leads.metadata, leads.source_id) == (0.7, {"since": "2026"}, lind_b.pk)
+    # A knowledge-item relationship is an edge between the items' nodes: it follows them.
+    related_a = item_relationships(actor_a, "facts", "launch-owner")
+    related_b = item_relationships(actor_b, "facts", "launch-owner")
+    assert [(r.edge.relation_type, r.target.key, r.strength) for r in related_b] == [
+        (r.edge.relation_type, r.target.key, r.strength) for r in related_a
+    ]
+    assert related_b and related_b[0].target.account_id == beta.pk
+    # A node of a private source follows its context: its scope and the id in its name.
+    conversation_b = Conversation.objects.get(account=beta)
+    venue = KnowledgeItem.objects.get(account=beta, key="launch-venue", is_current=True)
+    assert venue.graph_node is not None
+    assert venue.graph_node.name == f"facts/launch-venue (context {conversation_b.context_id})"
+    assert (venue.graph_node.derived_space, venue.graph_node.derived_scope_id) == (
+        "memory_entries",
+        conversation_b.context_id,
+    )
+    bob_b = actor_for_agent(Agent.objects.get(account=beta, name="bob"))
+    for reader, sees in ((bob_b, False), (actor_b, True)):
+        hits = node_search(actor=reader, query="launch-venue Lisbon", entity_type="knowledge_item")
+        assert (venue.graph_node_id in {h.node.pk for h in hits}) is sees
+    # One node per page, skill and item: the apps adopted the imported nodes, none doubled.
+    for entity_type in ("page", "skill", "knowledge_item", "person", "project"):
+        names_a, names_b = (
+            sorted(
+                IN_CONTEXT.sub(" (context)", name)
+                for name in GraphNode.objects.filter(
+                    account=account, entity_type=entity_type
+                ).values_list("name", flat=True)
+            )
+            for account in (world.account, beta)
+        )
+        assert names_b == names_a
+    assert Page.objects.filter(account=beta, node__isnull=True).count() == 0
+    # A skill's dependency is a depends_on edge between the skills' nodes of B.
+    verify, deploy = (
+        Skill.objects.get(account=beta, name__endswith=name)
+        for name in ("verify release", "deploy service")
+    )
+    depends = GraphEdge.objects.get(account=beta, relation_type="depends_on")
+    assert (depends.source_id, depends.target_id) == (verify.graph_node_id, deploy.graph_node_id)
+    assert depends.metadata == {"version": "^1.0.0"}
+    # Skills' learning: proposals with their review, the profile and trust follow the agent.
+    assert sorted(
+        SkillProposal.objects.filter(account=beta).values_list("status", "decision_reason")
+    ) == sorted(
+        SkillProposal.objects.filter(account=world.account).values_list("status", "decision_reason")
+    )
+    profile_a = LearningProfile.objects.get(agent=world.alice, task_type="deploy")
+    profile_b = LearningProfile.objects.get(agent=alice_b, task_type="deploy")
+    assert (profile_b.success_rate, bytes(profile_b.window)) == (
+        profile_a.success_rate,
+        bytes(profile_a.window),
+    )
+    assert SkillUsage.objects.filter(account=beta, skill__account=beta).count() == 1
 
 
 def test_export_never_holds_another_accounts_rows(world: World, tmp_path: Path) -> None:
@@ -336,6 +460,9 @@ def test_vectors_travel_when_the_model_is_the_same(
     current = MemoryEntry.objects.filter(account=beta, is_current=True, archived_at__isnull=True)
     assert all(e.embedding is not None for e in current)
     assert not PendingIndex.objects.filter(context__account=beta, embed=True).exists()
+    (nodes,) = [kind for kind in manifest["kinds"] if kind["name"] == "rag.graph_node"]
+    assert nodes["vectors"]["models"][0]["count"] == nodes["count"]
+    assert not GraphNode.objects.filter(account=beta, embedding__isnull=True).exists()
 
 
 def test_the_commands_export_and_import(
@@ -403,3 +530,53 @@ def test_an_export_outside_a_transaction_reads_one_snapshot(tmp_path: Path) -> N
     assert [json.loads(line)["name"] for line in files["core.agent.jsonl"].splitlines()] == [
         "solo-agent"
     ]
+
+
+def test_documents_are_searchable_once_their_ingestion_ran(world: World, tmp_path: Path) -> None:
+    """The import commits each document pending with its bytes and no chunks; the ingestion
+    queued after the commit makes its chunks, and then it is found."""
+    from rag.tasks import process_documents
+
+    beta = account_import(
+        path=export(world.account, tmp_path / "a.tar.gz"), account_slug="beta"
+    ).account  # the callbacks after the commit are not run here
+    documents = Document.objects.filter(account=beta)
+    assert {d.status for d in documents} == {"pending"}
+    assert {bytes(d.original) for d in documents} == {
+        bytes(d.original) for d in Document.objects.filter(account=world.account)
+    }
+    assert not Chunk.objects.filter(account=beta).exists()
+    alice_b = actor_for_agent(Agent.objects.get(account=beta, name="alice"))
+    assert not chunk_search(actor=alice_b, query="roll back a deploy", mode="hybrid").hits
+    process_documents.delay(sorted(d.pk for d in documents))
+    assert set(Document.objects.filter(account=beta).values_list("status", flat=True)) == {
+        "indexed"
+    }
+    assert chunk_search(actor=alice_b, query="roll back a deploy", mode="hybrid").hits
+    # The knowledge base keeps its chunking settings, and embeds with this installation's model.
+    kb_a = KnowledgeBase.objects.get(account=world.account)
+    kb_b = KnowledgeBase.objects.get(account=beta)
+    assert (kb_b.chunk_size, kb_b.chunk_overlap, kb_b.chunking_strategy) == (
+        kb_a.chunk_size,
+        kb_a.chunk_overlap,
+        kb_a.chunking_strategy,
+    )
+
+
+def test_a_document_whose_bytes_were_changed_is_refused(world: World, tmp_path: Path) -> None:
+    """Even with the archive's checksums made to match, a document's bytes must match its own
+    size and SHA-256: nothing is written."""
+    files = files_of(export(world.account, tmp_path / "a.tar.gz"))
+    rows = [json.loads(line) for line in files["rag.document.jsonl"].splitlines()]
+    rows[0]["original"] = base64.b64encode(b"something else entirely").decode()
+    data = b"".join((json.dumps(row, sort_keys=True) + "\n").encode() for row in rows)
+    files["rag.document.jsonl"] = data
+    manifest = json.loads(files["manifest.json"])
+    for entry in manifest["kinds"]:
+        if entry["name"] == "rag.document":
+            entry["sha256"] = hashlib.sha256(data).hexdigest()
+    files["manifest.json"] = json.dumps(manifest).encode()
+    error = _refused(repack(tmp_path / "a.tar.gz", files, tmp_path / "t.tar.gz"))
+    assert error.code == "import_invalid"
+    assert error.details == {"file": "rag.document.jsonl"}
+    assert "checksum" in error.message

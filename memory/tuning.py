@@ -351,7 +351,10 @@ class ContextPacking:
 
 
 _SHARE = "Its share of what the last turns leave (renormalised over the sections with candidates)"
-_SHARES_BENCH = f"conversation's: {_CONTEXT}; the other task types': the design's starting values, not measured"
+_SHARES_BENCH = (
+    f"conversation's: {_CONTEXT}; the other task types': the design's starting values,"
+    " not measured"
+)
 
 
 @dataclass(frozen=True)
@@ -378,7 +381,8 @@ class SectionShares:
 
 @dataclass(frozen=True)
 class ContextShares:
-    # Conversation's measured on LoCoMo (_CONTEXT); the others are the design's starting values, not measured.
+    # Conversation's measured on LoCoMo (_CONTEXT); the others are the design's starting
+    # values, not measured.
     conversation: SectionShares = SectionShares()
     problem_solving: SectionShares = SectionShares(
         recent=0.05,

@@ -352,8 +352,7 @@ class ContextPacking:
 
 _SHARE = "Its share of what the last turns leave (renormalised over the sections with candidates)"
 _SHARES_BENCH = (
-    f"conversation's: {_CONTEXT}; the other task types': the design's starting values,"
-    " not measured"
+    f"conversation's: {_CONTEXT}; the other task types': the design's starting values, not measured"
 )
 
 

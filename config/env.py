@@ -9,8 +9,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import Field, ValidationError, model_validator
+from pydantic import Field, ValidationError, ValidationInfo, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+from core.redis_urls import CLUSTER_SCHEMES, is_sentinel, redis_url_check
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -50,6 +52,9 @@ class EngramEnv(BaseSettings):
     CELERY_BROKER_URL: str | None = None
     CELERY_TASK_ALWAYS_EAGER: bool = False
     CELERY_WORKER_CONCURRENCY: int = Field(default=2, ge=1, le=64)
+    # ./engram run: one worker per queue (interactive, ingestion, maintenance) instead of one
+    # worker consuming all three (docs/operations.md, "Queues and workers").
+    CELERY_WORKER_PER_QUEUE: bool = False
 
     # --- embeddings --------------------------------------------------------------------------
     EMBEDDING_PROVIDER: Literal["local", "openai"] = "local"
@@ -164,6 +169,20 @@ class EngramEnv(BaseSettings):
                 if key in data:
                     data[key] = _csv(data[key])
         return data
+
+    @field_validator("REDIS_URL", "CELERY_BROKER_URL")
+    @classmethod
+    def _redis_url(cls, value: str | None, info: ValidationInfo) -> str | None:
+        """``redis://``, ``rediss://``, ``unix://`` or ``sentinel://...?master_name=``
+        (core/redis_urls.py); Redis Cluster is refused with the reason. A broker URL of another
+        kind (``amqp://``) is kombu's business and passes as given."""
+        if not value:
+            return None
+        name = info.field_name or "REDIS_URL"
+        scheme = value.split("://", 1)[0].lower()
+        if name == "REDIS_URL" or is_sentinel(value) or scheme in CLUSTER_SCHEMES:
+            redis_url_check(value, name="")
+        return value
 
     @model_validator(mode="after")
     def _check(self) -> EngramEnv:

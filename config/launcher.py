@@ -2,7 +2,9 @@
 
 Starts (or re-attaches to) the embedded PostgreSQL and Valkey servers for any of DATABASE_URL /
 REDIS_URL left unset, migrates, creates the periodic schedules and (first start only) a demo
-account, then runs the web server, one Celery worker and Celery beat, and supervises them.
+account, then runs the web server, one Celery worker (consuming the three queues: interactive,
+ingestion, maintenance; with ``CELERY_WORKER_PER_QUEUE`` one worker per queue) and Celery beat,
+and supervises them.
 "Engram is up" is printed once ``/readyz`` answers 200, never before. Web and worker processes
 write their Prometheus metrics into one directory (``PROMETHEUS_MULTIPROC_DIR``, emptied at each
 start; core/metrics.py) that ``/metrics`` adds up.
@@ -49,6 +51,7 @@ from config.embedded import (
 )
 from config.env import BASE_DIR, load_env
 from core.metrics import MULTIPROC_ENV, multiprocess_dir_clean
+from core.queue import QUEUES
 
 logger = logging.getLogger("engram.launcher")
 
@@ -306,10 +309,7 @@ class Launcher:
                 *("--workers", str(s.WEB_CONCURRENCY), "--threads", "4"),
                 *("--worker-class", "gthread", "--timeout", "120", "--access-logfile", "-"),
             ],
-            "worker": [
-                *(python, "-m", "celery", "-A", "config", "worker", "--loglevel", "INFO"),
-                *("--concurrency", str(s.CELERY_WORKER_CONCURRENCY), "--hostname", "engram@%h"),
-            ],
+            **self._workers(python),
             "beat": [
                 *(python, "-m", "celery", "-A", "config", "beat", "--loglevel", "INFO"),
                 *("--pidfile", str(self.run_dir / "beat.pid")),
@@ -318,6 +318,19 @@ class Launcher:
         for name, argv in argvs.items():
             self.children[name] = child = Child(name, argv)
             self._spawn(child)
+
+    def _workers(self, python: str) -> dict[str, list[str]]:
+        """One worker on every queue ("worker"), or with CELERY_WORKER_PER_QUEUE one per queue
+        ("worker-<queue>"), each with CELERY_WORKER_CONCURRENCY pool processes."""
+        s = self.env_settings
+        base = [python, "-m", "celery", "-A", "config", "worker", "--loglevel", "INFO"]
+        base += ["--concurrency", str(s.CELERY_WORKER_CONCURRENCY)]
+        if not s.CELERY_WORKER_PER_QUEUE:
+            return {"worker": [*base, "--queues", ",".join(QUEUES), "--hostname", "engram@%h"]}
+        return {
+            f"worker-{queue}": [*base, "--queues", queue, "--hostname", f"{queue}@%h"]
+            for queue in QUEUES
+        }
 
     def _write_state(self) -> None:
         children = {}
@@ -439,7 +452,8 @@ class Launcher:
 
     def _stop_children(self) -> None:
         running = [c.proc for c in self.children.values() if c.proc is not None]
-        for name in ("beat", "web", "worker"):
+        workers = sorted(name for name in self.children if name.startswith("worker"))
+        for name in ("beat", "web", *workers):
             child = self.children.get(name)
             if child is not None and child.proc is not None and child.proc.poll() is None:
                 with contextlib.suppress(ProcessLookupError):
@@ -509,7 +523,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         epilog=(
             "Configured by the environment (docs/configuration.md), e.g. ENGRAM_HOST,\n"
             "ENGRAM_PORT, ENGRAM_DATA_DIR, WEB_CONCURRENCY, CELERY_WORKER_CONCURRENCY,\n"
-            "DATABASE_URL, REDIS_URL."
+            "CELERY_WORKER_PER_QUEUE, DATABASE_URL, REDIS_URL."
         ),
     )
     return parser.parse_args(argv)

@@ -8,9 +8,12 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import dj_database_url
+from kombu import Exchange, Queue
 
 from config.embedded import EmbeddedPostgres, EmbeddedValkey
 from config.env import BASE_DIR, load_env
+from core.queue import DEFAULT_QUEUE, QUEUES
+from core.redis_urls import is_sentinel, sentinel_url_parse
 
 ENV = load_env()
 
@@ -99,7 +102,11 @@ REDIS_URL = ENV.REDIS_URL or EmbeddedValkey(ENGRAM_DATA_DIR.resolve()).url
 
 
 def _celery_url(redis_url: str) -> str:
-    """Kombu spells a unix-socket Redis URL ``redis+socket://``; credentials stay in the netloc."""
+    """Kombu spells a unix-socket Redis URL ``redis+socket://``; credentials stay in the netloc.
+    A Sentinel URL becomes kombu's (one ``sentinel://`` per sentinel; its master's name goes in
+    the transport options, ``_celery_transport_options``)."""
+    if is_sentinel(redis_url):
+        return sentinel_url_parse(redis_url).broker_url()
     parts = urlsplit(redis_url)
     if parts.scheme == "unix":
         query = f"?{parts.query}" if parts.query else ""
@@ -107,15 +114,39 @@ def _celery_url(redis_url: str) -> str:
     return redis_url
 
 
-CACHES: dict[str, dict[str, Any]] = {
-    "default": {
+def _celery_transport_options(broker_source: str) -> dict[str, Any]:
+    """What the broker's transport needs beyond its URL: for Sentinel, the master's name."""
+    if is_sentinel(broker_source):
+        return sentinel_url_parse(broker_source).broker_transport_options()
+    return {}
+
+
+def _cache(redis_url: str) -> dict[str, Any]:
+    """The default cache on ``redis_url``. Django's Redis cache splits a string LOCATION at
+    commas (several servers): a Sentinel URL, whose hosts are comma-separated, goes in a list,
+    with the pool class that asks the sentinels for the master."""
+    if is_sentinel(redis_url):
+        return {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": [redis_url],
+            "KEY_PREFIX": "engram",
+            "OPTIONS": {"pool_class": "core.redis_client.SentinelPool"},
+        }
+    return {
         "BACKEND": "django.core.cache.backends.redis.RedisCache",
-        "LOCATION": REDIS_URL,
+        "LOCATION": redis_url,
         "KEY_PREFIX": "engram",
     }
-}
 
-CELERY_BROKER_URL = ENV.CELERY_BROKER_URL or _celery_url(REDIS_URL)
+
+CACHES: dict[str, dict[str, Any]] = {"default": _cache(REDIS_URL)}
+
+# A configured broker is used as given (an amqp:// one too), but for Engram's Sentinel spelling.
+_BROKER_SOURCE = ENV.CELERY_BROKER_URL or REDIS_URL
+if ENV.CELERY_BROKER_URL and not is_sentinel(ENV.CELERY_BROKER_URL):
+    CELERY_BROKER_URL = ENV.CELERY_BROKER_URL
+else:
+    CELERY_BROKER_URL = _celery_url(_BROKER_SOURCE)
 CELERY_RESULT_BACKEND = None
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_ACCEPT_CONTENT = ["json"]
@@ -141,7 +172,18 @@ CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 RAG_DOCUMENT_TASK_TIME_LIMITS = (28 * 60, 30 * 60)
 RAG_BATCH_TASK_TIME_LIMITS = (58 * 60, 60 * 60)
 RAG_LONGEST_TASK_TIME_LIMIT = max(RAG_DOCUMENT_TASK_TIME_LIMITS[1], RAG_BATCH_TASK_TIME_LIMITS[1])
-CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 2 * RAG_LONGEST_TASK_TIME_LIMIT + 300}
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "visibility_timeout": 2 * RAG_LONGEST_TASK_TIME_LIMIT + 300,
+    **_celery_transport_options(_BROKER_SOURCE),
+}
+# Queues by role (core/queue.py; docs/operations.md, "Queues and workers"): each task's queue is
+# declared where the task is, and core.queue.task_route reads those declarations. Each queue has
+# its own exchange and routing key: bound to the default ones, every send would reach all three.
+CELERY_TASK_QUEUES = tuple(
+    Queue(name, Exchange(name, type="direct"), routing_key=name) for name in QUEUES
+)
+CELERY_TASK_DEFAULT_QUEUE = DEFAULT_QUEUE
+CELERY_TASK_ROUTES = ("core.queue.task_route",)
 
 # --- auth, i18n, static --------------------------------------------------------------------------
 # People sign in to the admin with a password; django-axes locks a username after too many

@@ -7,11 +7,10 @@ import datetime as dt
 import logging
 from typing import Any
 
-from celery import shared_task
-
 from content.services import links, summaries
 from core.jobs import periodic_job
 from core.models import JobRun
+from core.queue import INGESTION, INTERACTIVE, queued_task
 
 logger = logging.getLogger("engram.content")
 
@@ -55,7 +54,7 @@ def sync_pending(run: JobRun, dry_run: bool = False) -> dict[str, int]:
     return links.pending_sync_sweep(dry_run=dry_run)
 
 
-@shared_task(time_limit=300, soft_time_limit=240, acks_late=True)
+@queued_task(queue=INTERACTIVE, time_limit=300, soft_time_limit=240, acks_late=True)
 def page_sync(page_id: int) -> dict[str, Any] | None:
     """A saved page's node, embedding and ``references`` edges."""
     report = links.page_sync(page_id=page_id)
@@ -64,13 +63,13 @@ def page_sync(page_id: int) -> dict[str, Any] | None:
     return {"links": report.links, "created": report.created, "removed": report.removed}
 
 
-@shared_task(time_limit=300, soft_time_limit=240, acks_late=True)
+@queued_task(queue=INTERACTIVE, time_limit=300, soft_time_limit=240, acks_late=True)
 def article_sync(article_id: int) -> bool:
     """A saved article's embedding (its nodes follow through the pages that link to it)."""
     return links.article_sync(article_id=article_id)
 
 
-@shared_task(time_limit=900, soft_time_limit=840, acks_late=True)
+@queued_task(queue=INGESTION, time_limit=900, soft_time_limit=840, acks_late=True)
 def pages_relink(
     account_id: int | None, names: list[str], node_ids: list[int] | None = None
 ) -> int:

@@ -11,10 +11,12 @@ Its plumbing modules:
   ``schema``, ``converters``: the API's shared pieces (error shape, strict input, cursors);
 - ``writes``, ``audit``, ``transactions``, ``db``: writing rows (changed fields only, audit in
   the same transaction, database cascades);
-- ``jobs``, ``periodic``, ``queue``: job runs, periodic schedules, enqueueing on commit;
+- ``jobs``, ``periodic``, ``queue``: job runs, periodic schedules, the queues by role and
+  enqueueing on commit;
 - ``embeddings``, ``llm``, ``openai_client``: the providers;
 - ``search``, ``metadata``, ``digests``, ``side_by_side``: search input bounds, metadata
   echoes, the daily digests' registry, independent reads run side by side on threads;
 - ``tuning``: the registry of every app's tunables (``<app>/tuning.py``; docs/tuning.md);
-- ``redis_client``, ``process_cache``, ``heap``, ``health``, ``logging``: process plumbing;
+- ``redis_client``, ``redis_urls`` (Sentinel's included), ``process_cache``, ``heap``,
+  ``health``, ``logging``: process plumbing;
 - ``metrics``, ``metrics_scrape``: what Prometheus reads (recorded, and read at scrape time)."""

@@ -85,9 +85,10 @@ def _check_migrations() -> dict[str, object]:
 
 
 def _check_redis() -> dict[str, object]:
-    import redis
 
-    client = redis.Redis.from_url(settings.REDIS_URL, socket_timeout=2, socket_connect_timeout=2)
+    from core.redis_client import redis_from_url
+
+    client = redis_from_url(settings.REDIS_URL, socket_timeout=2, socket_connect_timeout=2)
     try:
         client.ping()
     finally:

@@ -3,8 +3,9 @@
 A job is declared once, where its body is: ``@periodic_job(every_seconds=..., ...)`` (or
 ``crontab=...``) on a function of ``<app>/tasks.py`` makes it the Celery task
 ``<app>.tasks.<function>`` and the job ``<app>.<function>`` (its beat row's name and its
-``JobRun.job``), registers the job in one registry (``periodic_jobs`` reads it) and runs the
-body inside ``job_run``. ``setup_periodic_tasks`` turns the registry into django-celery-beat rows
+``JobRun.job``), registers the job in one registry (``periodic_jobs`` reads it), routes the task
+to its queue (``core.queue``: maintenance unless ``queue`` says otherwise) and runs the body inside
+``job_run``. ``setup_periodic_tasks`` turns the registry into django-celery-beat rows
 that operators then own.
 """
 
@@ -23,6 +24,7 @@ from django.apps import apps
 from django.utils import timezone
 
 from core.models import JobRun
+from core.queue import MAINTENANCE, task_queue_declare
 
 logger = logging.getLogger("engram.jobs")
 
@@ -40,6 +42,7 @@ class PeriodicJob:
     every_seconds: int | None = None
     crontab: str | None = None
     kwargs: dict[str, Any] = field(default_factory=dict)
+    queue: str = MAINTENANCE
 
     def __post_init__(self) -> None:
         if (self.every_seconds is None) == (self.crontab is None):
@@ -98,11 +101,12 @@ def periodic_job(
     crontab: str | None = None,
     job: str | None = None,
     kwargs: dict[str, Any] | None = None,
+    queue: str = MAINTENANCE,
 ) -> Callable[[JobBody], Any]:
     """Declare a periodic job on its body, once: the Celery task is ``<app>.tasks.<function>``
-    (``acks_late``, with the given time limits; called with ``dry_run`` and the row's kwargs),
-    the job ``<app>.<function>`` unless ``job`` names it (a name beat rows already carry),
-    and each run is recorded by ``job_run``."""
+    (``acks_late``, with the given time limits; called with ``dry_run`` and the row's kwargs)
+    on the queue ``queue``, the job ``<app>.<function>`` unless ``job`` names it (a name beat
+    rows already carry), and each run is recorded by ``job_run``."""
 
     def declare(body: JobBody) -> Any:
         app = body.__module__.split(".")[0]
@@ -115,10 +119,12 @@ def periodic_job(
             every_seconds=every_seconds,
             crontab=crontab,
             kwargs=dict(kwargs or {}),
+            queue=queue,
         )
         known = _REGISTRY.get(name)
         if known is not None and known.task != spec.task:
             raise ValueError(f"periodic job names must be unique: {name} ({known.task})")
+        task_queue_declare(spec.task, queue)
         _REGISTRY[name] = spec
 
         def run_job(self: Any, dry_run: bool = False, **options: Any) -> dict[str, Any]:

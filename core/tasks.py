@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from celery import shared_task
 from django.conf import settings
 
 from core import services
 from core.jobs import periodic_job
 from core.models import JobRun
 from core.portability import jobs as portability_jobs
+from core.queue import INGESTION, queued_task
 
 
 @periodic_job(
@@ -41,7 +41,8 @@ def prune_job_runs(run: JobRun, dry_run: bool = False) -> dict[str, int]:
     return {"deleted": deleted}
 
 
-@shared_task(
+@queued_task(
+    queue=INGESTION,
     bind=True,
     time_limit=portability_jobs.TIME_LIMIT,
     soft_time_limit=portability_jobs.SOFT_TIME_LIMIT,

@@ -5,13 +5,11 @@ expired), so a run can stop or repeat at any point: idempotent by construction."
 
 from __future__ import annotations
 
-from celery import shared_task
-
 from core.embeddings.base import EmbeddingError
 from core.jobs import periodic_job
 from core.llm import LLMError
 from core.models import JobRun
-from core.queue import task_send
+from core.queue import INTERACTIVE, MAINTENANCE, queued_task, task_send
 from memory.conversations import services as conversations
 from memory.conversations.extraction import services as extractions
 from memory.long_term.services import access, pending, readings
@@ -90,7 +88,8 @@ def importance_decay(run: JobRun, dry_run: bool = False) -> dict[str, int]:
 # --- cluster maintenance (seed 004: every 30 minutes, short-circuited most of the time) --------
 
 
-@shared_task(
+@queued_task(
+    queue=MAINTENANCE,
     bind=True,
     time_limit=maintenance_jobs.TIME_LIMIT,
     soft_time_limit=maintenance_jobs.SOFT_TIME_LIMIT,
@@ -154,7 +153,8 @@ def cluster_maintenance(run: JobRun, dry_run: bool = False) -> dict[str, int]:
 # --- conversations ---------------------------------------------------------------------------
 
 
-@shared_task(
+@queued_task(
+    queue=INTERACTIVE,
     time_limit=600,
     soft_time_limit=540,
     acks_late=True,
@@ -212,7 +212,8 @@ def flush_accesses(run: JobRun, dry_run: bool = False) -> dict[str, int]:
         return access.access_flush()
 
 
-@shared_task(
+@queued_task(
+    queue=INTERACTIVE,
     time_limit=pending.TASK_TIME_LIMIT_SECONDS,
     soft_time_limit=pending.TASK_SOFT_TIME_LIMIT_SECONDS,
     acks_late=True,

@@ -4,13 +4,13 @@ import logging
 import uuid
 from typing import Any
 
-from celery import shared_task
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 
 from core.embeddings.base import EmbeddingError
 from core.jobs import periodic_job
 from core.models import JobRun
+from core.queue import INGESTION, queued_task
 from rag import services
 from rag.models import Document
 
@@ -61,7 +61,8 @@ def prune_search_queries(_run: JobRun, dry_run: bool = False) -> dict[str, int]:
     )
 
 
-@shared_task(
+@queued_task(
+    queue=INGESTION,
     bind=True,
     acks_late=True,
     time_limit=DOCUMENT_TIME_LIMIT,
@@ -96,7 +97,8 @@ def process_document(self, document_id: int) -> str:  # type: ignore[no-untyped-
         return "failed"
 
 
-@shared_task(
+@queued_task(
+    queue=INGESTION,
     bind=True,
     acks_late=True,
     time_limit=BATCH_TIME_LIMIT,
@@ -162,7 +164,7 @@ def graph_index_pending(run: JobRun, dry_run: bool = False) -> dict[str, int]:
         return {"pending": taken, "indexed": taken, "mentions": outcome.mentions}
 
 
-@shared_task(bind=True, time_limit=1800, soft_time_limit=1740, acks_late=True)
+@queued_task(queue=INGESTION, bind=True, time_limit=1800, soft_time_limit=1740, acks_late=True)
 def graph_index_documents(self, document_ids: list[int]) -> dict[str, int]:  # type: ignore[no-untyped-def]
     """The entities of newly indexed documents' chunks (``rag.graph.services.build``); never
     fails ingestion: an error is logged, the documents stay pending and

@@ -75,7 +75,8 @@ def test_a_scrape_shows_the_route_and_the_search_stages_of_real_calls(client, ag
     # Read at scrape time: the broker's queue and the database's connections.
     assert value(after, "engram_metrics_source_up", source="queues") == 1
     assert value(after, "engram_metrics_source_up", source="database") == 1
-    assert value(after, "engram_celery_queue_length", queue="celery") is not None
+    for queue in ("interactive", "ingestion", "maintenance"):
+        assert value(after, "engram_celery_queue_length", queue=queue) is not None
     assert (value(after, "engram_db_connections", state="active") or 0) >= 1
     assert (value(after, "engram_db_max_connections") or 0) > 0
 

@@ -23,7 +23,8 @@ Its algorithm modules (no views, no writes of their own):
   mode, a hit's entities);
 - ``communities``: reading the Leiden communities an actor may see;
 - ``graph_rag``: graph RAG's retrieval through communities and its token-budgeted context;
-- ``drawing``: a node's neighbourhood laid out for the admin.
+- ``drawing``: a node's neighbourhood laid out for the admin;
+- ``portability``: the graph's kinds of an account's export and import (docs/portability.md).
 
 Nothing is imported here: ``rag.models`` imports ``rag.graph.models`` while Django loads the
 apps, before the modules above can be."""

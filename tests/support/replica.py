@@ -12,6 +12,7 @@ database alias (``replica1``) on the test database, with the router installed, f
 from __future__ import annotations
 
 import copy
+import os
 import shutil
 import tempfile
 import time
@@ -25,6 +26,7 @@ import pytest
 from django.db import connections
 from psycopg.conninfo import make_conninfo
 
+from config.embedded.files import _pid_alive
 from config.embedded.postgres import PG_SOCKET_PORT, EmbeddedPostgres
 from core.db_router import replicas_reset
 
@@ -90,6 +92,51 @@ def _primary_settings() -> dict[str, Any]:
     return settings_dict
 
 
+_SLOT_PREFIX = "engram_test_replica_"
+
+
+def _admin(primary: dict[str, Any]) -> psycopg.Connection[Any]:
+    return psycopg.connect(
+        make_conninfo(
+            host=primary["HOST"], user=primary["USER"], password=primary["PASSWORD"],
+            dbname="postgres",
+        ),
+        autocommit=True,
+    )  # fmt: skip
+
+
+def _slot_create(primary: dict[str, Any]) -> str:
+    """A physical replication slot for this process, after dropping the idle ones of test
+    processes that are gone (a run that was killed)."""
+    name = f"{_SLOT_PREFIX}{os.getpid()}"
+    with _admin(primary) as conn:
+        stale = conn.execute(
+            "SELECT slot_name FROM pg_replication_slots WHERE slot_name LIKE %s AND NOT active",
+            [f"{_SLOT_PREFIX}%"],
+        ).fetchall()
+        for (old,) in stale:
+            if not _pid_alive(int(old.removeprefix(_SLOT_PREFIX))):
+                conn.execute("SELECT pg_drop_replication_slot(%s)", [old])
+        conn.execute("SELECT pg_create_physical_replication_slot(%s, true)", [name])
+    return name
+
+
+def _slot_drop(primary: dict[str, Any], name: str) -> None:
+    """Drop the slot once its sender has noticed the standby stopped (a moment, polled)."""
+    deadline = time.monotonic() + 30
+    with _admin(primary) as conn:
+        while time.monotonic() < deadline:
+            row = conn.execute(
+                "SELECT active FROM pg_replication_slots WHERE slot_name = %s", [name]
+            ).fetchone()
+            if row is None:
+                return
+            if not row[0]:
+                conn.execute("SELECT pg_drop_replication_slot(%s)", [name])
+                return
+            time.sleep(0.05)
+
+
 @pytest.fixture(scope="session")
 def streaming_replica(django_db_setup: None, django_db_blocker: Any) -> Iterator[Standby]:
     """A hot standby of the test server, streaming from it (see the module's docstring)."""
@@ -99,15 +146,19 @@ def streaming_replica(django_db_setup: None, django_db_blocker: Any) -> Iterator
     root = Path(tempfile.mkdtemp(prefix="engram-rep-", dir="/tmp"))
     server = EmbeddedPostgres(root)
     started = False
+    slot = ""
     try:
         server._prepare_dirs()  # private directories, owned by PostgreSQL's system user as root
         source = make_conninfo(
             host=primary["HOST"], user=primary["USER"], password=primary["PASSWORD"]
         )
-        # -R: standby.signal and primary_conninfo (this connection string) in the copy.
+        # A slot of its own, reserving WAL from now on: other workers write a lot of WAL (their
+        # test databases), which the primary would otherwise recycle before the copy has it.
+        slot = _slot_create(primary)
+        # -R: standby.signal, primary_conninfo (this connection string) and the slot's name.
         server._pg(
             "pg_basebackup",
-            ["-R", "-X", "stream", "-c", "fast", "-d", source],
+            ["-R", "-X", "stream", "-c", "fast", "-S", slot, "-d", source],
             timeout=300,
         )
         options = (
@@ -141,6 +192,8 @@ def streaming_replica(django_db_setup: None, django_db_blocker: Any) -> Iterator
         alias_remove(DOWN)
         if started:
             server._pg("pg_ctl", ["-w", "-t", "60", "-m", "immediate", "stop"], timeout=90)
+        if slot:
+            _slot_drop(primary, slot)
         shutil.rmtree(root, ignore_errors=True)
 
 

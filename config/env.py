@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Annotated, Literal
+from urllib.parse import urlsplit
 
 from pydantic import Field, ValidationError, ValidationInfo, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
@@ -19,6 +20,28 @@ BASE_DIR = Path(__file__).resolve().parent.parent
 
 # A throttle rate: <requests>/<period> or none (see core.throttling).
 _RATE = r"^(none|off|[1-9][0-9]*/(s|second|m|minute|h|hour|d|day))$"
+
+
+#: The most read replicas DATABASE_REPLICA_URLS may name.
+MAX_REPLICAS = 16
+
+
+def database_url_problem(url: str) -> str | None:
+    """What is wrong with a PostgreSQL URL, or None: a ``postgres://`` or ``postgresql://``
+    scheme and a database name (``postgresql://user:password@host:5432/engram``, or
+    ``postgresql://user:password@/engram?host=/socket/dir`` for a unix socket)."""
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises on a port that is not a number
+    except ValueError:
+        return "not a URL"
+    if parts.scheme not in ("postgres", "postgresql"):
+        return "the scheme must be postgres:// or postgresql://"
+    if not parts.path.strip("/"):
+        return "the URL names no database (postgresql://user:password@host:5432/<database>)"
+    if not parts.hostname and "host=" not in parts.query:
+        return "the URL names no host (a hostname, or ?host=/socket/dir)"
+    return None
 
 
 def _csv(value: object) -> object:
@@ -48,6 +71,10 @@ class EngramEnv(BaseSettings):
     DATABASE_CONN_MAX_AGE: int = Field(default=60, ge=0)
     # Deadlocks and serialisation failures: how many more times a write runs (core/transactions.py).
     DATABASE_CONFLICT_RETRIES: int = Field(default=4, ge=0, le=20)
+    # Read replicas (docs/operations.md, "Read replicas"): comma-separated PostgreSQL URLs that
+    # searches read from; a replica that refuses a connection is skipped for RETRY seconds.
+    DATABASE_REPLICA_URLS: Annotated[list[str], NoDecode] = []
+    DATABASE_REPLICA_RETRY_SECONDS: int = Field(default=30, ge=1, le=3600)
     REDIS_URL: str | None = None
     CELERY_BROKER_URL: str | None = None
     CELERY_TASK_ALWAYS_EAGER: bool = False
@@ -165,7 +192,7 @@ class EngramEnv(BaseSettings):
     @classmethod
     def _split_lists(cls, data: object) -> object:
         if isinstance(data, dict):
-            for key in ("ALLOWED_HOSTS", "CSRF_TRUSTED_ORIGINS"):
+            for key in ("ALLOWED_HOSTS", "CSRF_TRUSTED_ORIGINS", "DATABASE_REPLICA_URLS"):
                 if key in data:
                     data[key] = _csv(data[key])
         return data
@@ -183,6 +210,18 @@ class EngramEnv(BaseSettings):
         if name == "REDIS_URL" or is_sentinel(value) or scheme in CLUSTER_SCHEMES:
             redis_url_check(value, name="")
         return value
+
+    @field_validator("DATABASE_REPLICA_URLS")
+    @classmethod
+    def _replica_urls(cls, urls: list[str]) -> list[str]:
+        if len(urls) > MAX_REPLICAS:
+            raise ValueError(f"at most {MAX_REPLICAS} replicas")
+        for number, url in enumerate(urls, 1):
+            problem = database_url_problem(url)
+            if problem:
+                # The URL itself is not echoed: it may hold a password.
+                raise ValueError(f"replica {number}: {problem}")
+        return urls
 
     @model_validator(mode="after")
     def _check(self) -> EngramEnv:

@@ -48,6 +48,8 @@ MIDDLEWARE = [
     # First: times the whole answer for /metrics, whatever answers it.
     "core.middleware.RequestMetricsMiddleware",
     "core.middleware.RequestIdMiddleware",
+    # Before anything reads: a request's reads may go to a replica until it writes.
+    "core.middleware.ReadScopeMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -82,18 +84,38 @@ TEMPLATES = [
 # Unset DATABASE_URL means the embedded server; its socket path is fixed by the data directory, so
 # the URL is known without starting anything (entry points start it: see config.embedded).
 DATABASE_URL = ENV.DATABASE_URL or EmbeddedPostgres(ENGRAM_DATA_DIR.resolve()).url
-_db = dj_database_url.parse(DATABASE_URL, conn_max_age=ENV.DATABASE_CONN_MAX_AGE)
-_db["ENGINE"] = "django.db.backends.postgresql"
-_db["CONN_HEALTH_CHECKS"] = True
-_db.setdefault("OPTIONS", {})
-if not _db.get("HOST") and "host" in _db["OPTIONS"]:
-    # A unix-socket URL (?host=/dir) parses into OPTIONS; dbshell and pg tools read HOST.
-    _db["HOST"] = _db["OPTIONS"].pop("host")
-# psycopg 3 server-side prepares a statement after 5 runs; a cached plan would ignore later
-# per-query SETs (hnsw.ef_search) and breaks behind transaction-mode poolers.
-_db["OPTIONS"]["prepare_threshold"] = None
+
+
+def _database(url: str) -> dict[str, Any]:
+    db: dict[str, Any] = dict(dj_database_url.parse(url, conn_max_age=ENV.DATABASE_CONN_MAX_AGE))
+    db["ENGINE"] = "django.db.backends.postgresql"
+    db["CONN_HEALTH_CHECKS"] = True
+    db.setdefault("OPTIONS", {})
+    if not db.get("HOST") and "host" in db["OPTIONS"]:
+        # A unix-socket URL (?host=/dir) parses into OPTIONS; dbshell and pg tools read HOST.
+        db["HOST"] = db["OPTIONS"].pop("host")
+    # psycopg 3 server-side prepares a statement after 5 runs; a cached plan would ignore later
+    # per-query SETs (hnsw.ef_search) and breaks behind transaction-mode poolers.
+    db["OPTIONS"]["prepare_threshold"] = None
+    return db
+
+
+_db = _database(DATABASE_URL)
 _db["TEST"] = {"NAME": f"test_{_db.get('NAME') or 'engram'}"}
 DATABASES: dict[str, Any] = {"default": _db}
+# Read replicas (docs/operations.md, "Read replicas"): aliases replica1, replica2, ... that
+# core.db_router sends searches to. A replica that does not answer within connect_timeout (3 s
+# unless its URL says otherwise) is skipped for DATABASE_REPLICA_RETRY_SECONDS. Under test they
+# mirror the test database.
+DATABASE_REPLICAS: tuple[str, ...] = ()
+for _number, _url in enumerate(ENV.DATABASE_REPLICA_URLS, 1):
+    _replica = _database(_url)
+    _replica["OPTIONS"].setdefault("connect_timeout", 3)
+    _replica["TEST"] = {"MIRROR": "default"}
+    DATABASES[f"replica{_number}"] = _replica
+    DATABASE_REPLICAS += (f"replica{_number}",)
+DATABASE_ROUTERS = ["core.db_router.ReplicaRouter"] if DATABASE_REPLICAS else []
+DATABASE_REPLICA_RETRY_SECONDS = ENV.DATABASE_REPLICA_RETRY_SECONDS
 DATABASE_CONFLICT_RETRIES = ENV.DATABASE_CONFLICT_RETRIES
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 

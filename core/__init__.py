@@ -11,6 +11,8 @@ Its plumbing modules:
   ``schema``, ``converters``: the API's shared pieces (error shape, strict input, cursors);
 - ``writes``, ``audit``, ``transactions``, ``db``: writing rows (changed fields only, audit in
   the same transaction, database cascades);
+- ``db_router``: which database a read goes to (read replicas for searches, the primary after a
+  write; docs/operations.md, "Read replicas");
 - ``jobs``, ``periodic``, ``queue``: job runs, periodic schedules, the queues by role and
   enqueueing on commit;
 - ``embeddings``, ``llm``, ``openai_client``: the providers;

@@ -7,7 +7,11 @@ class CoreConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from core import schema  # noqa: F401  (registers the API key scheme with drf-spectacular)
+        from core import (
+            db_router,
+            schema,  # noqa: F401  (registers the API key scheme with drf-spectacular)
+        )
         from core.metrics import signals_connect
 
         signals_connect()
+        db_router.signals_connect()

@@ -11,6 +11,7 @@ from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.template.response import SimpleTemplateResponse
 
 from core import metrics
+from core.db_router import read_scope
 from core.errors import (
     EngramError,
     ServiceUnavailable,
@@ -26,6 +27,18 @@ logger = logging.getLogger("engram.request")
 _VALID_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
 # Django answers these itself (404, 403, 400): they are not server errors.
 _EXPECTED = (Http404, PermissionDenied, BadRequest, SuspiciousOperation)
+
+
+class ReadScopeMiddleware:
+    """Each request is a read scope (core.db_router): its searches may read a replica until
+    it writes; from its first write on, it reads the primary."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        with read_scope():
+            return self.get_response(request)
 
 
 class RequestIdMiddleware:

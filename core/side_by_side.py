@@ -11,6 +11,7 @@ thread does (``DATABASE_CONN_MAX_AGE``, health-checked before each read).
 
 from __future__ import annotations
 
+import contextvars
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TypeVar
@@ -42,7 +43,9 @@ def side_by_side(reads: Mapping[str, Callable[[], T]]) -> dict[str, T]:
         return {name: reads[name]() for name in names}
     pool = _pool.get()
     futures: dict[str, Future[T]] = {
-        name: pool.submit(_in_thread, reads[name]) for name in names[1:]
+        # Each in a copy of the caller's context: its read scope (core.db_router) goes along.
+        name: pool.submit(contextvars.copy_context().run, _in_thread, reads[name])
+        for name in names[1:]
     }
     results: dict[str, T] = {}
     failure: BaseException | None = None

@@ -24,8 +24,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from django.db import connection
 
+from core.db_router import read_connection
 from rag.keyword import analyze_query, corpus_stats
 from rag.spaces import SearchSpace
 from rag.tuning import TUNING
@@ -50,7 +50,7 @@ def unit_terms(
     if not unit_ids or not scope_ids:
         return {}
     unit = space.posting_unit_column
-    with connection.cursor() as cursor:
+    with read_connection().cursor() as cursor:
         cursor.execute(
             f"SELECT {unit}, term, tf FROM {space.posting_table} "  # noqa: S608 - names are code
             f"WHERE {unit} = ANY(%s) AND {space.scope_column} = ANY(%s)",
@@ -133,7 +133,7 @@ def feedback_vector(
     ids = [unit_id for unit_id, _ in ranked[: TUNING.feedback.units]]
     if not ids:
         return query_vector
-    with connection.cursor() as cursor:
+    with read_connection().cursor() as cursor:
         cursor.execute(
             f"SELECT avg({space.embedding_column})::text FROM {space.unit_table} "  # noqa: S608
             f"WHERE id = ANY(%s) AND {space.embedding_column} IS NOT NULL",

@@ -17,8 +17,7 @@ from __future__ import annotations
 import math
 from collections.abc import Hashable, Mapping, Sequence
 
-from django.db import connection
-
+from core.db_router import read_connection
 from rag.spaces import SearchSpace, space_weights
 from rag.tuning import TUNING
 
@@ -39,7 +38,7 @@ def unit_groups(*, space: SearchSpace, unit_ids: Sequence[int]) -> dict[int, Has
     """Each unit's group value (one indexed read by primary key)."""
     if not space.group_column or not unit_ids:
         return {}
-    with connection.cursor() as cursor:
+    with read_connection().cursor() as cursor:
         cursor.execute(
             f"SELECT id, {space.group_column} FROM {space.unit_table} "  # noqa: S608 - code
             "WHERE id = ANY(%s)",

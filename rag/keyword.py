@@ -16,6 +16,8 @@ from typing import Any
 
 from django.db import connection
 
+from core.db_router import read_connection
+
 # Text analysis lives in rag.analysis; named here too for the index's callers.
 from rag.analysis import FUNCTION_WORDS as FUNCTION_WORDS
 from rag.analysis import STOP_WORDS as STOP_WORDS
@@ -244,7 +246,7 @@ def corpus_stats(
     two indexed reads (the scope rows, and the term rows as a JSON object)."""
     if not scope_ids:
         return CorpusStats()
-    with connection.cursor() as cursor:
+    with read_connection().cursor() as cursor:
         cursor.execute(
             f"""
             SELECT coalesce(sum(s.{space.scope_count_column}), 0),
@@ -305,7 +307,7 @@ def keyword_search(
     join = space.posting_filter_join if filter_sql else ""
     where = f"AND {filter_sql}" if filter_sql else ""
     unit, length = space.posting_unit_column, space.posting_length_column
-    with connection.cursor() as cursor:
+    with read_connection().cursor() as cursor:
         cursor.execute(
             f"""
             SELECT p.{unit},

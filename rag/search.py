@@ -14,10 +14,10 @@ from datetime import date
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
-from django.db import connection
 
 from core import metrics
 from core.actors import Actor
+from core.db_router import read_connection, replica_reads
 from core.embeddings import get_embedding_provider
 from core.errors import NotFound, ValidationFailed
 
@@ -312,7 +312,7 @@ def _hydrate(hits: list[SearchHit], query_vector: np.ndarray | None) -> None:
     ids = [hit.chunk_id for hit in hits]
     q = vector_literal(query_vector) if query_vector is not None else None
     similarity = "1 - (c.embedding <=> %(q)s::vector)" if q else "NULL"
-    with connection.cursor() as cursor:
+    with read_connection().cursor() as cursor:
         cursor.execute(
             f"""
             SELECT c.id, c.document_id, c.knowledge_base_id, d.title, c.text, c.heading_path,
@@ -422,6 +422,7 @@ def chunk_hits_finish(
     return hits
 
 
+@replica_reads
 def chunk_search(
     *,
     actor: Actor,

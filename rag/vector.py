@@ -9,8 +9,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
-from django.db import connection, transaction
+from django.db import transaction
 
+from core.db_router import read_connection
 from core.embeddings import get_embedding_provider
 from rag.spaces import SearchSpace
 from rag.tuning import TUNING
@@ -82,7 +83,8 @@ def vector_search(
         WHERE u.{space.scope_column} = ANY(%(scopes)s)
           AND u.{space.model_column} = %(model)s {where}
     """  # noqa: S608 - names are code; filter_sql is built from validated filters
-    with transaction.atomic(), connection.cursor() as cursor:
+    db = read_connection()
+    with transaction.atomic(using=db.alias), db.cursor() as cursor:
         # Enough candidates for the limit, iterative scans so filters cannot starve results, how
         # many units the scopes hold, and about how many the space holds.
         cursor.execute(
@@ -117,7 +119,7 @@ def unit_similarities(
     """Cosine similarity between the query and each given unit embedded by the current model."""
     if not unit_ids:
         return {}
-    with connection.cursor() as cursor:
+    with read_connection().cursor() as cursor:
         cursor.execute(
             f"SELECT id, 1 - ({space.embedding_column} <=> %s::vector) "  # noqa: S608
             f"FROM {space.unit_table} WHERE id = ANY(%s) AND {space.model_column} = %s",

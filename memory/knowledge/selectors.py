@@ -19,6 +19,7 @@ import numpy as np
 from django.db.models import Count, F, Prefetch, Q, QuerySet
 
 from core.actors import Actor
+from core.db_router import replica_reads
 from core.errors import NotFound, ValidationFailed
 from core.search import list_length_check, search_query_check, top_k_check
 from memory.long_term.context_access import derived_visible, derived_visible_sql
@@ -243,6 +244,7 @@ def _search_scope(
     return list(stores.order_by("name"))
 
 
+@replica_reads
 def knowledge_search(
     *,
     actor: Actor,

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 from django.db import connection
 
+from core.db_router import read_connection
 from memory.models import MemoryEntry
 
 
@@ -33,7 +34,7 @@ def entries_by_id(entry_ids: Sequence[int], fields: Sequence[str] = ()) -> dict[
         (index, field) for index, field in enumerate(loaded) if hasattr(field, "from_db_value")
     ]
     names = [field.attname for field in loaded]
-    with connection.cursor() as cursor:
+    with read_connection().cursor() as cursor:
         cursor.execute(
             f"SELECT {columns} FROM {meta.db_table} WHERE id = ANY(%s)",  # noqa: S608 - names are code
             [list(entry_ids)],

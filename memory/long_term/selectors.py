@@ -12,11 +12,11 @@ from datetime import datetime
 from typing import Any, NamedTuple
 
 import numpy as np
-from django.db import connection
 from django.db.models import QuerySet
 from django.utils import timezone
 
 from core.actors import Actor
+from core.db_router import read_connection, replica_reads
 from core.errors import NotFound, PermissionDenied, ValidationFailed
 from memory.long_term.context_access import readable_contexts, visible_contexts
 from memory.long_term.entry_loading import entries_by_id
@@ -229,6 +229,7 @@ def searchable_contexts(actor: Actor, requested: Sequence[int]) -> list[int]:
     return sorted(found)
 
 
+@replica_reads
 def long_term_search(
     *,
     actor: Actor,
@@ -405,7 +406,7 @@ def _late_texts(
     left out. One statement: the entries and their readings side by side."""
     texts: dict[int, str] = {}
     reads: dict[str, late_interaction.Read] = {}
-    with connection.cursor() as cursor:
+    with read_connection().cursor() as cursor:
         cursor.execute(
             "SELECT e.id, e.content, e.data::text, e.speaker, "
             "r.text_sha, r.tokens, r.states, r.scales FROM memory_memoryentry e "

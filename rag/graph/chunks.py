@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from core.actors import Actor
+from core.db_router import replica_reads
 from rag.graph.gate import needs_hop
 from rag.graph.retrieval import (
     DEFAULT_MAX_HOPS,
@@ -60,6 +61,7 @@ def uses_graph(mode: str, stages: Sequence[str]) -> bool:
     return mode == GRAPH or GRAPH in stages
 
 
+@replica_reads
 def chunk_search_staged(
     *,
     actor: Actor,

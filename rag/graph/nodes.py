@@ -20,6 +20,7 @@ import numpy as np
 from django.db.models import BooleanField, Exists, ExpressionWrapper, OuterRef, QuerySet
 
 from core.actors import Actor
+from core.db_router import replica_reads
 from core.errors import NotFound
 from core.search import TimedHits
 from rag.models import GraphEdge, GraphNode, GraphScope
@@ -143,6 +144,7 @@ class NodeHit:
     retrieval: dict[str, Any] = field(default_factory=dict)
 
 
+@replica_reads
 def node_search(
     *,
     actor: Actor,

@@ -46,8 +46,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
-from django.db import connection
 
+from core.db_router import read_connection
 from core.embeddings import get_embedding_provider
 from core.errors import ValidationFailed
 from rag.graph import ppr
@@ -135,7 +135,7 @@ def _walk(
     for hops in range(1, max_hops + 1):
         if not frontier or len(reached) >= TUNING.walk.max_reached:
             break
-        with connection.cursor() as cursor:
+        with read_connection().cursor() as cursor:
             cursor.execute(
                 f"""
                 SELECT k.id, x.other, x.relation_type, n.name, n.entity_type, x.weight,
@@ -206,7 +206,7 @@ def _communities(
             "(SELECT count(*) FROM rag_graphcommunitymember vm JOIN rag_graphnode n "  # noqa: S608
             f"ON n.id = vm.node_id WHERE vm.community_id = c.id AND {seen})"
         )
-    with connection.cursor() as cursor:
+    with read_connection().cursor() as cursor:
         cursor.execute(
             f"""
             SELECT DISTINCT ON (m.node_id) m.node_id, c.id, c.level, c.title, c.summary, {size}
@@ -248,7 +248,7 @@ def _communities(
 
 def scope_units(space: SearchSpace, scope_ids: Sequence[int]) -> int:
     """How many units the searched scopes hold (the specificity's N)."""
-    with connection.cursor() as cursor:
+    with read_connection().cursor() as cursor:
         cursor.execute(
             f"SELECT coalesce(sum({space.scope_count_column}), 0) FROM {space.scope_table} "  # noqa: S608
             f"WHERE {space.scope_key_column} = ANY(%s)",
@@ -345,7 +345,7 @@ def _passage_nodes(
 ) -> list[tuple[int, int, float, str, str, int]]:
     """The entities the candidate passages mention: (unit, node, salience, name, entity type,
     mentions), at most ``TUNING.walk.passage_nodes`` per passage, the most salient."""
-    with connection.cursor() as cursor:
+    with read_connection().cursor() as cursor:
         cursor.execute(
             """
             SELECT x.unit_id, n.id, x.salience, n.name, n.entity_type, n.mention_count
@@ -379,7 +379,7 @@ def _unit_rows(
     where = "".join(f" AND {c}" for c in conditions)
     join = space.unit_filter_join if filter_sql else ""
     nodes = [n for n, r in reached.items() if r.mention_count < limit]
-    with connection.cursor() as cursor:
+    with read_connection().cursor() as cursor:
         cursor.execute(
             f"""
             WITH m AS MATERIALIZED (
@@ -426,7 +426,7 @@ def _facts(
     ends = {e[4]: (e[0], e[1]) for e in edges}
     if not ends:
         return []
-    with connection.cursor() as cursor:
+    with read_connection().cursor() as cursor:
         cursor.execute(
             "SELECT edge_id, unit_id FROM rag_graphrelationmention WHERE edge_id = ANY(%s) "
             "AND space = %s AND scope_id = ANY(%s)",

@@ -8,8 +8,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from django.db import connection
-
+from core.db_router import read_connection
 from rag.analysis import FUNCTION_WORDS, STOP_WORDS
 from rag.graph.graph_types import Seed
 from rag.graph.names import name_key
@@ -76,7 +75,7 @@ def seed_nodes(
     spans = query_names(query) if query else []
     if spans:
         keys = sorted({key for key, _, _ in spans})
-        with connection.cursor() as cursor:
+        with read_connection().cursor() as cursor:
             cursor.execute(
                 f"""
                 SELECT n.id, n.name, n.entity_type, n.mention_count, n.name_key, n.alias_keys,
@@ -128,7 +127,7 @@ def seed_nodes(
     ]
     if not kept:
         return seeds
-    with connection.cursor() as cursor:
+    with read_connection().cursor() as cursor:
         cursor.execute(
             "SELECT id, name, entity_type, name_key, mention_count FROM rag_graphnode "
             "WHERE id = ANY(%s)",

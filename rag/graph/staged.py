@@ -8,8 +8,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
-from django.db import connection
 
+from core.db_router import read_connection
 from core.embeddings import get_embedding_provider
 from rag.graph.gate import needs_hop
 from rag.graph.retrieval import (
@@ -244,7 +244,7 @@ def node_walk(
     kept = [(i, s) for i, s in nearest if 1.0 - s <= TUNING.seeds.distance_threshold]
     names: dict[int, tuple[str, str]] = {}
     if kept:
-        with connection.cursor() as cursor:
+        with read_connection().cursor() as cursor:
             cursor.execute(
                 "SELECT id, name, entity_type FROM rag_graphnode WHERE id = ANY(%s)",
                 [[i for i, _ in kept]],

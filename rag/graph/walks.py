@@ -17,9 +17,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from django.db import connection
 from django.db.models.expressions import RawSQL
 
+from core.db_router import read_connection
 from core.errors import NotFound, ValidationFailed
 from rag.graph.nodes import nodes_shown
 from rag.graph.relations import BOTH, OUT, Direction, direction_check
@@ -179,7 +179,7 @@ def walk(
     )
     if not parameters["starts"]:
         return []
-    with connection.cursor() as cursor:
+    with read_connection().cursor() as cursor:
         cursor.execute(
             f"""
             WITH RECURSIVE {_bfs("s.relation_type", visible, parameters)}
@@ -263,7 +263,7 @@ def reaches(
     )
     if not parameters["starts"]:
         return False
-    with connection.cursor() as cursor:
+    with read_connection().cursor() as cursor:
         cursor.execute(
             f"""
             WITH RECURSIVE {_bfs("s.edge_id", None, parameters)}
@@ -305,7 +305,7 @@ def shortest_path(
         return Path(nodes=[source], edges=[])
     if source.account_id != target.account_id:
         raise _no_path()
-    with connection.cursor() as cursor:
+    with read_connection().cursor() as cursor:
         # The search stops at the target's level; the path is read back from it, each node's
         # first step (the lowest edge id from the level before) naming the node before it.
         cursor.execute(
@@ -356,7 +356,7 @@ def cycles(
     Not the breadth-first search: a cycle is a path, and the search keeps each walk's path (one
     row per simple walk from every edge, ended where it meets a node of its own path), so it
     suits sparse relations such as dependencies, not a whole graph."""
-    with connection.cursor() as cursor:
+    with read_connection().cursor() as cursor:
         cursor.execute(
             """
             WITH RECURSIVE steps(a, b) AS (

@@ -32,6 +32,7 @@ import numpy as np
 
 from core import metrics
 from core.actors import Actor
+from core.db_router import primary_reads
 from core.embeddings import get_embedding_provider
 from core.errors import ValidationFailed
 from core.search import MAX_QUERY_CHARS
@@ -240,6 +241,7 @@ def _merge_history(found: dict[str, list[Candidate]]) -> list[Candidate]:
     return merged
 
 
+@primary_reads
 def context_assemble(*, actor: Actor, request: ContextRequest) -> ContextResult:
     _check(request)
     timings: dict[str, float] = {}

@@ -33,6 +33,7 @@ from django.db.models import Count, Q
 from django.utils import timezone
 
 from core.actors import Actor
+from core.db_router import replica_reads
 from core.embeddings import get_embedding_provider
 from core.errors import ValidationFailed
 from core.search import list_length_check, search_query_check, threshold_check, top_k_check
@@ -217,6 +218,7 @@ def _active_tiers(chosen: Sequence[str], filters: RouterFilters) -> dict[str, st
     return status
 
 
+@replica_reads
 def memory_search(
     *,
     actor: Actor,

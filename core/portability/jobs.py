@@ -213,10 +213,12 @@ def _progress_writer(job_id: int, claim: str) -> Iterator[Any]:
 def _local_copy(job: Job) -> Iterator[Path]:
     """The uploaded archive as a local file (the storage's own path when it has one)."""
     try:
-        yield Path(job.archive.path)
+        local = Path(job.archive.path)
+    except NotImplementedError:  # a storage without local files (S3 and the like)
+        local = None
+    if local is not None:
+        yield local
         return
-    except NotImplementedError:
-        pass
     with tempfile.NamedTemporaryFile(suffix=".tar.gz") as handle:
         with job.archive.open("rb") as source:
             for chunk in source.chunks():

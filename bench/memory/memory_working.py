@@ -21,7 +21,6 @@ import argparse
 import http.client
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -29,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the checkout: bench.* importable
-from bench._setup import ROOT, django_session
+from bench._setup import ROOT, django_session, free_port
 
 OPERATIONS = ("store", "retrieve", "exists", "keys", "scratch_pad_append", "remove")
 
@@ -71,12 +70,6 @@ def agent_key() -> str:
         actor=tool, agent=agent, scopes=["read", "write"], name="bench/memory_working"
     )
     return secret
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def start_web(port: int, workers: int, server: str = "wsgi") -> subprocess.Popen[bytes]:

@@ -92,6 +92,14 @@ class EngramEnv(BaseSettings):
     EMBEDDING_BATCH_TOKENS: int = Field(default=2048, ge=256, le=65536)
     EMBEDDING_TIMEOUT: float = Field(default=30.0, gt=0)
     EMBEDDING_REQUEST_DIMENSIONS: bool = False
+    # The model an embedding migration moves to (docs/portability.md, "Changing the embedding
+    # model"): configured beside the current one, because queries need the current model until
+    # the cut-over. Unset (no provider and no model): no migration can start.
+    EMBEDDING_NEXT_PROVIDER: Literal["local", "openai"] | None = None
+    EMBEDDING_NEXT_MODEL: str | None = None
+    EMBEDDING_NEXT_BASE_URL: str | None = None
+    EMBEDDING_NEXT_API_KEY: str | None = None
+    EMBEDDING_NEXT_DIMENSIONS: int | None = Field(default=None, ge=1, le=16000)
 
     # --- LLM ---------------------------------------------------------------------------------
     LLM_PROVIDER: Literal["offline", "openai"] = "offline"
@@ -239,6 +247,10 @@ class EngramEnv(BaseSettings):
             raise ValueError("EMBEDDING_PROVIDER=openai needs EMBEDDING_BASE_URL")
         if self.EMBEDDING_PROVIDER == "local" and self.EMBEDDING_DIMENSIONS != 384:
             raise ValueError("the local embedding model has 384 dimensions")
+        if self.EMBEDDING_NEXT_PROVIDER == "openai" and not self.EMBEDDING_NEXT_BASE_URL:
+            raise ValueError("EMBEDDING_NEXT_PROVIDER=openai needs EMBEDDING_NEXT_BASE_URL")
+        if self.EMBEDDING_NEXT_PROVIDER == "openai" and not self.EMBEDDING_NEXT_MODEL:
+            raise ValueError("EMBEDDING_NEXT_PROVIDER=openai needs EMBEDDING_NEXT_MODEL")
         if self.RERANK_PROVIDER == "http" and not self.RERANK_BASE_URL:
             raise ValueError("RERANK_PROVIDER=http needs RERANK_BASE_URL")
         if self.LLM_PROVIDER == "openai" and not self.LLM_BASE_URL:

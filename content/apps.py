@@ -7,6 +7,10 @@ class ContentConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        from content.embedded import register_tables
+
+        register_tables()
+
         # Page and article nodes are rewritten on every link sync, by the page's author, and
         # curated by operators: the graph's own write roles govern them (rag.graph.node_types).
         from content.services.links import ARTICLE, PAGE

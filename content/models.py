@@ -37,8 +37,14 @@ class WrittenContent(TimeStampedModel):
     alias_keys = ArrayField(
         models.CharField(max_length=300), default=list, blank=True, editable=False
     )
-    embedding = VectorField(dimensions=settings.EMBEDDING_DIMENSIONS, null=True, blank=True)
+    # The current embedding generation's vector and model id; the other generation's beside
+    # them (core.embeddings.generations: a migration to another model, or a rollback).
+    embedding = VectorField(null=True, blank=True)
     embedding_model = models.CharField(max_length=200, blank=True, editable=False)
+    embedding_next = VectorField(null=True, blank=True, editable=False)
+    embedding_next_model = models.CharField(
+        max_length=200, blank=True, default="", db_default="", editable=False
+    )
     # The checksum of the title and text the embedding was computed from ("" when none was).
     embedded_checksum = models.CharField(max_length=64, blank=True, editable=False)
     # When a write scheduled the sync (node, links, embedding) that has not finished since: set

@@ -323,3 +323,76 @@ class PortabilityJob(models.Model):
 
     def __str__(self) -> str:
         return f"{self.get_kind_display().lower()} job {self.pk} ({self.get_status_display()})"
+
+
+class EmbeddingGeneration(models.Model):
+    """One embedding model's vectors across every embedded space: an *index generation*
+    (``core.embeddings.generations``; docs/portability.md, "Changing the embedding model").
+
+    Each embedded table has two vector columns. ``embedding`` holds the *current* generation's
+    vectors, the ones every search reads; ``embedding_next`` holds the other one: the *next*
+    generation while it is built, or the *previous* one after a cut-over, kept for a rollback
+    until it is dropped. Each column has its own type (``vector(dimensions)``) and its own HNSW
+    index, named after the generation. A cut-over or a rollback swaps the two columns' names in
+    one transaction::
+
+        next (building --> ready) --cut-over--> current --cut-over--> previous --drop--> dropped
+                                                 ^--------rollback---------/
+
+    ``progress`` is the build's position per space: ``{space: {"total", "done", "after"}}``,
+    ``after`` being the last unit id embedded, so a build resumes where it stopped."""
+
+    class Role(models.TextChoices):
+        CURRENT = "current", "Current"
+        NEXT = "next", "Next"
+        PREVIOUS = "previous", "Previous"
+        DROPPED = "dropped", "Dropped"
+
+    class Status(models.TextChoices):
+        BUILDING = "building", "Building"
+        READY = "ready", "Ready"
+        FAILED = "failed", "Failed"
+
+    role = models.CharField(max_length=10, choices=Role.choices)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.READY)
+    provider = models.CharField(max_length=20)
+    model = models.CharField(max_length=200)
+    base_url = models.CharField(max_length=500, blank=True)
+    dimensions = models.PositiveIntegerField()
+    # The id written beside each vector of this generation (``EmbeddingProvider.model_id``).
+    model_id = models.CharField(max_length=200)
+    auto_cutover = models.BooleanField(default=True)
+    progress = models.JSONField(default=dict, blank=True)
+    task_id = models.CharField(max_length=255, blank=True)
+    error_code = models.CharField(max_length=100, blank=True)
+    error = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    built_at = models.DateTimeField(null=True, blank=True)
+    cutover_at = models.DateTimeField(null=True, blank=True)
+    dropped_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["role"],
+                condition=~Q(role="dropped"),
+                name="core_embgen_one_per_role",
+            ),
+            models.CheckConstraint(
+                condition=Q(role__in=["current", "next", "previous", "dropped"]),
+                name="core_embgen_role_valid",
+            ),
+            models.CheckConstraint(
+                condition=Q(status__in=["building", "ready", "failed"]),
+                name="core_embgen_status_valid",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"generation {self.pk}: {self.model_id} ({self.dimensions}d, {self.role})"
+
+    @property
+    def index_suffix(self) -> str:
+        """The suffix of this generation's HNSW index names (``<table>_vec_g<id>``)."""
+        return f"vec_g{self.pk}"

@@ -8,7 +8,7 @@ from core import services
 from core.jobs import periodic_job
 from core.models import JobRun
 from core.portability import jobs as portability_jobs
-from core.queue import INGESTION, queued_task
+from core.queue import INGESTION, MAINTENANCE, queued_task
 
 
 @periodic_job(
@@ -62,3 +62,12 @@ def portability_job(self, job_id: int) -> str:  # type: ignore[no-untyped-def]
     if outcome == "retry":
         raise self.retry(countdown=60 * 2**self.request.retries)
     return outcome
+
+
+@queued_task(queue=MAINTENANCE, bind=True, acks_late=True, time_limit=24 * 3600)
+def embedding_generation_build(self, generation_id: int) -> str:  # type: ignore[no-untyped-def]
+    """Build the next embedding generation (``core.embeddings.generations.generation_build``):
+    resumable from the position it recorded, so a redelivered message continues the build."""
+    from core.embeddings.generations import generation_build
+
+    return generation_build(generation_id)

@@ -1,6 +1,7 @@
 from django.urls import path
 
 from core import apis
+from core.embeddings import apis as embeddings
 from core.portability import apis as portability
 
 urlpatterns = [
@@ -19,4 +20,16 @@ urlpatterns = [
     ),
     path("import", portability.ImportApi.as_view(), name="import"),
     path("import/<id:job_id>", portability.ImportJobApi.as_view(), name="import-job"),
+    # Embedding-model migration (docs/portability.md, "Changing the embedding model").
+    path("embeddings", embeddings.EmbeddingsStatusApi.as_view(), name="embeddings"),
+    path("embeddings/start", embeddings.EmbeddingsStartApi.as_view(), name="embeddings-start"),
+    path(
+        "embeddings/cutover", embeddings.EmbeddingsCutoverApi.as_view(), name="embeddings-cutover"
+    ),
+    path(
+        "embeddings/rollback",
+        embeddings.EmbeddingsRollbackApi.as_view(),
+        name="embeddings-rollback",
+    ),
+    path("embeddings/drop", embeddings.EmbeddingsDropApi.as_view(), name="embeddings-drop"),
 ]

@@ -7,6 +7,10 @@ class MemoryConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        from memory.embedded import register_tables
+
+        register_tables()
+
         # What the graph derives from long-term entries (their entities, mentions, relations)
         # is visible to the readers of the entry's context (rag.visibility): rag never imports
         # memory, so memory registers the rule.

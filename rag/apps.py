@@ -5,3 +5,8 @@ class RagConfig(AppConfig):
     verbose_name = "Documents, search and graph"  # the admin's breadcrumbs and app pages
     name = "rag"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from rag.embedded import register_tables
+
+        register_tables()

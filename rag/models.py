@@ -6,12 +6,11 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
 from django.db import models
 from django.db.models import Q
-from pgvector.django import HnswIndex, VectorField
+from pgvector.django import VectorField
 
 from core.models import Account, Agent, TimeStampedModel
 from core.querysets import AccountScopedQuerySet
@@ -150,24 +149,20 @@ class Chunk(models.Model):
     token_count = models.PositiveIntegerField()
     start_char = models.PositiveIntegerField(default=0)
     end_char = models.PositiveIntegerField(default=0)
-    embedding = VectorField(dimensions=settings.EMBEDDING_DIMENSIONS)
+    # The current embedding generation's vector and model id; the other generation's beside
+    # them (core.embeddings.generations: a migration to another model, or a rollback).
+    embedding = VectorField(null=True, blank=True)
     embedding_model = models.CharField(max_length=200)
+    embedding_next = VectorField(null=True, blank=True, editable=False)
+    embedding_next_model = models.CharField(
+        max_length=200, blank=True, default="", db_default="", editable=False
+    )
     keyword_length = models.PositiveIntegerField(default=0, help_text="BM25 document length.")
 
     class Meta:
         ordering = ["document", "position"]
         constraints = [
             models.UniqueConstraint(fields=["document", "position"], name="chunk_unique_position")
-        ]
-        indexes = [
-            # The opclass matches the cosine distance (<=>) every vector query uses.
-            HnswIndex(
-                name="rag_chunk_embedding_hnsw",
-                fields=["embedding"],
-                m=16,
-                ef_construction=64,
-                opclasses=["vector_cosine_ops"],
-            ),
         ]
 
     def __str__(self) -> str:

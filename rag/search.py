@@ -19,6 +19,7 @@ from core import metrics
 from core.actors import Actor
 from core.db_router import read_connection, replica_reads
 from core.embeddings import get_embedding_provider
+from core.embeddings.generations import GenerationMoved
 from core.errors import NotFound, ValidationFailed
 
 # Every search's bounds (core.search), named here too for the engine's callers.
@@ -232,14 +233,28 @@ def space_rank(
         stage_ms["embed"] = _ms(started)
 
     def nearest(vector: np.ndarray) -> list[tuple[int, float]]:
-        return vector_search(
-            space=space,
-            scope_ids=scope_ids,
-            query_vector=vector,
-            limit=depth,
-            filter_sql=filter_sql,
-            filter_params=filter_params,
-        )
+        nonlocal query_vector
+        try:
+            return vector_search(
+                space=space,
+                scope_ids=scope_ids,
+                query_vector=vector,
+                limit=depth,
+                filter_sql=filter_sql,
+                filter_params=filter_params,
+            )
+        except GenerationMoved:
+            # A cut-over came between embedding the query and searching: embed it with the
+            # model that is current now, once.
+            query_vector = vector = get_embedding_provider().embed_query(query)
+            return vector_search(
+                space=space,
+                scope_ids=scope_ids,
+                query_vector=vector,
+                limit=depth,
+                filter_sql=filter_sql,
+                filter_params=filter_params,
+            )
 
     def bm25(term_weights: Mapping[str, float] | None = None) -> list[tuple[int, float]]:
         found = keyword_search(
@@ -311,7 +326,12 @@ def _hydrate(hits: list[SearchHit], query_vector: np.ndarray | None) -> None:
         return
     ids = [hit.chunk_id for hit in hits]
     q = vector_literal(query_vector) if query_vector is not None else None
-    similarity = "1 - (c.embedding <=> %(q)s::vector)" if q else "NULL"
+    # Only vectors of the query's model are compared (a cut-over may have come in between).
+    similarity = (
+        "CASE WHEN c.embedding_model = %(model)s THEN 1 - (c.embedding <=> %(q)s::vector) END"
+        if q
+        else "NULL"
+    )
     with read_connection().cursor() as cursor:
         cursor.execute(
             f"""
@@ -320,7 +340,7 @@ def _hydrate(hits: list[SearchHit], query_vector: np.ndarray | None) -> None:
             FROM rag_chunk c JOIN rag_document d ON d.id = c.document_id
             WHERE c.id = ANY(%(ids)s)
             """,  # noqa: S608 - no user text in the SQL
-            {"ids": ids, "q": q},
+            {"ids": ids, "q": q, "model": get_embedding_provider().model_id},
         )
         rows = {row[0]: row for row in cursor.fetchall()}
     for hit in hits:

@@ -4,7 +4,6 @@ with both)."""
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -12,7 +11,8 @@ import numpy as np
 from django.db import transaction
 
 from core.db_router import read_connection
-from core.embeddings import get_embedding_provider
+from core.embeddings import generations, get_embedding_provider
+from core.embeddings.base import vector_literal
 from rag.spaces import SearchSpace
 from rag.tuning import TUNING
 
@@ -21,6 +21,10 @@ from rag.tuning import TUNING
 # and keeps those of the searched scopes: a small share of the space costs it many steps, while
 # comparing each unit costs about 2 ms per 1,000 (rag.tuning's ``vector`` group says how the
 # limits were chosen).
+
+
+#: The current embedding generation's model id, read in the statement that uses it.
+CURRENT_MODEL = "(SELECT model_id FROM core_embeddinggeneration WHERE role = 'current')"
 
 
 def exact_scan_wanted(units: int, space_units: float) -> bool:
@@ -34,18 +38,6 @@ def exact_scan_wanted(units: int, space_units: float) -> bool:
     if units > limits.exact_scan_units:
         return False
     return space_units > 0 and units <= limits.exact_scan_share * space_units
-
-
-def vector_literal(vector: np.ndarray) -> str:
-    """A vector as a pgvector literal, for raw SQL (cast it: ``%s::vector``). A search passes
-    its query's vector to several statements: the last few literals are kept."""
-    values = np.asarray(vector)
-    return _literal(values.dtype.str, values.tobytes())
-
-
-@functools.lru_cache(maxsize=8)
-def _literal(dtype: str, raw: bytes) -> str:
-    return "[" + ",".join(f"{x:.7g}" for x in np.frombuffer(raw, dtype=dtype).tolist()) + "]"
 
 
 def vector_search(
@@ -67,6 +59,7 @@ def vector_search(
     """
     if not scope_ids:
         return []
+    model_id = get_embedding_provider().model_id
     conditions = [c for c in (space.vector_condition, filter_sql) if c]
     join = space.unit_filter_join if filter_sql else ""
     where = "".join(f" AND {condition}" for condition in conditions)
@@ -75,29 +68,39 @@ def vector_search(
         "scopes": list(scope_ids),
         "q": vector_literal(query_vector),
         "limit": limit,
-        "model": get_embedding_provider().model_id,
+        "model": model_id,
+        # While a next model is configured, a cut-over may rename the columns under a query.
+        "migrating": generations.cutover_possible(),
     }
     nearest = f"""
         SELECT u.id, u.{space.embedding_column} <=> %(q)s::vector AS distance
         FROM {space.unit_table} u {join}
         WHERE u.{space.scope_column} = ANY(%(scopes)s)
           AND u.{space.model_column} = %(model)s {where}
+          AND (NOT %(migrating)s OR {CURRENT_MODEL} = %(model)s)
     """  # noqa: S608 - names are code; filter_sql is built from validated filters
     db = read_connection()
     with transaction.atomic(using=db.alias), db.cursor() as cursor:
         # Enough candidates for the limit, iterative scans so filters cannot starve results, how
-        # many units the scopes hold, and about how many the space holds.
+        # many units the scopes hold, and about how many the space holds. Also the current
+        # embedding generation's model, with the unit table locked (shared) until the
+        # transaction ends: a cut-over, which renames its vector columns, waits for this search
+        # or happened before it; a query embedded by the model that was current before
+        # (``GenerationMoved``) is embedded again by the caller.
         cursor.execute(
             f"""
             SELECT set_config('hnsw.ef_search', %s, true),
                    set_config('hnsw.iterative_scan', 'relaxed_order', true),
                    (SELECT coalesce(sum({space.scope_count_column}), 0) FROM {space.scope_table}
                     WHERE {space.scope_key_column} = ANY(%s)),
-                   (SELECT reltuples FROM pg_class WHERE oid = %s::regclass)
+                   (SELECT reltuples FROM pg_class WHERE oid = %s::regclass),
+                   {CURRENT_MODEL},
+                   (SELECT 1 FROM {space.unit_table} WHERE false)
             """,  # noqa: S608 - names are code
             [str(max(40, limit)), params["scopes"], space.unit_table],
         )
-        _, _, units, space_units = cursor.fetchone()
+        _, _, units, space_units, current_model, _ = cursor.fetchone()
+        generations.check_query_model(current_model, model_id)
         if exact_scan_wanted(units, space_units):
             # Every unit compared (the subquery keeps the HNSW index out): exact, and faster
             # than walking a graph of every scope's units for the few of these scopes.

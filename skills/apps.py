@@ -7,6 +7,10 @@ class SkillsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        from skills.embedded import register_tables
+
+        register_tables()
+
         # A skill's graph node (and its depends_on edges) is written with the skill: through
         # any door, the graph asks for the role that manages skills (rag.graph.node_types).
         from rag.graph.services import node_type_register

@@ -26,7 +26,7 @@ from bench._setup import SHARED_DATA, django_session
 # What a search reads: the HNSW graph, the chunk rows it scores, the postings index and the term
 # statistics, document rows for filters and hydration.
 SEARCH_RELATIONS = (
-    "rag_chunk_embedding_hnsw",
+    "rag_chunk_vec_g1",  # the first embedding generation's index (current_index)
     "rag_chunk",
     "rag_posting_impact",
     "rag_keywordterm",

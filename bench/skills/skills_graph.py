@@ -157,7 +157,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         for relation in (
             "skills_learningprofile",
             "skills_skill",
-            "skill_embedding_hnsw",
+            "skills_skill_vec_g1",  # the first embedding generation's index
             "skill_posting_impact",
             "skills_skillterm",
         ):

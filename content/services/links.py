@@ -24,7 +24,7 @@ from django.utils import timezone
 from content import selectors, wikilinks
 from content.models import Article, Page
 from core.actors import WRITE_CONTENT, Actor, actor_for_account
-from core.embeddings import get_embedding_provider
+from core.embeddings import generations, get_embedding_provider
 from core.queue import task_send_on_commit
 from rag.graph import selectors as graph
 from rag.graph import services as graph_services
@@ -213,6 +213,8 @@ def embed(item: Page | Article, *, force: bool = False) -> bool:
     written = model.objects.filter(pk=item.pk, title=row.title, content=row.content).update(
         embedding=vector, embedding_model=provider.model_id, embedded_checksum=checksum
     )
+    if written:
+        generations.written("pages" if model is Page else "articles", [item.pk])
     return bool(written)
 
 

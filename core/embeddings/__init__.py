@@ -29,7 +29,9 @@ __all__ = [
     "EmbeddingVector",
     "create_embedding_provider",
     "get_embedding_provider",
+    "next_embedding_provider",
     "reset_embedding_provider",
+    "settings_embedding_provider",
 ]
 
 PROVIDERS = ("local", "openai")
@@ -85,13 +87,32 @@ def create_embedding_provider(
 
 
 def get_embedding_provider() -> EmbeddingProvider:
-    """The provider configured in settings, built once per process and shared by its threads."""
+    """The provider of the current embedding generation: the one configured in settings, or the
+    next model's (``EMBEDDING_NEXT_*``) once a migration cut over to it
+    (``core.embeddings.generations``). Built once per process and shared by its threads."""
+    from core.embeddings.generations import query_provider
+
+    return query_provider(_cached.get())
+
+
+def settings_embedding_provider() -> EmbeddingProvider:
+    """The provider ``EMBEDDING_*`` configures, whichever generation is current."""
     return _cached.get()
 
 
+def next_embedding_provider() -> EmbeddingProvider | None:
+    """The provider ``EMBEDDING_NEXT_*`` configures, or None when no next model is."""
+    return _next.get().provider
+
+
 def reset_embedding_provider() -> None:
-    """Forget the cached provider so the next call rebuilds it (for tests and reconfiguration)."""
+    """Forget the cached providers so the next call rebuilds them (for tests and
+    reconfiguration)."""
+    from core.embeddings.generations import forget_state
+
     _cached.reset()
+    _next.reset()
+    forget_state()
 
 
 def _provider_from_settings() -> EmbeddingProvider:
@@ -107,4 +128,31 @@ def _provider_from_settings() -> EmbeddingProvider:
     )
 
 
+class _Next:
+    """The next model's provider, or None (a holder: ``PerProcess`` keeps only built values)."""
+
+    def __init__(self, provider: EmbeddingProvider | None) -> None:
+        self.provider = provider
+
+
+def _next_from_settings() -> _Next:
+    if not (settings.EMBEDDING_NEXT_PROVIDER or settings.EMBEDDING_NEXT_MODEL):
+        return _Next(None)
+    provider = settings.EMBEDDING_NEXT_PROVIDER or "openai"
+    dimensions = settings.EMBEDDING_NEXT_DIMENSIONS
+    return _Next(
+        create_embedding_provider(
+            provider,
+            model=settings.EMBEDDING_NEXT_MODEL,
+            base_url=settings.EMBEDDING_NEXT_BASE_URL,
+            api_key=settings.EMBEDDING_NEXT_API_KEY,
+            dimensions=dimensions or DEFAULT_DIMENSIONS,
+            batch_tokens=settings.EMBEDDING_BATCH_TOKENS,
+            timeout=settings.EMBEDDING_TIMEOUT,
+            request_dimensions=settings.EMBEDDING_REQUEST_DIMENSIONS,
+        )
+    )
+
+
 _cached: PerProcess[EmbeddingProvider] = PerProcess(_provider_from_settings)
+_next: PerProcess[_Next] = PerProcess(_next_from_settings)

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
-from typing import Protocol, TypeAlias
+from typing import Any, Protocol, TypeAlias
 
 import numpy as np
 import numpy.typing as npt
@@ -70,3 +71,15 @@ def as_text_list(texts: Sequence[str]) -> list[str]:
 def empty_matrix(dimensions: int) -> EmbeddingMatrix:
     """The result for an empty input: zero rows of the provider's width."""
     return np.empty((0, dimensions), dtype=np.float32)
+
+
+def vector_literal(vector: Any) -> str:
+    """A vector as a pgvector literal, for raw SQL (cast it: ``%s::vector``). A search passes
+    its query's vector to several statements: the last few literals are kept."""
+    values = np.asarray(vector)
+    return _literal(values.dtype.str, values.tobytes())
+
+
+@functools.lru_cache(maxsize=8)
+def _literal(dtype: str, raw: bytes) -> str:
+    return "[" + ",".join(f"{x:.7g}" for x in np.frombuffer(raw, dtype=dtype).tolist()) + "]"

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 import numpy as np
 from django.db.models import F
 
-from core.embeddings import get_embedding_provider
+from core.embeddings import generations, get_embedding_provider
 from memory.models import KnowledgeItem, KnowledgeStore
 from memory.spaces import KNOWLEDGE_ITEMS, knowledge_item_text
 from rag import keyword
@@ -31,6 +31,7 @@ def index_put(store: KnowledgeStore, item: KnowledgeItem, text: str, vector: np.
         embedding=vector,
         embedding_model=get_embedding_provider().model_id,
     )
+    generations.written("knowledge_items", [item.pk])
     KnowledgeStore.objects.filter(pk=store.pk).update(item_count=count, total_terms=total)
     store.item_count, store.total_terms = count, total
 
@@ -65,3 +66,4 @@ def index_rebuild(store_id: int) -> None:
         KnowledgeItem.objects.filter(pk=pk).update(
             embedding=np.asarray(vector), embedding_model=provider.model_id
         )
+    generations.written("knowledge_items", [pk for pk, _, _ in stale])

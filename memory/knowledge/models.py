@@ -17,11 +17,10 @@ from __future__ import annotations
 import uuid
 from typing import ClassVar
 
-from django.conf import settings
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
-from pgvector.django import HnswIndex, VectorField
+from pgvector.django import VectorField
 
 from core.models import Account, Agent, TimeStampedModel
 from core.querysets import AccountScopedQuerySet
@@ -100,8 +99,14 @@ class KnowledgeItem(models.Model):
         related_name="+",
         editable=False,
     )
-    embedding = VectorField(dimensions=settings.EMBEDDING_DIMENSIONS, null=True, blank=True)
+    # The current embedding generation's vector and model id; the other generation's beside
+    # them (core.embeddings.generations: a migration to another model, or a rollback).
+    embedding = VectorField(null=True, blank=True)
     embedding_model = models.CharField(max_length=200, blank=True, editable=False)
+    embedding_next = VectorField(null=True, blank=True, editable=False)
+    embedding_next_model = models.CharField(
+        max_length=200, blank=True, default="", db_default="", editable=False
+    )
     keyword_length = models.PositiveIntegerField(default=0, editable=False)
     author = models.ForeignKey(
         Agent, on_delete=models.SET_NULL, null=True, blank=True, related_name="+", editable=False
@@ -153,15 +158,6 @@ class KnowledgeItem(models.Model):
             ),
         ]
         indexes = [
-            # Only the searchable rows: current versions still valid.
-            HnswIndex(
-                name="knowledge_item_embedding_hnsw",
-                fields=["embedding"],
-                m=16,
-                ef_construction=64,
-                opclasses=["vector_cosine_ops"],
-                condition=Q(is_current=True, valid_to__isnull=True),
-            ),
             models.Index(
                 fields=["store", "-created_at", "-id"],
                 name="knowledge_item_store_recent",

@@ -12,13 +12,12 @@ from __future__ import annotations
 import uuid
 from typing import ClassVar
 
-from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex, OpClass
 from django.db import models
 from django.db.models import Q
 from django.db.models.fields.json import KeyTransform
-from pgvector.django import HnswIndex, VectorField
+from pgvector.django import VectorField
 
 from core.models import Account, Agent, Team, TimeStampedModel
 from core.querysets import AccountScopedQuerySet
@@ -182,8 +181,14 @@ class MemoryEntry(models.Model):
     speaker = models.CharField(max_length=200, blank=True)
     importance = models.FloatField(default=0.5)
     confidence = models.FloatField(default=1.0)
-    embedding = VectorField(dimensions=settings.EMBEDDING_DIMENSIONS, null=True, blank=True)
+    # The current embedding generation's vector and model id; the other generation's beside
+    # them (core.embeddings.generations: a migration to another model, or a rollback).
+    embedding = VectorField(null=True, blank=True)
     embedding_model = models.CharField(max_length=200, blank=True, editable=False)
+    embedding_next = VectorField(null=True, blank=True, editable=False)
+    embedding_next_model = models.CharField(
+        max_length=200, blank=True, default="", db_default="", editable=False
+    )
     keyword_length = models.PositiveIntegerField(default=0, editable=False)
     access_count = models.PositiveIntegerField(default=0, editable=False)
     last_accessed_at = models.DateTimeField(null=True, blank=True, editable=False)
@@ -212,15 +217,6 @@ class MemoryEntry(models.Model):
             ),
         ]
         indexes = [
-            # Only the searchable rows: current versions that are not archived.
-            HnswIndex(
-                name="ltm_entry_embedding_hnsw",
-                fields=["embedding"],
-                m=16,
-                ef_construction=64,
-                opclasses=["vector_cosine_ops"],
-                condition=Q(is_current=True, archived_at__isnull=True),
-            ),
             models.Index(
                 fields=["context", "thread", "position"],
                 name="ltm_entry_thread",

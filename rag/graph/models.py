@@ -10,13 +10,12 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
 from django.db import models
 from django.db.models import Q
 from django.db.models.functions import Lower
-from pgvector.django import HnswIndex, VectorField
+from pgvector.django import VectorField
 
 from core.models import Account, TimeStampedModel
 from core.querysets import AccountScopedQuerySet
@@ -69,8 +68,14 @@ class GraphNode(TimeStampedModel):
     mention_count = models.PositiveIntegerField(default=0)
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.ACTIVE)
     confidence = models.FloatField(default=1.0)
-    embedding = VectorField(dimensions=settings.EMBEDDING_DIMENSIONS, null=True, blank=True)
+    # The current embedding generation's vector and model id; the other generation's beside
+    # them (core.embeddings.generations: a migration to another model, or a rollback).
+    embedding = VectorField(null=True, blank=True)
     embedding_model = models.CharField(max_length=200, blank=True, editable=False)
+    embedding_next = VectorField(null=True, blank=True, editable=False)
+    embedding_next_model = models.CharField(
+        max_length=200, blank=True, default="", db_default="", editable=False
+    )
     keyword_length = models.PositiveIntegerField(default=0, editable=False)
     # The name and aliases normalised (``rag.graph.names.name_key``): what entities
     # extracted from text are merged by.
@@ -103,13 +108,6 @@ class GraphNode(TimeStampedModel):
             ),
         ]
         indexes = [
-            HnswIndex(
-                name="graph_node_embedding_hnsw",
-                fields=["embedding"],
-                m=16,
-                ef_construction=64,
-                opclasses=["vector_cosine_ops"],
-            ),
             models.Index(fields=["account", "-created_at"], name="graph_node_recent"),
             models.Index(fields=["account", "name_key"], name="graph_node_name_key"),
             GinIndex(fields=["alias_keys"], name="graph_node_alias_keys"),

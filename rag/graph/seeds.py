@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from core.db_router import read_connection
+from core.embeddings import get_embedding_provider
 from rag.analysis import FUNCTION_WORDS, STOP_WORDS
 from rag.graph.graph_types import Seed
 from rag.graph.names import name_key
@@ -79,14 +80,15 @@ def seed_nodes(
             cursor.execute(
                 f"""
                 SELECT n.id, n.name, n.entity_type, n.mention_count, n.name_key, n.alias_keys,
-                       1 - (n.embedding <=> %(q)s::vector) AS similarity
+                       coalesce(CASE WHEN n.embedding_model = %(model)s
+                                THEN 1 - (n.embedding <=> %(q)s::vector) END, 0) AS similarity
                 FROM rag_graphnode n
                 WHERE n.account_id = ANY(%(accounts)s) AND n.status = 'active'
                   AND (n.name_key = ANY(%(keys)s::varchar[]) OR n.alias_keys && %(keys)s::varchar[])
                   AND {mentioned.format(n="n")}
                 """,  # noqa: S608 - the condition is code, its values parameters
                 {**params, "q": vector_literal(vector), "accounts": list(account_ids),
-                 "keys": keys},
+                 "keys": keys, "model": get_embedding_provider().model_id},
             )  # fmt: skip
             rows = cursor.fetchall()
         by_key: dict[str, list[tuple[Any, ...]]] = {}

@@ -10,6 +10,7 @@ from typing import Any
 from django.conf import settings
 from django.db import connection, transaction
 
+from core.embeddings import generations
 from core.queue import task_send_on_commit
 from rag import keyword
 from rag.chunking import chunker_signature
@@ -130,6 +131,7 @@ def _swap_in_knowledge_base(
             for piece, vector, terms in zip(item.pieces, item_vectors, item.terms, strict=True)
         ]
     )
+    generations.written("chunks", [chunk.pk for chunk in new_chunks])
     all_terms = [terms for item, _ in items for terms in item.terms]
     chunk_count = kb.chunk_count - old_chunks + len(new_chunks)
     total_terms = kb.total_terms - old_terms + sum(terms.length for terms in all_terms)

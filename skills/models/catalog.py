@@ -10,12 +10,11 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
 from django.db import models
 from django.db.models import Q
 from django.db.models.functions import Lower
-from pgvector.django import HnswIndex, VectorField
+from pgvector.django import VectorField
 
 from core.models import Account, Agent, TimeStampedModel
 from core.querysets import AccountScopedQuerySet
@@ -79,8 +78,14 @@ class Skill(TimeStampedModel):
     usage_count = models.PositiveIntegerField(default=0, editable=False)
     success_count = models.PositiveIntegerField(default=0, editable=False)
     last_used_at = models.DateTimeField(null=True, blank=True, editable=False)
-    embedding = VectorField(dimensions=settings.EMBEDDING_DIMENSIONS, null=True, blank=True)
+    # The current embedding generation's vector and model id; the other generation's beside
+    # them (core.embeddings.generations: a migration to another model, or a rollback).
+    embedding = VectorField(null=True, blank=True)
     embedding_model = models.CharField(max_length=200, blank=True, editable=False)
+    embedding_next = VectorField(null=True, blank=True, editable=False)
+    embedding_next_model = models.CharField(
+        max_length=200, blank=True, default="", db_default="", editable=False
+    )
     # sha256 of the text the embedding was computed from: re-embedding finds changed skills.
     embedding_checksum = models.CharField(max_length=64, blank=True, editable=False)
     keyword_length = models.PositiveIntegerField(default=0, editable=False)
@@ -108,13 +113,6 @@ class Skill(TimeStampedModel):
             ),
         ]
         indexes = [
-            HnswIndex(
-                name="skill_embedding_hnsw",
-                fields=["embedding"],
-                m=16,
-                ef_construction=64,
-                opclasses=["vector_cosine_ops"],
-            ),
             models.Index(fields=["account", "category", "status"], name="skill_category_status"),
         ]
 

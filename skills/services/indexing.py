@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from core.actors import Actor
-from core.embeddings import get_embedding_provider
+from core.embeddings import generations, get_embedding_provider
 from core.errors import Conflict, ValidationFailed
 from rag import keyword
 from rag.graph import selectors as graph
@@ -47,7 +47,8 @@ def scope_locked(account_id: int) -> SkillScope:
     return SkillScope.objects.select_for_update().get(account_id=account_id)
 
 
-def _text_of(skill: Skill) -> str:
+def skill_embedding_text(skill: Skill) -> str:
+    """What a skill is embedded and keyword-indexed as."""
     return skill_text(
         name=skill.name,
         category=skill.category,
@@ -70,7 +71,7 @@ class Embedded:
 def embed_skill(skill: Skill) -> Embedded:
     """Embed the skill's text and its node's text in one provider call (never in a
     transaction)."""
-    text = _text_of(skill)
+    text = skill_embedding_text(skill)
     provider = get_embedding_provider()
     vectors = provider.embed_documents(
         [text, graph_node_text(name=skill.name, aliases=[], description=skill.description)]
@@ -90,7 +91,7 @@ def index_skill(scope: SkillScope, skill: Skill, embedded: Embedded | None, *, n
         removed_units, removed_terms = keyword.postings_forget(
             space=SKILLS, scope_id=scope.pk, unit_ids=[skill.pk], delete=True
         )
-    text = embedded.text if embedded is not None else _text_of(skill)
+    text = embedded.text if embedded is not None else skill_embedding_text(skill)
     terms = keyword.chunk_terms(text)
     count = scope.skill_count - removed_units + 1
     total = scope.total_terms - removed_terms + terms.length
@@ -108,6 +109,8 @@ def index_skill(scope: SkillScope, skill: Skill, embedded: Embedded | None, *, n
             embedding_checksum=text_checksum(text),
         )
     Skill.objects.filter(pk=skill.pk).update(**written)
+    if embedded is not None:
+        generations.written("skills", [skill.pk])
     SkillScope.objects.filter(pk=scope.pk).update(skill_count=count, total_terms=total)
     scope.skill_count, scope.total_terms = count, total
 

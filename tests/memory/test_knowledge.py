@@ -11,6 +11,7 @@ import pytest
 from django.db import IntegrityError, connection, transaction
 
 from core.actors import actor_for_agent
+from core.embeddings.generations import current_index
 from core.mcp import registry
 from memory.knowledge import selectors, services
 from memory.models import (
@@ -553,7 +554,7 @@ def test_the_vector_stage_uses_the_partial_hnsw_index(agent_client: AuthedAgent)
             {"q": vector_literal(vectors[7]), "s": [store.pk], "m": "test"},
         )
         plan = "\n".join(row[0] for row in cursor.fetchall())
-    assert "Index Scan using knowledge_item_embedding_hnsw" in plan, plan
+    assert f"Index Scan using {current_index('memory_knowledgeitem')}" in plan, plan
 
 
 def test_memories_link_to_knowledge_items_the_caller_may_read(

@@ -78,8 +78,13 @@ class OpenAIStandIn:
     answers carry ``retry-after-ms`` so client back-off stays short.
     """
 
-    def __init__(self, *, embedding_dimensions: int = DEFAULT_EMBEDDING_DIMENSIONS) -> None:
+    def __init__(
+        self, *, embedding_dimensions: int = DEFAULT_EMBEDDING_DIMENSIONS, semantic: bool = False
+    ) -> None:
         self.embedding_dimensions = embedding_dimensions
+        #: Embed as the test suite's stand-in embedder does (hashed words and trigrams: texts
+        #: sharing words are near), at this server's width, instead of a hash of the whole text.
+        self.semantic = semantic
         #: Answer embeddings last-to-first, to prove clients order them by ``index``.
         self.reverse_embedding_order = False
         self.retry_after_ms = 1
@@ -172,13 +177,16 @@ class OpenAIStandIn:
     def _embeddings(self, body: Mapping[str, Any]) -> dict[str, Any]:
         inputs = body["input"]
         texts = [inputs] if isinstance(inputs, str) else list(inputs)
+        if self.semantic:
+            from tests.support.embedder import HashedEmbeddingProvider
+
+            rows = HashedEmbeddingProvider(self.embedding_dimensions).embed_documents(texts)
+            vectors = [[float(x) for x in row] for row in rows]
+        else:
+            vectors = [fake_embedding(text, self.embedding_dimensions) for text in texts]
         data = [
-            {
-                "object": "embedding",
-                "index": index,
-                "embedding": fake_embedding(text, self.embedding_dimensions),
-            }
-            for index, text in enumerate(texts)
+            {"object": "embedding", "index": index, "embedding": vector}
+            for index, vector in enumerate(vectors)
         ]
         if self.reverse_embedding_order:
             data.reverse()

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from django.db import connection
 
-from core.embeddings import get_embedding_provider
+from core.embeddings import generations, get_embedding_provider
 from core.errors import NotFound
 from core.writes import row_locked
 from memory.long_term import indexing
@@ -137,6 +137,7 @@ def index_apply(context: MemoryContext, plan: IndexPlan, *, leaving: Sequence[in
             "WHERE e.id = v.id",
             [model_id, ids, [t.length for t in analysed], vectors],
         )
+        generations.written("memory_entries", [pk for i, pk in enumerate(ids) if i in plan.vectors])
         if leaving:
             cursor.execute(
                 "UPDATE memory_memoryentry SET keyword_length = 0 WHERE id = ANY(%s)",

@@ -46,7 +46,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from core.actors import Actor
-from core.embeddings import get_embedding_provider
+from core.embeddings import generations, get_embedding_provider
 from core.embeddings.base import EmbeddingError
 from core.errors import NotFound
 from core.queue import task_send, task_send_on_commit
@@ -370,6 +370,7 @@ def _embed_swap(
                 "FROM unnest(%s::bigint[], %s::text[]) AS v(id, embedding) WHERE e.id = v.id",
                 [model, todo, [vector_literal(vectors[pk]) for pk in todo]],
             )
+        generations.written("memory_entries", todo)
         readings_store((pk, readings.get(pk)) for pk in todo)
         _settle(mine, live, todo, done_when="true")
 

@@ -44,7 +44,7 @@ from typing import Any
 from django.db import connection, transaction
 from django.db.models import Q
 
-from core.embeddings import get_embedding_provider
+from core.embeddings import generations, get_embedding_provider
 from rag import keyword
 from rag.graph.entities import Entity, Relation
 from rag.graph.names import TITLES, name_key
@@ -223,6 +223,7 @@ def nodes_resolve(
         # One name of one type exists once (graph_node_unique_name): a node of another type
         # with this name would be found by its key above; conflicts cannot happen here.
         GraphNode.objects.bulk_create([node for node, _ in new])
+        generations.written("graph_nodes", [node.pk for node, _ in new])
         created = len(new)
         if new:
             count = scope.node_count + created

@@ -31,7 +31,7 @@ from django.utils import timezone
 
 from core.actors import Actor
 from core.audit import audit_record
-from core.embeddings import get_embedding_provider
+from core.embeddings import generations, get_embedding_provider
 from core.errors import Conflict, NotFound, ValidationFailed
 from core.writes import changes_of, changes_validate, row_delete, row_update
 from rag import keyword
@@ -139,6 +139,8 @@ def node_reindex(
     if vector is not None:
         written.update(embedding=vector, embedding_model=get_embedding_provider().model_id)
     GraphNode.objects.filter(pk=node.pk).update(**written)
+    if vector is not None:
+        generations.written("graph_nodes", [node.pk])
     GraphScope.objects.filter(pk=scope.pk).update(node_count=count, total_terms=total)
     scope.node_count, scope.total_terms = count, total
 

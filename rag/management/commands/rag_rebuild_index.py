@@ -6,6 +6,7 @@ from django.core.management.base import BaseCommand, CommandParser
 from django.db import connection
 from tqdm import tqdm
 
+from core.embeddings.generations import current_index
 from rag import keyword
 from rag.models import GraphScope, KnowledgeBase
 from rag.spaces import CHUNKS, GRAPH_NODES
@@ -14,8 +15,8 @@ from rag.spaces import CHUNKS, GRAPH_NODES
 class Command(BaseCommand):
     help = (
         "Rebuild derived search data from the chunks: BM25 postings, term and corpus statistics "
-        "(refreshing impact order), and the HNSW vector index. With --graph, the knowledge "
-        "graph's node index (every account's) instead."
+        "(refreshing impact order), and the current embedding generation's HNSW vector index. "
+        "With --graph, the knowledge graph's node index (every account's) instead."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -27,7 +28,7 @@ class Command(BaseCommand):
         if options["graph"]:
             for scope_id in tqdm(list(GraphScope.objects.values_list("pk", flat=True)), "graph"):
                 keyword.index_rebuild(space=GRAPH_NODES, scope_id=scope_id)
-            self._reindex("graph_node_embedding_hnsw", options)
+            self._reindex(current_index("rag_graphnode"), options)
             self.stdout.write("done")
             return
         kbs = KnowledgeBase.objects.all()
@@ -35,7 +36,7 @@ class Command(BaseCommand):
             kbs = kbs.filter(pk__in=options["kb"])
         for kb in tqdm(list(kbs), desc="keyword index"):
             keyword.index_rebuild(space=CHUNKS, scope_id=kb.pk)
-        self._reindex("rag_chunk_embedding_hnsw", options)
+        self._reindex(current_index("rag_chunk"), options)
         self.stdout.write("done")
 
     def _reindex(self, index: str, options: dict[str, Any]) -> None:

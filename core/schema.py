@@ -84,10 +84,12 @@ class EngramAutoSchema(AutoSchema):
         if isinstance(field, ServiceBoundedCharField):
             schema["maxLength"] = field.max_length
         if isinstance(field, serializers.ListSerializer) and schema.get("type") == "array":
-            if getattr(field, "max_length", None) is not None:
-                schema["maxItems"] = field.max_length
-            if getattr(field, "min_length", None) is not None:
-                schema["minItems"] = field.min_length
+            # ListSerializer takes max_length / min_length (DRF 3.15); the stubs do not know them.
+            most, least = getattr(field, "max_length", None), getattr(field, "min_length", None)
+            if most is not None:
+                schema["maxItems"] = most
+            if least is not None:
+                schema["minItems"] = least
         return schema
 
     def _error_statuses(self) -> list[str]:

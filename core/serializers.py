@@ -277,7 +277,9 @@ class ServiceBoundedIntegerField(serializers.IntegerField):
     ) -> None:
         # field_checks_min: the field refuses a number below min_value itself (400
         # validation_error), as before the service stated its maximum.
-        super().__init__(**({"min_value": _limit(min_value)} if field_checks_min else {}), **kwargs)
+        if field_checks_min:
+            kwargs["min_value"] = _limit(min_value)
+        super().__init__(**kwargs)
         self.min_value = _limit(min_value)
         self.max_value = _limit(max_value)
 

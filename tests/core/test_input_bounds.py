@@ -12,8 +12,8 @@ from django.conf import settings as django_settings
 from drf_spectacular.generators import SchemaGenerator
 
 from content.services import MAX_CONTENT_CHARS as PAGE_MAX_CHARS
-from core.mcp.schemas import generate
 from core.mcp.registry import tools
+from core.mcp.schemas import generate
 from memory import names
 from tests.conftest import AuthedAgent
 from tests.support.mcp import error_code, tool_call
@@ -38,12 +38,12 @@ def _unbounded(schema: Any, where: str, components: dict[str, Any], seen: set[st
     kinds = schema.get("type")
     kinds = set(kinds) if isinstance(kinds, list) else {kinds}
     bounded_otherwise = "enum" in schema or "const" in schema
-    if "string" in kinds and not bounded_otherwise and "maxLength" not in schema:
-        if schema.get("format") not in BOUNDED_FORMATS:
-            found.append(f"{where}: a string without maxLength")
-    if "integer" in kinds and not bounded_otherwise:
-        if "minimum" not in schema or "maximum" not in schema:
-            found.append(f"{where}: an integer without minimum and maximum")
+    string_bounded = "maxLength" in schema or schema.get("format") in BOUNDED_FORMATS
+    if "string" in kinds and not bounded_otherwise and not string_bounded:
+        found.append(f"{where}: a string without maxLength")
+    integer_bounded = "minimum" in schema and "maximum" in schema
+    if "integer" in kinds and not bounded_otherwise and not integer_bounded:
+        found.append(f"{where}: an integer without minimum and maximum")
     if "array" in kinds:
         if "maxItems" not in schema:
             found.append(f"{where}: a list without maxItems")

@@ -210,3 +210,21 @@ def test_an_updated_entry_is_as_bounded_as_a_new_one(agent_client: AuthedAgent) 
         format="json",
     )
     assert patched.status_code == 413 and _code(patched) == "content_too_large", patched.content
+
+
+@pytest.mark.django_db
+def test_memory_names_over_the_bound_keep_their_codes(agent_client: AuthedAgent) -> None:
+    client, secret = agent_client.client, agent_client.secret
+    long_key = {"key": "k" * (names.MAX_KEY_CHARS + 1), "value": 1}
+    rest = client.post("/api/v1/memory/write", long_key, format="json")
+    assert rest.status_code == 400 and _code(rest) == "invalid_key", rest.content
+    assert error_code(tool_call(secret, "memory_read", {"key": long_key["key"]})) == "invalid_key"
+    long_session = {
+        "tier": "working",
+        "key": "k",
+        "value": 1,
+        "session_id": "s" * (names.MAX_SESSION_ID_CHARS + 1),
+    }
+    rest = client.post("/api/v1/memory/write", long_session, format="json")
+    assert rest.status_code == 400 and _code(rest) == "invalid_session_id", rest.content
+    assert error_code(tool_call(secret, "memory_write", long_session)) == "invalid_session_id"

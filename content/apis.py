@@ -68,7 +68,7 @@ class ArticleSummaryOutput(serializers.ModelSerializer[Article]):
         return selectors.excerpt(article.content)
 
 
-TITLE_MAX = 300
+TITLE_MAX = services.MAX_TITLE_CHARS
 
 
 def _aliases(**kwargs: Any) -> serializers.ListField:
@@ -77,18 +77,27 @@ def _aliases(**kwargs: Any) -> serializers.ListField:
     )
 
 
+def page_content_field(**kwargs: Any) -> strict.ServiceBoundedCharField:
+    """A page's markdown: at most ``MAX_CONTENT_CHARS`` characters (413 ``content_too_long``,
+    from the service)."""
+    return strict.ServiceBoundedCharField(
+        max_length=services.MAX_CONTENT_CHARS,
+        allow_blank=True,
+        trim_whitespace=False,
+        **kwargs,
+    )
+
+
 class PageInput(strict.InputSerializer):
     title = serializers.CharField(max_length=TITLE_MAX)
-    content = serializers.CharField(
-        required=False, default="", allow_blank=True, trim_whitespace=False
-    )
+    content = page_content_field(required=False, default="")
     aliases = _aliases(required=False, default=list)
     status = serializers.ChoiceField(choices=Status.choices, default=Status.DRAFT)
 
 
 class PageUpdateInput(strict.InputSerializer):
     title = serializers.CharField(required=False, max_length=TITLE_MAX)
-    content = serializers.CharField(required=False, allow_blank=True, trim_whitespace=False)
+    content = page_content_field(required=False)
     aliases = _aliases(required=False)
     status = serializers.ChoiceField(choices=Status.choices, required=False)
 

@@ -17,6 +17,7 @@ from content.apis import (
     PageInput,
     PageListApi,
     PageOutput,
+    page_content_field,
     page_search_answer,
 )
 from content.models import Status
@@ -48,7 +49,7 @@ class BacklinksInput(PageRefInput, CursorInput):
 class WritePageInput(PageInput):
     """``POST /content/pages``'s fields; aliases and status kept as they are unless given."""
 
-    content = serializers.CharField(allow_blank=True, trim_whitespace=False)
+    content = page_content_field()
     aliases = serializers.ListField(
         child=serializers.CharField(max_length=300), max_length=50, required=False
     )

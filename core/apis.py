@@ -95,7 +95,9 @@ class ApiKeyListCreateApi(ApiView):
         agent_id = strict.IdField()
         name = serializers.CharField(max_length=200, required=False, default="", allow_blank=True)
         scopes = serializers.ListField(
-            child=serializers.ChoiceField(choices=ApiKey.Scope.choices), min_length=1
+            child=serializers.ChoiceField(choices=ApiKey.Scope.choices),
+            min_length=1,
+            max_length=len(ApiKey.Scope.choices),
         )
         expires_at = serializers.DateTimeField(required=False, allow_null=True, default=None)
 

@@ -28,6 +28,9 @@ from rest_framework.utils.urls import replace_query_param
 
 from core.errors import ValidationFailed
 
+# A cursor this API hands out is a few dozen characters; a longer one is not one of them.
+MAX_CURSOR_CHARS = 1000
+
 
 def invalid_cursor() -> ValidationFailed:
     return ValidationFailed("The cursor is not one this list returned.", code="invalid_cursor")
@@ -77,6 +80,8 @@ class CreatedCursorPagination(CursorPagination):
         raw = request.query_params.get(self.cursor_query_param)
         if raw is None:
             return None
+        if len(raw) > MAX_CURSOR_CHARS:
+            raise invalid_cursor()
         try:
             encoded = self._signer().unsign(raw)
             tokens = parse_qs(
@@ -98,6 +103,8 @@ class CreatedCursorPagination(CursorPagination):
                     "minimum": 1,
                     "maximum": self.max_page_size,
                 }
+            elif parameter["name"] == self.cursor_query_param:
+                parameter["schema"] = {**parameter["schema"], "maxLength": MAX_CURSOR_CHARS}
         return parameters
 
 

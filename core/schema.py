@@ -15,13 +15,16 @@ from __future__ import annotations
 from typing import Any, Literal
 
 import uritemplate
-from drf_spectacular.extensions import OpenApiAuthenticationExtension
+from drf_spectacular.extensions import (
+    OpenApiAuthenticationExtension,
+    OpenApiSerializerFieldExtension,
+)
 from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.utils import OpenApiResponse
 from rest_framework import serializers
 from rest_framework.permissions import AllowAny
 
-from core.serializers import InputSerializer
+from core.serializers import InputSerializer, ServiceBoundedCharField
 
 
 class ErrorBody(serializers.Serializer):
@@ -70,6 +73,23 @@ class EngramAutoSchema(AutoSchema):
         schema = super()._map_serializer(serializer, direction, bypass_extensions)
         if direction == "request" and isinstance(serializer, InputSerializer):
             schema["additionalProperties"] = False
+        return schema
+
+    def _map_serializer_field(
+        self, field: Any, direction: Any, bypass_extensions: bool = False
+    ) -> Any:
+        """A list of objects (``many=True``) states its ``min_length`` / ``max_length``; a
+        string the service bounds (``ServiceBoundedCharField``) its ``max_length``."""
+        schema = super()._map_serializer_field(field, direction, bypass_extensions)
+        if isinstance(field, ServiceBoundedCharField):
+            schema["maxLength"] = field.max_length
+        if isinstance(field, serializers.ListSerializer) and schema.get("type") == "array":
+            # ListSerializer takes max_length / min_length (DRF 3.15); the stubs do not know them.
+            most, least = getattr(field, "max_length", None), getattr(field, "min_length", None)
+            if most is not None:
+                schema["maxItems"] = most
+            if least is not None:
+                schema["minItems"] = least
         return schema
 
     def _error_statuses(self) -> list[str]:
@@ -181,3 +201,15 @@ def add_resource_links(
         if links:
             created["links"] = links
     return result
+
+
+class ServiceBoundedJSONFieldExtension(OpenApiSerializerFieldExtension):
+    """Any JSON value, bounded in size (``core.serializers.ServiceBoundedJSONField``)."""
+
+    target_class = "core.serializers.ServiceBoundedJSONField"
+    match_subclasses = True
+
+    def map_serializer_field(self, auto_schema: Any, direction: Any) -> Any:
+        limit = self.target.max_bytes
+        # A string value takes its two quotes besides its characters.
+        return {"maxLength": limit - 2, "x-max-bytes": limit}

@@ -127,6 +127,7 @@ class InputSerializer(serializers.Serializer):
                         and isinstance(field, serializers.CharField)
                         and limit
                         and len(value) > limit
+                        and not getattr(field, "service_checks_bounds", False)
                     ):
                         # As sent: DRF trims whitespace first, which would let a longer string
                         # through than the schema's maxLength allows.
@@ -243,6 +244,56 @@ class IdField(serializers.IntegerField):
         kwargs.setdefault("min_value", 1)
         kwargs.setdefault("max_value", MAX_ID)
         super().__init__(**kwargs)
+
+
+Limit = int | Callable[[], int]
+
+
+def _limit(value: Limit) -> int:
+    return value() if callable(value) else value
+
+
+class ServiceBoundedCharField(serializers.CharField):
+    """A string whose length bound the schema states (``maxLength``) while the service checks
+    it, answering with its own status and code (413 ``content_too_long``, 400 ``invalid_key``):
+    the field adds no validator, so that one check answers. ``max_length`` is the number the
+    service uses (a constant, or a callable reading a setting when the serializer is made)."""
+
+    service_checks_bounds = True
+
+    def __init__(self, *, max_length: Limit, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.max_length = _limit(max_length)
+
+
+class ServiceBoundedIntegerField(serializers.IntegerField):
+    """An integer whose range the schema states (``minimum``, ``maximum``) while the service
+    checks it with its own code (400 ``invalid_ttl``), as ``ServiceBoundedCharField``."""
+
+    service_checks_bounds = True
+
+    def __init__(
+        self, *, min_value: Limit, max_value: Limit, field_checks_min: bool = False, **kwargs: Any
+    ) -> None:
+        # field_checks_min: the field refuses a number below min_value itself (400
+        # validation_error), as before the service stated its maximum.
+        if field_checks_min:
+            kwargs["min_value"] = _limit(min_value)
+        super().__init__(**kwargs)
+        self.min_value = _limit(min_value)
+        self.max_value = _limit(max_value)
+
+
+class ServiceBoundedJSONField(serializers.JSONField):
+    """Any JSON value whose size the service checks (413 ``value_too_large``): the schema
+    states the bound as ``x-max-bytes`` (the value as compact JSON text, in UTF-8) and as
+    ``maxLength`` for a string value (``core.schema``)."""
+
+    service_checks_bounds = True
+
+    def __init__(self, *, max_bytes: Limit, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.max_bytes = _limit(max_bytes)
 
 
 def validated(serializer_class: type[serializers.Serializer], request: Request) -> dict[str, Any]:

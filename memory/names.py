@@ -18,13 +18,21 @@ from typing import Any
 
 from core.errors import ValidationFailed
 
-SESSION_ID = r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}"
-KEY = r"[A-Za-z0-9][A-Za-z0-9._:-]{0,199}"
-POOL_ID = r"[A-Za-z0-9][A-Za-z0-9_-]{0,99}"
-RUN_ID = r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}"
-# A dot path names nested keys of a pool's JSON object: ``agent_bulletin.market_regime``.
-PATH_SEGMENT = r"[A-Za-z0-9_-]{1,100}"
+MAX_SESSION_ID_CHARS = 128
+MAX_KEY_CHARS = 200
+MAX_POOL_ID_CHARS = 100
+MAX_RUN_ID_CHARS = 128
+MAX_SEGMENT_CHARS = 100
 MAX_PATH_DEPTH = 32
+# The longest dot path: MAX_PATH_DEPTH segments of MAX_SEGMENT_CHARS, with the dots between.
+MAX_PATH_CHARS = MAX_PATH_DEPTH * (MAX_SEGMENT_CHARS + 1) - 1
+
+SESSION_ID = rf"[A-Za-z0-9][A-Za-z0-9._-]{{0,{MAX_SESSION_ID_CHARS - 1}}}"
+KEY = rf"[A-Za-z0-9][A-Za-z0-9._:-]{{0,{MAX_KEY_CHARS - 1}}}"
+POOL_ID = rf"[A-Za-z0-9][A-Za-z0-9_-]{{0,{MAX_POOL_ID_CHARS - 1}}}"
+RUN_ID = rf"[A-Za-z0-9][A-Za-z0-9._:-]{{0,{MAX_RUN_ID_CHARS - 1}}}"
+# A dot path names nested keys of a pool's JSON object: ``agent_bulletin.market_regime``.
+PATH_SEGMENT = rf"[A-Za-z0-9_-]{{1,{MAX_SEGMENT_CHARS}}}"
 
 _SESSION = re.compile(SESSION_ID)
 _KEY = re.compile(KEY)

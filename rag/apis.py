@@ -7,6 +7,7 @@ import base64
 import binascii
 from typing import Any
 
+from django.conf import settings
 from drf_spectacular.utils import PolymorphicProxySerializer, extend_schema
 from rest_framework import serializers, status
 from rest_framework.parsers import MultiPartParser
@@ -172,12 +173,34 @@ class DocumentOutput(serializers.ModelSerializer[Document]):
         ]
 
 
+def _text_limit() -> int:
+    return int(settings.RAG_MAX_EXTRACTED_CHARS)
+
+
+def _base64_limit() -> int:
+    return -(-int(settings.RAG_MAX_UPLOAD_BYTES) // 3) * 4
+
+
+def text_field(**kwargs: Any) -> strict.ServiceBoundedCharField:
+    """A document's text: at most RAG_MAX_EXTRACTED_CHARS characters (413
+    ``document_too_large``, from the service)."""
+    return strict.ServiceBoundedCharField(
+        max_length=_text_limit, allow_blank=True, trim_whitespace=False, **kwargs
+    )
+
+
+def base64_field(**kwargs: Any) -> strict.ServiceBoundedCharField:
+    """A file in base64: at most RAG_MAX_UPLOAD_BYTES bytes decoded (413 ``upload_too_large``,
+    from the service)."""
+    return strict.ServiceBoundedCharField(max_length=_base64_limit, **kwargs)
+
+
 class DocumentInput(strict.InputSerializer):
     """One document as JSON: ``text`` or base64 ``content_base64`` (with a ``filename``)."""
 
     title = serializers.CharField(max_length=500, required=False, default="", allow_blank=True)
-    text = serializers.CharField(required=False, allow_blank=True, trim_whitespace=False)
-    content_base64 = serializers.CharField(required=False)
+    text = text_field(required=False)
+    content_base64 = base64_field(required=False)
     filename = serializers.CharField(max_length=500, required=False, allow_blank=True)
     content_type = serializers.CharField(max_length=100, required=False, allow_blank=True)
     source = serializers.CharField(  # type: ignore[assignment]  # a field named "source"
@@ -235,14 +258,14 @@ def document_upload(data: dict[str, Any]) -> dict[str, Any]:
 class DocumentTextInput(DocumentInput):
     """A document given as text (the schema's view of DocumentInput)."""
 
-    text = serializers.CharField(allow_blank=True, trim_whitespace=False)
+    text = text_field()
     content_base64 = None  # type: ignore[assignment]
 
 
 class DocumentBase64Input(DocumentInput):
     """A document given as base64 bytes (the schema's view of DocumentInput)."""
 
-    content_base64 = serializers.CharField()
+    content_base64 = base64_field()
     text = None  # type: ignore[assignment]
 
 
@@ -254,11 +277,16 @@ class DocumentBatchInput(strict.InputSerializer):
 class DocumentMultipartInput(serializers.Serializer):
     """``multipart/form-data``: one or more ``file`` parts; the metadata applies to each."""
 
-    file = serializers.ListField(child=serializers.FileField())
+    # More files are 413 request_too_large (Django's DATA_UPLOAD_MAX_NUMBER_FILES).
+    file = serializers.ListField(
+        child=serializers.FileField(), max_length=settings.DATA_UPLOAD_MAX_NUMBER_FILES
+    )
     title = serializers.CharField(max_length=500, required=False)
     source = serializers.CharField(max_length=1000, required=False)  # type: ignore[assignment]
     doc_type = serializers.CharField(max_length=100, required=False)
-    tags = serializers.ListField(child=serializers.CharField(max_length=100), required=False)
+    tags = serializers.ListField(
+        child=serializers.CharField(max_length=100), required=False, max_length=100
+    )
     lifecycle_state = serializers.CharField(max_length=50, required=False)
     source_path = serializers.CharField(max_length=1000, required=False)
     document_date = serializers.DateField(required=False)

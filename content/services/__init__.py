@@ -11,6 +11,8 @@ from content.services.links import (
     pending_sync_sweep,
 )
 from content.services.pages import (
+    MAX_CONTENT_CHARS,
+    MAX_TITLE_CHARS,
     PAGE_UPDATABLE_FIELDS,
     Rename,
     article_delete,
@@ -24,6 +26,8 @@ from content.services.pages import (
 )
 
 __all__ = [
+    "MAX_CONTENT_CHARS",
+    "MAX_TITLE_CHARS",
     "PAGE_UPDATABLE_FIELDS",
     "LinkReport",
     "Rename",

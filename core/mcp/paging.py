@@ -17,7 +17,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from core import serializers as strict
-from core.pagination import CreatedCursorPagination
+from core.pagination import MAX_CURSOR_CHARS, CreatedCursorPagination
 
 _BASE_URL = "http://mcp.invalid/"
 
@@ -33,7 +33,8 @@ class PageSizeField(serializers.IntegerField):
 class CursorInput(strict.InputSerializer):
     """The paging arguments every list tool takes."""
 
-    cursor = serializers.CharField(
+    cursor = strict.ServiceBoundedCharField(
+        max_length=MAX_CURSOR_CHARS,
         required=False,
         help_text="next_cursor of the previous page; omit for the first page.",
     )

@@ -166,7 +166,11 @@ class ExportDownloadApi(ApiView):
 
 
 class ImportJsonInput(strict.InputSerializer):
-    archive_base64 = serializers.CharField(help_text="The archive (.tar.gz), base64-encoded.")
+    # The longest text whose decoded size passes ImportApi's check (413 import_too_large).
+    archive_base64 = strict.ServiceBoundedCharField(
+        max_length=lambda: (4 * jobs.max_import_bytes() + 3) // 3,
+        help_text="The archive (.tar.gz), base64-encoded.",
+    )
 
 
 class ImportMultipartInput(serializers.Serializer):

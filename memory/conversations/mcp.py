@@ -33,11 +33,11 @@ MESSAGES_HELP = (
 
 
 class AddMessagesInput(MessageBatchInput):
-    conversation_id = serializers.IntegerField(min_value=1, help_text=CONVERSATION_ID)
+    conversation_id = strict.IdField(help_text=CONVERSATION_ID)
 
 
 class RecentInput(strict.InputSerializer):
-    conversation_id = serializers.IntegerField(min_value=1, help_text=CONVERSATION_ID)
+    conversation_id = strict.IdField(help_text=CONVERSATION_ID)
     last = serializers.IntegerField(
         required=False,
         default=selectors.DEFAULT_RECENT,
@@ -57,7 +57,7 @@ class RecentOutput(serializers.Serializer):
 
 
 class SummarizeInput(SummaryInput):
-    conversation_id = serializers.IntegerField(min_value=1, help_text=CONVERSATION_ID)
+    conversation_id = strict.IdField(help_text=CONVERSATION_ID)
 
 
 def _messages(out: Mapping[str, Any]) -> str:

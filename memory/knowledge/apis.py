@@ -139,7 +139,12 @@ class KnowledgeStoreListCreateApi(ApiView):
 
 
 class KnowledgeItemInput(strict.InputSerializer):
-    content = serializers.CharField(allow_blank=True, trim_whitespace=False)
+    content = strict.ServiceBoundedCharField(
+        max_length=services.MAX_CONTENT_CHARS,
+        allow_blank=True,
+        trim_whitespace=False,
+        help_text=f"At most {services.MAX_CONTENT_CHARS} characters (413 content_too_large).",
+    )
     content_type = serializers.CharField(max_length=100, required=False, default="text/plain")
     metadata = strict.MetadataField(required=False, default=dict)
     confidence = strict.FiniteFloatField(min_value=0, max_value=1, required=False, default=1.0)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
 from rest_framework import serializers, status
 from rest_framework.pagination import Cursor
@@ -35,13 +36,20 @@ class AccessOutput(serializers.Serializer):
 
 
 class RetentionPolicy(strict.InputSerializer):
-    ttl_seconds = serializers.IntegerField(
+    ttl_seconds = strict.ServiceBoundedIntegerField(
         required=False,
         min_value=1,
-        help_text="The pool expires this long after its last change.",
+        max_value=pool_services.MAX_POOL_TTL,
+        field_checks_min=True,
+        help_text="The pool expires this long after its last change (400 "
+        "invalid_retention_policy beyond the maximum).",
     )
-    max_size_bytes = serializers.IntegerField(
-        required=False, min_value=1, help_text="Its quota; never above POOL_MAX_BYTES."
+    max_size_bytes = strict.ServiceBoundedIntegerField(
+        required=False,
+        min_value=1,
+        max_value=lambda: int(settings.POOL_MAX_BYTES),
+        field_checks_min=True,
+        help_text="Its quota; never above POOL_MAX_BYTES (400 invalid_retention_policy).",
     )
 
 
@@ -224,6 +232,7 @@ class DataWriteInput(strict.InputSerializer):
     expected_version = serializers.IntegerField(
         required=False,
         min_value=0,
+        max_value=strict.INT64_MAX,
         help_text="Write only if the pool is at this version (else 409 version_conflict).",
     )
 
@@ -250,7 +259,9 @@ class DataWriteOutput(DataValueOutput):
 
 
 class DeleteFilter(strict.FilterSerializer):
-    expected_version = serializers.IntegerField(required=False, min_value=0)
+    expected_version = serializers.IntegerField(
+        required=False, min_value=0, max_value=strict.INT64_MAX
+    )
 
 
 def _write(request: Request, pool_id: str, path: str, mode: str, data: dict[str, Any]) -> Response:

@@ -17,6 +17,7 @@ from rest_framework import serializers
 from core import serializers as strict
 from core.mcp import Call, CursorInput, Tool, page, paged
 from memory import names
+from memory.apis.common import path_field
 from memory.models import MemoryPoolEvent
 from memory.pools import data_services as pool_data_services
 from memory.pools import selectors as pool_selectors
@@ -32,7 +33,9 @@ from memory.pools.apis import (
 )
 
 
-@extend_schema_field({"type": "string", "pattern": f"^{names.POOL_ID}$", "maxLength": 100})
+@extend_schema_field(
+    {"type": "string", "pattern": f"^{names.POOL_ID}$", "maxLength": names.MAX_POOL_ID_CHARS}
+)
 class PoolIdField(serializers.CharField):
     """A pool id; checked by the selectors (400 ``invalid_pool_id``), stated in the schema."""
 
@@ -44,13 +47,13 @@ class PoolInput(strict.InputSerializer):
 class PathInput(PoolInput):
     """A dot path, as ``key`` (the seed's and most clients' name) or ``path`` (the API's)."""
 
-    key = serializers.CharField(
+    key = path_field(
         required=False,
         allow_blank=True,
         help_text="Dot path of the value, e.g. agent_bulletin.market_regime; empty or omitted: "
         "the whole data (a JSON object).",
     )
-    path = serializers.CharField(
+    path = path_field(
         required=False, allow_blank=True, help_text="The same as key (the REST API's name)."
     )
 

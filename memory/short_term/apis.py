@@ -13,7 +13,13 @@ from core.pagination import CreatedCursorPagination, paginated_response
 from core.permissions import request_actor
 from core.serializers import validated
 from core.views import ApiView
-from memory.apis.common import TTL_HELP
+from memory.apis.common import (
+    SHORT_TERM_TTL,
+    SHORT_TERM_VALUE,
+    BoundedValueField,
+    TtlField,
+    key_field,
+)
 from memory.models import ShortTermEntry
 from memory.short_term import selectors as short_term_selectors
 from memory.short_term import services as short_term_services
@@ -45,8 +51,8 @@ class ShortTermKeyApi(ApiView):
     DELETE removes it. An expired entry answers 404 ``short_term_key_not_found`` at once."""
 
     class InputSerializer(strict.InputSerializer):
-        value = serializers.JSONField(allow_null=True, help_text="Any JSON value.")
-        ttl = serializers.IntegerField(required=False, help_text=TTL_HELP)
+        value = BoundedValueField(SHORT_TERM_VALUE, allow_null=True, help_text="Any JSON value.")
+        ttl = TtlField(SHORT_TERM_TTL, required=False)
         memory_type = serializers.ChoiceField(
             choices=ShortTermEntry.MemoryType.choices,
             default=ShortTermEntry.MemoryType.TASK_CONTEXT,
@@ -88,9 +94,9 @@ class ShortTermKeyApi(ApiView):
 
 
 class ShortTermBatchEntryInput(strict.InputSerializer):
-    key = serializers.CharField(trim_whitespace=False)
-    value = serializers.JSONField(allow_null=True, help_text="Any JSON value.")
-    ttl = serializers.IntegerField(required=False, help_text=TTL_HELP)
+    key = key_field(trim_whitespace=False)
+    value = BoundedValueField(SHORT_TERM_VALUE, allow_null=True, help_text="Any JSON value.")
+    ttl = TtlField(SHORT_TERM_TTL, required=False)
     memory_type = serializers.ChoiceField(
         choices=ShortTermEntry.MemoryType.choices,
         default=ShortTermEntry.MemoryType.TASK_CONTEXT,
@@ -146,7 +152,7 @@ class ShortTermRefreshApi(ApiView):
     replaces). Not an access."""
 
     class InputSerializer(strict.InputSerializer):
-        ttl = serializers.IntegerField(required=False, help_text=TTL_HELP)
+        ttl = TtlField(SHORT_TERM_TTL, required=False)
 
     @extend_schema(
         operation_id="memory_short_term_refresh",

@@ -18,7 +18,7 @@ from core import serializers as strict
 from core.permissions import request_actor
 from core.serializers import represent, validated
 from core.views import ApiView
-from memory.apis.common import MEMORY_UNAVAILABLE, TTL_HELP, ValueInput
+from memory.apis.common import MEMORY_UNAVAILABLE, WORKING_TTL, TtlField, ValueInput
 from memory.working import selectors as working_selectors
 from memory.working import services as working_services
 from memory.working import store as wr
@@ -259,7 +259,7 @@ class WorkingConversationApi(ApiView):
         messages = serializers.ListField(
             child=serializers.JSONField(allow_null=True), max_length=10_000, allow_empty=True
         )
-        ttl = serializers.IntegerField(required=False, help_text=TTL_HELP)
+        ttl = TtlField(WORKING_TTL, required=False)
 
     @_schema("memory_working_conversation_store", WorkingConversationOutput, InputSerializer)
     def put(self, request: Request, session_id: str) -> Response:
@@ -285,7 +285,7 @@ class WorkingConversationAppendApi(ApiView):
 
     class InputSerializer(strict.InputSerializer):
         message = serializers.JSONField(allow_null=True, help_text="Any JSON value.")
-        ttl = serializers.IntegerField(required=False, help_text=TTL_HELP)
+        ttl = TtlField(WORKING_TTL, required=False)
 
     class OutputSerializer(serializers.Serializer):
         session_id = serializers.CharField()
@@ -306,8 +306,13 @@ class WorkingConversationAppendApi(ApiView):
 
 
 class ScratchPadInput(strict.InputSerializer):
-    content = serializers.CharField(allow_blank=True, trim_whitespace=False)
-    ttl = serializers.IntegerField(required=False, help_text=TTL_HELP)
+    content = strict.ServiceBoundedCharField(
+        max_length=lambda: int(settings.WORKING_MEMORY_MAX_VALUE_BYTES),
+        allow_blank=True,
+        trim_whitespace=False,
+        help_text="At most WORKING_MEMORY_MAX_VALUE_BYTES bytes in UTF-8 (413 value_too_large).",
+    )
+    ttl = TtlField(WORKING_TTL, required=False)
 
 
 class ScratchPadOutput(serializers.Serializer):
@@ -474,7 +479,7 @@ class WorkingLoadApi(ApiView):
     entry gets ``ttl`` if given, else the TTL it had left when persisted (at least 1 s)."""
 
     class InputSerializer(strict.InputSerializer):
-        ttl = serializers.IntegerField(required=False, help_text=TTL_HELP)
+        ttl = TtlField(WORKING_TTL, required=False)
 
     class OutputSerializer(serializers.Serializer):
         session_id = serializers.CharField()

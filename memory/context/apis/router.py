@@ -16,10 +16,20 @@ from core.permissions import request_actor
 from core.search import MAX_LIST_ITEMS
 from core.serializers import validated
 from core.views import ApiView
-from memory.apis.common import TTL_HELP
+from memory.apis.common import (
+    SHORT_TERM_TTL,
+    SHORT_TERM_VALUE,
+    WORKING_TTL,
+    WORKING_VALUE,
+    BoundedValueField,
+    TtlField,
+    key_field,
+    session_id_field,
+)
 from memory.context.selectors import router as router_selectors
 from memory.context.services import router as router_services
 from memory.context.services.search import memory_search_run
+from memory.long_term.services.entries import MAX_CONTENT_CHARS
 from memory.maintenance.services import consolidation
 from memory.models import MemoryEntry, ShortTermEntry
 
@@ -31,7 +41,7 @@ TIER_STATUS = serializers.DictField(
 
 
 class MemoryFiltersInput(strict.InputSerializer):
-    session_id = serializers.CharField(
+    session_id = session_id_field(
         required=False, help_text="Working memory (searched only with it) and short-term memory."
     )
     context_ids = strict.IdListField(required=False)
@@ -167,8 +177,8 @@ class MemoryReadApi(ApiView):
     required_scope = "read"
 
     class InputSerializer(strict.InputSerializer):
-        key = serializers.CharField(help_text="The key to read, e.g. user.timezone.")
-        session_id = serializers.CharField(
+        key = key_field(help_text="The key to read, e.g. user.timezone.")
+        session_id = session_id_field(
             required=False,
             default="",
             help_text="The session whose working and short-term memory to look in, e.g. chat-42.",
@@ -236,42 +246,44 @@ class MemoryWriteInput(strict.InputSerializer):
         help_text="working (a session's scratch state, expires), short_term (a session's, "
         "expires) or long_term (permanent, searchable; the default). content: long_term only.",
     )
-    key = serializers.CharField(
+    key = key_field(
         required=False,
         help_text="Mode key: the name to store value under (letters, digits, . _ : -), e.g. "
         "user.timezone. Not with content.",
     )
-    value = serializers.JSONField(
+    value = BoundedValueField(
+        WORKING_VALUE,
+        SHORT_TERM_VALUE,
         required=False,
         allow_null=True,
         help_text='Mode key: any JSON value, e.g. "Europe/Lisbon" or {"city": "Lisbon"}.',
     )
-    content = serializers.CharField(
+    content = strict.ServiceBoundedCharField(
+        max_length=MAX_CONTENT_CHARS,
         required=False,
         trim_whitespace=False,
         help_text="Mode content: a text to remember as a new long-term entry, e.g. The office "
         "moved to Lisbon in May. Not with key.",
     )
-    session_id = serializers.CharField(
+    session_id = session_id_field(
         required=False,
         default="",
         help_text="The session (conversation or task) it belongs to; required for working and "
         "short_term, e.g. chat-42.",
     )
-    ttl = serializers.IntegerField(required=False, help_text=TTL_HELP)
+    ttl = TtlField(WORKING_TTL, SHORT_TERM_TTL, required=False)
     memory_type = serializers.ChoiceField(
         choices=ShortTermEntry.MemoryType.choices,
         required=False,
         help_text="short_term only: what kind of memory it is.",
     )
-    context = serializers.IntegerField(  # type: ignore[assignment]  # a field named "context"
+    context = strict.IdField(  # type: ignore[assignment]  # a field named "context"
         required=False,
-        min_value=1,
         help_text="long_term only: the id of a memory context you may write (default: your "
         "own memory), e.g. 12.",
     )
-    context_id = serializers.IntegerField(
-        required=False, min_value=1, help_text="The same as context (its earlier REST name)."
+    context_id = strict.IdField(
+        required=False, help_text="The same as context (its earlier REST name)."
     )
     entry_type = serializers.ChoiceField(
         choices=MemoryEntry.EntryType.choices,
@@ -340,7 +352,7 @@ class MemoryStatsApi(ApiView):
     """Counts of every tier for the caller (working memory: of ``session_id``, when given)."""
 
     class FilterSerializer(strict.FilterSerializer):
-        session_id = serializers.CharField(required=False, default="")
+        session_id = session_id_field(required=False, default="")
 
     class OutputSerializer(serializers.Serializer):
         working = serializers.DictField()
@@ -365,9 +377,10 @@ class MemoryConsolidateApi(ApiView):
         jobs = serializers.ListField(
             child=serializers.ChoiceField(choices=consolidation.JOBS),
             required=False,
+            max_length=MAX_LIST_ITEMS,
             help_text="Steps for the whole account (not with session_id); default: all.",
         )
-        session_id = serializers.CharField(
+        session_id = session_id_field(
             required=False,
             help_text="Consolidate one session of the calling agent: its short-term entries "
             "read at least MEMORY_PROMOTION_MIN_ACCESSES times become long-term entries.",

@@ -42,7 +42,12 @@ def _related_field(**kwargs: Any) -> serializers.ListField:
 
 def _run_id() -> serializers.CharField:
     return serializers.RegexField(
-        names.RUN_ID, required=False, default="", allow_blank=True, help_text=RUN_ID_HELP
+        names.RUN_ID,
+        max_length=names.MAX_RUN_ID_CHARS,
+        required=False,
+        default="",
+        allow_blank=True,
+        help_text=RUN_ID_HELP,
     )
 
 

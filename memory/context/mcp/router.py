@@ -10,10 +10,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from rest_framework import serializers
-
 from core import serializers as strict
 from core.mcp import Tool
+from memory.apis.common import session_id_field
 from memory.context.apis.router import (
     MemoryConsolidateApi,
     MemoryReadApi,
@@ -36,7 +35,7 @@ from memory.maintenance import mcp as maintenance
 class MemoryStatsInput(strict.InputSerializer):
     """``GET /memory/stats``'s query parameter, as an argument."""
 
-    session_id = serializers.CharField(
+    session_id = session_id_field(
         required=False,
         default="",
         help_text="A session whose working memory to count too, e.g. chat-42.",

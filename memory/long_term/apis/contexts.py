@@ -22,6 +22,9 @@ from memory.models import (
     MemoryContextGrant,
 )
 
+# A context's description, as a knowledge base's (rag.apis).
+MAX_DESCRIPTION_CHARS = 10_000
+
 CHANGE_POLICY_HELP = (
     "auto: automatic upkeep (dedup merges, promotions, rot archivals, importance decay, "
     "cluster rewrites) applies directly; review: each waits as a pending change for an owner "
@@ -96,7 +99,9 @@ class ContextListCreateApi(ApiView):
         team_id = strict.IdField(
             required=False, allow_null=True, default=None, help_text="Only for scope team."
         )
-        description = serializers.CharField(required=False, default="", allow_blank=True)
+        description = serializers.CharField(
+            required=False, default="", allow_blank=True, max_length=MAX_DESCRIPTION_CHARS
+        )
         metadata = strict.MetadataField(required=False, default=dict)
         change_policy = serializers.ChoiceField(
             choices=ChangePolicy.choices, default=ChangePolicy.AUTO, help_text=CHANGE_POLICY_HELP
@@ -141,7 +146,9 @@ class ContextDetailApi(ApiView):
         context_type = serializers.ChoiceField(
             choices=MemoryContext.ContextType.choices, required=False
         )
-        description = serializers.CharField(required=False, allow_blank=True)
+        description = serializers.CharField(
+            required=False, allow_blank=True, max_length=MAX_DESCRIPTION_CHARS
+        )
         metadata = strict.MetadataField(required=False)
         change_policy = serializers.ChoiceField(
             choices=ChangePolicy.choices, required=False, help_text=CHANGE_POLICY_HELP

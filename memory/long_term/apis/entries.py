@@ -66,12 +66,18 @@ class MemoryEntryOutput(serializers.ModelSerializer[MemoryEntry]):
         ]
 
 
+def entry_content_field(**kwargs: Any) -> strict.ServiceBoundedCharField:
+    """An entry's text: at most ``MAX_CONTENT_CHARS`` characters (413 ``content_too_large``,
+    from the service)."""
+    return strict.ServiceBoundedCharField(
+        max_length=services.MAX_CONTENT_CHARS, allow_blank=True, trim_whitespace=False, **kwargs
+    )
+
+
 class MemoryEntryInput(strict.InputSerializer):
     """One entry: ``content`` (text) or ``data`` (any JSON), or both."""
 
-    content = serializers.CharField(
-        required=False, default="", allow_blank=True, trim_whitespace=False
-    )
+    content = entry_content_field(required=False, default="")
     data = serializers.JSONField(  # type: ignore[assignment]  # a field named "data"
         required=False, default=None, allow_null=True, help_text="Structured content."
     )
@@ -134,18 +140,16 @@ class MemoryEntryBatchOutput(serializers.Serializer):
 
 
 class EntryCreateInput(MemoryEntryInput):
-    context = serializers.IntegerField(  # type: ignore[assignment]  # a field named "context"
+    context = strict.IdField(  # type: ignore[assignment]  # a field named "context"
         required=False,
-        min_value=1,
         help_text="The context to write to (write access); default: the calling agent's own "
         "memory (context `agent:<agent id>`, created on first use).",
     )
 
 
 class EntryBatchCreateInput(MemoryEntryBatchInput):
-    context = serializers.IntegerField(  # type: ignore[assignment]  # a field named "context"
+    context = strict.IdField(  # type: ignore[assignment]  # a field named "context"
         required=False,
-        min_value=1,
         help_text="The context to write every entry to; default: the calling agent's own memory.",
     )
 
@@ -246,7 +250,7 @@ class EntryDetailApi(ApiView):
     importance, confidence and metadata change in place. DELETE removes every version."""
 
     class UpdateSerializer(strict.InputSerializer):
-        content = serializers.CharField(required=False, allow_blank=True, trim_whitespace=False)
+        content = entry_content_field(required=False)
         data = serializers.JSONField(  # type: ignore[assignment]  # a field named "data"
             required=False, allow_null=True
         )
@@ -265,6 +269,7 @@ class EntryDetailApi(ApiView):
         expected_version = serializers.IntegerField(
             required=False,
             min_value=1,
+            max_value=strict.INT64_MAX,
             help_text="Change only if this is the current version (else 409 version_conflict).",
         )
 

@@ -210,6 +210,12 @@ def entry_update(
     successor = _successor(entry, {**versioned, **in_place}, actor.agent)
     if not successor.content.strip() and successor.data is None:
         raise ValidationFailed("content or data is required.", code="empty_entry")
+    if len(successor.content) > MAX_CONTENT_CHARS:
+        raise PayloadTooLarge(
+            f"content is limited to {MAX_CONTENT_CHARS} characters.",
+            code="content_too_large",
+            details={"limit": MAX_CONTENT_CHARS},
+        )
     # An archived entry is out of the index: its new version stays out too.
     searchable = entry.archived_at is None
     plan = index_plan([successor], around=[entry], leaving=[entry.pk]) if searchable else None

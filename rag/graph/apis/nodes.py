@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
     OpenApiParameter,
     PolymorphicProxySerializer,
@@ -17,7 +16,12 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from core import serializers as strict
-from core.pagination import CreatedCursorPagination, page_parameters_check, paginated_response
+from core.pagination import (
+    MAX_CURSOR_CHARS,
+    CreatedCursorPagination,
+    page_parameters_check,
+    paginated_response,
+)
 from core.permissions import request_actor
 from core.views import ApiView
 from rag.graph import selectors as graph
@@ -130,7 +134,11 @@ class NodePageOutput(serializers.Serializer):
 
 
 _PAGE_PARAMETERS = [
-    OpenApiParameter("cursor", OpenApiTypes.STR, description="Lists only: the page to read."),
+    OpenApiParameter(
+        "cursor",
+        {"type": "string", "maxLength": MAX_CURSOR_CHARS},
+        description="Lists only: the page to read.",
+    ),
     OpenApiParameter(
         "page_size",
         {"type": "integer", "minimum": 1, "maximum": CreatedCursorPagination.max_page_size},

@@ -1,0 +1,230 @@
+"""Every input is bounded, and the bounds are one surface (issue 37): the MCP tools' input
+schemas and the OpenAPI request bodies state a ``maxLength`` for each string, a ``minimum`` and a
+``maximum`` for each integer and a ``maxItems`` for each list; a value over the bound is a 4xx
+with a machine-readable code at both doors, never a 500."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.conf import settings as django_settings
+from drf_spectacular.generators import SchemaGenerator
+
+from content.services import MAX_CONTENT_CHARS as PAGE_MAX_CHARS
+from core.mcp.registry import tools
+from core.mcp.schemas import generate
+from memory import names
+from tests.conftest import AuthedAgent
+from tests.support.mcp import error_code, tool_call
+
+# Strings whose format bounds them (a date, a file part of a multipart body).
+BOUNDED_FORMATS = {"date", "date-time", "time", "duration", "uuid", "email", "binary"}
+
+
+def _unbounded(schema: Any, where: str, components: dict[str, Any], seen: set[str]) -> list[str]:
+    """What in ``schema`` lacks a bound, by where it is."""
+    if not isinstance(schema, dict):
+        return []
+    if "$ref" in schema:
+        name = schema["$ref"].rsplit("/", 1)[-1]
+        if name in seen:
+            return []
+        return _unbounded(components[name], f"{where}<{name}>", components, seen | {name})
+    found: list[str] = []
+    for combinator in ("anyOf", "oneOf", "allOf"):
+        for branch in schema.get(combinator, ()):
+            found += _unbounded(branch, where, components, seen)
+    kinds = schema.get("type")
+    kinds = set(kinds) if isinstance(kinds, list) else {kinds}
+    bounded_otherwise = "enum" in schema or "const" in schema
+    string_bounded = "maxLength" in schema or schema.get("format") in BOUNDED_FORMATS
+    if "string" in kinds and not bounded_otherwise and not string_bounded:
+        found.append(f"{where}: a string without maxLength")
+    integer_bounded = "minimum" in schema and "maximum" in schema
+    if "integer" in kinds and not bounded_otherwise and not integer_bounded:
+        found.append(f"{where}: an integer without minimum and maximum")
+    if "array" in kinds:
+        if "maxItems" not in schema:
+            found.append(f"{where}: a list without maxItems")
+        found += _unbounded(schema.get("items", {}), f"{where}[]", components, seen)
+    for name, value in schema.get("properties", {}).items():
+        found += _unbounded(value, f"{where}.{name}", components, seen)
+    if isinstance(schema.get("additionalProperties"), dict):
+        found += _unbounded(schema["additionalProperties"], f"{where}{{}}", components, seen)
+    return found
+
+
+def test_every_tool_input_is_bounded() -> None:
+    found = []
+    for name, (input_schema, _) in generate(tools().values()).items():
+        found += _unbounded(input_schema, name, {}, set())
+    assert not found, "\n".join(sorted(set(found)))
+
+
+def test_every_request_body_is_bounded() -> None:
+    document = SchemaGenerator().get_schema(request=None, public=True)
+    components = document["components"]["schemas"]
+    found = []
+    for path, operations in document["paths"].items():
+        for method, operation in operations.items():
+            if not isinstance(operation, dict):
+                continue
+            for media, body in operation.get("requestBody", {}).get("content", {}).items():
+                where = f"{method.upper()} {path} ({media})"
+                found += _unbounded(body.get("schema", {}), where, components, set())
+    assert not found, "\n".join(sorted(set(found)))
+
+
+def test_the_schemas_state_the_limits_the_services_use() -> None:
+    schemas = generate(tools().values())
+    write = schemas["memory_write"][0]["properties"]
+    assert write["ttl"]["minimum"] == 1
+    assert write["ttl"]["maximum"] == max(
+        django_settings.WORKING_MEMORY_MAX_TTL, django_settings.SHORT_TERM_MAX_TTL
+    )
+    value = next(s for s in write["value"]["anyOf"] if "x-max-bytes" in s)
+    assert value["x-max-bytes"] == max(
+        django_settings.WORKING_MEMORY_MAX_VALUE_BYTES, django_settings.SHORT_TERM_MAX_VALUE_BYTES
+    )
+    assert schemas["write_shared_memory"][0]["properties"]["key"]["maxLength"] == (
+        names.MAX_PATH_CHARS
+    )
+    assert schemas["write_page"][0]["properties"]["content"]["maxLength"] == PAGE_MAX_CHARS
+    assert schemas["add_document"][0]["properties"]["text"]["maxLength"] == (
+        django_settings.RAG_MAX_EXTRACTED_CHARS
+    )
+    document = SchemaGenerator().get_schema(request=None, public=True)
+    components = document["components"]["schemas"]
+    assert components["PageInputRequest"]["properties"]["content"]["maxLength"] == PAGE_MAX_CHARS
+    assert components["ValueInputRequest"]["properties"]["ttl"]["maximum"] == (
+        django_settings.WORKING_MEMORY_MAX_TTL
+    )
+
+
+# --- over the bound: the same 4xx and code at both doors ------------------------------------
+
+
+def _code(response: Any) -> str:
+    return str(response.json()["error"]["code"])
+
+
+@pytest.mark.django_db
+def test_memory_write_ttl_and_value_over_the_bound(agent_client: AuthedAgent, settings) -> None:
+    settings.WORKING_MEMORY_MAX_VALUE_BYTES = 1024
+    client, secret = agent_client.client, agent_client.secret
+    base = {"tier": "working", "key": "k", "session_id": "s1", "value": 1}
+    too_long_ttl = {**base, "ttl": settings.WORKING_MEMORY_MAX_TTL + 1}
+    rest = client.post("/api/v1/memory/write", too_long_ttl, format="json")
+    assert rest.status_code == 400 and _code(rest) == "invalid_ttl", rest.content
+    assert error_code(tool_call(secret, "memory_write", too_long_ttl)) == "invalid_ttl"
+    zero = client.post("/api/v1/memory/write", {**base, "ttl": 0}, format="json")
+    assert zero.status_code == 400 and _code(zero) == "invalid_ttl"
+    big = {**base, "value": "x" * 2000}
+    rest = client.post("/api/v1/memory/write", big, format="json")
+    assert rest.status_code == 413 and _code(rest) == "value_too_large", rest.content
+    assert error_code(tool_call(secret, "memory_write", big)) == "value_too_large"
+    short_term = {**big, "tier": "short_term"}
+    settings.SHORT_TERM_MAX_VALUE_BYTES = 1024
+    rest = client.post("/api/v1/memory/write", short_term, format="json")
+    assert rest.status_code == 413 and _code(rest) == "value_too_large", rest.content
+    fine = client.post("/api/v1/memory/write", {**base, "ttl": 60}, format="json")
+    assert fine.status_code in (200, 201), fine.content
+
+
+@pytest.mark.django_db
+def test_shared_pool_key_over_the_bound(agent_client: AuthedAgent) -> None:
+    client, secret = agent_client.client, agent_client.secret
+    assert client.post("/api/v1/memory/pools", {"pool_id": "ops"}, format="json").status_code == 201
+    too_long = ".".join(["a"] * (names.MAX_PATH_DEPTH + 1))
+    assert len(too_long) <= names.MAX_PATH_CHARS  # too deep, within the characters
+    longest = ".".join(["a" * names.MAX_SEGMENT_CHARS] * names.MAX_PATH_DEPTH)
+    assert len(longest) == names.MAX_PATH_CHARS
+    for key in (too_long, longest + "a", "a" * (names.MAX_SEGMENT_CHARS + 1)):
+        arguments = {"pool_id": "ops", "key": key, "value": 1}
+        assert error_code(tool_call(secret, "write_shared_memory", arguments)) == "invalid_path"
+    rest = client.put(
+        f"/api/v1/memory/pools/ops/data/{'a' * (names.MAX_SEGMENT_CHARS + 1)}",
+        {"value": 1},
+        format="json",
+    )
+    assert rest.status_code == 400 and _code(rest) == "invalid_path", rest.content
+    fine = {"pool_id": "ops", "key": "a" * names.MAX_SEGMENT_CHARS, "value": 1}
+    assert not tool_call(secret, "write_shared_memory", fine)["isError"]
+
+
+@pytest.mark.django_db
+def test_page_content_over_the_bound(agent_client: AuthedAgent) -> None:
+    client, secret = agent_client.client, agent_client.secret
+    content = "x" * (PAGE_MAX_CHARS + 1)
+    rest = client.post("/api/v1/content/pages", {"title": "Big", "content": content}, format="json")
+    assert rest.status_code == 413 and _code(rest) == "content_too_long", rest.content[:300]
+    result = tool_call(secret, "write_page", {"title": "Big", "content": content})
+    assert error_code(result) == "content_too_long"
+    page = client.post("/api/v1/content/pages", {"title": "Small"}, format="json")
+    assert page.status_code == 201, page.content
+    patched = client.patch(
+        f"/api/v1/content/pages/{page.json()['id']}", {"content": content}, format="json"
+    )
+    assert patched.status_code == 413 and _code(patched) == "content_too_long"
+
+
+@pytest.mark.django_db
+def test_document_text_over_the_bound(
+    agent_client: AuthedAgent, settings, django_capture_on_commit_callbacks
+) -> None:
+    settings.RAG_MAX_EXTRACTED_CHARS = 1000
+    client, secret = agent_client.client, agent_client.secret
+    kb = client.post("/api/v1/rag/knowledge-bases", {"name": "Docs"}, format="json").json()
+    text = "word " * 201
+    with django_capture_on_commit_callbacks(execute=False):
+        rest = client.post(
+            f"/api/v1/rag/knowledge-bases/{kb['id']}/documents", {"text": text}, format="json"
+        )
+        result = tool_call(secret, "add_document", {"knowledge_base_id": kb["id"], "text": text})
+    assert rest.status_code == 413 and _code(rest) == "document_too_large", rest.content
+    assert error_code(result) == "document_too_large"
+
+
+@pytest.mark.django_db
+def test_an_over_long_cursor_is_invalid_cursor(agent_client: AuthedAgent) -> None:
+    from core.pagination import MAX_CURSOR_CHARS
+
+    cursor = "x" * (MAX_CURSOR_CHARS + 1)
+    rest = agent_client.client.get("/api/v1/memory/pools", {"cursor": cursor})
+    assert rest.status_code == 400 and _code(rest) == "invalid_cursor"
+    result = tool_call(agent_client.secret, "list_memory_pools", {"cursor": cursor})
+    assert error_code(result) == "invalid_cursor"
+
+
+@pytest.mark.django_db
+def test_an_updated_entry_is_as_bounded_as_a_new_one(agent_client: AuthedAgent) -> None:
+    from memory.long_term.services import MAX_CONTENT_CHARS
+
+    client = agent_client.client
+    entry = client.post("/api/v1/memory/entries", {"content": "short"}, format="json")
+    assert entry.status_code == 201, entry.content
+    patched = client.patch(
+        f"/api/v1/memory/entries/{entry.json()['id']}",
+        {"content": "x" * (MAX_CONTENT_CHARS + 1)},
+        format="json",
+    )
+    assert patched.status_code == 413 and _code(patched) == "content_too_large", patched.content
+
+
+@pytest.mark.django_db
+def test_memory_names_over_the_bound_keep_their_codes(agent_client: AuthedAgent) -> None:
+    client, secret = agent_client.client, agent_client.secret
+    long_key = {"key": "k" * (names.MAX_KEY_CHARS + 1), "value": 1}
+    rest = client.post("/api/v1/memory/write", long_key, format="json")
+    assert rest.status_code == 400 and _code(rest) == "invalid_key", rest.content
+    assert error_code(tool_call(secret, "memory_read", {"key": long_key["key"]})) == "invalid_key"
+    long_session = {
+        "tier": "working",
+        "key": "k",
+        "value": 1,
+        "session_id": "s" * (names.MAX_SESSION_ID_CHARS + 1),
+    }
+    rest = client.post("/api/v1/memory/write", long_session, format="json")
+    assert rest.status_code == 400 and _code(rest) == "invalid_session_id", rest.content
+    assert error_code(tool_call(secret, "memory_write", long_session)) == "invalid_session_id"

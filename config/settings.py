@@ -336,6 +336,8 @@ SPECTACULAR_SETTINGS = {
         "MaintenanceJobStatusEnum": "memory.maintenance.models.jobs.MaintenanceJob.Status",
         "PendingChangeKindEnum": "memory.maintenance.services.changes.KNOWN_KINDS",
         "RotKindEnum": "memory.maintenance.selectors.rot.KINDS",
+        "EmbeddingGenerationRoleEnum": "core.models.EmbeddingGeneration.Role",
+        "EmbeddingGenerationStatusEnum": "core.models.EmbeddingGeneration.Status",
     },
 }
 

@@ -7,7 +7,7 @@ class ContentConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from content.embedded import register_tables
+        from content.embedded_spaces import register_tables
 
         register_tables()
 

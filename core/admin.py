@@ -33,6 +33,7 @@ from core.admin_base import (
     forget_actor,
     reregister,
 )
+from core.embeddings import admin as embeddings_admin  # noqa: F401 - registers its admin
 from core.models import Account, Agent, ApiKey, AuditEvent, JobRun, Membership, Team
 from core.portability.admin import export_accounts  # also registers the jobs' admin
 

@@ -7,7 +7,7 @@ class MemoryConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from memory.embedded import register_tables
+        from memory.embedded_spaces import register_tables
 
         register_tables()
 

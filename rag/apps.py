@@ -7,6 +7,6 @@ class RagConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from rag.embedded import register_tables
+        from rag.embedded_spaces import register_tables
 
         register_tables()

@@ -242,6 +242,7 @@ def space_rank(
                 limit=depth,
                 filter_sql=filter_sql,
                 filter_params=filter_params,
+                raise_moved=True,
             )
         except GenerationMoved:
             # A cut-over came between embedding the query and searching: embed it with the

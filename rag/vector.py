@@ -48,6 +48,7 @@ def vector_search(
     limit: int,
     filter_sql: str = "",
     filter_params: Mapping[str, Any] | None = None,
+    raise_moved: bool = False,
 ) -> list[tuple[int, float]]:
     """(unit id, cosine similarity) of a space's nearest units, through its HNSW index.
 
@@ -56,6 +57,10 @@ def vector_search(
     the current model are compared: after a model change, vectors of the
     old model are meaningless to the new one until they are re-embedded. ``filter_sql`` is a
     condition over the space's ``unit_filter_join`` with named placeholders.
+
+    A query embedded by the model that was current before a cut-over that came meanwhile finds
+    nothing (the stage is empty for this one query), or raises ``GenerationMoved`` when
+    ``raise_moved``: the caller embeds the query again and retries (``rag.search.space_rank``).
     """
     if not scope_ids:
         return []
@@ -100,7 +105,12 @@ def vector_search(
             [str(max(40, limit)), params["scopes"], space.unit_table],
         )
         _, _, units, space_units, current_model, _ = cursor.fetchone()
-        generations.check_query_model(current_model, model_id)
+        try:
+            generations.check_query_model(current_model, model_id)
+        except generations.GenerationMoved:
+            if raise_moved:
+                raise
+            return []
         if exact_scan_wanted(units, space_units):
             # Every unit compared (the subquery keeps the HNSW index out): exact, and faster
             # than walking a graph of every scope's units for the few of these scopes.

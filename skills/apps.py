@@ -7,7 +7,7 @@ class SkillsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from skills.embedded import register_tables
+        from skills.embedded_spaces import register_tables
 
         register_tables()
 

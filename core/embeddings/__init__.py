@@ -8,6 +8,11 @@ EMBEDDING_MODEL, EMBEDDING_BASE_URL, EMBEDDING_API_KEY, EMBEDDING_DIMENSIONS (de
 EMBEDDING_BATCH_TOKENS (default 2048, local only), EMBEDDING_TIMEOUT (seconds, default 30,
 openai only) and EMBEDDING_REQUEST_DIMENSIONS (default False, openai only: send the dimensions
 parameter to models that can shorten their vectors).
+
+Modules: ``base`` (the provider interface, vector literals), ``local`` (all-MiniLM-L6-v2 on
+ONNX), ``openai_compat`` (any OpenAI-compatible endpoint), ``generations`` (index generations:
+migrating to the model ``EMBEDDING_NEXT_*`` configures, cut-over, rollback) and ``schema`` (the
+two vector columns every embedded table has, and their migrations).
 """
 
 from __future__ import annotations

@@ -18,6 +18,9 @@ from pgvector.django import VectorField
 #: HNSW build settings of every generation's index (as the first generation's).
 HNSW_M = 16
 HNSW_EF_CONSTRUCTION = 64
+#: ``maintenance_work_mem`` while a generation's index is built: 100,000 vectors of 1,536
+#: dimensions make about 700 MB of graph; beyond the limit the build goes on, on disk, slower.
+INDEX_BUILD_MEMORY = "1GB"
 
 
 def index_name(table: str, generation_id: int) -> str:

@@ -352,3 +352,30 @@ def test_the_api_needs_the_admin_scope_and_answers_with_codes(
     assert bad.status_code == 400
     dropped = admin.client.post("/api/v1/embeddings/drop", {}, format="json")
     assert dropped.status_code == 200 and dropped.json()["next"] is None
+
+
+def test_the_admin_page_shows_the_spaces_and_acts_for_operators(
+    admin_client: Any, client: Any, django_user_model: Any, wide_model: OpenAIStandIn
+) -> None:
+    page = admin_client.get("/admin/core/embeddinggeneration/")
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert 'id="generation-spaces"' in html and "document chunks" in html
+    assert "openai:wide-embedder" in html  # the configured next model, ready to start
+    started = admin_client.post("/admin/core/embeddinggeneration/act/start_manual/")
+    assert started.status_code == 302
+    building = EmbeddingGeneration.objects.get(role="next")
+    assert building.model_id == "openai:wide-embedder" and building.auto_cutover is False
+    page = admin_client.get("/admin/core/embeddinggeneration/")
+    assert 'id="generation-progress"' in page.content.decode()
+    refused = admin_client.post("/admin/core/embeddinggeneration/act/rollback/", follow=True)
+    assert "no_previous_generation" in refused.content.decode()
+    assert admin_client.get("/admin/core/embeddinggeneration/act/drop/").status_code == 405
+    admin_client.post("/admin/core/embeddinggeneration/act/drop/")
+    assert not EmbeddingGeneration.objects.filter(role="next").exists()
+    # Staff who are not installation operators see neither the page nor the actions.
+    staff = django_user_model.objects.create_user("staff", password="pw-123456789", is_staff=True)
+    client.force_login(staff)
+    assert client.get("/admin/core/embeddinggeneration/").status_code in {302, 403}
+    assert client.post("/admin/core/embeddinggeneration/act/start/").status_code in {302, 403}
+    assert not EmbeddingGeneration.objects.filter(role="next").exists()

@@ -31,17 +31,55 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the checkout: bench.* importable
 from bench._setup import django_session
 
-WORDS = (
-    "tide harbour pilot chart ledger copper glacier violin spruce varnish hive honey frame "
-    "yeast wort barley kiln loom thread dye indigo anchor rope sail mast keel compass lantern "
-    "quarry granite mortar arch beam rafter furnace bellows anvil forge rivet hinge latch"
-).split()
+WORDS = [
+    "tide",
+    "harbour",
+    "pilot",
+    "chart",
+    "ledger",
+    "copper",
+    "glacier",
+    "violin",
+    "spruce",
+    "varnish",
+    "hive",
+    "honey",
+    "frame",
+    "yeast",
+    "wort",
+    "barley",
+    "kiln",
+    "loom",
+    "thread",
+    "dye",
+    "indigo",
+    "anchor",
+    "rope",
+    "sail",
+    "mast",
+    "keel",
+    "compass",
+    "lantern",
+    "quarry",
+    "granite",
+    "mortar",
+    "arch",
+    "beam",
+    "rafter",
+    "furnace",
+    "bellows",
+    "anvil",
+    "forge",
+    "rivet",
+    "hinge",
+    "latch",
+]
 
 
 class _Handler(BaseHTTPRequestHandler):
     dimensions = 1536
 
-    def do_POST(self) -> None:  # noqa: N802 - http.server's name
+    def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers["content-length"])))
         texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
         data = []

@@ -337,6 +337,7 @@ SPECTACULAR_SETTINGS = {
         "PendingChangeKindEnum": "memory.maintenance.services.changes.KNOWN_KINDS",
         "RotKindEnum": "memory.maintenance.selectors.rot.KINDS",
         "EmbeddingGenerationRoleEnum": "core.models.EmbeddingGeneration.Role",
+        "RoleEnum": "memory.long_term.models.MemoryEntry.Role",
         "EmbeddingGenerationStatusEnum": "core.models.EmbeddingGeneration.Status",
     },
 }

@@ -8,8 +8,8 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed, HttpResponseRedirect
-from django.template.response import TemplateResponse
 from django.urls import path, reverse
 
 from core.admin_base import InstallationAdminMixin
@@ -66,7 +66,7 @@ class EmbeddingGenerationAdmin(InstallationAdminMixin, admin.ModelAdmin):
         if request.method != "POST":
             return HttpResponseNotAllowed(["POST"])
         if not self.has_view_permission(request) or action not in ACTIONS:
-            return TemplateResponse(request, "admin/403.html", status=403)
+            raise PermissionDenied
         try:
             ACTIONS[action]()
         except EngramError as exc:

@@ -379,3 +379,23 @@ def test_the_admin_page_shows_the_spaces_and_acts_for_operators(
     assert client.get("/admin/core/embeddinggeneration/").status_code in {302, 403}
     assert client.post("/admin/core/embeddinggeneration/act/start/").status_code in {302, 403}
     assert not EmbeddingGeneration.objects.filter(role="next").exists()
+
+
+def test_the_rot_report_lists_vectors_of_another_model(
+    agent_client: AuthedAgent, corpus: list[int], other_agent_client: AuthedAgent
+) -> None:
+    from memory.maintenance.selectors import rot
+
+    actor = actor_for_agent(agent_client.agent)
+    section = next(s for s in rot.rot_report(actor=actor).sections if s.kind == "stale_vectors")
+    assert section.total == 0
+    Chunk.objects.filter(document_id__in=corpus[:2]).update(embedding_model="old:model")
+    section = next(s for s in rot.rot_report(actor=actor).sections if s.kind == "stale_vectors")
+    assert section.total == 1
+    (item,) = section.items
+    assert item.data["space"] == "chunks" and item.data["count"] == 2
+    assert item.data["models"] == {"old:model": 2}
+    # Another account's report counts its own units only.
+    intruder = actor_for_agent(other_agent_client.agent)
+    found = next(s for s in rot.rot_report(actor=intruder).sections if s.kind == "stale_vectors")
+    assert found.total == 0

@@ -158,12 +158,15 @@ def test_the_report_lists_rot_of_every_kind_of_the_callers_account_only(
     assert sorted(ids["invalidated_memory"]) == sorted([mine.invalidated, mine.superseded])
     assert ids["unused_skill"] == [mine.skill.pk]
     assert ids["orphaned_knowledge_item"] == [mine.orphan]
+    # The other model's chunks, counted per space (their document is listed above too).
+    assert [item["data"]["space"] for item in found["stale_vectors"]] == ["chunks"]
+    assert set(found["stale_vectors"][0]["data"]["models"]) == {"old-model-v0"}
     for items in found.values():
         for item in items:
             assert item["suggested_action"] and item["detail"], item
     for section in body["sections"]:
         assert section["total"] == len(section["items"])
-    assert body["total"] == 8
+    assert body["total"] == 9
 
     # N is the caller's: with a year, the 200-day-old page and skill are not stale yet.
     year = by_kind(agent_client.client.get(URL, {"days": 365}).json())

@@ -25,11 +25,15 @@ CHANGE_URLS = {
     "unused_skill": "admin:skills_skill_change",
     "orphaned_knowledge_item": "admin:memory_knowledgeitem_change",
 }
+# Kinds whose items are counts, not objects: the page that acts on them.
+LIST_URLS = {"stale_vectors": "admin:core_embeddinggeneration_changelist"}
 
 
 def _url(kind: str, object_id: int) -> str:
     try:
-        return reverse(CHANGE_URLS[kind], args=[object_id])
+        if kind in LIST_URLS:
+            return reverse(LIST_URLS[kind])
+        return reverse(CHANGE_URLS[kind], args=[object_id]) if kind in CHANGE_URLS else ""
     except NoReverseMatch:
         return ""
 

@@ -14,7 +14,10 @@ Sections (``kind``):
   knowledge item since invalidated or replaced by a newer version;
 - ``unused_skill``: a draft or active skill nobody used for ``days``;
 - ``orphaned_knowledge_item``: a current knowledge item whose sources (a conversation message,
-  a document chunk, a page) were deleted.
+  a document chunk, a page) were deleted;
+- ``stale_vectors``: per embedded space (chunks, long-term entries, knowledge items, graph
+  nodes, pages, skills), how many of the account's units still carry a vector of another model
+  than the current embedding generation's (``core.embeddings.generations``).
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ KINDS = (
     "invalidated_memory",
     "unused_skill",
     "orphaned_knowledge_item",
+    "stale_vectors",
 )
 TITLES = {
     "broken_wikilink": "Broken wikilinks",
@@ -52,6 +56,7 @@ TITLES = {
     "invalidated_memory": "Memories a newer fact invalidated",
     "unused_skill": "Unused skills",
     "orphaned_knowledge_item": "Knowledge items whose sources were deleted",
+    "stale_vectors": "Vectors of another embedding model",
 }
 
 
@@ -131,6 +136,7 @@ def rot_report(
         "invalidated_memory": lambda: _invalidated_memories(actor, account, limit),
         "unused_skill": lambda: _unused_skills(account, before, days, limit),
         "orphaned_knowledge_item": lambda: _orphaned_items(actor, account, limit),
+        "stale_vectors": lambda: _stale_vectors(actor, account, limit),
     }
     sections = []
     for kind in KINDS:
@@ -369,3 +375,53 @@ def _orphaned_items(actor: Actor, account_id: int, limit: int) -> tuple[list[Rot
         for item_id in ids[:limit]
         if item_id in items
     ], len(ids)
+
+
+# --- vectors of another model ----------------------------------------------------------------
+
+
+def _stale_vectors(actor: Actor, account_id: int, limit: int) -> tuple[list[RotItem], int]:
+    """One item per embedded space holding units of the account whose current vector is
+    another model's; the item's ``id`` is its position, ``data`` names the space, the count
+    and the models found. An agent counts the long-term entries of the contexts it may read."""
+    from core.embeddings.generations import embedded_tables
+
+    model_id = get_embedding_provider().model_id
+    readable = list(readable_contexts(actor).values_list("pk", flat=True).distinct())
+    items: list[RotItem] = []
+    with connection.cursor() as cursor:
+        for table in embedded_tables():
+            if table.name == "articles":
+                continue  # articles are the installation's, not an account's
+            only = " AND context_id = ANY(%s)" if table.name == "memory_entries" else ""
+            params: list[Any] = [account_id, model_id]
+            if only:
+                params.append(readable)
+            cursor.execute(
+                f"SELECT embedding_model, count(*) FROM {table.table} "  # noqa: S608
+                f"WHERE account_id = %s AND embedding IS NOT NULL AND embedding_model <> %s"
+                f"{only} GROUP BY embedding_model ORDER BY 2 DESC",
+                params,
+            )
+            found = {model: int(count) for model, count in cursor.fetchall()}
+            if not found:
+                continue
+            count = sum(found.values())
+            items.append(
+                RotItem(
+                    "stale_vectors",
+                    len(items) + 1,
+                    table.label,
+                    f"{count} {table.label} carry vectors of {', '.join(found)}, not {model_id}",
+                    "They are invisible to vector search until embedded again: see "
+                    "`./engram manage embeddings status`, then migrate (embeddings start) or "
+                    "re-embed in place (rag reindex, reprocess with force).",
+                    {
+                        "space": table.name,
+                        "count": count,
+                        "models": found,
+                        "current_model": model_id,
+                    },
+                )
+            )
+    return items[:limit], len(items)

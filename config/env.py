@@ -249,6 +249,11 @@ class EngramEnv(BaseSettings):
             raise ValueError("the local embedding model has 384 dimensions")
         if self.EMBEDDING_NEXT_PROVIDER == "openai" and not self.EMBEDDING_NEXT_BASE_URL:
             raise ValueError("EMBEDDING_NEXT_PROVIDER=openai needs EMBEDDING_NEXT_BASE_URL")
+        if self.EMBEDDING_NEXT_PROVIDER == "local" and self.EMBEDDING_NEXT_DIMENSIONS not in (
+            None,
+            384,
+        ):
+            raise ValueError("the local embedding model (EMBEDDING_NEXT_*) has 384 dimensions")
         if self.EMBEDDING_NEXT_PROVIDER == "openai" and not self.EMBEDDING_NEXT_MODEL:
             raise ValueError("EMBEDDING_NEXT_PROVIDER=openai needs EMBEDDING_NEXT_MODEL")
         if self.RERANK_PROVIDER == "http" and not self.RERANK_BASE_URL:

@@ -17,6 +17,8 @@ two vector columns every embedded table has, and their migrations).
 
 from __future__ import annotations
 
+import logging
+
 from django.conf import settings
 
 from core.embeddings.base import (
@@ -38,6 +40,8 @@ __all__ = [
     "reset_embedding_provider",
     "settings_embedding_provider",
 ]
+
+logger = logging.getLogger("engram.embeddings")
 
 PROVIDERS = ("local", "openai")
 DEFAULT_DIMENSIONS = 384
@@ -144,19 +148,27 @@ def _next_from_settings() -> _Next:
     if not (settings.EMBEDDING_NEXT_PROVIDER or settings.EMBEDDING_NEXT_MODEL):
         return _Next(None)
     provider = settings.EMBEDDING_NEXT_PROVIDER or "openai"
-    dimensions = settings.EMBEDDING_NEXT_DIMENSIONS
-    return _Next(
-        create_embedding_provider(
-            provider,
-            model=settings.EMBEDDING_NEXT_MODEL,
-            base_url=settings.EMBEDDING_NEXT_BASE_URL,
-            api_key=settings.EMBEDDING_NEXT_API_KEY,
-            dimensions=dimensions or DEFAULT_DIMENSIONS,
-            batch_tokens=settings.EMBEDDING_BATCH_TOKENS,
-            timeout=settings.EMBEDDING_TIMEOUT,
-            request_dimensions=settings.EMBEDDING_REQUEST_DIMENSIONS,
+    # Unset for an OpenAI-compatible model: learned from its first answer (a migration's start
+    # asks for one); the local model has its own.
+    dimensions = settings.EMBEDDING_NEXT_DIMENSIONS or (0 if provider == "openai" else None)
+    try:
+        return _Next(
+            create_embedding_provider(
+                provider,
+                model=settings.EMBEDDING_NEXT_MODEL,
+                base_url=settings.EMBEDDING_NEXT_BASE_URL,
+                api_key=settings.EMBEDDING_NEXT_API_KEY,
+                dimensions=DEFAULT_DIMENSIONS if dimensions is None else dimensions,
+                batch_tokens=settings.EMBEDDING_BATCH_TOKENS,
+                timeout=settings.EMBEDDING_TIMEOUT,
+                request_dimensions=settings.EMBEDDING_REQUEST_DIMENSIONS,
+            )
         )
-    )
+    except EmbeddingError:
+        # A next model the settings cannot build never takes searches down with it: no
+        # migration can start (``embeddings start`` says the next model is not configured).
+        logger.exception("EMBEDDING_NEXT_* does not configure a usable model")
+        return _Next(None)
 
 
 _cached: PerProcess[EmbeddingProvider] = PerProcess(_provider_from_settings)

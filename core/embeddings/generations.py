@@ -463,6 +463,13 @@ def generation_start(*, auto_cutover: bool = True, enqueue: bool = True) -> Gene
             "EMBEDDING_NEXT_MODEL and the others, then restart.",
             code="next_model_not_configured",
         )
+    if not following.dimensions:
+        try:  # EMBEDDING_NEXT_DIMENSIONS unset: the model's width, from one answer
+            following.embed_query("Engram embedding migration: the model's width")
+        except EmbeddingError as exc:
+            raise ProviderUnavailable(
+                f"The next embedding model did not answer: {exc}", code="provider_unavailable"
+            ) from exc
     try:
         with transaction.atomic():
             rows = _locked_generations()

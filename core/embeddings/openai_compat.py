@@ -45,15 +45,17 @@ class OpenAIEmbeddingProvider:
     ) -> None:
         """Preconditions: ``model`` is non-empty; ``dimensions`` and ``batch_size`` are positive.
 
-        ``dimensions`` is the width every returned vector must have. ``request_dimensions``
-        also sends it as the ``dimensions`` parameter, which asks models that support it
-        (OpenAI's text-embedding-3 family) to shorten their vectors; many servers reject it.
+        ``dimensions`` is the width every returned vector must have; 0: the width of the first
+        answer, which every later one must have (``EMBEDDING_NEXT_DIMENSIONS`` unset).
+        ``request_dimensions`` also sends it as the ``dimensions`` parameter, which asks models
+        that support it (OpenAI's text-embedding-3 family) to shorten their vectors; many
+        servers reject it.
         ``base_url`` (e.g. ``http://localhost:11434/v1``) defaults to OpenAI's API.
         """
         if not model:
             raise EmbeddingError("An OpenAI-compatible embedding provider needs a model name.")
-        if dimensions <= 0 or batch_size <= 0:
-            raise ValueError("dimensions and batch_size must be positive")
+        if dimensions < 0 or batch_size <= 0:
+            raise ValueError("dimensions must not be negative, and batch_size must be positive")
         self.model_id = f"openai:{model}"
         self.dimensions = dimensions
         self._model = model
@@ -79,8 +81,10 @@ class OpenAIEmbeddingProvider:
         empty_at = [i for i, text in enumerate(text_list) if not text]
         if empty_at:
             raise EmbeddingError(f"Cannot embed empty texts (positions {empty_at[:10]}).")
+        first = self._embed_batch(text_list[: self._batch_size])
         vectors = np.empty((len(text_list), self.dimensions), dtype=np.float32)
-        for start in range(0, len(text_list), self._batch_size):
+        vectors[: len(first)] = first
+        for start in range(self._batch_size, len(text_list), self._batch_size):
             batch = text_list[start : start + self._batch_size]
             vectors[start : start + len(batch)] = self._embed_batch(batch)
         return vectors
@@ -97,7 +101,7 @@ class OpenAIEmbeddingProvider:
 
     def _embed_batch(self, texts: list[str]) -> EmbeddingMatrix:
         data = self._request(texts)
-        vectors = np.empty((len(texts), self.dimensions), dtype=np.float32)
+        vectors: EmbeddingMatrix | None = None
         # Servers may answer out of order; each item says which input it belongs to.
         seen: set[int] = set()
         for item in data:
@@ -110,17 +114,21 @@ class OpenAIEmbeddingProvider:
                     f"Embedding endpoint returned an unexpected index {index}"
                     f" for a batch of {len(texts)} inputs."
                 )
+            if not self.dimensions and embedding:
+                self.dimensions = len(embedding)  # learned from the first answer
             if len(embedding) != self.dimensions:
                 raise EmbeddingError(
                     f"Model {self._model!r} returned {len(embedding)}-dimensional vectors,"
                     f" but {self.dimensions} are configured (EMBEDDING_DIMENSIONS)."
                 )
             seen.add(index)
+            if vectors is None:
+                vectors = np.empty((len(texts), self.dimensions), dtype=np.float32)
             try:
                 vectors[index] = embedding
             except (TypeError, ValueError) as exc:
                 raise EmbeddingError("Embedding endpoint returned a non-numeric vector.") from exc
-        if len(seen) != len(texts):
+        if len(seen) != len(texts) or vectors is None:
             raise EmbeddingError(
                 f"Embedding endpoint returned {len(seen)} vectors for {len(texts)} inputs."
             )
@@ -136,7 +144,9 @@ class OpenAIEmbeddingProvider:
                 model=self._model,
                 input=texts,
                 encoding_format="float",
-                dimensions=self.dimensions if self._request_dimensions else openai.omit,
+                dimensions=self.dimensions
+                if self._request_dimensions and self.dimensions
+                else openai.omit,
             )
             try:
                 body = raw.http_response.json()

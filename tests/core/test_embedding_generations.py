@@ -399,3 +399,32 @@ def test_the_rot_report_lists_vectors_of_another_model(
     intruder = actor_for_agent(other_agent_client.agent)
     found = next(s for s in rot.rot_report(actor=intruder).sections if s.kind == "stale_vectors")
     assert found.total == 0
+
+
+def test_an_unset_next_width_is_learned_from_the_model(
+    agent_client: AuthedAgent, corpus: list[int], settings: Any
+) -> None:
+    with OpenAIStandIn(embedding_dimensions=768, semantic=True) as server:
+        _configure_next(settings, server, "learned-width", 1536)
+        settings.EMBEDDING_NEXT_DIMENSIONS = None
+        reset_embedding_provider()
+        generation = generations.generation_start(auto_cutover=False, enqueue=False)
+        assert generation.dimensions == 768
+        assert _column_type("rag_chunk", "embedding_next") == "vector(768)"
+        assert generations.generation_build(generation.pk) == "built"
+        generations.generation_drop()
+    reset_embedding_provider()
+
+
+def test_a_next_model_that_cannot_be_built_never_breaks_search(
+    agent_client: AuthedAgent, corpus: list[int], settings: Any
+) -> None:
+    settings.EMBEDDING_NEXT_PROVIDER = "local"
+    settings.EMBEDDING_NEXT_MODEL = "not-a-local-model"
+    reset_embedding_provider()
+    title, _ = _top_title(agent_client, "harbour tide tables")
+    assert title == "tides"
+    with pytest.raises(generations.Conflict) as refused:
+        generations.generation_start()
+    assert refused.value.code == "next_model_not_configured"
+    reset_embedding_provider()

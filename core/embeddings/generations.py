@@ -642,20 +642,19 @@ def sweep(
     model_column = f"{column}_model"
     written_now = 0
     for table in embedded_tables():
+        after = 0
         while True:
             with connection.cursor() as cursor:
                 cursor.execute(
-                    f"SELECT id FROM {table.table} WHERE embedding IS NOT NULL "  # noqa: S608
+                    f"SELECT id FROM {table.table} WHERE id > %s AND embedding IS NOT NULL "  # noqa: S608
                     f"AND {model_column} <> %s ORDER BY id LIMIT %s",
-                    [generation.model_id, BATCH],
+                    [after, generation.model_id, BATCH],
                 )
                 ids = [row[0] for row in cursor.fetchall()]
             if not ids:
                 break
-            count = embed_units(table, ids, provider, column=column)
-            written_now += count
-            if count < len(ids):
-                break  # units gone or without text meanwhile: the next sweep sees them again
+            written_now += embed_units(table, ids, provider, column=column)
+            after = ids[-1]  # units gone meanwhile are left to the next sweep
     return written_now
 
 

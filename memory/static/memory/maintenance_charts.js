@@ -26,7 +26,12 @@
           tension: 0.2,
         })),
       },
-      options: { animation: false, scales: axes("Day", "Memories stored") },
+      // The legend below the plot: above it, it met the y axis's title on narrow screens.
+      options: {
+        animation: false,
+        plugins: { legend: { position: "bottom" } },
+        scales: axes("Day", "Memories stored"),
+      },
     });
   }
   const sizes = document.getElementById("cluster-sizes-chart");

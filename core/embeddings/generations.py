@@ -265,19 +265,21 @@ def embed_units(
 ) -> int:
     """Embed the given units of ``table`` with ``provider`` into ``column`` ("embedding" or
     "embedding_next") and its model column; units gone, without a current vector, or already
-    embedded by this model are left alone. Returns how many were written."""
+    embedded by this model are left alone. A unit written meanwhile (its row version changed
+    since its text was read) is left alone too: the write has marked it, and a sweep embeds
+    its new text. Returns how many were written."""
     model_column = f"{column}_model"
     with connection.cursor() as cursor:
         cursor.execute(
-            f"SELECT id FROM {table.table} WHERE id = ANY(%s) AND embedding IS NOT NULL "  # noqa: S608
-            f"AND {model_column} <> %s",
+            f"SELECT id, xmin::text FROM {table.table} WHERE id = ANY(%s) "  # noqa: S608
+            f"AND embedding IS NOT NULL AND {model_column} <> %s",
             [list(ids), provider.model_id],
         )
-        wanted = [row[0] for row in cursor.fetchall()]
-    if not wanted:
+        versions = dict(cursor.fetchall())
+    if not versions:
         return 0
-    texts = table.texts(wanted)
-    order = [unit for unit in wanted if unit in texts]
+    texts = table.texts(list(versions))
+    order = [unit for unit in versions if unit in texts]
     if not order:
         return 0
     vectors = provider.embed_documents([texts[unit] for unit in order])
@@ -285,12 +287,13 @@ def embed_units(
         cursor.execute(
             f"""
             UPDATE {table.table} AS t SET {column} = v.vector::vector, {model_column} = %s
-            FROM unnest(%s::bigint[], %s::text[]) AS v(id, vector)
-            WHERE t.id = v.id
+            FROM unnest(%s::bigint[], %s::text[], %s::text[]) AS v(id, version, vector)
+            WHERE t.id = v.id AND t.xmin::text = v.version
             """,  # noqa: S608 - names are code
             [
                 provider.model_id,
                 order,
+                [versions[unit] for unit in order],
                 [vector_literal(vector) for vector in vectors],
             ],
         )

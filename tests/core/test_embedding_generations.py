@@ -8,6 +8,7 @@ cut-over finds by the new vectors what it found by the old ones."""
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -428,3 +429,26 @@ def test_a_next_model_that_cannot_be_built_never_breaks_search(
         generations.generation_start()
     assert refused.value.code == "next_model_not_configured"
     reset_embedding_provider()
+
+
+def test_a_unit_written_while_it_is_embedded_is_left_to_the_sweep(
+    agent_client: AuthedAgent, corpus: list[int], wide_model: OpenAIStandIn
+) -> None:
+    generations.generation_start(auto_cutover=False, enqueue=False)
+    chunk = Chunk.objects.filter(document_id=corpus[0]).first()
+    assert chunk is not None
+    table = generations.embedded_table("chunks")
+    real_texts = table.texts
+
+    def texts_then_a_write(ids: Any) -> dict[int, str]:
+        found = real_texts(ids)
+        Chunk.objects.filter(pk=chunk.pk).update(text="Rewritten while it was embedded.")
+        return found
+
+    racing = dataclasses.replace(table, texts=texts_then_a_write)
+    provider = generations.next_provider()
+    assert provider is not None
+    assert generations.embed_units(racing, [chunk.pk], provider, column="embedding_next") == 0
+    assert Chunk.objects.get(pk=chunk.pk).embedding_next_model == ""
+    assert generations.embed_units(table, [chunk.pk], provider, column="embedding_next") == 1
+    generations.generation_drop()

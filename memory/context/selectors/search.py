@@ -35,6 +35,7 @@ from django.utils import timezone
 from core.actors import Actor
 from core.db_router import replica_reads
 from core.embeddings import get_embedding_provider
+from core.embeddings.generations import GenerationMoved
 from core.errors import ValidationFailed
 from core.search import list_length_check, search_query_check, threshold_check, top_k_check
 from memory import names
@@ -341,14 +342,27 @@ def memory_search(
             timings["embed"] = _ms(started)
         started = time.perf_counter()
         condition, params = lt_filters.condition()
-        vector = vector_search(
-            space=MEMORY_ENTRIES,
-            scope_ids=scopes[LONG_TERM],
-            query_vector=query_vector,
-            limit=depth,
-            filter_sql=condition,
-            filter_params=params,
-        )
+        try:
+            vector = vector_search(
+                space=MEMORY_ENTRIES,
+                scope_ids=scopes[LONG_TERM],
+                query_vector=query_vector,
+                limit=depth,
+                filter_sql=condition,
+                filter_params=params,
+                raise_moved=True,
+            )
+        except GenerationMoved:
+            # A cut-over came between embedding the query and searching: once more, with the
+            # model that is current now.
+            vector = vector_search(
+                space=MEMORY_ENTRIES,
+                scope_ids=scopes[LONG_TERM],
+                query_vector=get_embedding_provider().embed_query(query),
+                limit=depth,
+                filter_sql=condition,
+                filter_params=params,
+            )
         timings["vector"] = _ms(started)
 
     started = time.perf_counter()

@@ -380,6 +380,23 @@ def texts_stats(analysed: Sequence[ChunkTerms], terms: Sequence[str]) -> CorpusS
     )
 
 
+#: Units analysed and written per step of ``index_rebuild``.
+REBUILD_BATCH = 2000
+
+
+def _lengths_write(space: SearchSpace, lengths: list[tuple[int, int]]) -> int:
+    """Write the units' BM25 lengths; returns their sum."""
+    if not lengths:
+        return 0
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {space.unit_table} u SET {space.unit_length_column} = v.length "  # noqa: S608
+            "FROM unnest(%s::bigint[], %s::int[]) AS v(id, length) WHERE u.id = v.id",
+            [[unit for unit, _ in lengths], [length for _, length in lengths]],
+        )
+    return sum(length for _, length in lengths)
+
+
 def index_rebuild(*, space: SearchSpace, scope_id: int) -> None:
     """Recompute every posting, term frequency and corpus statistic of one scope of a space from
     its units' text, in one transaction (searches see the old index until it commits)."""
@@ -402,26 +419,29 @@ def index_rebuild(*, space: SearchSpace, scope_id: int) -> None:
                 f"DELETE FROM {space.term_table} WHERE {space.scope_column} = %s",  # noqa: S608
                 [scope_id],
             )
-        analysed = [
-            IndexedUnit(unit_id=unit_id, extra=extra, terms=chunk_terms(text))
-            for unit_id, extra, text in space.rebuild_rows(scope_id)
-        ]
-        total = sum(unit.terms.length for unit in analysed)
-        with connection.cursor() as cursor:
-            cursor.execute(
-                f"UPDATE {space.unit_table} u SET {space.unit_length_column} = v.length "  # noqa: S608
-                "FROM unnest(%s::bigint[], %s::int[]) AS v(id, length) WHERE u.id = v.id",
-                [[unit.unit_id for unit in analysed], [unit.terms.length for unit in analysed]],
-            )
-        postings_add(
-            space=space,
-            scope_id=scope_id,
-            units=analysed,
-            avg_length=total / len(analysed) if analysed else 0.0,
-        )
+        # Two passes over the units, streamed in batches, so that memory stays flat whatever
+        # the scope's size: the lengths (and the corpus statistics every impact needs), then
+        # the postings. Each text is analysed twice: CPU traded for memory.
+        count = total = 0
+        lengths: list[tuple[int, int]] = []
+        for unit_id, _, text in space.rebuild_rows(scope_id):
+            lengths.append((unit_id, chunk_terms(text).length))
+            if len(lengths) >= REBUILD_BATCH:
+                count, total = count + len(lengths), total + _lengths_write(space, lengths)
+                lengths = []
+        count, total = count + len(lengths), total + _lengths_write(space, lengths)
+        average = total / count if count else 0.0
+        units: list[IndexedUnit] = []
+        for unit_id, extra, text in space.rebuild_rows(scope_id):
+            units.append(IndexedUnit(unit_id=unit_id, extra=extra, terms=chunk_terms(text)))
+            if len(units) >= REBUILD_BATCH:
+                postings_add(space=space, scope_id=scope_id, units=units, avg_length=average)
+                units = []
+        if units:
+            postings_add(space=space, scope_id=scope_id, units=units, avg_length=average)
         with connection.cursor() as cursor:
             cursor.execute(
                 f"UPDATE {space.scope_table} SET {space.scope_count_column} = %s, "  # noqa: S608
                 f"{space.scope_terms_column} = %s WHERE {space.scope_key_column} = %s",
-                [len(analysed), total, scope_id],
+                [count, total, scope_id],
             )

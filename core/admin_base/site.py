@@ -96,6 +96,7 @@ GROUPS: list[tuple[str, str, list[tuple[str, str]]]] = [
             ("django_celery_beat.periodictask", "Schedules"),
             ("core.jobrun", "Job runs"),
             ("core.portabilityjob", "Account exports and imports"),
+            ("core.embeddinggeneration", "Embedding model generations"),
             ("memory.maintenancejob", "Memory maintenance jobs"),
             ("memory.memorymaintenancereport", "Memory maintenance reports"),
             ("django_celery_beat.intervalschedule", "Schedules: intervals"),

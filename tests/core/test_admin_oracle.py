@@ -27,7 +27,7 @@ from django_celery_beat.models import (
 )
 
 from core.actors import INSTALLATION_OPERATORS_GROUP
-from core.models import JobRun
+from core.models import EmbeddingGeneration, JobRun
 from tests.factories import UserFactory
 from tests.support.world import Side, build_side
 
@@ -46,6 +46,9 @@ def _installation_objects(foreign: Side) -> dict[str, models.Model]:
         "auth.user": foreign.users["owner"],
         "auth.group": Group.objects.create(name="BRAVOQX readers"),
         "core.jobrun": JobRun.objects.create(job="test.job"),
+        "core.embeddinggeneration": EmbeddingGeneration.objects.create(
+            role="dropped", provider="openai", model="m", dimensions=8, model_id="openai:m"
+        ),
         "django_celery_beat.intervalschedule": interval,
         "django_celery_beat.crontabschedule": CrontabSchedule.objects.create(minute="7"),
         "django_celery_beat.solarschedule": SolarSchedule.objects.create(

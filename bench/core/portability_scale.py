@@ -52,7 +52,7 @@ def _load(rows: int) -> str:
 def _run(arguments: list[str]) -> tuple[float, float]:
     """(seconds, peak RSS in MB) of ``manage.py arguments`` in a child process."""
     started = time.perf_counter()
-    child = subprocess.Popen(  # noqa: S603 - our own command line
+    child = subprocess.Popen(
         [sys.executable, str(ROOT / "manage.py"), *arguments],
         cwd=ROOT,
         stdout=subprocess.DEVNULL,

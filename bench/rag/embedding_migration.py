@@ -199,8 +199,8 @@ def main() -> None:
             timings["cutover_s"] = time.perf_counter() - t
             return answer
 
-        generations._build_index = timed_index  # type: ignore[assignment]
-        generations.generation_cutover = timed_cutover  # type: ignore[assignment]
+        generations._build_index = timed_index
+        generations.generation_cutover = timed_cutover
         with connection.cursor() as cursor:
             cursor.execute("SELECT count(*) FROM rag_chunk WHERE embedding IS NOT NULL")
             all_chunks = int(cursor.fetchone()[0])

@@ -82,6 +82,9 @@ def test_a_queue_is_declared_once_and_only_among_the_three(monkeypatch) -> None:
 
 
 def test_the_queue_depth_metric_reports_the_three_queues() -> None:
+    # The project's app is the current one in every Engram process; a test elsewhere in this
+    # worker may have made another Celery app current (each new app sets itself current).
+    app.set_current()
     assert queue_names() == sorted(QUEUES)
 
 

@@ -277,7 +277,7 @@ def _worker_answers(data_dir: Path) -> bool:
     from config.embedded import EmbeddedValkey
     from config.settings import _celery_url
 
-    app = Celery(broker=_celery_url(EmbeddedValkey(data_dir).url))
+    app = Celery(broker=_celery_url(EmbeddedValkey(data_dir).url), set_as_current=False)
     try:
         return bool(app.control.ping(timeout=2))
     except Exception:  # the broker itself may be down for a moment

@@ -6,4 +6,5 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export ENGRAM_SCREENSHOT_DIR="$PWD/docs/images"
 ./engram test -p no:randomly -n 0 \
-  tests/e2e/test_admin_home_browser.py tests/e2e/test_graph_admin_browser.py
+  tests/e2e/test_admin_home_browser.py tests/e2e/test_graph_admin_browser.py \
+  tests/e2e/test_embeddings_admin_browser.py

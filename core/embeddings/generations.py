@@ -29,7 +29,8 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -473,58 +474,49 @@ def generation_start(*, auto_cutover: bool = True, enqueue: bool = True) -> Gene
             raise ProviderUnavailable(
                 f"The next embedding model did not answer: {exc}", code="provider_unavailable"
             ) from exc
-    try:
-        with transaction.atomic():
-            rows = _locked_generations()
-            current = rows.get(Role.CURRENT) or _adopt_current()
-            _sync_current(current)
-            if following.model_id == current.model_id:
-                raise Conflict(
-                    f"The next model ({following.model_id}) is the current generation's.",
-                    code="next_model_is_current",
-                )
-            building = rows.get(Role.NEXT)
-            if building is not None:
-                if building.model_id != following.model_id:
-                    raise Conflict(
-                        f"A migration to {building.model_id} is in progress: drop it first.",
-                        code="migration_in_progress",
-                        details={"generation": building.pk},
-                    )
-                if building.status != Status.READY:
-                    building.status, building.error, building.error_code = Status.BUILDING, "", ""
-                    building.auto_cutover = auto_cutover
-                    building.save(update_fields=["status", "error", "error_code", "auto_cutover"])
-                    if enqueue:
-                        _send_build(building)
-                return building
-            if Role.PREVIOUS in rows:
-                previous = rows[Role.PREVIOUS]
-                raise Conflict(
-                    f"The previous generation ({previous.model_id}) is kept for a rollback: "
-                    "drop it first (embeddings drop).",
-                    code="previous_generation_kept",
-                    details={"generation": previous.pk},
-                )
-            fields = _next_fields()
-            generation = Generation.objects.create(
-                role=Role.NEXT,
-                status=Status.BUILDING,
-                dimensions=following.dimensions,
-                model_id=following.model_id,
-                auto_cutover=auto_cutover,
-                **fields,
+    with _generations_changed() as rows:
+        current = rows.get(Role.CURRENT) or _adopt_current()
+        _sync_current(current)
+        if following.model_id == current.model_id:
+            raise Conflict(
+                f"The next model ({following.model_id}) is the current generation's.",
+                code="next_model_is_current",
             )
-            _ddl(_reset_other_columns(following.dimensions))
-            if enqueue:
-                _send_build(generation)
-    except Conflict:
-        raise
-    except Exception as exc:
-        if _lock_failed(exc):
-            raise _busy(exc) from exc
-        raise
-    forget_state()
+        building = rows.get(Role.NEXT)
+        if building is not None:
+            if building.model_id != following.model_id:
+                raise Conflict(
+                    f"A migration to {building.model_id} is in progress: drop it first.",
+                    code="migration_in_progress",
+                    details={"generation": building.pk},
+                )
+            if building.status != Status.READY:
+                building.status, building.error, building.error_code = Status.BUILDING, "", ""
+                building.auto_cutover = auto_cutover
+                building.save(update_fields=["status", "error", "error_code", "auto_cutover"])
+                if enqueue:
+                    _send_build(building)
+            return building
+        if Role.PREVIOUS in rows:
+            previous = rows[Role.PREVIOUS]
+            raise Conflict(
+                f"The previous generation ({previous.model_id}) is kept for a rollback: "
+                "drop it first (embeddings drop).",
+                code="previous_generation_kept",
+                details={"generation": previous.pk},
+            )
+        fields = _next_fields()
+        generation = Generation.objects.create(
+            role=Role.NEXT,
+            status=Status.BUILDING,
+            dimensions=following.dimensions,
+            model_id=following.model_id,
+            auto_cutover=auto_cutover,
+            **fields,
+        )
+        _ddl(_reset_other_columns(following.dimensions))
+        if enqueue:
+            _send_build(generation)
     return generation
 
 
@@ -735,90 +727,76 @@ def _catch_up(generation: Generation) -> None:
         sweep(generation, provider)
 
 
+@contextmanager
+def _generations_changed() -> Iterator[dict[str, Generation]]:
+    """The generations' rows, locked in a transaction whose DDL waits at most ``LOCK_TIMEOUT``
+    for the embedded tables (else 409 ``generation_busy``, nothing changed). After it commits,
+    this process reads the generations afresh; other processes within ``STATE_TTL_SECONDS``."""
+    try:
+        with transaction.atomic():
+            yield _locked_generations()
+    except Exception as exc:
+        if _lock_failed(exc):
+            raise _busy(exc) from exc
+        raise
+    forget_state()
+
+
+def _swap_to(role: str, missing: Callable[[], Conflict]) -> Generation:
+    """The generation of ``role`` (next, built; or previous) becomes current, the current one
+    previous: every embedded table's two columns swap names, in one transaction. What it
+    misses is embedded first, outside the transaction (``_catch_up``)."""
+    incoming = Generation.objects.filter(role=role, status=Status.READY).first()
+    if incoming is None:
+        raise missing()
+    _catch_up(incoming)
+    with _generations_changed() as rows:
+        incoming = rows.get(role)
+        if incoming is None or incoming.status != Status.READY:
+            raise missing()
+        _swap(incoming, rows[Role.CURRENT], becoming_role=Role.PREVIOUS)
+    logger.info("embedding generation %s (%s) is current", incoming.pk, incoming.model_id)
+    return Generation.objects.get(pk=incoming.pk)
+
+
 def generation_cutover() -> Generation:
     """Make the next generation (built) the current one; the current one becomes previous,
     kept for a rollback. 409 ``no_generation_to_cut_over`` (none built),
     ``generation_not_ready`` (still building) or ``generation_busy``."""
     following = Generation.objects.filter(role=Role.NEXT).first()
-    if following is None:
-        raise Conflict("No next generation to cut over to.", code="no_generation_to_cut_over")
-    if following.status != Status.READY:
+    if following is not None and following.status != Status.READY:
         raise Conflict(
             f"The next generation is {following.status}, not ready.",
             code="generation_not_ready",
             details={"generation": following.pk, "status": following.status},
         )
-    _catch_up(following)
-    try:
-        with transaction.atomic():
-            rows = _locked_generations()
-            following = rows.get(Role.NEXT)
-            if following is None or following.status != Status.READY:
-                raise Conflict(
-                    "No next generation to cut over to.", code="no_generation_to_cut_over"
-                )
-            _swap(following, rows[Role.CURRENT], becoming_role=Role.PREVIOUS)
-    except Conflict:
-        raise
-    except Exception as exc:
-        if _lock_failed(exc):
-            raise _busy(exc) from exc
-        raise
-    forget_state()
-    logger.info("embedding generation %s is current", following.pk)
-    return Generation.objects.get(pk=following.pk)
+    return _swap_to(
+        Role.NEXT,
+        lambda: Conflict("No next generation to cut over to.", code="no_generation_to_cut_over"),
+    )
 
 
 def generation_rollback() -> Generation:
     """Make the previous generation current again, in one action: the generation that was
-    current becomes previous (kept, so the rollback itself can be undone by a cut-over of...
-    a rollback). 409 ``no_previous_generation`` or ``generation_busy``."""
-    previous = Generation.objects.filter(role=Role.PREVIOUS).first()
-    if previous is None:
-        raise Conflict(
+    current becomes previous, kept in turn (a cut-over of that one undoes the rollback... by
+    another rollback). 409 ``no_previous_generation`` or ``generation_busy``."""
+    return _swap_to(
+        Role.PREVIOUS,
+        lambda: Conflict(
             "No previous generation is kept: it was dropped, or no cut-over happened.",
             code="no_previous_generation",
-        )
-    _catch_up(previous)
-    try:
-        with transaction.atomic():
-            rows = _locked_generations()
-            previous = rows.get(Role.PREVIOUS)
-            if previous is None:
-                raise Conflict("No previous generation is kept.", code="no_previous_generation")
-            _swap(previous, rows[Role.CURRENT], becoming_role=Role.PREVIOUS)
-    except Conflict:
-        raise
-    except Exception as exc:
-        if _lock_failed(exc):
-            raise _busy(exc) from exc
-        raise
-    forget_state()
-    logger.info("embedding generation %s is current again", previous.pk)
-    return Generation.objects.get(pk=previous.pk)
+        ),
+    )
 
 
 def generation_drop() -> Generation:
     """Drop the other generation: the previous one (no rollback after this), or a next one
     still building or failed (the migration abandoned). Its column is emptied and its indexes
     dropped. 404 ``no_generation_to_drop``; 409 ``generation_busy``."""
-    try:
-        with transaction.atomic():
-            rows = _locked_generations()
-            other = rows.get(Role.PREVIOUS) or rows.get(Role.NEXT)
-            if other is None:
-                raise NotFound(
-                    "No previous or next generation to drop.", code="no_generation_to_drop"
-                )
-            Generation.objects.filter(pk=other.pk).update(
-                role=Role.DROPPED, dropped_at=timezone.now()
-            )
-            _ddl(_reset_other_columns(None))  # drops the column's indexes with it
-    except (Conflict, NotFound):
-        raise
-    except Exception as exc:
-        if _lock_failed(exc):
-            raise _busy(exc) from exc
-        raise
-    forget_state()
+    with _generations_changed() as rows:
+        other = rows.get(Role.PREVIOUS) or rows.get(Role.NEXT)
+        if other is None:
+            raise NotFound("No previous or next generation to drop.", code="no_generation_to_drop")
+        Generation.objects.filter(pk=other.pk).update(role=Role.DROPPED, dropped_at=timezone.now())
+        _ddl(_reset_other_columns(None))  # drops the column's indexes with it
     return Generation.objects.get(pk=other.pk)

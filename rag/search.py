@@ -7,6 +7,7 @@ explains itself: its rank and score in each stage and the fused score.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -232,30 +233,24 @@ def space_rank(
         query_vector = get_embedding_provider().embed_query(query)
         stage_ms["embed"] = _ms(started)
 
+    search_vectors = functools.partial(
+        vector_search,
+        space=space,
+        scope_ids=scope_ids,
+        limit=depth,
+        filter_sql=filter_sql,
+        filter_params=filter_params,
+    )
+
     def nearest(vector: np.ndarray) -> list[tuple[int, float]]:
         nonlocal query_vector
         try:
-            return vector_search(
-                space=space,
-                scope_ids=scope_ids,
-                query_vector=vector,
-                limit=depth,
-                filter_sql=filter_sql,
-                filter_params=filter_params,
-                raise_moved=True,
-            )
+            return search_vectors(query_vector=vector, raise_moved=True)
         except GenerationMoved:
             # A cut-over came between embedding the query and searching: embed it with the
             # model that is current now, once.
             query_vector = vector = get_embedding_provider().embed_query(query)
-            return vector_search(
-                space=space,
-                scope_ids=scope_ids,
-                query_vector=vector,
-                limit=depth,
-                filter_sql=filter_sql,
-                filter_params=filter_params,
-            )
+            return search_vectors(query_vector=vector)
 
     def bm25(term_weights: Mapping[str, float] | None = None) -> list[tuple[int, float]]:
         found = keyword_search(

@@ -27,6 +27,7 @@ Guarantees and limits are in docs/portability.md, "Changing the embedding model"
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -149,8 +150,6 @@ _state: tuple[float, int, State] | None = None  # (read at, pid, state)
 
 def state(*, fresh: bool = False) -> State:
     """The generations' model ids, as this process last read them (``fresh``: read now)."""
-    import os
-
     global _state
     now = time.monotonic()
     with _state_lock:
@@ -423,35 +422,37 @@ def _lock_failed(exc: Exception) -> bool:
     return getattr(getattr(exc, "__cause__", None), "sqlstate", "") == "55P03"
 
 
+def _configured_fields() -> dict[str, Any]:
+    """The generation fields of the model ``EMBEDDING_*`` configures."""
+    configured = settings_provider()
+    provider = settings.EMBEDDING_PROVIDER
+    return {
+        "provider": provider,
+        "model": configured.model_id.split(":", 1)[-1],
+        "base_url": (settings.EMBEDDING_BASE_URL or "") if provider == "openai" else "",
+        "dimensions": configured.dimensions,
+        "model_id": configured.model_id,
+    }
+
+
 def _adopt_current() -> Generation:
     """A database with no generation recorded (restored from elsewhere): the vectors in
     ``embedding`` are taken as the configured model's."""
-    configured = settings_provider()
-    return Generation.objects.create(
-        role=Role.CURRENT,
-        status=Status.READY,
-        provider=settings.EMBEDDING_PROVIDER,
-        model=configured.model_id.split(":", 1)[-1],
-        dimensions=configured.dimensions,
-        model_id=configured.model_id,
-    )
+    return Generation.objects.create(role=Role.CURRENT, status=Status.READY, **_configured_fields())
 
 
 def _sync_current(current: Generation) -> None:
     """The current generation describes the configured model (``EMBEDDING_*``) unless it is
     the next model's (a cut-over the settings have not caught up with)."""
-    configured = settings_provider()
+    fields = _configured_fields()
     following = next_provider()
-    if current.model_id == configured.model_id or (
+    if current.model_id == fields["model_id"] or (
         following is not None and current.model_id == following.model_id
     ):
         return
-    current.provider = settings.EMBEDDING_PROVIDER
-    current.model = configured.model_id.split(":", 1)[-1]
-    current.base_url = (settings.EMBEDDING_BASE_URL or "") if current.provider == "openai" else ""
-    current.dimensions = configured.dimensions
-    current.model_id = configured.model_id
-    current.save(update_fields=["provider", "model", "base_url", "dimensions", "model_id"])
+    for name, value in fields.items():
+        setattr(current, name, value)
+    current.save(update_fields=list(fields))
 
 
 def generation_start(*, auto_cutover: bool = True, enqueue: bool = True) -> Generation:

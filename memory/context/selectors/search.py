@@ -20,6 +20,7 @@ query's weight matched), or a long-term entry's ``effective_relevance_score`` wh
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 from collections.abc import Callable, Sequence
@@ -342,27 +343,20 @@ def memory_search(
             timings["embed"] = _ms(started)
         started = time.perf_counter()
         condition, params = lt_filters.condition()
+        search_vectors = functools.partial(
+            vector_search,
+            space=MEMORY_ENTRIES,
+            scope_ids=scopes[LONG_TERM],
+            limit=depth,
+            filter_sql=condition,
+            filter_params=params,
+        )
         try:
-            vector = vector_search(
-                space=MEMORY_ENTRIES,
-                scope_ids=scopes[LONG_TERM],
-                query_vector=query_vector,
-                limit=depth,
-                filter_sql=condition,
-                filter_params=params,
-                raise_moved=True,
-            )
+            vector = search_vectors(query_vector=query_vector, raise_moved=True)
         except GenerationMoved:
             # A cut-over came between embedding the query and searching: once more, with the
             # model that is current now.
-            vector = vector_search(
-                space=MEMORY_ENTRIES,
-                scope_ids=scopes[LONG_TERM],
-                query_vector=get_embedding_provider().embed_query(query),
-                limit=depth,
-                filter_sql=condition,
-                filter_params=params,
-            )
+            vector = search_vectors(query_vector=get_embedding_provider().embed_query(query))
         timings["vector"] = _ms(started)
 
     started = time.perf_counter()

@@ -23,5 +23,12 @@ def _texts(model_name: str) -> Callable[[Sequence[int]], dict[int, str]]:
 def register_tables() -> None:
     register(EmbeddedTable("pages", "content_page", "pages", _texts("Page"), indexed=False))
     register(
-        EmbeddedTable("articles", "content_article", "articles", _texts("Article"), indexed=False)
+        EmbeddedTable(
+            "articles",
+            "content_article",
+            "articles",
+            _texts("Article"),
+            indexed=False,
+            account_owned=False,
+        )
     )

@@ -1,8 +1,8 @@
 """Embedding-model migration over the API (docs/portability.md, "Changing the embedding
 model"): ``GET /api/v1/embeddings`` is the status; ``POST /api/v1/embeddings/start``,
 ``.../cutover``, ``.../rollback`` and ``.../drop`` act. The generations are the installation's,
-not an account's: every operation needs a key with the ``admin`` scope, and the answer names
-models and counts, never an account's data."""
+not an account's: every operation needs a key with the ``admin`` scope, and the answer's counts
+are of the caller's own account's units only."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from rest_framework.response import Response
 
 from core import serializers as strict
 from core.embeddings import generations
+from core.permissions import request_actor
 from core.serializers import validated
 from core.views import ApiView
 
@@ -71,8 +72,10 @@ class StatusOutput(serializers.Serializer):
     spaces = SpaceOutput(many=True)
 
 
-def _status(code: int = status.HTTP_200_OK) -> Response:
-    return Response(StatusOutput(generations.generation_status()).data, status=code)
+def _status(request: Request, code: int = status.HTTP_200_OK) -> Response:
+    """The status, with the counts of the caller's own account's units."""
+    found = generations.generation_status(account_id=request_actor(request).account_id)
+    return Response(StatusOutput(found).data, status=code)
 
 
 class _OperatorApi(ApiView):
@@ -84,7 +87,7 @@ class EmbeddingsStatusApi(_OperatorApi):
 
     @extend_schema(operation_id="embeddings_status", responses=StatusOutput)
     def get(self, request: Request) -> Response:
-        return _status()
+        return _status(request)
 
 
 class EmbeddingsStartApi(_OperatorApi):
@@ -104,7 +107,7 @@ class EmbeddingsStartApi(_OperatorApi):
     def post(self, request: Request) -> Response:
         data: dict[str, Any] = validated(self.InputSerializer, request)
         generations.generation_start(auto_cutover=data["auto_cutover"])
-        return _status(status.HTTP_202_ACCEPTED)
+        return _status(request, status.HTTP_202_ACCEPTED)
 
 
 class EmbeddingsCutoverApi(_OperatorApi):
@@ -114,7 +117,7 @@ class EmbeddingsCutoverApi(_OperatorApi):
     @extend_schema(operation_id="embeddings_cutover", request=None, responses=StatusOutput)
     def post(self, request: Request) -> Response:
         generations.generation_cutover()
-        return _status()
+        return _status(request)
 
 
 class EmbeddingsRollbackApi(_OperatorApi):
@@ -123,7 +126,7 @@ class EmbeddingsRollbackApi(_OperatorApi):
     @extend_schema(operation_id="embeddings_rollback", request=None, responses=StatusOutput)
     def post(self, request: Request) -> Response:
         generations.generation_rollback()
-        return _status()
+        return _status(request)
 
 
 class EmbeddingsDropApi(_OperatorApi):
@@ -133,4 +136,4 @@ class EmbeddingsDropApi(_OperatorApi):
     @extend_schema(operation_id="embeddings_drop", request=None, responses=StatusOutput)
     def post(self, request: Request) -> Response:
         generations.generation_drop()
-        return _status()
+        return _status(request)

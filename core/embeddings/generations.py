@@ -77,6 +77,8 @@ class EmbeddedTable:
     texts: Callable[[Sequence[int]], dict[int, str]]
     index_where: str = ""
     indexed: bool = True
+    # Its rows carry ``account_id`` (articles are the installation's).
+    account_owned: bool = True
 
 
 _TABLES: dict[str, EmbeddedTable] = {}
@@ -309,16 +311,21 @@ def current_index(table: str) -> str:
 # --- status ----------------------------------------------------------------------------------
 
 
-def _count(table: EmbeddedTable, model_column: str, model_id: str | None) -> tuple[int, int]:
-    """(units with a current vector, those of them whose ``model_column`` is ``model_id``)."""
+def _count(
+    table: EmbeddedTable, current: str, other: str, account_id: int | None
+) -> tuple[int, int, int]:
+    """(units with a current vector, those embedded by ``current``, those whose other vector is
+    ``other``'s), of one account's units when ``account_id`` is given."""
+    mine = " AND account_id = %s" if account_id is not None else ""
+    sql = (
+        "SELECT count(*), count(*) FILTER (WHERE embedding_model = %s), "  # noqa: S608 - names are code
+        "count(*) FILTER (WHERE embedding_next_model = %s) "
+        f"FROM {table.table} WHERE embedding IS NOT NULL{mine}"
+    )
     with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT count(*), count(*) FILTER (WHERE {model_column} = %s) "  # noqa: S608
-            f"FROM {table.table} WHERE embedding IS NOT NULL",
-            [model_id or ""],
-        )
-        total, matching = cursor.fetchone()
-    return int(total), int(matching)
+        cursor.execute(sql, [current, other, *([account_id] if account_id is not None else [])])
+        total, on_current, on_other = cursor.fetchone()
+    return int(total), int(on_current), int(on_other)
 
 
 def _describe(generation: Generation | None) -> dict[str, Any] | None:
@@ -342,10 +349,11 @@ def _describe(generation: Generation | None) -> dict[str, Any] | None:
     }
 
 
-def generation_status() -> dict[str, Any]:
+def generation_status(*, account_id: int | None = None) -> dict[str, Any]:
     """The generations and, per embedded table, how many units carry a vector of each: what a
     rollback or a cut-over would serve, and whatever still carries another model's vectors
-    (``stale``: embedded by neither the current nor the other generation's model)."""
+    (``stale``). With ``account_id`` (the API), the counts are that account's units only
+    (articles, the installation's, are left out); the generations are the installation's."""
     rows = {g.role: g for g in Generation.objects.exclude(role=Role.DROPPED)}
     if Role.CURRENT not in rows:
         try:
@@ -353,12 +361,14 @@ def generation_status() -> dict[str, Any]:
                 rows[Role.CURRENT] = _adopt_current()
         except IntegrityError:  # adopted meanwhile
             rows[Role.CURRENT] = Generation.objects.get(role=Role.CURRENT)
-    current, other = rows.get(Role.CURRENT), rows.get(Role.NEXT) or rows.get(Role.PREVIOUS)
+    current, other = rows[Role.CURRENT], rows.get(Role.NEXT) or rows.get(Role.PREVIOUS)
     spaces = []
     done_all = total_all = 0
     for table in embedded_tables():
-        total, on_current = _count(
-            table, "embedding_model", current.model_id if current is not None else None
+        if account_id is not None and not table.account_owned:
+            continue
+        total, on_current, on_other = _count(
+            table, current.model_id, other.model_id if other else "", account_id
         )
         entry: dict[str, Any] = {
             "space": table.name,
@@ -368,7 +378,6 @@ def generation_status() -> dict[str, Any]:
             "stale": total - on_current,
         }
         if other is not None:
-            _, on_other = _count(table, "embedding_next_model", other.model_id)
             entry["other"] = on_other
             entry["missing"] = total - on_other
             done_all += on_other

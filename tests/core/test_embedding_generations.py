@@ -452,3 +452,19 @@ def test_a_unit_written_while_it_is_embedded_is_left_to_the_sweep(
     assert Chunk.objects.get(pk=chunk.pk).embedding_next_model == ""
     assert generations.embed_units(table, [chunk.pk], provider, column="embedding_next") == 1
     generations.generation_drop()
+
+
+def test_the_api_counts_the_callers_own_units_only(
+    make_agent_client: Any, corpus: list[int], agent_client: AuthedAgent
+) -> None:
+    """The generations are the installation's; the counts the API answers are not: another
+    account's admin key sees none of the chunks ``corpus`` put in ``agent_client``'s account."""
+    intruder = make_agent_client(scopes=("admin",))
+    spaces = {s["space"]: s for s in intruder.client.get("/api/v1/embeddings").json()["spaces"]}
+    assert spaces["chunks"]["units"] == 0
+    assert "articles" not in spaces  # the installation's, not an account's
+    owner = make_agent_client(scopes=("admin",), agent=agent_client.agent)
+    mine = {s["space"]: s for s in owner.client.get("/api/v1/embeddings").json()["spaces"]}
+    assert mine["chunks"]["units"] == 5
+    installation = generations.generation_status()
+    assert any(s["space"] == "articles" for s in installation["spaces"])

@@ -391,7 +391,7 @@ def _stale_vectors(actor: Actor, account_id: int, limit: int) -> tuple[list[RotI
     items: list[RotItem] = []
     with connection.cursor() as cursor:
         for table in embedded_tables():
-            if table.name == "articles":
+            if not table.account_owned:
                 continue  # articles are the installation's, not an account's
             only = " AND context_id = ANY(%s)" if table.name == "memory_entries" else ""
             params: list[Any] = [account_id, model_id]

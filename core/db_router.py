@@ -30,12 +30,13 @@ import random
 import re
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, ParamSpec, TypeVar
 
+import psycopg
 from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.backends.base.base import BaseDatabaseWrapper
@@ -181,6 +182,20 @@ def read_connection() -> BaseDatabaseWrapper:
     """The connection a search's raw SQL reads through: ``connections[read_alias()]``. Only
     for reads: raw writes use ``django.db.connection`` (the primary)."""
     return connections[read_alias()]
+
+
+def read_rows_binary(sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+    """The rows of a read (``read_connection``) in PostgreSQL's binary format: a ``bytea``
+    comes as its bytes, where Django's cursor (psycopg's client-side cursor, text results only)
+    moves and decodes twice as many hex digits. For the few reads that carry large binary values
+    (late interaction's stored token states: most of that read's time). Database errors are
+    Django's, as through its cursor. ``%s`` placeholders."""
+    connection = read_connection()
+    connection.ensure_connection()
+    with connection.wrap_database_errors, psycopg.Cursor(connection.connection) as cursor:
+        # Not prepared: a pooler in transaction mode (PgBouncer) cannot hold prepared statements.
+        cursor.execute(sql, params, binary=True, prepare=False)
+        return cursor.fetchall()
 
 
 class ReplicaRouter:

@@ -11,19 +11,21 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from django.db import connection
+from pgvector.django import VectorField
 
 from core.db_router import read_connection
 from memory.models import MemoryEntry
 
 
 def entries_by_id(entry_ids: Sequence[int], fields: Sequence[str] = ()) -> dict[int, MemoryEntry]:
-    """The entries of ``entry_ids`` that exist, by id: every field but the embedding when
-    ``fields`` is empty, else only those (the others deferred, as ``only()`` leaves them)."""
+    """The entries of ``entry_ids`` that exist, by id: every field but the vectors (the
+    current generation's and the other's, ``core.embeddings.generations``) when ``fields`` is
+    empty, else only those (the others deferred, as ``only()`` leaves them)."""
     if not entry_ids:
         return {}
-    if not fields:
-        return MemoryEntry.objects.defer("embedding").in_bulk(list(entry_ids))
     meta = MemoryEntry._meta
+    if not fields:
+        fields = [f.attname for f in meta.concrete_fields if not isinstance(f, VectorField)]
     wanted = {meta.pk.attname, *fields}
     for name in fields:
         meta.get_field(name)  # an unknown name raises FieldDoesNotExist, as ``only()`` would

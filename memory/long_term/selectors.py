@@ -16,7 +16,7 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from core.actors import Actor
-from core.db_router import read_connection, replica_reads
+from core.db_router import read_connection, read_rows_binary, replica_reads
 from core.errors import NotFound, PermissionDenied, ValidationFailed
 from memory.long_term.context_access import readable_contexts, visible_contexts
 from memory.long_term.entry_loading import entries_by_id
@@ -209,14 +209,14 @@ def searchable_contexts(actor: Actor, requested: Sequence[int]) -> list[int]:
         return sorted(set(visible.values_list("id", flat=True)))
     agent = actor.agent
     if agent is not None and len(set(requested)) == 1:
-        own = list(
-            MemoryContext.objects.filter(
-                pk=requested[0],
-                owner_id=agent.pk,
-                account_id=agent.account_id,
-                archived_at__isnull=True,
-            ).values_list("id", flat=True)
-        )
+        # Written out: the ORM's compilation of this one-row lookup cost more than the row.
+        with read_connection().cursor() as cursor:
+            cursor.execute(
+                f"SELECT id FROM {MemoryContext._meta.db_table} WHERE id = %s "  # noqa: S608
+                "AND owner_id = %s AND account_id = %s AND archived_at IS NULL",
+                [requested[0], agent.pk, agent.account_id],
+            )
+            own = [row[0] for row in cursor.fetchall()]
         if own:
             return own
     visible = readable_contexts(actor).filter(archived_at__isnull=True)
@@ -406,14 +406,12 @@ def _late_texts(
     left out. One statement: the entries and their readings side by side."""
     texts: dict[int, str] = {}
     reads: dict[str, late_interaction.Read] = {}
-    with read_connection().cursor() as cursor:
-        cursor.execute(
-            "SELECT e.id, e.content, e.data::text, e.speaker, "
-            "r.text_sha, r.tokens, r.states, r.scales FROM memory_memoryentry e "
-            "LEFT JOIN memory_memoryentryreading r ON r.entry_id = e.id WHERE e.id = ANY(%s)",
-            [list(entry_ids)],
-        )
-        rows = cursor.fetchall()
+    rows = read_rows_binary(
+        "SELECT e.id, e.content, e.data::text, e.speaker, "
+        "r.text_sha, r.tokens, r.states, r.scales FROM memory_memoryentry e "
+        "LEFT JOIN memory_memoryentryreading r ON r.entry_id = e.id WHERE e.id = ANY(%s)",
+        [list(entry_ids)],
+    )
     for entry_id, content, data, speaker, sha, tokens, states, scales in rows:
         structured = None if data is None else json.loads(data)
         text = texts[entry_id] = entry_text(content, structured, speaker)

@@ -62,9 +62,12 @@ def seed_nodes(
     one that matched left out), then the nodes nearest the query's embedding, none farther
     than ``TUNING.seeds.distance_threshold`` and none whose name starts or ends with a function word
     (an n-gram that adds "was" to a name)."""
-    graph_scopes = list(
-        GraphScope.objects.filter(account_id__in=list(account_ids)).values_list("pk", flat=True)
-    )
+    with read_connection().cursor() as cursor:  # written out: asked on every graph search
+        cursor.execute(
+            f"SELECT id FROM {GraphScope._meta.db_table} WHERE account_id = ANY(%s)",  # noqa: S608
+            [list(account_ids)],
+        )
+        graph_scopes = [row[0] for row in cursor.fetchall()]
     if not graph_scopes or not scope_ids:
         return []
     mentioned = (

@@ -15,7 +15,7 @@ from django.db.models import Q
 from pgvector.django import VectorField
 
 from core.models import Account, Agent, TimeStampedModel
-from core.querysets import AccountScopedQuerySet
+from core.querysets import AccountScopedQuerySet, EmbeddedManager, NextGenerationDeferred
 
 
 class Status(models.TextChoices):
@@ -59,11 +59,11 @@ class WrittenContent(TimeStampedModel):
         return self.title
 
 
-class PageManager(models.Manager.from_queryset(AccountScopedQuerySet)):  # type: ignore[misc]
+class PageManager(EmbeddedManager["Page"]):
     """Pages without ``words``: the database's search data, never read by Python."""
 
     def get_queryset(self) -> AccountScopedQuerySet[Page]:
-        return super().get_queryset().defer("words")
+        return super().get_queryset().defer("words")  # type: ignore[return-value]
 
 
 class Page(WrittenContent):
@@ -134,6 +134,8 @@ class Article(WrittenContent):
         blank=True,
         related_name="+",
     )
+
+    objects: ClassVar[models.Manager[Article]] = NextGenerationDeferred()
 
     class Meta:
         ordering = ["-updated_at", "-id"]

@@ -22,3 +22,22 @@ class AccountScopedQuerySet(models.QuerySet[M], Generic[M]):
 
     def for_accounts(self, account_ids: Any) -> AccountScopedQuerySet[M]:
         return self.filter(**{f"{self.account_lookup}_id__in": list(account_ids)})
+
+
+class NextGenerationDeferred(models.Manager[M]):
+    """The default manager of a table with embeddings (``core.embeddings.generations``): the
+    other generation's vector and its model are never loaded. No code reads them through the
+    ORM (the migration writes and reads them in SQL), so loading them only cost a parsed
+    vector per row while a generation is built or kept; and an instance saved after the build
+    wrote them would have written back what it had read (Django saves only the loaded fields of
+    an instance with deferred ones)."""
+
+    def get_queryset(self) -> models.QuerySet[M]:
+        return super().get_queryset().defer("embedding_next", "embedding_next_model")
+
+
+class EmbeddedManager(
+    NextGenerationDeferred[M],
+    models.Manager.from_queryset(AccountScopedQuerySet),  # type: ignore[misc]
+):
+    """``NextGenerationDeferred`` for an account's units (``AccountScopedQuerySet``)."""

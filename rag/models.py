@@ -13,7 +13,7 @@ from django.db.models import Q
 from pgvector.django import VectorField
 
 from core.models import Account, Agent, TimeStampedModel
-from core.querysets import AccountScopedQuerySet
+from core.querysets import AccountScopedQuerySet, EmbeddedManager
 from rag.spaces import AbstractKeywordPosting, AbstractKeywordTerm
 
 
@@ -158,6 +158,8 @@ class Chunk(models.Model):
         max_length=200, blank=True, default="", db_default="", editable=False
     )
     keyword_length = models.PositiveIntegerField(default=0, help_text="BM25 document length.")
+
+    objects: ClassVar[AccountScopedQuerySet[Chunk]] = EmbeddedManager()
 
     class Meta:
         ordering = ["document", "position"]

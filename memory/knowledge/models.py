@@ -23,7 +23,7 @@ from django.utils import timezone
 from pgvector.django import VectorField
 
 from core.models import Account, Agent, TimeStampedModel
-from core.querysets import AccountScopedQuerySet
+from core.querysets import AccountScopedQuerySet, EmbeddedManager
 from memory.long_term.models import MemoryContext
 from rag.spaces import AbstractKeywordPosting, AbstractKeywordTerm
 
@@ -127,7 +127,7 @@ class KnowledgeItem(models.Model):
     )
     created_at = models.DateTimeField(auto_now_add=True)
 
-    objects: ClassVar[AccountScopedQuerySet[KnowledgeItem]] = AccountScopedQuerySet.as_manager()  # type: ignore[assignment]
+    objects: ClassVar[AccountScopedQuerySet[KnowledgeItem]] = EmbeddedManager()
 
     class Meta:
         ordering = ["store", "key", "-version"]

@@ -20,7 +20,7 @@ from django.db.models.fields.json import KeyTransform
 from pgvector.django import VectorField
 
 from core.models import Account, Agent, Team, TimeStampedModel
-from core.querysets import AccountScopedQuerySet
+from core.querysets import AccountScopedQuerySet, EmbeddedManager
 from memory.maintenance.models.changes import ChangePolicy
 from rag.spaces import AbstractKeywordPosting, AbstractKeywordTerm
 
@@ -198,7 +198,7 @@ class MemoryEntry(models.Model):
     )
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
 
-    objects: ClassVar[AccountScopedQuerySet[MemoryEntry]] = AccountScopedQuerySet.as_manager()  # type: ignore[assignment]
+    objects: ClassVar[AccountScopedQuerySet[MemoryEntry]] = EmbeddedManager()
 
     class Meta:
         verbose_name = "long-term memory entry"

@@ -18,7 +18,7 @@ from django.db.models.functions import Lower
 from pgvector.django import VectorField
 
 from core.models import Account, TimeStampedModel
-from core.querysets import AccountScopedQuerySet
+from core.querysets import AccountScopedQuerySet, EmbeddedManager
 from rag.spaces import AbstractKeywordPosting, AbstractKeywordTerm
 
 
@@ -92,7 +92,7 @@ class GraphNode(TimeStampedModel):
     )
     derived_scope_id = models.BigIntegerField(null=True, blank=True, editable=False)
 
-    objects: ClassVar[AccountScopedQuerySet[GraphNode]] = AccountScopedQuerySet.as_manager()  # type: ignore[assignment]
+    objects: ClassVar[AccountScopedQuerySet[GraphNode]] = EmbeddedManager()
 
     class Meta:
         ordering = ["-created_at", "-id"]

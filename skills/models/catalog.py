@@ -17,7 +17,7 @@ from django.db.models.functions import Lower
 from pgvector.django import VectorField
 
 from core.models import Account, Agent, TimeStampedModel
-from core.querysets import AccountScopedQuerySet
+from core.querysets import AccountScopedQuerySet, EmbeddedManager
 from rag.spaces import AbstractKeywordPosting, AbstractKeywordTerm
 from skills.categories import CATEGORIES, Category
 
@@ -90,7 +90,7 @@ class Skill(TimeStampedModel):
     embedding_checksum = models.CharField(max_length=64, blank=True, editable=False)
     keyword_length = models.PositiveIntegerField(default=0, editable=False)
 
-    objects: ClassVar[AccountScopedQuerySet[Skill]] = AccountScopedQuerySet.as_manager()  # type: ignore[assignment]
+    objects: ClassVar[AccountScopedQuerySet[Skill]] = EmbeddedManager()
 
     class Meta:
         ordering = ["-created_at", "-id"]

@@ -12,9 +12,11 @@ documented: it is a bug.
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal
 
 import uritemplate
+from django.urls.converters import get_converters
 from drf_spectacular.extensions import (
     OpenApiAuthenticationExtension,
     OpenApiSerializerFieldExtension,
@@ -52,6 +54,8 @@ _ERROR_DESCRIPTIONS = {
     "see Retry-After.",
 }
 _BODY_METHODS = {"POST", "PUT", "PATCH"}
+# ``<converter:name>`` in a Django route (as django.urls.resolvers reads it).
+_PATH_PARAMETER = re.compile(r"<(?:(?P<converter>[^>:]+):)?(?P<parameter>[^>]+)>")
 _WRITE_METHODS = {"POST", "PUT", "PATCH", "DELETE"}
 
 
@@ -91,6 +95,19 @@ class EngramAutoSchema(AutoSchema):
             if least is not None:
                 schema["minItems"] = least
         return schema
+
+    def _get_parameters(self) -> Any:
+        """A path parameter's schema is its converter's (``core.converters``): its type and its
+        bound, the same whether drf-spectacular derived it or a view described it."""
+        parameters = super()._get_parameters()
+        converters = get_converters()
+        used = {m["parameter"]: m["converter"] for m in _PATH_PARAMETER.finditer(self.path_regex)}
+        for parameter in parameters:
+            converter = converters.get(used.get(parameter["name"]) or "")
+            schema = getattr(converter, "openapi_schema", None)
+            if parameter["in"] == "path" and schema is not None:
+                parameter["schema"] = dict(schema)
+        return parameters
 
     def _error_statuses(self) -> list[str]:
         statuses = ["400", "503"]

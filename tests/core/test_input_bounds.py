@@ -1,7 +1,7 @@
 """Every input is bounded, and the bounds are one surface (issue 37): the MCP tools' input
-schemas and the OpenAPI request bodies state a ``maxLength`` for each string, a ``minimum`` and a
-``maximum`` for each integer and a ``maxItems`` for each list; a value over the bound is a 4xx
-with a machine-readable code at both doors, never a 500."""
+schemas and the OpenAPI request bodies and parameters (path and query) state a ``maxLength`` for
+each string, a ``minimum`` and a ``maximum`` for each integer and a ``maxItems`` for each list; a
+value over the bound is a 4xx with a machine-readable code at both doors, never a 500."""
 
 from __future__ import annotations
 
@@ -12,12 +12,16 @@ from django.conf import settings as django_settings
 from drf_spectacular.generators import SchemaGenerator
 
 from content.services import MAX_CONTENT_CHARS as PAGE_MAX_CHARS
+from core.api_keys import PREFIX_CHARS
 from core.mcp.registry import tools
 from core.mcp.schemas import generate
+from core.search import MAX_ID
 from memory import names
+from memory.knowledge.models import MAX_BASE_NAME_LENGTH, MAX_KEY_LENGTH
 from tests.conftest import AuthedAgent
 from tests.support.mcp import error_code, tool_call
 
+POOL_PATH = "/api/v1/memory/pools/{pool_id}/data/{path}"
 # Strings whose format bounds them (a date, a file part of a multipart body).
 BOUNDED_FORMATS = {"date", "date-time", "time", "duration", "uuid", "email", "binary"}
 
@@ -76,6 +80,35 @@ def test_every_request_body_is_bounded() -> None:
     assert not found, "\n".join(sorted(set(found)))
 
 
+def test_every_parameter_is_bounded() -> None:
+    """Path parameters too: an id beyond a bigint column, a name longer than any stored."""
+    document = SchemaGenerator().get_schema(request=None, public=True)
+    components = document["components"]["schemas"]
+    found = []
+    for path, operations in document["paths"].items():
+        for method, operation in operations.items():
+            if not isinstance(operation, dict):
+                continue
+            for parameter in operation.get("parameters", ()):
+                where = f"{method.upper()} {path} ({parameter['in']} {parameter['name']})"
+                found += _unbounded(parameter.get("schema", {}), where, components, set())
+    assert not found, "\n".join(sorted(set(found)))
+
+
+def test_the_walk_finds_what_lacks_a_bound() -> None:
+    unbounded = {
+        "type": "object",
+        "properties": {
+            "name": {"type": "string"},
+            "count": {"type": "integer", "minimum": 0},
+        },
+    }
+    assert sorted(_unbounded(unbounded, "x", {}, set())) == [
+        "x.count: an integer without minimum and maximum",
+        "x.name: a string without maxLength",
+    ]
+
+
 def test_the_schemas_state_the_limits_the_services_use() -> None:
     schemas = generate(tools().values())
     write = schemas["memory_write"][0]["properties"]
@@ -97,6 +130,11 @@ def test_the_schemas_state_the_limits_the_services_use() -> None:
     document = SchemaGenerator().get_schema(request=None, public=True)
     components = document["components"]["schemas"]
     assert components["PageInputRequest"]["properties"]["content"]["maxLength"] == PAGE_MAX_CHARS
+    path = {p["name"]: p["schema"] for p in document["paths"][POOL_PATH]["get"]["parameters"]}
+    assert path["pool_id"]["maxLength"] == names.MAX_POOL_ID_CHARS
+    assert path["path"]["maxLength"] == names.MAX_PATH_CHARS
+    agent = document["paths"]["/api/v1/agents/{agent_id}"]["get"]["parameters"][0]["schema"]
+    assert agent == {"type": "integer", "minimum": 1, "maximum": MAX_ID}
     assert components["ValueInputRequest"]["properties"]["ttl"]["maximum"] == (
         django_settings.WORKING_MEMORY_MAX_TTL
     )
@@ -228,3 +266,44 @@ def test_memory_names_over_the_bound_keep_their_codes(agent_client: AuthedAgent)
     rest = client.post("/api/v1/memory/write", long_session, format="json")
     assert rest.status_code == 400 and _code(rest) == "invalid_session_id", rest.content
     assert error_code(tool_call(secret, "memory_write", long_session)) == "invalid_session_id"
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    "path",
+    [
+        f"/api/v1/agents/{MAX_ID}",  # the largest the schema states: fits a bigint, names nothing
+        f"/api/v1/agents/{MAX_ID + 1}",
+        f"/api/v1/agents/{2**63}",  # beyond PostgreSQL's bigint
+        f"/api/v1/rag/documents/{'9' * 40}",
+        "/api/v1/memory/contexts/0",
+        f"/api/v1/memory/short-term/{'s' * (names.MAX_SESSION_ID_CHARS + 1)}",
+        f"/api/v1/memory/pools/{'p' * (names.MAX_POOL_ID_CHARS + 1)}",
+        f"/api/v1/memory/runs/{'r' * (names.MAX_RUN_ID_CHARS + 1)}",
+    ],
+)
+def test_path_parameters_over_the_bound_are_404(agent_client: AuthedAgent, path: str) -> None:
+    response = agent_client.client.get(path)
+    assert response.status_code == 404 and _code(response).endswith("not_found"), response.content
+
+
+@pytest.mark.django_db
+def test_path_names_the_services_check_keep_their_codes(
+    make_agent_client: Any, agent_client: AuthedAgent
+) -> None:
+    client = agent_client.client
+    assert client.post("/api/v1/memory/pools", {"pool_id": "ops"}, format="json").status_code == 201
+    too_long = ".".join(["a" * names.MAX_SEGMENT_CHARS] * names.MAX_PATH_DEPTH) + "a"
+    pool = client.get(f"/api/v1/memory/pools/ops/data/{too_long}")
+    assert pool.status_code == 400 and _code(pool) == "invalid_path", pool.content
+    long_key = "k" * (MAX_KEY_LENGTH + 1)
+    key = client.put(f"/api/v1/knowledge/notes/items/{long_key}", {"content": "x"}, format="json")
+    assert key.status_code == 400 and _code(key) == "key_too_long", key.content
+    # A read names nothing stored.
+    key = client.get(f"/api/v1/knowledge/notes/items/{long_key}")
+    assert key.status_code == 404 and _code(key) == "knowledge_base_not_found", key.content
+    base = client.get(f"/api/v1/knowledge/{'b' * (MAX_BASE_NAME_LENGTH + 1)}/items")
+    assert base.status_code == 404 and _code(base) == "knowledge_base_not_found", base.content
+    admin = make_agent_client(scopes=("admin",))
+    prefix = admin.client.post(f"/api/v1/keys/{'a' * (PREFIX_CHARS + 1)}/revoke")
+    assert prefix.status_code == 404 and _code(prefix) == "not_found", prefix.content

@@ -26,7 +26,7 @@ from drf_spectacular.utils import OpenApiResponse
 from rest_framework import serializers
 from rest_framework.permissions import AllowAny
 
-from core.serializers import InputSerializer, ServiceBoundedCharField
+from core.serializers import InputSerializer, ObjectField, ServiceBoundedCharField
 
 
 class ErrorBody(serializers.Serializer):
@@ -83,10 +83,15 @@ class EngramAutoSchema(AutoSchema):
         self, field: Any, direction: Any, bypass_extensions: bool = False
     ) -> Any:
         """A list of objects (``many=True``) states its ``min_length`` / ``max_length``; a
-        string the service bounds (``ServiceBoundedCharField``) its ``max_length``."""
+        string the service bounds (``ServiceBoundedCharField``) its ``max_length``; a free-form
+        object (``ObjectField``) its ``max_properties`` and ``max_bytes``."""
         schema = super()._map_serializer_field(field, direction, bypass_extensions)
         if isinstance(field, ServiceBoundedCharField):
             schema["maxLength"] = field.max_length
+        if isinstance(field, ObjectField):
+            schema["maxProperties"] = field.max_properties
+            if field.max_bytes is not None:
+                schema["x-max-bytes"] = field.max_bytes
         if isinstance(field, serializers.ListSerializer) and schema.get("type") == "array":
             # ListSerializer takes max_length / min_length (DRF 3.15); the stubs do not know them.
             most, least = getattr(field, "max_length", None), getattr(field, "min_length", None)

@@ -1,7 +1,8 @@
 """Every input is bounded, and the bounds are one surface (issue 37): the MCP tools' input
 schemas and the OpenAPI request bodies and parameters (path and query) state a ``maxLength`` for
-each string, a ``minimum`` and a ``maximum`` for each integer and a ``maxItems`` for each list; a
-value over the bound is a 4xx with a machine-readable code at both doors, never a 500."""
+each string, a ``minimum`` and a ``maximum`` for each integer, a ``maxItems`` for each list and a
+``maxProperties`` for each free-form object; a value over the bound is a 4xx with a
+machine-readable code at both doors, never a 500."""
 
 from __future__ import annotations
 
@@ -15,9 +16,12 @@ from content.services import MAX_CONTENT_CHARS as PAGE_MAX_CHARS
 from core.api_keys import PREFIX_CHARS
 from core.mcp.registry import tools
 from core.mcp.schemas import generate
+from core.metadata import METADATA_MAX_BYTES, METADATA_MAX_PROPERTIES
 from core.search import MAX_ID
 from memory import names
 from memory.knowledge.models import MAX_BASE_NAME_LENGTH, MAX_KEY_LENGTH
+from memory.pools.apis import MAX_OBJECT_PROPERTIES
+from skills.services.versions import MAX_VARIANTS
 from tests.conftest import AuthedAgent
 from tests.support.mcp import error_code, tool_call
 
@@ -48,6 +52,11 @@ def _unbounded(schema: Any, where: str, components: dict[str, Any], seen: set[st
     integer_bounded = "minimum" in schema and "maximum" in schema
     if "integer" in kinds and not bounded_otherwise and not integer_bounded:
         found.append(f"{where}: an integer without minimum and maximum")
+    # A free-form object: any keys, or keys beyond the properties it declares (a serializer's
+    # multipart form states its parts, and no ``additionalProperties``).
+    extra = schema.get("additionalProperties", "properties" not in schema)
+    if "object" in kinds and extra is not False and "maxProperties" not in schema:
+        found.append(f"{where}: an object without maxProperties")
     if "array" in kinds:
         if "maxItems" not in schema:
             found.append(f"{where}: a list without maxItems")
@@ -101,10 +110,12 @@ def test_the_walk_finds_what_lacks_a_bound() -> None:
         "properties": {
             "name": {"type": "string"},
             "count": {"type": "integer", "minimum": 0},
+            "metadata": {"type": "object", "additionalProperties": {}},
         },
     }
     assert sorted(_unbounded(unbounded, "x", {}, set())) == [
         "x.count: an integer without minimum and maximum",
+        "x.metadata: an object without maxProperties",
         "x.name: a string without maxLength",
     ]
 
@@ -127,9 +138,17 @@ def test_the_schemas_state_the_limits_the_services_use() -> None:
     assert schemas["add_document"][0]["properties"]["text"]["maxLength"] == (
         django_settings.RAG_MAX_EXTRACTED_CHARS
     )
+    metadata = schemas["memory_write"][0]["properties"]["metadata"]
+    assert metadata["maxProperties"] == METADATA_MAX_PROPERTIES
+    assert metadata["x-max-bytes"] == METADATA_MAX_BYTES
+    pool_data = schemas["create_memory_pool"][0]["properties"]["data"]
+    assert pool_data["maxProperties"] == MAX_OBJECT_PROPERTIES
+    assert pool_data["x-max-bytes"] == django_settings.POOL_MAX_BYTES
     document = SchemaGenerator().get_schema(request=None, public=True)
     components = document["components"]["schemas"]
     assert components["PageInputRequest"]["properties"]["content"]["maxLength"] == PAGE_MAX_CHARS
+    traffic = components["SkillTrafficInputRequest"]["properties"]["traffic"]
+    assert traffic["maxProperties"] == MAX_VARIANTS
     path = {p["name"]: p["schema"] for p in document["paths"][POOL_PATH]["get"]["parameters"]}
     assert path["pool_id"]["maxLength"] == names.MAX_POOL_ID_CHARS
     assert path["path"]["maxLength"] == names.MAX_PATH_CHARS
@@ -307,3 +326,31 @@ def test_path_names_the_services_check_keep_their_codes(
     admin = make_agent_client(scopes=("admin",))
     prefix = admin.client.post(f"/api/v1/keys/{'a' * (PREFIX_CHARS + 1)}/revoke")
     assert prefix.status_code == 404 and _code(prefix) == "not_found", prefix.content
+
+
+@pytest.mark.django_db
+def test_objects_over_their_keys_are_400(agent_client: AuthedAgent) -> None:
+    client, secret = agent_client.client, agent_client.secret
+    many = {f"k{i}": i for i in range(METADATA_MAX_PROPERTIES + 1)}
+    entry = client.post("/api/v1/memory/entries", {"content": "x", "metadata": many}, format="json")
+    assert entry.status_code == 400 and _code(entry) == "metadata_too_large", entry.content
+    assert entry.json()["error"]["details"]["limit"]["properties"] == METADATA_MAX_PROPERTIES
+    item = {"kind": "knowledge_item", "base": "b", "key": "k", "content": "x", "metadata": many}
+    assert error_code(tool_call(secret, "memory_write", item)) == "metadata_too_large"
+    fine = {"content": "x", "metadata": dict(list(many.items())[:-1])}
+    assert client.post("/api/v1/memory/entries", fine, format="json").status_code == 201
+    skill = client.post(
+        "/api/v1/skills",
+        {"name": "big-context", "description": "d", "execution_context": many},
+        format="json",
+    )
+    assert skill.status_code == 400 and _code(skill) == "metadata_too_large", skill.content
+    data = {f"k{i}": i for i in range(MAX_OBJECT_PROPERTIES + 1)}
+    pool = client.post("/api/v1/memory/pools", {"pool_id": "big", "data": data}, format="json")
+    assert pool.status_code == 400 and _code(pool) == "too_many_properties", pool.content
+    assert pool.json()["error"]["details"] == {"field": "data", "limit": MAX_OBJECT_PROPERTIES}
+    result = tool_call(secret, "create_memory_pool", {"pool_id": "big", "data": data})
+    assert error_code(result) == "too_many_properties"
+    assert client.post("/api/v1/memory/pools", {"pool_id": "ops"}, format="json").status_code == 201
+    merged = client.patch("/api/v1/memory/pools/ops/data", {"value": data}, format="json")
+    assert merged.status_code == 400 and _code(merged) == "too_many_properties", merged.content

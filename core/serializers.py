@@ -290,9 +290,9 @@ class ServiceBoundedIntegerField(serializers.IntegerField):
 
 
 class ServiceBoundedJSONField(serializers.JSONField):
-    """Any JSON value whose size the service checks (413 ``value_too_large``): the schema
-    states the bound as ``x-max-bytes`` (the value as compact JSON text, in UTF-8) and as
-    ``maxLength`` for a string value (``core.schema``)."""
+    """Any JSON value whose size the service checks (413 ``value_too_large``, a pool's
+    ``pool_quota_exceeded``): the schema states the bound as ``x-max-bytes`` (the value as
+    compact JSON text, in UTF-8) and as ``maxLength`` for a string value (``core.schema``)."""
 
     service_checks_bounds = True
 

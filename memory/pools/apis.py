@@ -241,7 +241,12 @@ class PoolStatsApi(ApiView):
 
 
 class DataWriteInput(strict.InputSerializer):
-    value = serializers.JSONField(allow_null=True, help_text="Any JSON value.")
+    value = strict.ServiceBoundedJSONField(
+        max_bytes=lambda: int(settings.POOL_MAX_BYTES),
+        allow_null=True,
+        help_text="Any JSON value; the pool's data stays within its quota (413 "
+        "pool_quota_exceeded).",
+    )
     expected_version = serializers.IntegerField(
         required=False,
         min_value=0,

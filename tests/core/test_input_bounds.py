@@ -134,6 +134,13 @@ def test_the_schemas_state_the_limits_the_services_use() -> None:
     assert schemas["write_shared_memory"][0]["properties"]["key"]["maxLength"] == (
         names.MAX_PATH_CHARS
     )
+    assert schemas["read_shared_memory"][0]["properties"]["key"]["maxLength"] == (
+        names.MAX_PATH_CHARS
+    )
+    pool_value = schemas["write_shared_memory"][0]["properties"]["value"]["anyOf"][0]
+    assert pool_value["x-max-bytes"] == django_settings.POOL_MAX_BYTES
+    item = next(s for s in write["key"]["anyOf"] if "key_too_long" in s.get("description", ""))
+    assert item["maxLength"] == MAX_KEY_LENGTH
     assert schemas["write_page"][0]["properties"]["content"]["maxLength"] == PAGE_MAX_CHARS
     assert schemas["add_document"][0]["properties"]["text"]["maxLength"] == (
         django_settings.RAG_MAX_EXTRACTED_CHARS
@@ -354,3 +361,15 @@ def test_objects_over_their_keys_are_400(agent_client: AuthedAgent) -> None:
     assert client.post("/api/v1/memory/pools", {"pool_id": "ops"}, format="json").status_code == 201
     merged = client.patch("/api/v1/memory/pools/ops/data", {"value": data}, format="json")
     assert merged.status_code == 400 and _code(merged) == "too_many_properties", merged.content
+
+
+@pytest.mark.django_db
+def test_knowledge_item_keys_over_the_bound_at_both_doors(agent_client: AuthedAgent) -> None:
+    client, secret = agent_client.client, agent_client.secret
+    key = "k" * (MAX_KEY_LENGTH + 1)
+    rest = client.put(f"/api/v1/knowledge/notes/items/{key}", {"content": "x"}, format="json")
+    assert rest.status_code == 400 and _code(rest) == "key_too_long", rest.content
+    item = {"kind": "knowledge_item", "base": "notes", "key": key, "content": "x"}
+    assert error_code(tool_call(secret, "memory_write", item)) == "key_too_long"
+    read = tool_call(secret, "memory_read", {"kind": "knowledge_item", "base": "notes", "key": key})
+    assert error_code(read) == "validation_error"

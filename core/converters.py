@@ -29,15 +29,17 @@ class IdConverter:
 
 class NameConverter:
     """A string parameter of at most ``max_length`` characters: ``regex`` bounds it, or the
-    view's service does (``regex`` then takes any one segment, ``[^/]+``)."""
+    view's service does (``regex`` then takes any one segment, ``[^/]+``, and ``pattern`` is
+    what the service checks, for the schema to state)."""
 
     regex = "[^/]+"
+    pattern = ""
     max_length = 0
     openapi_schema: ClassVar[dict[str, Any]] = {}
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        pattern = f"^{cls.regex}$"
+        pattern = f"^{cls.pattern or cls.regex}$"
         cls.openapi_schema = {"type": "string", "pattern": pattern, "maxLength": cls.max_length}
 
     def to_python(self, value: str) -> str:

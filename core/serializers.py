@@ -454,7 +454,7 @@ def _field_plan(field: serializers.Field) -> Represent:
     return field.to_representation
 
 
-# --- metadata (core.metadata) --------------------------------------------------------------------
+# --- free-form objects and metadata (core.metadata) ----------------------------------------------
 
 
 class ObjectField(serializers.DictField):
@@ -463,8 +463,6 @@ class ObjectField(serializers.DictField):
     ``service_checks_bounds`` the service counts them itself, answering with its own code, as
     ``ServiceBoundedCharField``. ``max_bytes``: the bound on its size as compact JSON that the
     service checks, stated as ``x-max-bytes``."""
-
-    service_checks_bounds = False
 
     def __init__(
         self,

@@ -32,6 +32,7 @@ class RunIdConverter(NameConverter):
 
 
 class DotPathConverter(NameConverter):
+    pattern = names.DOT_PATH
     max_length = names.MAX_PATH_CHARS
 
 

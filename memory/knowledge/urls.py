@@ -12,13 +12,16 @@ from django.urls import path, register_converter
 from core.converters import NameConverter
 from memory.knowledge import apis as knowledge
 from memory.knowledge.models import MAX_BASE_NAME_LENGTH, MAX_KEY_LENGTH
+from memory.knowledge.services import NAME_CHARS
 
 
 class BaseNameConverter(NameConverter):
+    pattern = NAME_CHARS
     max_length = MAX_BASE_NAME_LENGTH
 
 
 class KeyConverter(NameConverter):
+    pattern = NAME_CHARS
     max_length = MAX_KEY_LENGTH
 
 

@@ -294,9 +294,7 @@ SPECTACULAR_SETTINGS = {
         "drf_spectacular.hooks.postprocess_schema_enums",
         "core.schema.add_resource_links",
     ],
-    "PATH_CONVERTER_OVERRIDES": {
-        "id": {"type": "integer", "minimum": 1, "maximum": 999_999_999_999_999_999}
-    },
+    # Path parameters' schemas are their converters' (core.converters, core.schema).
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",

@@ -3,12 +3,13 @@ from django.urls import include, path, register_converter
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from core import health
-from core.converters import IdConverter
+from core.converters import ApiKeyPrefixConverter, IdConverter
 from core.mcp.http import mcp_endpoint
 from core.metrics_scrape import metrics_view
 from core.views import landing
 
 register_converter(IdConverter, "id")
+register_converter(ApiKeyPrefixConverter, "key_prefix")
 
 handler404 = "core.errors.json_404"
 handler500 = "core.errors.json_500"

@@ -302,7 +302,7 @@ class PageAdmin(AccountScopedAdmin):
                 name="content_page_rename",
             ),
             path(
-                "<path:object_id>/link-mention/<int:source_id>/",
+                "<path:object_id>/link-mention/<id:source_id>/",
                 view(self.link_mention_view),
                 name="content_page_link_mention",
             ),

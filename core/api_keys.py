@@ -14,7 +14,10 @@ import secrets
 from dataclasses import dataclass
 
 KEY_PREFIX = "eng"
-_KEY_RE = re.compile(r"^eng_([a-z0-9]{12})_([A-Za-z0-9_-]{43})$")
+# A key's own prefix (``<prefix>``): what revoking names in the URL (core.converters).
+PREFIX_CHARS = 12
+PREFIX = rf"[a-z0-9]{{{PREFIX_CHARS}}}"
+_KEY_RE = re.compile(rf"^eng_({PREFIX})_([A-Za-z0-9_-]{{43}})$")
 
 
 @dataclass(frozen=True)
@@ -34,7 +37,7 @@ def hash_secret(secret: str) -> str:
 
 def generate_key() -> GeneratedKey:
     alphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
-    prefix = "".join(secrets.choice(alphabet) for _ in range(12))
+    prefix = "".join(secrets.choice(alphabet) for _ in range(PREFIX_CHARS))
     secret = secrets.token_urlsafe(32)
     return GeneratedKey(prefix=prefix, secret=secret, hashed_secret=hash_secret(secret))
 

@@ -1,14 +1,15 @@
 """The one bound on caller-given ``metadata`` (docs/api.md, "Input rules"): messages, long-term
 entries, knowledge items, documents, memory contexts, conversations, graph nodes and edges,
-agents. Metadata is echoed back (a context's items, searches, listings), so an unbounded value
-would make every answer that shows it unbounded too.
+agents, and skills' execution contexts. Metadata is echoed back (a context's items, searches,
+listings), so an unbounded value would make every answer that shows it unbounded too.
 
 A value is at most ``METADATA_MAX_BYTES`` bytes as compact JSON in UTF-8 (``{"a":1}`` is 7
-bytes: no spaces, non-ASCII characters as themselves) and nests at most ``METADATA_MAX_DEPTH``
-levels (the object itself is level 1). Over either: 400 ``metadata_too_large`` with the limits in
-``details.limit``. Only what a caller sends is checked, at the doors (``MetadataField`` in every
-input serializer, the admin's forms): rows stored before the bound existed stay readable and
-writable, and metadata Engram writes itself (summaries, merges) is not refused.
+bytes: no spaces, non-ASCII characters as themselves), nests at most ``METADATA_MAX_DEPTH``
+levels (the object itself is level 1) and has at most ``METADATA_MAX_PROPERTIES`` keys at its
+top level. Over any: 400 ``metadata_too_large`` with the limits in ``details.limit``. Only what
+a caller sends is checked, at the doors (``MetadataField`` in every input serializer, the
+admin's forms): rows stored before the bound existed stay readable and writable, and metadata
+Engram writes itself (summaries, merges) is not refused.
 
 What a context's items echo of their metadata (``echo``, counted in the context's tokens) and
 the bound of a context's body (``BODY_BYTES_PER_TOKEN``, ``BODY_FIXED_BYTES``) are here too:
@@ -28,7 +29,14 @@ from core.errors import ValidationFailed
 METADATA_MAX_BYTES = 16_384
 # Deeper than any record a client keeps as metadata; well inside the body's own 64 levels.
 METADATA_MAX_DEPTH = 16
-LIMIT = {"bytes": METADATA_MAX_BYTES, "depth": METADATA_MAX_DEPTH}
+# Labels, ids and flags by name: a client's metadata has a handful. The schema states it as
+# ``maxProperties``, which a client's own validation reads before the bytes.
+METADATA_MAX_PROPERTIES = 128
+LIMIT = {
+    "bytes": METADATA_MAX_BYTES,
+    "depth": METADATA_MAX_DEPTH,
+    "properties": METADATA_MAX_PROPERTIES,
+}
 
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
@@ -64,10 +72,18 @@ def metadata_depth(value: Any, *, stop_after: int) -> int:
     return deepest
 
 
-def metadata_check(value: Any, *, field: str = "metadata") -> Any:
+def metadata_check(value: Any, *, field: str = "metadata", stored_as: str = "") -> Any:
     """``value`` when it is within the bound, else 400 ``metadata_too_large`` (``details``: the
-    ``limit`` and the ``field``)."""
-    depth = metadata_depth(value, stop_after=METADATA_MAX_DEPTH)
+    ``limit`` and the ``field``). ``stored_as``: the value is stored as ``{stored_as: value}``,
+    whose size and depth are what is bound."""
+    if isinstance(value, Mapping) and len(value) > METADATA_MAX_PROPERTIES:
+        raise ValidationFailed(
+            f"{field} has more than {METADATA_MAX_PROPERTIES} keys.",
+            code="metadata_too_large",
+            details={"limit": dict(LIMIT), "field": field},
+        )
+    stored = {stored_as: value} if stored_as else value
+    depth = metadata_depth(stored, stop_after=METADATA_MAX_DEPTH)
     if depth > METADATA_MAX_DEPTH:
         raise ValidationFailed(
             f"{field} nests deeper than {METADATA_MAX_DEPTH} levels.",
@@ -75,7 +91,7 @@ def metadata_check(value: Any, *, field: str = "metadata") -> Any:
             details={"limit": dict(LIMIT), "field": field},
         )
     try:
-        size = metadata_size(value, stop_after=METADATA_MAX_BYTES)
+        size = metadata_size(stored, stop_after=METADATA_MAX_BYTES)
     except (TypeError, ValueError):
         return value  # not JSON (NaN, a non-JSON type): the field's own validation says so
     if size > METADATA_MAX_BYTES:

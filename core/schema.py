@@ -12,9 +12,11 @@ documented: it is a bug.
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal
 
 import uritemplate
+from django.urls.converters import get_converters
 from drf_spectacular.extensions import (
     OpenApiAuthenticationExtension,
     OpenApiSerializerFieldExtension,
@@ -24,7 +26,7 @@ from drf_spectacular.utils import OpenApiResponse
 from rest_framework import serializers
 from rest_framework.permissions import AllowAny
 
-from core.serializers import InputSerializer, ServiceBoundedCharField
+from core.serializers import InputSerializer, ObjectField, ServiceBoundedCharField
 
 
 class ErrorBody(serializers.Serializer):
@@ -52,6 +54,8 @@ _ERROR_DESCRIPTIONS = {
     "see Retry-After.",
 }
 _BODY_METHODS = {"POST", "PUT", "PATCH"}
+# ``<converter:name>`` in a Django route (as django.urls.resolvers reads it).
+_PATH_PARAMETER = re.compile(r"<(?:(?P<converter>[^>:]+):)?(?P<parameter>[^>]+)>")
 _WRITE_METHODS = {"POST", "PUT", "PATCH", "DELETE"}
 
 
@@ -79,10 +83,15 @@ class EngramAutoSchema(AutoSchema):
         self, field: Any, direction: Any, bypass_extensions: bool = False
     ) -> Any:
         """A list of objects (``many=True``) states its ``min_length`` / ``max_length``; a
-        string the service bounds (``ServiceBoundedCharField``) its ``max_length``."""
+        string the service bounds (``ServiceBoundedCharField``) its ``max_length``; a free-form
+        object (``ObjectField``) its ``max_properties`` and ``max_bytes``."""
         schema = super()._map_serializer_field(field, direction, bypass_extensions)
         if isinstance(field, ServiceBoundedCharField):
             schema["maxLength"] = field.max_length
+        if isinstance(field, ObjectField):
+            schema["maxProperties"] = field.max_properties
+            if field.max_bytes is not None:
+                schema["x-max-bytes"] = field.max_bytes
         if isinstance(field, serializers.ListSerializer) and schema.get("type") == "array":
             # ListSerializer takes max_length / min_length (DRF 3.15); the stubs do not know them.
             most, least = getattr(field, "max_length", None), getattr(field, "min_length", None)
@@ -91,6 +100,19 @@ class EngramAutoSchema(AutoSchema):
             if least is not None:
                 schema["minItems"] = least
         return schema
+
+    def _get_parameters(self) -> Any:
+        """A path parameter's schema is its converter's (``core.converters``): its type and its
+        bound, the same whether drf-spectacular derived it or a view described it."""
+        parameters = super()._get_parameters()
+        converters = get_converters()
+        used = {m["parameter"]: m["converter"] for m in _PATH_PARAMETER.finditer(self.path_regex)}
+        for parameter in parameters:
+            converter = converters.get(used.get(parameter["name"]) or "")
+            schema = getattr(converter, "openapi_schema", None)
+            if parameter["in"] == "path" and schema is not None:
+                parameter["schema"] = dict(schema)
+        return parameters
 
     def _error_statuses(self) -> list[str]:
         statuses = ["400", "503"]

@@ -21,7 +21,12 @@ from rest_framework import serializers
 from rest_framework.exceptions import ErrorDetail
 
 from core.errors import ValidationFailed
-from core.metadata import METADATA_MAX_BYTES, METADATA_MAX_DEPTH, metadata_check
+from core.metadata import (
+    METADATA_MAX_BYTES,
+    METADATA_MAX_DEPTH,
+    METADATA_MAX_PROPERTIES,
+    metadata_check,
+)
 from core.search import (
     DEFAULT_TOP_K,
     MAX_ID,
@@ -285,9 +290,9 @@ class ServiceBoundedIntegerField(serializers.IntegerField):
 
 
 class ServiceBoundedJSONField(serializers.JSONField):
-    """Any JSON value whose size the service checks (413 ``value_too_large``): the schema
-    states the bound as ``x-max-bytes`` (the value as compact JSON text, in UTF-8) and as
-    ``maxLength`` for a string value (``core.schema``)."""
+    """Any JSON value whose size the service checks (413 ``value_too_large``, a pool's
+    ``pool_quota_exceeded``): the schema states the bound as ``x-max-bytes`` (the value as
+    compact JSON text, in UTF-8) and as ``maxLength`` for a string value (``core.schema``)."""
 
     service_checks_bounds = True
 
@@ -449,25 +454,60 @@ def _field_plan(field: serializers.Field) -> Represent:
     return field.to_representation
 
 
-# --- metadata (core.metadata) --------------------------------------------------------------------
+# --- free-form objects and metadata (core.metadata) ----------------------------------------------
 
 
-class MetadataField(serializers.DictField):
-    """A caller's ``metadata`` object: at most ``METADATA_MAX_BYTES`` bytes as compact JSON and
-    ``METADATA_MAX_DEPTH`` levels deep, else 400 ``metadata_too_large`` (``core.metadata``)."""
+class ObjectField(serializers.DictField):
+    """A free-form JSON object a caller sends: at most ``max_properties`` keys at its top level,
+    else 400 ``too_many_properties``; the schema states it (``maxProperties``). With
+    ``service_checks_bounds`` the service counts them itself, answering with its own code, as
+    ``ServiceBoundedCharField``. ``max_bytes``: the bound on its size as compact JSON that the
+    service checks, stated as ``x-max-bytes``."""
+
+    def __init__(
+        self,
+        *,
+        max_properties: int,
+        max_bytes: Limit | None = None,
+        service_checks_bounds: bool = False,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.max_properties = max_properties
+        self.max_bytes = None if max_bytes is None else _limit(max_bytes)
+        self.service_checks_bounds = service_checks_bounds
+
+    def to_internal_value(self, data: Any) -> dict[Any, Any]:
+        if isinstance(data, Mapping):
+            self.check_bounds(data)
+        return super().to_internal_value(data)
+
+    def check_bounds(self, data: Mapping[Any, Any]) -> None:
+        if not self.service_checks_bounds and len(data) > self.max_properties:
+            raise ValidationFailed(
+                f"{self.field_name} has more than {self.max_properties} keys.",
+                code="too_many_properties",
+                details={"field": self.field_name, "limit": self.max_properties},
+            )
+
+
+class MetadataField(ObjectField):
+    """A caller's ``metadata`` object: at most ``METADATA_MAX_BYTES`` bytes as compact JSON,
+    ``METADATA_MAX_DEPTH`` levels deep and ``METADATA_MAX_PROPERTIES`` keys, else 400
+    ``metadata_too_large`` (``core.metadata``)."""
 
     def __init__(self, *, stored_as: str = "", **kwargs: Any) -> None:
         # ``stored_as``: the object is stored as ``{stored_as: value}``, which is what is bound.
         self.stored_as = stored_as
         kwargs.setdefault(
             "help_text",
-            f"Any JSON object of at most {METADATA_MAX_BYTES} bytes as compact JSON and "
-            f"{METADATA_MAX_DEPTH} levels deep, returned as stored.",
+            f"Any JSON object of at most {METADATA_MAX_BYTES} bytes as compact JSON, "
+            f"{METADATA_MAX_DEPTH} levels deep and {METADATA_MAX_PROPERTIES} keys, returned as "
+            "stored.",
         )
-        super().__init__(**kwargs)
+        super().__init__(
+            max_properties=METADATA_MAX_PROPERTIES, max_bytes=METADATA_MAX_BYTES, **kwargs
+        )
 
-    def to_internal_value(self, data: Any) -> dict[Any, Any]:
-        if isinstance(data, Mapping):
-            stored = {self.stored_as: data} if self.stored_as else data
-            metadata_check(stored, field=self.field_name or "metadata")
-        return super().to_internal_value(data)
+    def check_bounds(self, data: Mapping[Any, Any]) -> None:
+        metadata_check(data, field=self.field_name or "metadata", stored_as=self.stored_as)

@@ -9,7 +9,7 @@ urlpatterns = [
     path("agents", apis.AgentListApi.as_view(), name="agent-list"),
     path("agents/<id:agent_id>", apis.AgentDetailApi.as_view(), name="agent-detail"),
     path("keys", apis.ApiKeyListCreateApi.as_view(), name="key-list"),
-    path("keys/<str:prefix>/revoke", apis.ApiKeyRevokeApi.as_view(), name="key-revoke"),
+    path("keys/<key_prefix:prefix>/revoke", apis.ApiKeyRevokeApi.as_view(), name="key-revoke"),
     # Export and import of the caller's account (docs/portability.md, "Over the API").
     path("export", portability.ExportApi.as_view(), name="export"),
     path("export/<id:job_id>", portability.ExportJobApi.as_view(), name="export-job"),

@@ -33,6 +33,8 @@ POOL_ID = rf"[A-Za-z0-9][A-Za-z0-9_-]{{0,{MAX_POOL_ID_CHARS - 1}}}"
 RUN_ID = rf"[A-Za-z0-9][A-Za-z0-9._:-]{{0,{MAX_RUN_ID_CHARS - 1}}}"
 # A dot path names nested keys of a pool's JSON object: ``agent_bulletin.market_regime``.
 PATH_SEGMENT = rf"[A-Za-z0-9_-]{{1,{MAX_SEGMENT_CHARS}}}"
+# A whole dot path, as ``parse_path`` reads it (the schema of a path parameter states it).
+DOT_PATH = rf"{PATH_SEGMENT}(?:\.{PATH_SEGMENT}){{0,{MAX_PATH_DEPTH - 1}}}"
 
 _SESSION = re.compile(SESSION_ID)
 _KEY = re.compile(KEY)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -199,16 +198,14 @@ class Target:
             MISSING_ID + 29,
         )
 
-    def values(self) -> list[str]:
-        names = [self.session_id, self.memory_key, self.pool_id, self.run_id, self.context_name]
-        names.append(self.knowledge_base)
-        ids = [str(self.kb_id), str(self.document_id), str(self.agent_id), self.key_prefix]
-        ids += [str(self.context_id), str(self.entry_id), str(self.snapshot_id)]
-        ids += [str(self.conversation_id), str(self.pending_change_id)]
-        # Graph errors name no ids, so graph ids stay out: a short one would also be replaced
-        # inside unrelated numbers of an answer (another table's ids).
-        # Longest first: a name containing an id is replaced whole.
-        return sorted(names, key=len, reverse=True) + ids
+    def values(self) -> set[str]:
+        """What ``normalised`` masks: the names and ids an answer may echo (graph errors name
+        no ids)."""
+        names = {self.session_id, self.memory_key, self.pool_id, self.run_id, self.context_name}
+        names.add(self.knowledge_base)
+        ids = {self.kb_id, self.document_id, self.agent_id, self.context_id, self.entry_id}
+        ids |= {self.snapshot_id, self.conversation_id, self.pending_change_id}
+        return names | {self.key_prefix} | {str(i) for i in ids}
 
     @property
     def names(self) -> dict[str, Any]:
@@ -1013,14 +1010,41 @@ def path_tail(path: str) -> str:
     return path.split("}", 1)[1] if "}" in path else ""
 
 
+# Fields that name things (``id``, ``kb_id``, ``document_ids``, ``key``, ``base``...): only their
+# values are masked, so that a count or a version equal to an id (``2`` in a fresh database)
+# stays as it is on both sides.
+_NAMING_KEYS = {"id", "ids", "key", "keys", "name", "names", "prefix", "base", "bases"}
+
+
+def _names_things(key: str) -> bool:
+    return key in _NAMING_KEYS or key.endswith(("_id", "_ids", "_name", "_key", "_prefix"))
+
+
+def _masked(value: Any, target: set[str], naming: bool) -> Any:
+    if isinstance(value, dict):
+        # How long each stage took (``timings_ms``) is not an answer.
+        return {
+            k: _masked(v, target, _names_things(k)) for k, v in value.items() if k != "timings_ms"
+        }
+    if isinstance(value, list):
+        return [_masked(item, target, naming) for item in value]
+    if naming and not isinstance(value, bool) and str(value) in target:
+        return "<id>"
+    if isinstance(value, str) and "\n{" in value:
+        # A tool's text rendering: a summary line, then the answer's JSON.
+        summary, _, rendered = value.partition("\n")
+        try:
+            answer = json.loads(rendered)
+        except ValueError:
+            return value
+        return [summary, _masked(answer, target, naming)]
+    return value
+
+
 def normalised(body: Any, target: Target) -> str:
-    """The answer as text with the target's ids masked, and without ``timings_ms`` (how long
-    each stage took is not an answer; in a tool's text rendering it appears escaped)."""
-    text = json.dumps(body, sort_keys=True)
-    text = re.sub(r'\\?"timings_ms\\?": ?\{[^{}]*\}', "", text)
-    for value in target.values():
-        text = text.replace(value, "<id>")
-    return text
+    """The answer as text with the target's ids masked where a field names something (a
+    tool's text rendering parsed to find its fields)."""
+    return json.dumps(_masked(body, target.values(), naming=False), sort_keys=True)
 
 
 @pytest.mark.parametrize("operation_id", sorted(OPERATIONS))

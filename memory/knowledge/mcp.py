@@ -22,7 +22,7 @@ from memory.knowledge.apis import (
     knowledge_query_answer,
     knowledge_relate_answer,
 )
-from memory.knowledge.models import MAX_BASE_NAME_LENGTH
+from memory.knowledge.models import MAX_BASE_NAME_LENGTH, MAX_KEY_LENGTH
 
 BASE_HELP = f"The knowledge base's name, e.g. harbour-facts. {NAME_HELP}"
 KEY_HELP = f"The item's key in its base, e.g. tide.noon. {NAME_HELP}"
@@ -30,11 +30,14 @@ KEY_HELP = f"The item's key in its base, e.g. tide.noon. {NAME_HELP}"
 
 class ItemRefInput(strict.InputSerializer):
     base = serializers.CharField(max_length=MAX_BASE_NAME_LENGTH, help_text=BASE_HELP)
-    key = serializers.CharField(max_length=1000, help_text=KEY_HELP)
+    key = serializers.CharField(max_length=MAX_KEY_LENGTH, help_text=KEY_HELP)
 
 
 class PutInput(KnowledgeItemInput, ItemRefInput):
     """``PUT /knowledge/{base}/items/{key}``: the path's base and key, then its body."""
+
+    # A write's key is the service's to check (400 key_too_long), as in the REST path.
+    key = strict.ServiceBoundedCharField(max_length=MAX_KEY_LENGTH, help_text=KEY_HELP)
 
 
 def _put(actor: object, data: dict[str, object]) -> dict[str, object]:

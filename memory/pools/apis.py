@@ -28,6 +28,19 @@ from memory.pools import selectors as pool_selectors
 from memory.pools import services as pool_services
 from memory.pools.access import quota_of
 
+# The keys of an object a caller sends as a pool's data or merges into it (400
+# too_many_properties beyond): a blackboard's sections, not a table's rows. Its size is the
+# pool's quota (413 pool_quota_exceeded).
+MAX_OBJECT_PROPERTIES = 1_000
+
+
+def data_object_field(**kwargs: Any) -> strict.ObjectField:
+    return strict.ObjectField(
+        max_properties=MAX_OBJECT_PROPERTIES,
+        max_bytes=lambda: int(settings.POOL_MAX_BYTES),
+        **kwargs,
+    )
+
 
 class AccessOutput(serializers.Serializer):
     read = serializers.BooleanField()
@@ -119,7 +132,7 @@ class PoolListCreateApi(ApiView):
         scope = serializers.ChoiceField(
             choices=MemoryPool.Scope.choices, default=MemoryPool.Scope.PERSISTENT
         )
-        data = serializers.DictField(  # type: ignore[assignment]  # a field named "data"
+        data = data_object_field(  # type: ignore[assignment]  # a field named "data"
             required=False, default=dict, help_text="A JSON object."
         )
         public_read = serializers.BooleanField(default=False)
@@ -228,7 +241,12 @@ class PoolStatsApi(ApiView):
 
 
 class DataWriteInput(strict.InputSerializer):
-    value = serializers.JSONField(allow_null=True, help_text="Any JSON value.")
+    value = strict.ServiceBoundedJSONField(
+        max_bytes=lambda: int(settings.POOL_MAX_BYTES),
+        allow_null=True,
+        help_text="Any JSON value; the pool's data stays within its quota (413 "
+        "pool_quota_exceeded).",
+    )
     expected_version = serializers.IntegerField(
         required=False,
         min_value=0,
@@ -238,7 +256,7 @@ class DataWriteInput(strict.InputSerializer):
 
 
 class DataMergeInput(DataWriteInput):
-    value = serializers.DictField(  # type: ignore[assignment]  # an object, not any JSON
+    value = data_object_field(  # type: ignore[assignment]  # an object, not any JSON
         help_text="A JSON object merged into the object at the path (RFC 7396 JSON Merge "
         "Patch: nested objects merge, null removes a key, anything else replaces)."
     )

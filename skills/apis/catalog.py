@@ -196,7 +196,7 @@ class SkillCreateInput(strict.InputSerializer):
         default=Skill.Status.DRAFT,
         help_text="active needs a person with the reviewer role: agents create drafts.",
     )
-    execution_context = serializers.DictField(required=False, default=dict)
+    execution_context = strict.MetadataField(required=False, default=dict)
     procedure = serializers.CharField(
         max_length=MAX_PROCEDURE_CHARS, required=False, default="", allow_blank=True
     )
@@ -221,7 +221,7 @@ class SkillUpdateInput(strict.InputSerializer):
         help_text="draft -> active | archived; active -> deprecated | archived; deprecated -> "
         "active | archived; archived -> draft. Becoming active needs a reviewer.",
     )
-    execution_context = serializers.DictField(
+    execution_context = strict.MetadataField(
         required=False,
         help_text="On an active or deprecated skill, an agent's change becomes a version "
         "waiting for review (202, pending_version), as a new procedure does.",

@@ -86,7 +86,7 @@ class ProposalCreateApi(ApiView):
         tags = serializers.ListField(
             child=serializers.CharField(max_length=100), required=False, default=list, max_length=50
         )
-        execution_context = serializers.DictField(required=False, default=dict)
+        execution_context = strict.MetadataField(required=False, default=dict)
         submit = serializers.BooleanField(default=False, help_text="Submit it for review now.")
 
     @extend_schema(

@@ -60,7 +60,7 @@ class SkillVersionsApi(ApiView):
         content = serializers.CharField(
             max_length=100_000, required=False, default="", allow_blank=True
         )
-        execution_context = serializers.DictField(
+        execution_context = strict.MetadataField(
             required=False,
             help_text="What running this version needs (default: the skill's). The skill's "
             "execution context is its primary active version's.",
@@ -69,8 +69,10 @@ class SkillVersionsApi(ApiView):
         activate = serializers.BooleanField(
             default=False, help_text="Make it the only active version."
         )
-        traffic = serializers.DictField(
+        traffic = strict.ObjectField(
             child=strict.FiniteFloatField(min_value=0, max_value=1),
+            max_properties=services.MAX_VARIANTS,
+            service_checks_bounds=True,
             required=False,
             help_text=TRAFFIC_HELP,
         )
@@ -113,8 +115,11 @@ class SkillTrafficApi(ApiView):
     ``traffic_not_one``)."""
 
     class InputSerializer(strict.InputSerializer):
-        traffic = serializers.DictField(
-            child=strict.FiniteFloatField(min_value=0, max_value=1), help_text=TRAFFIC_HELP
+        traffic = strict.ObjectField(
+            child=strict.FiniteFloatField(min_value=0, max_value=1),
+            max_properties=services.MAX_VARIANTS,
+            service_checks_bounds=True,
+            help_text=TRAFFIC_HELP,
         )
 
     class OutputSerializer(serializers.Serializer):

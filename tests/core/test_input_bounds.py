@@ -1,7 +1,8 @@
 """Every input is bounded, and the bounds are one surface (issue 37): the MCP tools' input
-schemas and the OpenAPI request bodies state a ``maxLength`` for each string, a ``minimum`` and a
-``maximum`` for each integer and a ``maxItems`` for each list; a value over the bound is a 4xx
-with a machine-readable code at both doors, never a 500."""
+schemas and the OpenAPI request bodies and parameters (path and query) state a ``maxLength`` for
+each string, a ``minimum`` and a ``maximum`` for each integer, a ``maxItems`` for each list and a
+``maxProperties`` for each free-form object; a value over the bound is a 4xx with a
+machine-readable code at both doors, never a 500."""
 
 from __future__ import annotations
 
@@ -12,12 +13,19 @@ from django.conf import settings as django_settings
 from drf_spectacular.generators import SchemaGenerator
 
 from content.services import MAX_CONTENT_CHARS as PAGE_MAX_CHARS
+from core.api_keys import PREFIX_CHARS
 from core.mcp.registry import tools
 from core.mcp.schemas import generate
+from core.metadata import METADATA_MAX_BYTES, METADATA_MAX_PROPERTIES
+from core.search import MAX_ID
 from memory import names
+from memory.knowledge.models import MAX_BASE_NAME_LENGTH, MAX_KEY_LENGTH
+from memory.pools.apis import MAX_OBJECT_PROPERTIES
+from skills.services.versions import MAX_VARIANTS
 from tests.conftest import AuthedAgent
 from tests.support.mcp import error_code, tool_call
 
+POOL_PATH = "/api/v1/memory/pools/{pool_id}/data/{path}"
 # Strings whose format bounds them (a date, a file part of a multipart body).
 BOUNDED_FORMATS = {"date", "date-time", "time", "duration", "uuid", "email", "binary"}
 
@@ -44,6 +52,11 @@ def _unbounded(schema: Any, where: str, components: dict[str, Any], seen: set[st
     integer_bounded = "minimum" in schema and "maximum" in schema
     if "integer" in kinds and not bounded_otherwise and not integer_bounded:
         found.append(f"{where}: an integer without minimum and maximum")
+    # A free-form object: any keys, or keys beyond the properties it declares (a serializer's
+    # multipart form states its parts, and no ``additionalProperties``).
+    extra = schema.get("additionalProperties", "properties" not in schema)
+    if "object" in kinds and extra is not False and "maxProperties" not in schema:
+        found.append(f"{where}: an object without maxProperties")
     if "array" in kinds:
         if "maxItems" not in schema:
             found.append(f"{where}: a list without maxItems")
@@ -76,6 +89,37 @@ def test_every_request_body_is_bounded() -> None:
     assert not found, "\n".join(sorted(set(found)))
 
 
+def test_every_parameter_is_bounded() -> None:
+    """Path parameters too: an id beyond a bigint column, a name longer than any stored."""
+    document = SchemaGenerator().get_schema(request=None, public=True)
+    components = document["components"]["schemas"]
+    found = []
+    for path, operations in document["paths"].items():
+        for method, operation in operations.items():
+            if not isinstance(operation, dict):
+                continue
+            for parameter in operation.get("parameters", ()):
+                where = f"{method.upper()} {path} ({parameter['in']} {parameter['name']})"
+                found += _unbounded(parameter.get("schema", {}), where, components, set())
+    assert not found, "\n".join(sorted(set(found)))
+
+
+def test_the_walk_finds_what_lacks_a_bound() -> None:
+    unbounded = {
+        "type": "object",
+        "properties": {
+            "name": {"type": "string"},
+            "count": {"type": "integer", "minimum": 0},
+            "metadata": {"type": "object", "additionalProperties": {}},
+        },
+    }
+    assert sorted(_unbounded(unbounded, "x", {}, set())) == [
+        "x.count: an integer without minimum and maximum",
+        "x.metadata: an object without maxProperties",
+        "x.name: a string without maxLength",
+    ]
+
+
 def test_the_schemas_state_the_limits_the_services_use() -> None:
     schemas = generate(tools().values())
     write = schemas["memory_write"][0]["properties"]
@@ -90,13 +134,33 @@ def test_the_schemas_state_the_limits_the_services_use() -> None:
     assert schemas["write_shared_memory"][0]["properties"]["key"]["maxLength"] == (
         names.MAX_PATH_CHARS
     )
+    assert schemas["read_shared_memory"][0]["properties"]["key"]["maxLength"] == (
+        names.MAX_PATH_CHARS
+    )
+    pool_value = schemas["write_shared_memory"][0]["properties"]["value"]["anyOf"][0]
+    assert pool_value["x-max-bytes"] == django_settings.POOL_MAX_BYTES
+    item = next(s for s in write["key"]["anyOf"] if "key_too_long" in s.get("description", ""))
+    assert item["maxLength"] == MAX_KEY_LENGTH
     assert schemas["write_page"][0]["properties"]["content"]["maxLength"] == PAGE_MAX_CHARS
     assert schemas["add_document"][0]["properties"]["text"]["maxLength"] == (
         django_settings.RAG_MAX_EXTRACTED_CHARS
     )
+    metadata = schemas["memory_write"][0]["properties"]["metadata"]
+    assert metadata["maxProperties"] == METADATA_MAX_PROPERTIES
+    assert metadata["x-max-bytes"] == METADATA_MAX_BYTES
+    pool_data = schemas["create_memory_pool"][0]["properties"]["data"]
+    assert pool_data["maxProperties"] == MAX_OBJECT_PROPERTIES
+    assert pool_data["x-max-bytes"] == django_settings.POOL_MAX_BYTES
     document = SchemaGenerator().get_schema(request=None, public=True)
     components = document["components"]["schemas"]
     assert components["PageInputRequest"]["properties"]["content"]["maxLength"] == PAGE_MAX_CHARS
+    traffic = components["SkillTrafficInputRequest"]["properties"]["traffic"]
+    assert traffic["maxProperties"] == MAX_VARIANTS
+    path = {p["name"]: p["schema"] for p in document["paths"][POOL_PATH]["get"]["parameters"]}
+    assert path["pool_id"]["maxLength"] == names.MAX_POOL_ID_CHARS
+    assert path["path"]["maxLength"] == names.MAX_PATH_CHARS
+    agent = document["paths"]["/api/v1/agents/{agent_id}"]["get"]["parameters"][0]["schema"]
+    assert agent == {"type": "integer", "minimum": 1, "maximum": MAX_ID}
     assert components["ValueInputRequest"]["properties"]["ttl"]["maximum"] == (
         django_settings.WORKING_MEMORY_MAX_TTL
     )
@@ -228,3 +292,84 @@ def test_memory_names_over_the_bound_keep_their_codes(agent_client: AuthedAgent)
     rest = client.post("/api/v1/memory/write", long_session, format="json")
     assert rest.status_code == 400 and _code(rest) == "invalid_session_id", rest.content
     assert error_code(tool_call(secret, "memory_write", long_session)) == "invalid_session_id"
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    "path",
+    [
+        f"/api/v1/agents/{MAX_ID}",  # the largest the schema states: fits a bigint, names nothing
+        f"/api/v1/agents/{MAX_ID + 1}",
+        f"/api/v1/agents/{2**63}",  # beyond PostgreSQL's bigint
+        f"/api/v1/rag/documents/{'9' * 40}",
+        "/api/v1/memory/contexts/0",
+        f"/api/v1/memory/short-term/{'s' * (names.MAX_SESSION_ID_CHARS + 1)}",
+        f"/api/v1/memory/pools/{'p' * (names.MAX_POOL_ID_CHARS + 1)}",
+        f"/api/v1/memory/runs/{'r' * (names.MAX_RUN_ID_CHARS + 1)}",
+    ],
+)
+def test_path_parameters_over_the_bound_are_404(agent_client: AuthedAgent, path: str) -> None:
+    response = agent_client.client.get(path)
+    assert response.status_code == 404 and _code(response).endswith("not_found"), response.content
+
+
+@pytest.mark.django_db
+def test_path_names_the_services_check_keep_their_codes(
+    make_agent_client: Any, agent_client: AuthedAgent
+) -> None:
+    client = agent_client.client
+    assert client.post("/api/v1/memory/pools", {"pool_id": "ops"}, format="json").status_code == 201
+    too_long = ".".join(["a" * names.MAX_SEGMENT_CHARS] * names.MAX_PATH_DEPTH) + "a"
+    pool = client.get(f"/api/v1/memory/pools/ops/data/{too_long}")
+    assert pool.status_code == 400 and _code(pool) == "invalid_path", pool.content
+    long_key = "k" * (MAX_KEY_LENGTH + 1)
+    key = client.put(f"/api/v1/knowledge/notes/items/{long_key}", {"content": "x"}, format="json")
+    assert key.status_code == 400 and _code(key) == "key_too_long", key.content
+    # A read names nothing stored.
+    key = client.get(f"/api/v1/knowledge/notes/items/{long_key}")
+    assert key.status_code == 404 and _code(key) == "knowledge_base_not_found", key.content
+    base = client.get(f"/api/v1/knowledge/{'b' * (MAX_BASE_NAME_LENGTH + 1)}/items")
+    assert base.status_code == 404 and _code(base) == "knowledge_base_not_found", base.content
+    admin = make_agent_client(scopes=("admin",))
+    prefix = admin.client.post(f"/api/v1/keys/{'a' * (PREFIX_CHARS + 1)}/revoke")
+    assert prefix.status_code == 404 and _code(prefix) == "not_found", prefix.content
+
+
+@pytest.mark.django_db
+def test_objects_over_their_keys_are_400(agent_client: AuthedAgent) -> None:
+    client, secret = agent_client.client, agent_client.secret
+    many = {f"k{i}": i for i in range(METADATA_MAX_PROPERTIES + 1)}
+    entry = client.post("/api/v1/memory/entries", {"content": "x", "metadata": many}, format="json")
+    assert entry.status_code == 400 and _code(entry) == "metadata_too_large", entry.content
+    assert entry.json()["error"]["details"]["limit"]["properties"] == METADATA_MAX_PROPERTIES
+    item = {"kind": "knowledge_item", "base": "b", "key": "k", "content": "x", "metadata": many}
+    assert error_code(tool_call(secret, "memory_write", item)) == "metadata_too_large"
+    fine = {"content": "x", "metadata": dict(list(many.items())[:-1])}
+    assert client.post("/api/v1/memory/entries", fine, format="json").status_code == 201
+    skill = client.post(
+        "/api/v1/skills",
+        {"name": "big-context", "description": "d", "execution_context": many},
+        format="json",
+    )
+    assert skill.status_code == 400 and _code(skill) == "metadata_too_large", skill.content
+    data = {f"k{i}": i for i in range(MAX_OBJECT_PROPERTIES + 1)}
+    pool = client.post("/api/v1/memory/pools", {"pool_id": "big", "data": data}, format="json")
+    assert pool.status_code == 400 and _code(pool) == "too_many_properties", pool.content
+    assert pool.json()["error"]["details"] == {"field": "data", "limit": MAX_OBJECT_PROPERTIES}
+    result = tool_call(secret, "create_memory_pool", {"pool_id": "big", "data": data})
+    assert error_code(result) == "too_many_properties"
+    assert client.post("/api/v1/memory/pools", {"pool_id": "ops"}, format="json").status_code == 201
+    merged = client.patch("/api/v1/memory/pools/ops/data", {"value": data}, format="json")
+    assert merged.status_code == 400 and _code(merged) == "too_many_properties", merged.content
+
+
+@pytest.mark.django_db
+def test_knowledge_item_keys_over_the_bound_at_both_doors(agent_client: AuthedAgent) -> None:
+    client, secret = agent_client.client, agent_client.secret
+    key = "k" * (MAX_KEY_LENGTH + 1)
+    rest = client.put(f"/api/v1/knowledge/notes/items/{key}", {"content": "x"}, format="json")
+    assert rest.status_code == 400 and _code(rest) == "key_too_long", rest.content
+    item = {"kind": "knowledge_item", "base": "notes", "key": key, "content": "x"}
+    assert error_code(tool_call(secret, "memory_write", item)) == "key_too_long"
+    read = tool_call(secret, "memory_read", {"kind": "knowledge_item", "base": "notes", "key": key})
+    assert error_code(read) == "validation_error"

@@ -1,7 +1,7 @@
 """``metadata`` is bounded on every write that takes it (core.metadata, docs/api.md "Input
-rules"): at most METADATA_MAX_BYTES bytes as compact JSON (exact at the boundary) and
-METADATA_MAX_DEPTH levels, else 400 ``metadata_too_large`` with the limit, in REST and MCP alike;
-a row stored before the bound keeps working."""
+rules"): at most METADATA_MAX_BYTES bytes as compact JSON (exact at the boundary),
+METADATA_MAX_DEPTH levels and METADATA_MAX_PROPERTIES keys, else 400 ``metadata_too_large`` with
+the limit, in REST and MCP alike; a row stored before the bound keeps working."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from core.errors import ValidationFailed
 from core.metadata import (
     METADATA_MAX_BYTES,
     METADATA_MAX_DEPTH,
+    METADATA_MAX_PROPERTIES,
     metadata_check,
     metadata_depth,
     metadata_size,
@@ -25,7 +26,11 @@ from tests.support.mcp import tool_call
 
 pytestmark = pytest.mark.django_db
 
-LIMIT = {"bytes": METADATA_MAX_BYTES, "depth": METADATA_MAX_DEPTH}
+LIMIT = {
+    "bytes": METADATA_MAX_BYTES,
+    "depth": METADATA_MAX_DEPTH,
+    "properties": METADATA_MAX_PROPERTIES,
+}
 # ``{"k":"` + the text + `"}`: 8 bytes around the text.
 AROUND = len(json.dumps({"k": ""}, separators=(",", ":")))
 
@@ -45,6 +50,17 @@ def nested(depth: int) -> dict[str, Any]:
         value = {"a": value}
     assert metadata_depth(value, stop_after=100) == depth
     return value
+
+
+def test_the_bound_is_exact_in_keys() -> None:
+    keys = {f"k{i}": 1 for i in range(METADATA_MAX_PROPERTIES)}
+    assert metadata_check(keys) is keys
+    with pytest.raises(ValidationFailed) as raised:
+        metadata_check({**keys, "one_more": 1}, field="context", stored_as="context")
+    assert raised.value.code == "metadata_too_large"
+    assert raised.value.details == {"limit": LIMIT, "field": "context"}
+    # Nested objects are bound by the bytes.
+    assert metadata_check({"nested": {**keys, "one_more": 1}}) is not None
 
 
 def test_the_bound_is_exact_in_bytes_and_depth() -> None:

@@ -10,9 +10,9 @@ write their Prometheus metrics into one directory (``PROMETHEUS_MULTIPROC_DIR``,
 start; core/metrics.py) that ``/metrics`` adds up.
 
 - A process that exits (web, worker, beat, or an embedded server) is started again after a
-  backoff (1 s, doubling up to 30 s); the others keep running. Only repeated fast failures (a
-  process failing ``RESTART_LIMIT`` times within ``RESTART_WINDOW`` seconds) stop everything, with
-  the reason printed.
+  backoff (1 s, doubling up to ``ENGRAM_RESTART_BACKOFF_MAX``, 30 s by default); the others keep
+  running. Only repeated fast failures (a process failing ``RESTART_LIMIT`` times within
+  ``RESTART_WINDOW`` seconds) stop everything, with the reason printed.
 - Ctrl-C, SIGTERM or SIGHUP stops every process it started, servers included. Output never gets
   in the way: the children's output is relayed through the launcher, and when its own output
   goes away (a closed stdout, ``| head -1``, a ``| tee`` killed by the same Ctrl-C) it keeps
@@ -59,8 +59,7 @@ STOP_TIMEOUT = 20.0
 POLL_INTERVAL = 0.5
 RESTART_LIMIT = 5  # failures of one process within RESTART_WINDOW stop Engram
 RESTART_WINDOW = 60.0
-BACKOFF_FIRST = 1.0
-BACKOFF_MAX = 30.0
+BACKOFF_FIRST = 1.0  # doubling up to ENGRAM_RESTART_BACKOFF_MAX
 # Two readings of one process's start time differ by clock adjustments at most.
 CREATE_TIME_TOLERANCE = 1.0
 # "Engram is up" waits for /readyz; past this many seconds the launcher says what is not ready.
@@ -122,8 +121,8 @@ class Failures:
             self.times.popleft()
         return len(self.times)
 
-    def backoff(self) -> float:
-        return float(min(BACKOFF_MAX, BACKOFF_FIRST * 2 ** max(0, len(self.times) - 1)))
+    def backoff(self, most: float) -> float:
+        return float(min(most, BACKOFF_FIRST * 2 ** max(0, len(self.times) - 1)))
 
 
 @dataclass
@@ -383,7 +382,7 @@ class Launcher:
                 f"{name} failed {count} times within {RESTART_WINDOW:.0f} s (last: {what}); "
                 "stopping Engram"
             )
-        delay = failures.backoff()
+        delay = failures.backoff(self.env_settings.ENGRAM_RESTART_BACKOFF_MAX)
         log(f"{name} {what}; restarting it in {delay:.0f} s")
         return delay
 

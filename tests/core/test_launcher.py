@@ -1,5 +1,6 @@
-"""``./engram run`` end to end: start, serve, stop however its output is piped, restart with data
-intact, recover from kill -9, restart what dies, give up on a crash loop; and ``--help``."""
+"""``./engram run`` end to end: start, serve, stop however its output is piped (the worker
+finishing the task it runs), restart with data intact, recover from kill -9, restart what dies,
+give up on a crash loop; and ``--help``."""
 
 from __future__ import annotations
 
@@ -21,7 +22,9 @@ from pathlib import Path
 from typing import ClassVar
 
 import psutil
+import psycopg
 import pytest
+from celery import Celery
 
 from config.env import BASE_DIR
 
@@ -176,12 +179,18 @@ class Running:
         except urllib.error.HTTPError as exc:
             return exc.code, json.loads(exc.read())
 
-    def stop(self, sig: int = signal.SIGINT) -> int:
+    def interrupt(self, sig: int = signal.SIGINT) -> None:
         """Signal the whole process group, as a terminal's Ctrl-C does."""
         os.killpg(self.proc.pid, sig)
+
+    def wait(self) -> int:
         code = self.proc.wait(timeout=90)
         self.log.close()
         return code
+
+    def stop(self, sig: int = signal.SIGINT) -> int:
+        self.interrupt(sig)
+        return self.wait()
 
 
 def admin_login(base: str, username: str, password: str) -> str:
@@ -220,6 +229,51 @@ def _engram_processes(data_dir: Path, port: int) -> list[str]:
     return found
 
 
+def _exited(pid: int) -> bool:
+    """The process has exited (a zombie its parent has not waited for yet counts)."""
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+def _celery(data_dir: Path) -> Celery:
+    """A client of the launcher's own broker."""
+    from config.embedded import EmbeddedValkey
+    from config.settings import _celery_url
+
+    return Celery(broker=_celery_url(EmbeddedValkey(data_dir).url), set_as_current=False)
+
+
+def _db(data_dir: Path) -> psycopg.Connection:
+    """A connection to the launcher's own database (autocommit)."""
+    from config.embedded import EmbeddedPostgres
+
+    return psycopg.connect(EmbeddedPostgres(data_dir).url, autocommit=True)
+
+
+@contextlib.contextmanager
+def _task_waiting_on_a_lock(data_dir: Path) -> Iterator[str]:
+    """A task running in the worker's pool until the block ends: ``core.prune_api_keys`` waits
+    for the API keys table, locked meanwhile. Yields the task's id once it waits."""
+    with _db(data_dir) as lock, _db(data_dir) as watch:
+        lock.execute("BEGIN")
+        lock.execute("LOCK TABLE core_apikey IN ACCESS EXCLUSIVE MODE")
+        app = _celery(data_dir)
+        try:
+            task_id = app.send_task("core.tasks.prune_api_keys", queue="maintenance").id
+        finally:
+            app.close()
+
+        def waiting() -> bool:
+            query = "SELECT 1 FROM pg_locks WHERE relation = 'core_apikey'::regclass"
+            return watch.execute(f"{query} AND NOT granted").fetchone() is not None
+
+        _wait_for(waiting, 60, "the task to wait for the API keys table")
+        yield task_id
+        lock.execute("ROLLBACK")
+
+
 def test_run_serve_stop_restart_and_recover_from_kill_9(embedded_data_dir: Path) -> None:
     data_dir = embedded_data_dir
     port = _free_port()
@@ -237,7 +291,20 @@ def test_run_serve_stop_restart_and_recover_from_kill_9(embedded_data_dir: Path)
         assert response.status == 200
     password = ADMIN_RE.search(first.output()).group(1)  # type: ignore[union-attr]
     assert "Engram administration" in admin_login(first.base, "admin", password)
-    assert first.stop(signal.SIGINT) == 0  # the launcher's own exit status
+
+    # Ctrl-C while the worker runs a task: the worker is asked to stop, not its pool process,
+    # which finishes the task (killed under the worker, it would lose it: WorkerLostError).
+    children = _state(data_dir)["children"]
+    with _task_waiting_on_a_lock(data_dir) as task_id:
+        pool = psutil.Process(children["worker"]["pid"]).children()
+        assert pool
+        first.interrupt(signal.SIGINT)
+        # Web and beat, asked to stop together with the worker, have stopped: the pool process
+        # still runs the task.
+        stopped = (children["web"]["pid"], children["beat"]["pid"])
+        _wait_for(lambda: all(_exited(pid) for pid in stopped), 60, "web and beat to stop")
+        assert not any(_exited(p.pid) for p in pool)
+    assert first.wait() == 0  # the launcher's own exit status
     _gone(data_dir, port)
 
     # Restart: the data survived, first-start credentials are not printed again.
@@ -245,6 +312,9 @@ def test_run_serve_stop_restart_and_recover_from_kill_9(embedded_data_dir: Path)
     second.wait_ready()
     assert "already set up" in second.output() and not KEY_RE.search(second.output())
     assert second.get("/api/v1/me", key)[0] == 200
+    with _db(data_dir) as db:
+        run = db.execute("SELECT status FROM core_jobrun WHERE task_id = %s", [task_id]).fetchone()
+    assert run == ("succeeded",)  # the task stopped by Ctrl-C finished
 
     # kill -9 the launcher: its children and servers are orphaned; the next start cleans up,
     # this time with its stdout closed.
@@ -274,12 +344,7 @@ def test_output_reader_gone_from_the_start(embedded_data_dir: Path) -> None:
 
 def _worker_answers(data_dir: Path) -> bool:
     """A control ping through the launcher's own broker reaches its Celery worker."""
-    from celery import Celery
-
-    from config.embedded import EmbeddedValkey
-    from config.settings import _celery_url
-
-    app = Celery(broker=_celery_url(EmbeddedValkey(data_dir).url), set_as_current=False)
+    app = _celery(data_dir)
     try:
         return bool(app.control.ping(timeout=2))
     except Exception:  # the broker itself may be down for a moment

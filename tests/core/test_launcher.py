@@ -329,17 +329,13 @@ def test_run_serve_stop_restart_and_recover_from_kill_9(embedded_data_dir: Path)
     _gone(data_dir, port)
     assert "Traceback" not in third.output()
 
-
-def test_output_reader_gone_from_the_start(embedded_data_dir: Path) -> None:
-    """`./engram run | head -1`: every line after the first meets a closed pipe, the children's
-    output included; Engram still starts, serves, and stops everything on Ctrl-C."""
-    data_dir = embedded_data_dir
-    port = _free_port()
-    run = Running(data_dir, port, output="| head -1")
-    assert run.wait_ready()["status"] == "ok"
-    assert run.stop(signal.SIGINT) == 0
+    # `./engram run | head -1`: every line after the first meets a closed pipe, the children's
+    # output included; Engram still starts, serves, and stops everything on Ctrl-C.
+    fourth = Running(data_dir, port, output="| head -1")
+    assert fourth.wait_ready()["status"] == "ok"
+    assert fourth.stop(signal.SIGINT) == 0
     _gone(data_dir, port)
-    assert run.output().startswith("[engram] ") and "Traceback" not in run.output()
+    assert fourth.output().startswith("[engram] ") and "Traceback" not in fourth.output()
 
 
 def _worker_answers(data_dir: Path) -> bool:

@@ -342,7 +342,8 @@ def _worker_answers(data_dir: Path) -> bool:
     """A control ping through the launcher's own broker reaches its Celery worker."""
     app = _celery(data_dir)
     try:
-        return bool(app.control.ping(timeout=2))
+        # The first reply ends the wait (without a limit, ping waits out its timeout).
+        return bool(app.control.ping(timeout=2, limit=1))
     except Exception:  # the broker itself may be down for a moment
         return False
     finally:

@@ -1,6 +1,12 @@
 """``./engram run`` end to end: start, serve, stop however its output is piped (the worker
 finishing the task it runs), restart with data intact, recover from kill -9, restart what dies,
-give up on a crash loop; and ``--help``."""
+give up on a crash loop; and ``--help``.
+
+Like a user's, one data directory (``Home``) lives through the module's runs: the restart test
+starts it for the first time (initialising and migrating the database), the supervision test
+starts it again. A first start takes tens of seconds longer than a restart (the migrations), so
+it happens once; the supervision test makes one of its own only when it runs without the other.
+"""
 
 from __future__ import annotations
 
@@ -9,15 +15,18 @@ import json
 import os
 import re
 import shlex
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
@@ -26,9 +35,11 @@ import psycopg
 import pytest
 from celery import Celery
 
+from config.embedded import EmbeddedServices
 from config.env import BASE_DIR
 
-pytestmark = [pytest.mark.slow, pytest.mark.embedded]
+# One worker runs the module's tests, in order: the second reuses the first one's data directory.
+pytestmark = [pytest.mark.slow, pytest.mark.embedded, pytest.mark.xdist_group("launcher")]
 
 KEY_RE = re.compile(r"agent API key\s+:\s+(eng_\S+)")
 ADMIN_RE = re.compile(r"admin login\s+:\s+admin / (\S+)")
@@ -71,10 +82,27 @@ def _gone(data_dir: Path, port: int) -> None:
         raise AssertionError(f"still running: {left}") from None
 
 
+@dataclass
+class Home:
+    """The module's data directory, and the demo agent's key once its first start printed it."""
+
+    data_dir: Path
+    key: str | None = None
+
+
+@pytest.fixture(scope="module")
+def home() -> Iterator[Home]:
+    """Under /tmp and short (unix socket paths), stopped and removed after the module."""
+    path = Path(tempfile.mkdtemp(prefix="eng-", dir="/tmp"))
+    yield Home(path)
+    EmbeddedServices(path).stop_all()
+    shutil.rmtree(path, ignore_errors=True)
+
+
 @pytest.fixture(autouse=True)
-def _no_launcher_outlives_its_test(embedded_data_dir: Path) -> Iterator[None]:
+def _no_launcher_outlives_its_test(home: Home, embedded_data_dir: Path) -> Iterator[None]:
     """A failed test must not leave a launcher restarting servers in a removed data directory
-    (this runs before ``embedded_data_dir`` stops and removes them)."""
+    (this runs before ``home`` and ``embedded_data_dir`` stop and remove them)."""
     yield
     for run in Running.started:
         if run.proc.poll() is None:
@@ -274,8 +302,8 @@ def _task_waiting_on_a_lock(data_dir: Path) -> Iterator[str]:
         lock.execute("ROLLBACK")
 
 
-def test_run_serve_stop_restart_and_recover_from_kill_9(embedded_data_dir: Path) -> None:
-    data_dir = embedded_data_dir
+def test_run_serve_stop_restart_and_recover_from_kill_9(home: Home) -> None:
+    data_dir = home.data_dir
     port = _free_port()
 
     # `./engram run | tee log`, then Ctrl-C: tee dies with the launcher's output still to come.
@@ -283,7 +311,7 @@ def test_run_serve_stop_restart_and_recover_from_kill_9(embedded_data_dir: Path)
     ready = first.wait_ready()
     assert ready["status"] == "ok", ready
     assert all(component["ok"] for component in ready["components"].values())
-    key = KEY_RE.search(first.output()).group(1)  # type: ignore[union-attr]
+    key = home.key = KEY_RE.search(first.output()).group(1)  # type: ignore[union-attr]
     assert ADMIN_RE.search(first.output())
     status, me = first.get("/api/v1/me", key)
     assert status == 200 and me["name"] == "demo-agent"
@@ -351,15 +379,16 @@ def _worker_answers(data_dir: Path) -> bool:
 
 
 def test_supervision_restarts_what_dies_and_stops_on_a_crash_loop(
-    embedded_data_dir: Path,
+    home: Home, embedded_data_dir: Path
 ) -> None:
     from config.embedded import EmbeddedPostgres, EmbeddedValkey
 
-    data_dir = embedded_data_dir
+    # A restart of the module's home after the restart test; run alone, a first start.
+    data_dir = home.data_dir if home.key else embedded_data_dir
     port = _free_port()
     run = Running(data_dir, port)
     run.wait_ready()
-    key = KEY_RE.search(run.output()).group(1)  # type: ignore[union-attr]
+    key = home.key or KEY_RE.search(run.output()).group(1)  # type: ignore[union-attr]
     children = _state(data_dir)["children"]
     web, worker = children["web"]["pid"], children["worker"]["pid"]
     _wait_for(lambda: _worker_answers(data_dir), 60, "the worker to answer")

@@ -3,9 +3,9 @@ finishing the task it runs), restart with data intact, recover from kill -9, res
 give up on a crash loop; and ``--help``.
 
 Like a user's, one data directory (``Home``) lives through the module's runs: the restart test
-starts it for the first time (initialising and migrating the database), the supervision test
-starts it again. A first start takes tens of seconds longer than a restart (the migrations), so
-it happens once; the supervision test makes one of its own only when it runs without the other.
+starts it for the first time (initialising and migrating the database), the tests after it start
+it again. A first start takes tens of seconds longer than a restart (the migrations), so it
+happens once; a test run without the restart test makes one of its own.
 """
 
 from __future__ import annotations
@@ -357,13 +357,18 @@ def test_run_serve_stop_restart_and_recover_from_kill_9(home: Home) -> None:
     _gone(data_dir, port)
     assert "Traceback" not in third.output()
 
-    # `./engram run | head -1`: every line after the first meets a closed pipe, the children's
-    # output included; Engram still starts, serves, and stops everything on Ctrl-C.
-    fourth = Running(data_dir, port, output="| head -1")
-    assert fourth.wait_ready()["status"] == "ok"
-    assert fourth.stop(signal.SIGINT) == 0
+
+def test_output_reader_gone_from_the_start(home: Home, embedded_data_dir: Path) -> None:
+    """`./engram run | head -1`: every line after the first meets a closed pipe, the children's
+    output included; Engram still starts, serves, and stops everything on Ctrl-C."""
+    # A restart of the module's home after the restart test; run alone, a first start.
+    data_dir = home.data_dir if home.key else embedded_data_dir
+    port = _free_port()
+    run = Running(data_dir, port, output="| head -1")
+    assert run.wait_ready()["status"] == "ok"
+    assert run.stop(signal.SIGINT) == 0
     _gone(data_dir, port)
-    assert fourth.output().startswith("[engram] ") and "Traceback" not in fourth.output()
+    assert run.output().startswith("[engram] ") and "Traceback" not in run.output()
 
 
 def _worker_answers(data_dir: Path) -> bool:

@@ -82,6 +82,9 @@ class EngramEnv(BaseSettings):
     # ./engram run: one worker per queue (interactive, ingestion, maintenance) instead of one
     # worker consuming all three (docs/operations.md, "Queues and workers").
     CELERY_WORKER_PER_QUEUE: bool = False
+    # ./engram run: the longest pause before a process that died is started again (the pause
+    # starts at 1 s and doubles with each failure).
+    ENGRAM_RESTART_BACKOFF_MAX: float = Field(default=30.0, ge=1, le=600)
 
     # --- embeddings --------------------------------------------------------------------------
     EMBEDDING_PROVIDER: Literal["local", "openai"] = "local"

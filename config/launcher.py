@@ -10,13 +10,15 @@ write their Prometheus metrics into one directory (``PROMETHEUS_MULTIPROC_DIR``,
 start; core/metrics.py) that ``/metrics`` adds up.
 
 - A process that exits (web, worker, beat, or an embedded server) is started again after a
-  backoff (1 s, doubling up to 30 s); the others keep running. Only repeated fast failures (a
-  process failing ``RESTART_LIMIT`` times within ``RESTART_WINDOW`` seconds) stop everything, with
-  the reason printed.
-- Ctrl-C, SIGTERM or SIGHUP stops every process it started, servers included. Output never gets
-  in the way: the children's output is relayed through the launcher, and when its own output
-  goes away (a closed stdout, ``| head -1``, a ``| tee`` killed by the same Ctrl-C) it keeps
-  running and still stops everything.
+  backoff (1 s, doubling up to ``ENGRAM_RESTART_BACKOFF_MAX``, 30 s by default); the others keep
+  running. Only repeated fast failures (a process failing ``RESTART_LIMIT`` times within
+  ``RESTART_WINDOW`` seconds) stop everything, with the reason printed.
+- Ctrl-C, SIGTERM or SIGHUP stops every process it started, servers included: each child's main
+  process is asked to stop (a Celery worker finishes its current tasks and stops its own pool,
+  gunicorn its workers), and what still runs after ``STOP_TIMEOUT`` is killed with its whole
+  process group. Output never gets in the way: the children's output is relayed through the
+  launcher, and when its own output goes away (a closed stdout, ``| head -1``, a ``| tee``
+  killed by the same Ctrl-C) it keeps running and still stops everything.
 - A launcher killed with ``kill -9`` leaves a state file behind (each child's pid and start
   time); the next start kills those orphans, and only processes that are still the ones recorded.
 """
@@ -59,8 +61,7 @@ STOP_TIMEOUT = 20.0
 POLL_INTERVAL = 0.5
 RESTART_LIMIT = 5  # failures of one process within RESTART_WINDOW stop Engram
 RESTART_WINDOW = 60.0
-BACKOFF_FIRST = 1.0
-BACKOFF_MAX = 30.0
+BACKOFF_FIRST = 1.0  # doubling up to ENGRAM_RESTART_BACKOFF_MAX
 # Two readings of one process's start time differ by clock adjustments at most.
 CREATE_TIME_TOLERANCE = 1.0
 # "Engram is up" waits for /readyz; past this many seconds the launcher says what is not ready.
@@ -122,8 +123,8 @@ class Failures:
             self.times.popleft()
         return len(self.times)
 
-    def backoff(self) -> float:
-        return float(min(BACKOFF_MAX, BACKOFF_FIRST * 2 ** max(0, len(self.times) - 1)))
+    def backoff(self, most: float) -> float:
+        return float(min(most, BACKOFF_FIRST * 2 ** max(0, len(self.times) - 1)))
 
 
 @dataclass
@@ -383,7 +384,7 @@ class Launcher:
                 f"{name} failed {count} times within {RESTART_WINDOW:.0f} s (last: {what}); "
                 "stopping Engram"
             )
-        delay = failures.backoff()
+        delay = failures.backoff(self.env_settings.ENGRAM_RESTART_BACKOFF_MAX)
         log(f"{name} {what}; restarting it in {delay:.0f} s")
         return delay
 
@@ -451,13 +452,16 @@ class Launcher:
             log("stopped")
 
     def _stop_children(self) -> None:
+        # The main process only, never its group: a Celery worker's pool processes killed under
+        # it would lose their tasks (WorkerLostError). Asked to stop, the worker finishes or
+        # requeues them and stops its pool itself (warm shutdown), gunicorn stops its workers.
         running = [c.proc for c in self.children.values() if c.proc is not None]
         workers = sorted(name for name in self.children if name.startswith("worker"))
         for name in ("beat", "web", *workers):
             child = self.children.get(name)
             if child is not None and child.proc is not None and child.proc.poll() is None:
                 with contextlib.suppress(ProcessLookupError):
-                    os.killpg(child.proc.pid, signal.SIGTERM)
+                    child.proc.send_signal(signal.SIGTERM)
         deadline = time.monotonic() + STOP_TIMEOUT
         for proc in running:
             try:
@@ -466,7 +470,7 @@ class Launcher:
                 log(f"pid {proc.pid} did not stop in time; killing it")
                 _kill_group(proc.pid)
                 proc.wait()
-        # Worker pool processes share the child's process group: make sure none outlive it.
+        # Each child leads its own process group: make sure nothing of it outlives it.
         for proc in running:
             _kill_group(proc.pid)
         self.children.clear()

@@ -53,9 +53,16 @@ class EmbeddedValkey:
 
     def _client(self, *, password: str | None, timeout: float) -> redis.Redis:
         import redis
+        from redis.backoff import NoBackoff
+        from redis.retry import Retry
 
+        # One attempt: redis-py otherwise retries a lost connection three times with a backoff of
+        # seconds, and SHUTDOWN always ends in one (a stop took 4 s); the callers loop themselves.
         return redis.Redis(
-            unix_socket_path=str(self.socket_file), password=password, socket_timeout=timeout
+            unix_socket_path=str(self.socket_file),
+            password=password,
+            socket_timeout=timeout,
+            retry=Retry(NoBackoff(), 0),
         )
 
     def _pid(self) -> int:

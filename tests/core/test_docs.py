@@ -24,9 +24,9 @@ def test_ci_runs_the_readme_test_command() -> None:
 
 
 # Settings docker-compose.yml deliberately does not pass to Engram's containers (its comment says
-# why): the image fixes the data directory, production refuses DEBUG, ENGRAM_HOST / ENGRAM_PORT
-# and CELERY_WORKER_PER_QUEUE are ./engram run's (Compose runs a worker per queue), and eager tasks
-# are for tests.
+# why): the image fixes the data directory, production refuses DEBUG, ENGRAM_HOST / ENGRAM_PORT,
+# CELERY_WORKER_PER_QUEUE and ENGRAM_RESTART_BACKOFF_MAX are ./engram run's (Compose runs a worker
+# per queue and restarts containers itself), and eager tasks are for tests.
 COMPOSE_NOT_PASSED = {
     "ENGRAM_DATA_DIR",
     "DEBUG",
@@ -34,6 +34,7 @@ COMPOSE_NOT_PASSED = {
     "ENGRAM_PORT",
     "CELERY_TASK_ALWAYS_EAGER",
     "CELERY_WORKER_PER_QUEUE",
+    "ENGRAM_RESTART_BACKOFF_MAX",
 }
 
 

@@ -1,5 +1,12 @@
-"""``./engram run`` end to end: start, serve, stop however its output is piped, restart with data
-intact, recover from kill -9, restart what dies, give up on a crash loop; and ``--help``."""
+"""``./engram run`` end to end: start, serve, stop however its output is piped (the worker
+finishing the task it runs), restart with data intact, recover from kill -9, restart what dies,
+give up on a crash loop; and ``--help``.
+
+Like a user's, one data directory (``Home``) lives through the module's runs: the restart test
+starts it for the first time (initialising and migrating the database), the tests after it start
+it again. A first start takes tens of seconds longer than a restart (the migrations), so it
+happens once; a test run without the restart test makes one of its own.
+"""
 
 from __future__ import annotations
 
@@ -8,24 +15,31 @@ import json
 import os
 import re
 import shlex
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
 import psutil
+import psycopg
 import pytest
+from celery import Celery
 
+from config.embedded import EmbeddedServices
 from config.env import BASE_DIR
 
-pytestmark = [pytest.mark.slow, pytest.mark.embedded]
+# One worker runs the module's tests, in order: the second reuses the first one's data directory.
+pytestmark = [pytest.mark.slow, pytest.mark.embedded, pytest.mark.xdist_group("launcher")]
 
 KEY_RE = re.compile(r"agent API key\s+:\s+(eng_\S+)")
 ADMIN_RE = re.compile(r"admin login\s+:\s+admin / (\S+)")
@@ -68,10 +82,27 @@ def _gone(data_dir: Path, port: int) -> None:
         raise AssertionError(f"still running: {left}") from None
 
 
+@dataclass
+class Home:
+    """The module's data directory, and the demo agent's key once its first start printed it."""
+
+    data_dir: Path
+    key: str | None = None
+
+
+@pytest.fixture(scope="module")
+def home() -> Iterator[Home]:
+    """Under /tmp and short (unix socket paths), stopped and removed after the module."""
+    path = Path(tempfile.mkdtemp(prefix="eng-", dir="/tmp"))
+    yield Home(path)
+    EmbeddedServices(path).stop_all()
+    shutil.rmtree(path, ignore_errors=True)
+
+
 @pytest.fixture(autouse=True)
-def _no_launcher_outlives_its_test(embedded_data_dir: Path) -> Iterator[None]:
+def _no_launcher_outlives_its_test(home: Home, embedded_data_dir: Path) -> Iterator[None]:
     """A failed test must not leave a launcher restarting servers in a removed data directory
-    (this runs before ``embedded_data_dir`` stops and removes them)."""
+    (this runs before ``home`` and ``embedded_data_dir`` stop and remove them)."""
     yield
     for run in Running.started:
         if run.proc.poll() is None:
@@ -106,6 +137,8 @@ class Running:
             WEB_CONCURRENCY="1",
             CELERY_WORKER_CONCURRENCY="1",
             LOG_FORMAT="console",
+            # The crash loop comes in 4 s instead of 15 s (backoffs 1, 1, 1, 1 s, not 1, 2, 4, 8).
+            ENGRAM_RESTART_BACKOFF_MAX="1",
         )
         self.log_path = data_dir.parent / f"{data_dir.name}-launcher-{time.monotonic_ns()}.log"
         self.log = open(self.log_path, "w")
@@ -174,12 +207,18 @@ class Running:
         except urllib.error.HTTPError as exc:
             return exc.code, json.loads(exc.read())
 
-    def stop(self, sig: int = signal.SIGINT) -> int:
+    def interrupt(self, sig: int = signal.SIGINT) -> None:
         """Signal the whole process group, as a terminal's Ctrl-C does."""
         os.killpg(self.proc.pid, sig)
+
+    def wait(self) -> int:
         code = self.proc.wait(timeout=90)
         self.log.close()
         return code
+
+    def stop(self, sig: int = signal.SIGINT) -> int:
+        self.interrupt(sig)
+        return self.wait()
 
 
 def admin_login(base: str, username: str, password: str) -> str:
@@ -218,8 +257,53 @@ def _engram_processes(data_dir: Path, port: int) -> list[str]:
     return found
 
 
-def test_run_serve_stop_restart_and_recover_from_kill_9(embedded_data_dir: Path) -> None:
-    data_dir = embedded_data_dir
+def _exited(pid: int) -> bool:
+    """The process has exited (a zombie its parent has not waited for yet counts)."""
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+def _celery(data_dir: Path) -> Celery:
+    """A client of the launcher's own broker."""
+    from config.embedded import EmbeddedValkey
+    from config.settings import _celery_url
+
+    return Celery(broker=_celery_url(EmbeddedValkey(data_dir).url), set_as_current=False)
+
+
+def _db(data_dir: Path) -> psycopg.Connection:
+    """A connection to the launcher's own database (autocommit)."""
+    from config.embedded import EmbeddedPostgres
+
+    return psycopg.connect(EmbeddedPostgres(data_dir).url, autocommit=True)
+
+
+@contextlib.contextmanager
+def _task_waiting_on_a_lock(data_dir: Path) -> Iterator[str]:
+    """A task running in the worker's pool until the block ends: ``core.prune_api_keys`` waits
+    for the API keys table, locked meanwhile. Yields the task's id once it waits."""
+    with _db(data_dir) as lock, _db(data_dir) as watch:
+        lock.execute("BEGIN")
+        lock.execute("LOCK TABLE core_apikey IN ACCESS EXCLUSIVE MODE")
+        app = _celery(data_dir)
+        try:
+            task_id = app.send_task("core.tasks.prune_api_keys", queue="maintenance").id
+        finally:
+            app.close()
+
+        def waiting() -> bool:
+            query = "SELECT 1 FROM pg_locks WHERE relation = 'core_apikey'::regclass"
+            return watch.execute(f"{query} AND NOT granted").fetchone() is not None
+
+        _wait_for(waiting, 60, "the task to wait for the API keys table")
+        yield task_id
+        lock.execute("ROLLBACK")
+
+
+def test_run_serve_stop_restart_and_recover_from_kill_9(home: Home) -> None:
+    data_dir = home.data_dir
     port = _free_port()
 
     # `./engram run | tee log`, then Ctrl-C: tee dies with the launcher's output still to come.
@@ -227,7 +311,7 @@ def test_run_serve_stop_restart_and_recover_from_kill_9(embedded_data_dir: Path)
     ready = first.wait_ready()
     assert ready["status"] == "ok", ready
     assert all(component["ok"] for component in ready["components"].values())
-    key = KEY_RE.search(first.output()).group(1)  # type: ignore[union-attr]
+    key = home.key = KEY_RE.search(first.output()).group(1)  # type: ignore[union-attr]
     assert ADMIN_RE.search(first.output())
     status, me = first.get("/api/v1/me", key)
     assert status == 200 and me["name"] == "demo-agent"
@@ -235,7 +319,20 @@ def test_run_serve_stop_restart_and_recover_from_kill_9(embedded_data_dir: Path)
         assert response.status == 200
     password = ADMIN_RE.search(first.output()).group(1)  # type: ignore[union-attr]
     assert "Engram administration" in admin_login(first.base, "admin", password)
-    assert first.stop(signal.SIGINT) == 0  # the launcher's own exit status
+
+    # Ctrl-C while the worker runs a task: the worker is asked to stop, not its pool process,
+    # which finishes the task (killed under the worker, it would lose it: WorkerLostError).
+    children = _state(data_dir)["children"]
+    with _task_waiting_on_a_lock(data_dir) as task_id:
+        pool = psutil.Process(children["worker"]["pid"]).children()
+        assert pool
+        first.interrupt(signal.SIGINT)
+        # Web and beat, asked to stop together with the worker, have stopped: the pool process
+        # still runs the task.
+        stopped = (children["web"]["pid"], children["beat"]["pid"])
+        _wait_for(lambda: all(_exited(pid) for pid in stopped), 60, "web and beat to stop")
+        assert not any(_exited(p.pid) for p in pool)
+    assert first.wait() == 0  # the launcher's own exit status
     _gone(data_dir, port)
 
     # Restart: the data survived, first-start credentials are not printed again.
@@ -243,6 +340,9 @@ def test_run_serve_stop_restart_and_recover_from_kill_9(embedded_data_dir: Path)
     second.wait_ready()
     assert "already set up" in second.output() and not KEY_RE.search(second.output())
     assert second.get("/api/v1/me", key)[0] == 200
+    with _db(data_dir) as db:
+        run = db.execute("SELECT status FROM core_jobrun WHERE task_id = %s", [task_id]).fetchone()
+    assert run == ("succeeded",)  # the task stopped by Ctrl-C finished
 
     # kill -9 the launcher: its children and servers are orphaned; the next start cleans up,
     # this time with its stdout closed.
@@ -258,10 +358,11 @@ def test_run_serve_stop_restart_and_recover_from_kill_9(embedded_data_dir: Path)
     assert "Traceback" not in third.output()
 
 
-def test_output_reader_gone_from_the_start(embedded_data_dir: Path) -> None:
+def test_output_reader_gone_from_the_start(home: Home, embedded_data_dir: Path) -> None:
     """`./engram run | head -1`: every line after the first meets a closed pipe, the children's
     output included; Engram still starts, serves, and stops everything on Ctrl-C."""
-    data_dir = embedded_data_dir
+    # A restart of the module's home after the restart test; run alone, a first start.
+    data_dir = home.data_dir if home.key else embedded_data_dir
     port = _free_port()
     run = Running(data_dir, port, output="| head -1")
     assert run.wait_ready()["status"] == "ok"
@@ -272,14 +373,10 @@ def test_output_reader_gone_from_the_start(embedded_data_dir: Path) -> None:
 
 def _worker_answers(data_dir: Path) -> bool:
     """A control ping through the launcher's own broker reaches its Celery worker."""
-    from celery import Celery
-
-    from config.embedded import EmbeddedValkey
-    from config.settings import _celery_url
-
-    app = Celery(broker=_celery_url(EmbeddedValkey(data_dir).url), set_as_current=False)
+    app = _celery(data_dir)
     try:
-        return bool(app.control.ping(timeout=2))
+        # The first reply ends the wait (without a limit, ping waits out its timeout).
+        return bool(app.control.ping(timeout=2, limit=1))
     except Exception:  # the broker itself may be down for a moment
         return False
     finally:
@@ -287,15 +384,16 @@ def _worker_answers(data_dir: Path) -> bool:
 
 
 def test_supervision_restarts_what_dies_and_stops_on_a_crash_loop(
-    embedded_data_dir: Path,
+    home: Home, embedded_data_dir: Path
 ) -> None:
     from config.embedded import EmbeddedPostgres, EmbeddedValkey
 
-    data_dir = embedded_data_dir
+    # A restart of the module's home after the restart test; run alone, a first start.
+    data_dir = home.data_dir if home.key else embedded_data_dir
     port = _free_port()
     run = Running(data_dir, port)
     run.wait_ready()
-    key = KEY_RE.search(run.output()).group(1)  # type: ignore[union-attr]
+    key = home.key or KEY_RE.search(run.output()).group(1)  # type: ignore[union-attr]
     children = _state(data_dir)["children"]
     web, worker = children["web"]["pid"], children["worker"]["pid"]
     _wait_for(lambda: _worker_answers(data_dir), 60, "the worker to answer")

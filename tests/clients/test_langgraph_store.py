@@ -13,7 +13,7 @@ from typing import Annotated, Any, TypedDict
 
 import pytest
 from langgraph.graph import END, START, StateGraph
-from langgraph.store.base import BaseStore, Item
+from langgraph.store.base import BaseStore, Item, PutOp
 
 from core import services
 from core.actors import actor_for_account
@@ -73,6 +73,9 @@ def test_put_get_update_and_delete(store: EngramStore, client: Engram) -> None:
     (entry,) = list(client.memories.long_term.contexts.entries(context_id))
     assert entry["version"] == 2
     assert [v["version"] for v in client.memories.long_term.versions(entry["id"])] == [2, 1]
+    # The new version keeps its lookup key and namespace tags: found by key and by prefix.
+    (hit,) = store.search(("users",), query="long answers")
+    assert (hit.namespace, hit.key, hit.value) == (namespace, "style", {"answers": "long"})
 
     # The same key in another namespace, and a key Engram's names would refuse, are their own.
     store.put(("users", "ada lovelace"), "style", {"answers": "medium"})
@@ -189,6 +192,19 @@ def test_tenancy_comes_from_the_api_key(live_server: Any, store: EngramStore) ->
             intruder.search(("secrets",), query="vault code")
         assert caught.value.code == "context_not_found"
     assert store.get(("secrets",), "vault") is not None
+
+
+def test_the_text_engram_embeds_follows_langgraphs_index() -> None:
+    store = EngramStore(Engram(base_url="http://127.0.0.1:9", api_key="eng_unused"))
+    value = {"title": "Tides", "body": {"text": "High tide at noon"}, "n": 1}
+    whole = store._content(PutOp(("a",), "k", value), value)
+    assert whole == '{"body": {"text": "High tide at noon"}, "n": 1, "title": "Tides"}'
+    assert store._content(PutOp(("a",), "k", value, index=["title", "body.text"]), value) == (
+        "Tides\nHigh tide at noon"
+    )
+    assert store._content(PutOp(("a",), "k", value, index=False), value) == "k"
+    fields = EngramStore(store.client, index_fields=["body.text"])
+    assert fields._content(PutOp(("a",), "k", value), value) == "High tide at noon"
 
 
 class State(TypedDict):

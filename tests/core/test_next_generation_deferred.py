@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 from django.apps import apps
 from django.db import connection
+from django.db.models import Model
 from pgvector.django import VectorField
 
 from core.actors import actor_for_agent
@@ -16,7 +17,7 @@ from memory.models import MemoryEntry
 from tests.conftest import AuthedAgent
 
 
-def _embedded_models() -> list[type]:
+def _embedded_models() -> list[type[Model]]:
     tables = {table.table for table in generations.embedded_tables()}
     return [model for model in apps.get_models() if model._meta.db_table in tables]
 
@@ -26,7 +27,7 @@ def test_every_embedded_model_defers_the_other_generation() -> None:
     assert len(models) == len(generations.embedded_tables())
     for model in models:
         assert any(isinstance(f, VectorField) for f in model._meta.concrete_fields)
-        deferred, defer = model.objects.all().query.deferred_loading
+        deferred, defer = model._default_manager.all().query.deferred_loading
         assert defer and {"embedding_next", "embedding_next_model"} <= set(deferred), model
 
 

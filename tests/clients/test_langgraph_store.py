@@ -15,33 +15,13 @@ import pytest
 from langgraph.graph import END, START, StateGraph
 from langgraph.store.base import BaseStore, Item, PutOp
 
-from core import services
-from core.actors import actor_for_account
-from tests.clients.conftest import CLIENT
+from tests.clients.conftest import CLIENT, api_key
 from tests.factories import AgentFactory
 
 from engram_client import AsyncEngram, Engram, NotFoundError  # isort: skip
 from engram_client.langgraph import EngramStore  # isort: skip
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
-
-
-def _key(agent: Any) -> str:
-    _, secret = services.api_key_create(
-        actor=actor_for_account(agent.account_id), agent=agent, scopes=["read", "write"]
-    )
-    return secret
-
-
-@pytest.fixture
-def agent() -> Any:
-    return AgentFactory.create()
-
-
-@pytest.fixture
-def client(live_server: Any, agent: Any) -> Any:
-    with Engram(base_url=live_server.url, api_key=_key(agent)) as engram:
-        yield engram
 
 
 @pytest.fixture
@@ -159,7 +139,7 @@ def test_namespaces_listed_with_prefix_suffix_and_depth(store: EngramStore) -> N
 
 
 def test_the_async_path(live_server: Any, agent: Any) -> None:
-    secret = _key(agent)
+    secret = api_key(agent)
 
     async def run() -> None:
         with Engram(base_url=live_server.url, api_key=secret) as sync:
@@ -181,7 +161,7 @@ def test_tenancy_comes_from_the_api_key(live_server: Any, store: EngramStore) ->
     store.put(("secrets",), "vault", {"code": "4521"})
     stranger = AgentFactory.create()  # another agent, in another account
     assert stranger.account_id != store.client.agents.me()["account"]["id"]
-    with Engram(base_url=live_server.url, api_key=_key(stranger)) as other:
+    with Engram(base_url=live_server.url, api_key=api_key(stranger)) as other:
         theirs = EngramStore(other)
         assert theirs.get(("secrets",), "vault") is None
         assert theirs.search(("secrets",), query="vault code") == []
@@ -244,7 +224,7 @@ def test_the_readme_example_runs_as_written(
     section = readme.split("## LangGraph store", 1)[1].split("\n## ", 1)[0]
     (block,) = re.findall(r"```python\n(.*?)```", section, flags=re.S)
     monkeypatch.setenv("ENGRAM_URL", live_server.url)
-    monkeypatch.setenv("ENGRAM_API_KEY", _key(agent))
+    monkeypatch.setenv("ENGRAM_API_KEY", api_key(agent))
     scope: dict[str, Any] = {}
     exec(compile(block, "README.md", "exec"), scope)  # noqa: S102 - the README's own code
     store = scope["store"]

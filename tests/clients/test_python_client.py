@@ -11,9 +11,7 @@ from typing import Any
 
 import pytest
 
-from core import services
-from core.actors import actor_for_account
-from tests.factories import AgentFactory
+from tests.clients.conftest import api_key
 
 import engram_client  # isort: skip
 from engram_client import (  # isort: skip
@@ -28,29 +26,11 @@ from engram_client import (  # isort: skip
 pytestmark = [pytest.mark.django_db(transaction=True)]
 
 
-def _key(agent: Any, scopes: tuple[str, ...] = ("read", "write")) -> str:
-    _, secret = services.api_key_create(
-        actor=actor_for_account(agent.account_id), agent=agent, scopes=list(scopes)
-    )
-    return secret
-
-
-@pytest.fixture
-def agent() -> Any:
-    return AgentFactory.create()
-
-
-@pytest.fixture
-def client(live_server: Any, agent: Any) -> Any:
-    with Engram(base_url=live_server.url, api_key=_key(agent)) as engram:
-        yield engram
-
-
 def test_the_key_and_url_default_to_the_environment(
     live_server: Any, agent: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("ENGRAM_URL", live_server.url)
-    monkeypatch.setenv("ENGRAM_API_KEY", _key(agent))
+    monkeypatch.setenv("ENGRAM_API_KEY", api_key(agent))
     with Engram() as engram:
         me = engram.agents.me()
     assert me["id"] == agent.id and me["name"] == agent.name
@@ -232,7 +212,7 @@ def test_errors_carry_the_api_code_and_status(live_server: Any, client: Engram) 
 
 
 def test_the_async_client_runs_the_same_loop(live_server: Any, agent: Any) -> None:
-    secret = _key(agent)
+    secret = api_key(agent)
 
     async def loop() -> None:
         async with AsyncEngram(base_url=live_server.url, api_key=secret) as client:

@@ -6,6 +6,7 @@ machine-readable code at both doors, never a 500."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -75,32 +76,27 @@ def test_every_tool_input_is_bounded() -> None:
     assert not found, "\n".join(sorted(set(found)))
 
 
-def test_every_request_body_is_bounded() -> None:
+def _operation_inputs() -> Iterator[tuple[str, dict[str, Any], dict[str, Any]]]:
+    """Each input of every operation of the OpenAPI schema: (where, its schema, the schema's
+    components), request bodies and parameters (path ones too)."""
     document = SchemaGenerator().get_schema(request=None, public=True)
     components = document["components"]["schemas"]
-    found = []
     for path, operations in document["paths"].items():
         for method, operation in operations.items():
             if not isinstance(operation, dict):
                 continue
             for media, body in operation.get("requestBody", {}).get("content", {}).items():
-                where = f"{method.upper()} {path} ({media})"
-                found += _unbounded(body.get("schema", {}), where, components, set())
-    assert not found, "\n".join(sorted(set(found)))
-
-
-def test_every_parameter_is_bounded() -> None:
-    """Path parameters too: an id beyond a bigint column, a name longer than any stored."""
-    document = SchemaGenerator().get_schema(request=None, public=True)
-    components = document["components"]["schemas"]
-    found = []
-    for path, operations in document["paths"].items():
-        for method, operation in operations.items():
-            if not isinstance(operation, dict):
-                continue
+                yield f"{method.upper()} {path} ({media})", body.get("schema", {}), components
             for parameter in operation.get("parameters", ()):
                 where = f"{method.upper()} {path} ({parameter['in']} {parameter['name']})"
-                found += _unbounded(parameter.get("schema", {}), where, components, set())
+                yield where, parameter.get("schema", {}), components
+
+
+def test_every_request_body_and_parameter_is_bounded() -> None:
+    """Path parameters too: an id beyond a bigint column, a name longer than any stored."""
+    found = []
+    for where, schema, components in _operation_inputs():
+        found += _unbounded(schema, where, components, set())
     assert not found, "\n".join(sorted(set(found)))
 
 

@@ -5,17 +5,15 @@ and the drop are one button each (core.embeddings.admin)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from django.urls import reverse
 
-from core.embeddings import reset_embedding_provider
 from core.models import EmbeddingGeneration
-from tests.core.test_embedding_generations import (  # noqa: F401 - the autouse fixture
-    _configure_next,
+from tests.core.test_embedding_generations import (  # noqa: F401 - the fixtures
     _schema_restored,
+    wide_model,
 )
 from tests.e2e.admin_browser import AdminBrowser, screenshot
 from tests.factories import UserFactory
@@ -26,16 +24,10 @@ pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 PASSWORD = "correct horse battery staple"
 
 
-@pytest.fixture
-def wide_model(settings: Any) -> Iterator[OpenAIStandIn]:
-    with OpenAIStandIn(embedding_dimensions=1536, semantic=True) as server:
-        _configure_next(settings, server, "wide-embedder", 1536)
-        yield server
-    reset_embedding_provider()
-
-
 def test_an_operator_builds_cuts_over_rolls_back_and_drops(
-    admin: AdminBrowser, browser: Any, wide_model: OpenAIStandIn
+    admin: AdminBrowser,
+    browser: Any,
+    wide_model: OpenAIStandIn,  # noqa: F811 - the imported fixture
 ) -> None:
     from selenium.webdriver.common.by import By
 

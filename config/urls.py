@@ -4,7 +4,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from core import health
 from core.converters import ApiKeyPrefixConverter, IdConverter
-from core.mcp.http import mcp_endpoint
+from core.mcp.endpoint import mcp_endpoint
 from core.metrics_scrape import metrics_view
 from core.views import landing
 

@@ -20,6 +20,9 @@ except SystemExit as exc:  # invalid configuration: the message names the settin
         sys.exit(WORKER_BOOT_ERROR)
     raise
 
-# Every view imported now, not on the worker's first request, and what start-up made (it lives
-# as long as the worker) kept out of the collector's way (core.heap).
+# Every view imported now, not on the worker's first request (the MCP SDK too, which the URLconf
+# leaves to the first request: core.mcp.endpoint), and what start-up made (it lives as long as
+# the worker) kept out of the collector's way (core.heap).
+import core.mcp.http  # noqa: E402, F401 - the import is the point
+
 freeze_startup_objects()

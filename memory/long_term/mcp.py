@@ -25,7 +25,8 @@ LONG_TERM_SEARCH = Job(
     ),
     summary=lambda out: f"{len(out['results'])} long-term memories found.",
     hints={
-        "mode": "kind long_term: hybrid (default), vector, keyword, prf or graph.",
+        "mode": "kind long_term: graph (the default; hybrid when stages are given), hybrid, "
+        "vector, keyword or prf.",
         "stages": 'kind long_term, hybrid mode: its stages, e.g. ["vector", "keyword", "graph"].',
         "max_hops": "kind long_term, graph searches: how far from the seed nodes to walk "
         "(1 to 5, default 2).",

@@ -479,9 +479,11 @@ def test_search_explains_components_and_logs_access(agent_client: AuthedAgent) -
         "graph",
         "late_score",
     }
-    assert hit["retrieval"]["graph"] is None  # a hybrid search without the graph stage
-    assert hit["retrieval"]["late_score"] is None  # late interaction re-scores graph searches
-    assert {"vector", "keyword"} <= set(body["timings_ms"])
+    # No mode: a graph search. These entries mention no graph node, so no hit was reached by
+    # the walk, and late interaction re-scored the candidates.
+    assert hit["retrieval"]["graph"] is None
+    assert -1 <= hit["retrieval"]["late_score"] <= 1
+    assert {"vector", "keyword", "graph_seeds", "graph_walk", "late"} <= set(body["timings_ms"])
 
     filtered = search(
         agent_client, "cats day deploy", filters={"entry_types": ["observation"]}
@@ -576,6 +578,26 @@ def test_entries_go_to_the_named_context_or_the_agents_own_memory(
     assert [v["version"] for v in versions] == [2, 1]
 
 
+def test_a_search_names_its_mode_or_is_a_graph_search(agent_client: AuthedAgent) -> None:
+    """No mode: graph (the default), or hybrid when the search names its stages."""
+    cid = create_context(agent_client)["id"]
+    deploy = add_entry(agent_client, cid, "The deploy runs on Fridays at noon.")
+    add_entry(agent_client, cid, "Cats sleep most of the day.")
+    default = search(agent_client, "when do deploys run?", top_k=2).json()
+    assert default["results"][0]["id"] == deploy["id"]
+    assert default["results"][0]["retrieval"]["late_score"] is not None
+    assert {"graph_seeds", "graph_walk", "late"} <= set(default["timings_ms"])
+    hybrid = search(agent_client, "when do deploys run?", top_k=2, mode="hybrid").json()
+    assert hybrid["results"][0]["id"] == deploy["id"]
+    assert hybrid["results"][0]["retrieval"]["late_score"] is None  # graph searches only
+    assert "graph_walk" not in hybrid["timings_ms"]
+    staged = search(agent_client, "when do deploys run?", top_k=2, stages=["vector"]).json()
+    assert staged["results"][0]["retrieval"]["keyword_rank"] is None
+    assert "keyword" not in staged["timings_ms"] and "graph_walk" not in staged["timings_ms"]
+    walked = search(agent_client, "when do deploys run?", stages=["vector", "graph"]).json()
+    assert "graph_walk" in walked["timings_ms"] and "keyword" not in walked["timings_ms"]
+
+
 def test_a_search_naming_a_speaker_lifts_their_entries(
     agent_client: AuthedAgent, tune: Callable[[str, Any], None]
 ) -> None:
@@ -592,7 +614,8 @@ def test_a_search_naming_a_speaker_lifts_their_entries(
     add_entry(agent_client, cid, "Cats sleep most of the day.")
 
     def scores(query: str) -> dict[int, float]:
-        response = search(agent_client, query)
+        # Hybrid: the lift alone, before a graph search's late interaction re-scores the hits.
+        response = search(agent_client, query, mode="hybrid")
         assert response.status_code == 200, response.json()
         return {hit["id"]: hit["retrieval"]["score"] for hit in response.json()["results"]}
 

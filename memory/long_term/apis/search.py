@@ -60,8 +60,10 @@ class LongTermSearchInput(strict.InputSerializer):
     )
     mode = serializers.ChoiceField(
         choices=SEARCH_MODES,
-        default="hybrid",
-        help_text="graph: the entries linked to the knowledge-graph nodes nearest the query.",
+        required=False,
+        help_text="Default graph (hybrid when stages are given): the hybrid ranking with a"
+        " personalized PageRank over the knowledge-graph nodes the entries mention, and late"
+        " interaction over the best candidates (docs/memory/long-term.md).",
     )
     fusion = serializers.ChoiceField(choices=FUSIONS, default=DEFAULT_FUSION)
     weights = strict.WeightsInput(required=False)
@@ -154,7 +156,7 @@ def run_long_term_search(actor: Actor, data: dict[str, Any]) -> selectors.LongTe
         query=data["query"],
         top_k=data["top_k"],
         filters=filters,
-        mode=data["mode"],
+        mode=data.get("mode"),
         fusion=data["fusion"],
         weights=data.get("weights"),
         threshold=data["threshold"],

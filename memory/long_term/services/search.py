@@ -20,7 +20,7 @@ def long_term_search_run(
     query: str,
     top_k: int = 10,
     filters: LongTermFilters | None = None,
-    mode: str = "hybrid",
+    mode: str | None = None,
     fusion: str = DEFAULT_FUSION,
     weights: dict[str, float] | None = None,
     threshold: float | None = None,
@@ -29,7 +29,8 @@ def long_term_search_run(
     max_hops: int = DEFAULT_MAX_HOPS,
 ) -> LongTermSearch:
     """Search the long-term entries the actor may read and record the hits as accesses (each
-    hit's ``access_count`` and ``last_accessed_at``, and the access log)."""
+    hit's ``access_count`` and ``last_accessed_at``, and the access log). No ``mode``: the
+    selectors' ``default_mode`` (graph, or hybrid when ``stages`` are given)."""
     found = long_term_search(
         actor=actor,
         query=query,

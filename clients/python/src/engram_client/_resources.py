@@ -420,7 +420,8 @@ class LongTermMemory(Resource):
         stages: Sequence[str] | None = None,
         max_hops: int | None = None,
     ) -> LongTermSearch:
-        """Hybrid search of long-term entries, each hit with its relevance components."""
+        """Search long-term entries (graph mode unless ``mode`` or ``stages`` say otherwise),
+        each hit with its relevance components."""
 
 
 class Pools(Resource):

@@ -9,10 +9,10 @@ from core.embeddings.base import EmbeddingError
 from core.jobs import periodic_job
 from core.llm import LLMError
 from core.models import JobRun
-from core.queue import INTERACTIVE, MAINTENANCE, queued_task, task_send
+from core.queue import INGESTION, INTERACTIVE, MAINTENANCE, queued_task, task_send
 from memory.conversations import services as conversations
 from memory.conversations.extraction import services as extractions
-from memory.long_term.services import access, pending, readings
+from memory.long_term.services import access, graph_links, pending, readings
 from memory.maintenance.services import changes, consolidation
 from memory.maintenance.services import cluster_maintenance as maintenance_services
 from memory.maintenance.services import jobs as maintenance_jobs
@@ -229,6 +229,14 @@ def index_pending(context_id: int) -> dict[str, int]:
     if counts["more"]:
         task_send(index_pending, context_id)
     return counts
+
+
+@queued_task(queue=INGESTION, time_limit=600, soft_time_limit=540, acks_late=True)
+def link_entries(entry_ids: list[int]) -> dict[str, int]:
+    """Link one write's new entries to the knowledge graph (graph search finds them through
+    the entities they name from then on)."""
+    outcome = graph_links.entries_link(entry_ids=entry_ids)
+    return {"entries": outcome.units, "nodes_created": outcome.nodes_created}
 
 
 @periodic_job(

@@ -499,6 +499,15 @@ class Staged:
         bench="memory entries fuse: LoCoMo dev Recall@10 0.855 / 0.855 fused against 0.839 /"
         f" 0.811 led ({_GRAPH}); chunks lead ({_MULTIHOP})",
     )
+    specific_led_spaces: tuple[str, ...] = tunable(
+        ("memory_entries",),
+        meaning="The spaces whose graph mode the graph leads on a relation-chain question only"
+        " when a node it names is no hub (fewer mentions than the walk's hub limit: not a"
+        " speaker who says most turns); elsewhere in them the graph is fused.",
+        bench="LoCoMo dev, graph mode: every category's Recall@5 / @10 the same with and"
+        " without it (multi-hop 0.364 / 0.5585); without it a hop-only entry never reached the"
+        f" top 3 (tests/memory/test_long_term_api.py) ({_GRAPH})",
+    )
     graph_leads_always: bool = tunable(
         False,
         meaning="The graph leads every graph-mode search of the graph-led spaces, chain or not.",

@@ -90,7 +90,7 @@ def seed(entries: int) -> None:
             )
             for i in range(start, min(missing, start + 100))
         ]
-        long_term.entries_write(actor=actor, context=context, items=items)
+        long_term.entries_write(actor=actor, context=context, items=items, graph_link=False)
 
 
 class Doors:

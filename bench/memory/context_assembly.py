@@ -156,7 +156,9 @@ def build(args: argparse.Namespace, actor: Any, stand_in: WordHashEmbeddings) ->
                             )
                         )
                         if len(pending) == BATCH or written + len(pending) >= args.memories:
-                            ltm.entries_write(actor=actor, context=context, items=pending)
+                            ltm.entries_write(
+                                actor=actor, context=context, items=pending, graph_link=False
+                            )
                             written += len(pending)
                             progress.update(len(pending))
                             pending = []

@@ -70,6 +70,7 @@ def build(found: list[Group], seed: int) -> tuple[int, int, dict[int, tuple[int,
             actor=actor,
             context=context,
             items=[ltm.EntryInput(content=found[g].members[m].text) for g, m in batch],
+            graph_link=False,
         )
         for entry, place in zip(written, batch, strict=True):
             where[entry.lineage] = place

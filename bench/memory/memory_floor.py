@@ -83,7 +83,9 @@ def _remember(actor: Any, observations: list[tuple[str, str, str]], unrelated: l
         for sample, dia_id, text in observations
     ] + [ltm.EntryInput(content=text, metadata={"sample_id": "scifact"}) for text in unrelated]
     for start in range(0, len(items), 500):
-        ltm.entries_write(actor=actor, context=context, items=items[start : start + 500])
+        ltm.entries_write(
+            actor=actor, context=context, items=items[start : start + 500], graph_link=False
+        )
 
 
 @contextmanager

@@ -100,7 +100,9 @@ def build(actor: Any, context: Any, args: argparse.Namespace, stand_in: Any) -> 
         rounds += 1
     with mock.patch.object(core.embeddings._cached, "get", return_value=stand_in):
         for start in range(0, len(items), 500):
-            ltm.entries_write(actor=actor, context=context, items=items[start : start + 500])
+            ltm.entries_write(
+                actor=actor, context=context, items=items[start : start + 500], graph_link=False
+            )
         context.refresh_from_db()
         context_graph_index(actor=actor, context=context)
     return time.perf_counter() - started

@@ -169,7 +169,9 @@ def build_entries(
                     )
                     if len(pending) == BATCH or written + len(pending) >= entries:
                         started = time.perf_counter()
-                        ltm.entries_write(actor=actor, context=context, items=pending)
+                        ltm.entries_write(
+                            actor=actor, context=context, items=pending, graph_link=False
+                        )
                         build_seconds += time.perf_counter() - started
                         written += len(pending)
                         progress.update(len(pending))

@@ -6,7 +6,8 @@ Loading writes the rows as they were (versions, lineages, archives, access count
 new ids and new lineages; what is derived is rebuilt, never carried: each current entry waits
 in ``PendingIndex`` for its BM25 postings (and its embedding, unless the archive carried one
 made by this installation's model), which the ``memory.index_pending`` task writes after the
-import commits; short-term indexes are rebuilt inside the import's transaction. An agent's own
+import commits, and for its links to the knowledge graph (``memory.tasks.link_entries``, also
+after the commit); short-term indexes are rebuilt inside the import's transaction. An agent's own
 memory is named after the agent (``agent:<id>``), and a conversation's messages after it
 (thread ``conversation:<id>``): both follow the new ids."""
 
@@ -301,6 +302,20 @@ def _entries_finish(scope: ImportScope) -> None:
     contexts = sorted({context_id for _, context_id, _ in waiting})
     if contexts:
         scope.after_commit.append(lambda: _index_soon(contexts))
+        by_context: dict[int, list[int]] = {}
+        for pk, context_id, _ in waiting:
+            by_context.setdefault(context_id, []).append(pk)
+        scope.after_commit.append(lambda: _link_soon(list(by_context.values())))
+
+
+def _link_soon(groups: Sequence[Sequence[int]]) -> None:
+    """The current entries' links to the graph (derived, not carried: ``rag.graph.portability``),
+    rebuilt by workers, a context's entries read together up to ``graph_links.BATCH``."""
+    from memory.long_term.services import graph_links
+
+    for ids in groups:
+        for start in range(0, len(ids), graph_links.BATCH):
+            graph_links.entries_link_soon(ids[start : start + graph_links.BATCH])
 
 
 def _index_soon(contexts: Sequence[int]) -> None:

@@ -76,3 +76,5 @@ class GraphRanking(Ranking):
     # Whether the graph's order is the ranking (a relation-chain question naming a node:
     # ``rag.graph.staged``), not one stage fused with others.
     led: bool = False
+    # Mentions from which a node is a hub (``retrieval.hub_limit``) in the searched scopes.
+    hub_limit: int = 0

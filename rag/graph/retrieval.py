@@ -337,6 +337,7 @@ def graph_rank(
         seeds=seeds,
         communities=communities,
         nodes=reached,
+        hub_limit=limit,
     )
 
 

@@ -125,9 +125,16 @@ def staged_rank(
         visible=visible,
     )  # fmt: skip
     if (graph_mode or gated) and base is not None:
-        named = any(seed.match in ("name", "alias") for seed in graph.seeds)
-        if space.name in TUNING.staged.graph_led_spaces and (
-            TUNING.staged.graph_leads_always or (named and needs_hop(query))
+        named = [seed for seed in graph.seeds if seed.match in ("name", "alias")]
+        tuned = TUNING.staged
+        if space.name in tuned.graph_led_spaces and (
+            tuned.graph_leads_always or (named and needs_hop(query))
+        ):
+            return _graph_led(base, graph, depth)
+        if (
+            space.name in tuned.specific_led_spaces
+            and any(seed.mention_count < graph.hub_limit for seed in named)
+            and needs_hop(query)
         ):
             return _graph_led(base, graph, depth)
         if gated:  # no chain the graph can start: the hybrid search's own ranking

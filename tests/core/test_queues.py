@@ -58,6 +58,7 @@ def test_periodic_jobs_are_maintenance_and_request_work_is_not() -> None:
         "rag.tasks.process_documents",
         "rag.tasks.graph_index_documents",
         "core.tasks.portability_job",
+        "memory.tasks.link_entries",
     ):
         assert declared[name] == INGESTION, name
     assert declared["memory.tasks.maintenance_job"] == MAINTENANCE  # clustering on demand

@@ -598,6 +598,41 @@ def test_a_search_names_its_mode_or_is_a_graph_search(agent_client: AuthedAgent)
     assert "graph_walk" in walked["timings_ms"] and "keyword" not in walked["timings_ms"]
 
 
+def test_written_entries_join_the_graph_and_a_default_search_hops_through_them(
+    agent_client: AuthedAgent, django_capture_on_commit_callbacks: Any
+) -> None:
+    """A write's entries are linked to the knowledge graph once it commits (the worker's
+    ``memory.tasks.link_entries``, run here by eager Celery), and so is a new version: the
+    default search then reaches, through the person, an entry that shares no word with the
+    question but "born", which distractors share too."""
+    cid = create_context(agent_client)["id"]
+    with django_capture_on_commit_callbacks(execute=True):
+        add_entry(agent_client, cid, "The Harbor Library is run by Jonas Lind.")
+        born = add_entry(agent_client, cid, "Jonas Lind was born in Kiruna.")
+        for text in (
+            "Where was the new wing of the Harbor Library built? Near the port.",
+            "The Harbor Library runs a story hour for children born this year.",
+            "The person who runs the bakery was born in Lund.",
+            "Where the Harbor Library keeps its maps: the second floor.",
+        ):
+            add_entry(agent_client, cid, text)
+    question = "Where was the person who runs the Harbor Library born?"
+    found = search(agent_client, question, top_k=3).json()["results"]
+    reached = {hit["id"]: hit["retrieval"]["graph"] for hit in found}
+    assert born["id"] in reached, [hit["content"] for hit in found]
+    assert reached[born["id"]] is not None  # reached by the walk, not by its words
+    # Linking follows new versions: the old text's node is left, the new one's reached.
+    with django_capture_on_commit_callbacks(execute=True):
+        moved = agent_client.client.patch(
+            f"{BASE}/entries/{born['id']}",
+            {"content": "Jonas Lind was born in Kiruna, near Abisko."},
+            format="json",
+        ).json()
+    found = search(agent_client, question, top_k=3).json()["results"]
+    assert moved["id"] in {hit["id"] for hit in found}
+    assert next(h for h in found if h["id"] == moved["id"])["retrieval"]["graph"] is not None
+
+
 def test_a_search_naming_a_speaker_lifts_their_entries(
     agent_client: AuthedAgent, tune: Callable[[str, Any], None]
 ) -> None:

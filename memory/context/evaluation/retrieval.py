@@ -106,7 +106,10 @@ def turns_write(
     dia_of: dict[int, str] = {}
     for start in range(0, len(items), WRITE_BATCH):
         written = ltm.entries_write(
-            actor=actor, context=context, items=items[start : start + WRITE_BATCH]
+            actor=actor,
+            context=context,
+            items=items[start : start + WRITE_BATCH],
+            graph_link=False,  # linked as a whole context in graph mode (context_graph_index)
         )
         dia_of.update((entry.pk, entry.metadata["dia_id"]) for entry in written)
         if on_progress:

@@ -29,6 +29,7 @@ from memory.long_term.context_access import require_writable
 from memory.long_term.selectors import context_get, entry_get
 from memory.long_term.services.access import entries_accessed
 from memory.long_term.services.contexts import agent_memory_context
+from memory.long_term.services.graph_links import entries_link_soon
 from memory.long_term.services.index import context_lock, index_apply, index_plan
 from memory.models import MemoryAccessLog, MemoryContext, MemoryEntry
 
@@ -122,10 +123,13 @@ def entries_write(
     context: MemoryContext,
     items: Sequence[EntryInput],
     then: Callable[[list[MemoryEntry]], None] | None = None,
+    graph_link: bool = True,
 ) -> list[MemoryEntry]:
     """Write new entries (each its own lineage, version 1) and index them, in one transaction
     (write access to ``context``); ``then`` runs inside it with the saved entries (its error
-    undoes the write)."""
+    undoes the write). ``graph_link``: a worker links them to the knowledge graph once the
+    write commits (``graph_links.entries_link_soon``); False for a caller that links them
+    itself."""
     if not 1 <= len(items) <= MAX_BATCH:
         raise ValidationFailed(
             f"Write 1 to {MAX_BATCH} entries at a time.",
@@ -154,6 +158,8 @@ def entries_write(
         )
         if then is not None:
             then(new)
+        if graph_link:
+            entries_link_soon([entry.pk for entry in new])
     return new
 
 
@@ -236,6 +242,7 @@ def entry_update(
         successor.save(force_insert=True)
         if plan is not None:
             index_apply(locked, plan, leaving=[entry.pk])
+            entries_link_soon([successor.pk])
         audit_record(
             actor=actor,
             action="memory.entry.update",

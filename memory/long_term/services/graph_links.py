@@ -3,9 +3,11 @@ linked to it (``rag.graph.services.index``), so that graph search (``mode: "grap
 entries through the entities they share (docs/memory/long-term.md, "Graph search").
 
 Entries are linked when a conversation's messages are extracted (``extractions``: the offline
-extractor's entities of each message, plus those the model named for it), by
-``memory_graph_rebuild`` for whole contexts, and by ``memory_eval --mode graph``. Linking is
-derived data: indexing an entry again replaces its links.
+extractor's entities of each message, plus those the model named for it), after every other
+write of new entries or new versions commits (``entries_link_soon``: a worker links them, the
+offline extractor reading the write's entries together), by ``memory_graph_rebuild`` for whole
+contexts, and by ``memory_eval --mode graph``. Linking is derived data: indexing an entry again
+replaces its links.
 """
 
 from __future__ import annotations
@@ -117,3 +119,32 @@ def conversation_graph_link(
         )
     except Exception:
         logging.getLogger("engram.memory").exception("graph links of messages failed")
+
+
+def entries_link_soon(entry_ids: Sequence[int]) -> None:
+    """Once the write commits: a worker links these entries to the graph (``entries_link``).
+    With the broker down nothing is queued (logged); ``memory_graph_rebuild`` links them."""
+    from core.queue import task_send_on_commit
+    from memory import tasks
+
+    if entry_ids:
+        task_send_on_commit(tasks.link_entries, list(entry_ids))
+
+
+def entries_link(*, entry_ids: Sequence[int]) -> IndexOutcome:
+    """Link the entries among ``entry_ids`` that are still current and unarchived (offline:
+    no model is called), read together as one write's batch; how many were linked."""
+    entries = list(
+        MemoryEntry.objects.filter(
+            pk__in=list(entry_ids), is_current=True, archived_at__isnull=True
+        )
+        .only("id", "account_id", "context_id", "content", "speaker")
+        .order_by("id")
+    )
+    if not entries:
+        return IndexOutcome()
+    return entries_graph_index(
+        account_id=entries[0].account_id,
+        entries=entries,
+        known_names={e.speaker for e in entries if e.speaker},
+    )

@@ -232,10 +232,11 @@ def index_pending(context_id: int) -> dict[str, int]:
 
 
 @queued_task(queue=INGESTION, time_limit=600, soft_time_limit=540, acks_late=True)
-def link_entries(entry_ids: list[int]) -> dict[str, int]:
-    """Link one write's new entries to the knowledge graph (graph search finds them through
-    the entities they name from then on)."""
-    outcome = graph_links.entries_link(entry_ids=entry_ids)
+def link_entries(entry_ids: list[int], context_id: int) -> dict[str, int]:
+    """Bring one write's entries' links to the knowledge graph up to date: new entries linked
+    (graph search finds them through the entities they name from then on), earlier versions,
+    archived and deleted entries unlinked."""
+    outcome = graph_links.entries_link(entry_ids=entry_ids, context_id=context_id)
     return {"entries": outcome.units, "nodes_created": outcome.nodes_created}
 
 

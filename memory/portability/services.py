@@ -305,17 +305,17 @@ def _entries_finish(scope: ImportScope) -> None:
         by_context: dict[int, list[int]] = {}
         for pk, context_id, _ in waiting:
             by_context.setdefault(context_id, []).append(pk)
-        scope.after_commit.append(lambda: _link_soon(list(by_context.values())))
+        scope.after_commit.append(lambda: _link_soon(by_context))
 
 
-def _link_soon(groups: Sequence[Sequence[int]]) -> None:
+def _link_soon(by_context: dict[int, list[int]]) -> None:
     """The current entries' links to the graph (derived, not carried: ``rag.graph.portability``),
     rebuilt by workers, a context's entries read together up to ``graph_links.BATCH``."""
     from memory.long_term.services import graph_links
 
-    for ids in groups:
+    for context_id, ids in by_context.items():
         for start in range(0, len(ids), graph_links.BATCH):
-            graph_links.entries_link_soon(ids[start : start + graph_links.BATCH])
+            graph_links.entries_link_soon(ids[start : start + graph_links.BATCH], context_id)
 
 
 def _index_soon(contexts: Sequence[int]) -> None:

@@ -13,6 +13,7 @@ from core.models import AuditEvent
 from memory.long_term.services import MAX_BATCH, access_flush
 from memory.models import MemoryAccessLog, MemoryEntry, MemoryEntryPosting, MemoryEntryTerm
 from memory.tuning import TUNING
+from rag.graph.models import GraphMention
 from tests.conftest import AuthedAgent
 from tests.factories import TeamFactory
 from tests.memory.conftest import code
@@ -631,6 +632,26 @@ def test_written_entries_join_the_graph_and_a_default_search_hops_through_them(
     found = search(agent_client, question, top_k=3).json()["results"]
     assert moved["id"] in {hit["id"] for hit in found}
     assert next(h for h in found if h["id"] == moved["id"])["retrieval"]["graph"] is not None
+
+    def linked(entry_id: int) -> set[str]:
+        return set(
+            GraphMention.objects.filter(space="memory_entries", unit_id=entry_id).values_list(
+                "node__name", flat=True
+            )
+        )
+
+    assert linked(born["id"]) == set()  # the earlier version: nothing derived from it stays
+    assert {"Jonas Lind", "Abisko"} <= linked(moved["id"])
+    with django_capture_on_commit_callbacks(execute=True):
+        agent_client.client.post(f"{BASE}/entries/{moved['id']}/archive", format="json")
+    assert linked(moved["id"]) == set()
+    with django_capture_on_commit_callbacks(execute=True):
+        agent_client.client.post(f"{BASE}/entries/{moved['id']}/unarchive", format="json")
+    assert "Abisko" in linked(moved["id"])
+    with django_capture_on_commit_callbacks(execute=True):
+        assert agent_client.client.delete(f"{BASE}/entries/{moved['id']}").status_code == 204
+    assert linked(moved["id"]) == set()
+    assert not GraphMention.objects.filter(node__name="Abisko").exists()
 
 
 def test_a_search_naming_a_speaker_lifts_their_entries(

@@ -159,7 +159,7 @@ def entries_write(
         if then is not None:
             then(new)
         if graph_link:
-            entries_link_soon([entry.pk for entry in new])
+            entries_link_soon([entry.pk for entry in new], context.pk)
     return new
 
 
@@ -242,7 +242,7 @@ def entry_update(
         successor.save(force_insert=True)
         if plan is not None:
             index_apply(locked, plan, leaving=[entry.pk])
-            entries_link_soon([successor.pk])
+        entries_link_soon([successor.pk, entry.pk], context.pk)
         audit_record(
             actor=actor,
             action="memory.entry.update",
@@ -357,6 +357,7 @@ def entries_archive(
             archived_at=now if archived else None
         )
         index_apply(locked, plan, leaving=ids if archived else [])
+        entries_link_soon(ids, context.pk)
         audit_record(
             actor=actor,
             action="memory.entry.archive" if archived else "memory.entry.unarchive",
@@ -405,6 +406,7 @@ def entry_delete(*, actor: Actor, entry: MemoryEntry) -> None:
         )
         MemoryEntry.objects.filter(pk__in=versions).update(previous=None)
         MemoryEntry.objects.filter(pk__in=versions).delete()
+        entries_link_soon(versions, context.pk)  # what was derived from it goes too
 
 
 def entry_read(*, actor: Actor, entry_id: int) -> MemoryEntry:

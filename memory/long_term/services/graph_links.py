@@ -121,30 +121,47 @@ def conversation_graph_link(
         logging.getLogger("engram.memory").exception("graph links of messages failed")
 
 
-def entries_link_soon(entry_ids: Sequence[int]) -> None:
-    """Once the write commits: a worker links these entries to the graph (``entries_link``).
-    With the broker down nothing is queued (logged); ``memory_graph_rebuild`` links them."""
+def entries_link_soon(entry_ids: Sequence[int], context_id: int) -> None:
+    """Once the write commits: a worker brings these entries' links to the graph up to date
+    (``entries_link``). With the broker down nothing is queued (logged);
+    ``memory_graph_rebuild`` links whole contexts."""
     from core.queue import task_send_on_commit
     from memory import tasks
 
     if entry_ids:
-        task_send_on_commit(tasks.link_entries, list(entry_ids))
+        task_send_on_commit(tasks.link_entries, list(entry_ids), context_id)
 
 
-def entries_link(*, entry_ids: Sequence[int]) -> IndexOutcome:
-    """Link the entries among ``entry_ids`` that are still current and unarchived (offline:
-    no model is called), read together as one write's batch; how many were linked."""
+def entries_link(*, entry_ids: Sequence[int], context_id: int) -> IndexOutcome:
+    """The links of the entries ``entry_ids`` of the context ``context_id``, as they are now:
+    those still current and unarchived linked to the entities they mention (offline: no model
+    is called; read together, as one write's batch); the others (an earlier version, archived,
+    deleted) linked to nothing, so nothing derived from them stays in the graph."""
     entries = list(
-        MemoryEntry.objects.filter(
-            pk__in=list(entry_ids), is_current=True, archived_at__isnull=True
-        )
-        .only("id", "account_id", "context_id", "content", "speaker")
+        MemoryEntry.objects.filter(pk__in=list(entry_ids), context_id=context_id)
+        .only("id", "account_id", "context_id", "content", "speaker", "is_current", "archived_at")
         .order_by("id")
     )
-    if not entries:
-        return IndexOutcome()
-    return entries_graph_index(
-        account_id=entries[0].account_id,
-        entries=entries,
-        known_names={e.speaker for e in entries if e.speaker},
+    live = [e for e in entries if e.is_current and e.archived_at is None]
+    outcome = IndexOutcome()
+    if live:
+        outcome = entries_graph_index(
+            account_id=live[0].account_id,
+            entries=live,
+            known_names={e.speaker for e in live if e.speaker},
+        )
+    kept = {e.pk for e in live}
+    gone = [pk for pk in dict.fromkeys(entry_ids) if pk not in kept]
+    account_id = (
+        MemoryContext.objects.filter(pk=context_id).values_list("account_id", flat=True).first()
     )
+    if gone and account_id is not None:
+        outcome.add(
+            mentions_replace(
+                account_id=account_id,
+                space=MEMORY_ENTRIES,
+                units=[UnitEntities(pk, context_id, [], []) for pk in gone],
+                origin="memory",
+            )
+        )
+    return outcome

@@ -74,11 +74,11 @@ def test_memory_eval_scores_retrieved_and_missing_evidence(tmp_path: Path) -> No
     assert overall["questions"] == 2 and overall["recall@10"] == 0.5
     assert set(report["latency_ms"]) == {"p50", "p95"}
     # Every mode the API offers, from the one write of the conversation; the main report is the
-    # mode asked (hybrid by default).
+    # mode asked (by default long-term search's own: graph).
     from rag.search import SEARCH_MODES
 
-    assert report["mode"] == "hybrid" and set(report["modes"]) == set(SEARCH_MODES)
-    assert report["modes"]["hybrid"]["overall_1_4"] == overall
+    assert report["mode"] == "graph" and set(report["modes"]) == set(SEARCH_MODES)
+    assert report["modes"]["graph"]["overall_1_4"] == overall
     for block in report["modes"].values():
         assert block["overall_1_4"]["questions"] == 2 and "categories" in block
     # The evaluation's accounts and entries are gone.

@@ -11,6 +11,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from memory.context.evaluation.locomo import LocomoFormatError
 from memory.context.evaluation.retrieval import METRICS, run_locomo
+from memory.long_term.selectors import default_mode
 from rag.graph.retrieval import STAGES
 from rag.search import SEARCH_MODES
 
@@ -32,10 +33,11 @@ class Command(BaseCommand):
         parser.add_argument("--top-k", type=int, default=10)
         parser.add_argument(
             "--mode",
-            default="hybrid",
+            default=None,
             choices=SEARCH_MODES,
             help="the mode of the main report (graph: link each conversation's turns to the "
-            "knowledge graph, then search it)",
+            "knowledge graph, then search it); default: long-term search's own (graph, or "
+            "hybrid with --stages)",
         )
         parser.add_argument(
             "--modes",
@@ -85,16 +87,17 @@ class Command(BaseCommand):
         if options["context"]:
             self._context(options, ids, progress)
             return
+        stages = [s.strip() for s in options["stages"].split(",") if s.strip()]
         try:
             report = run_locomo(
                 options["dataset"],
                 sample_ids=ids or None,
                 top_k=options["top_k"],
                 weights=weights or None,
-                mode=options["mode"],
+                mode=options["mode"] or default_mode(stages),
                 modes=modes,
                 on_progress=progress,
-                stages=[s.strip() for s in options["stages"].split(",") if s.strip()],
+                stages=stages,
                 max_hops=options["max_hops"],
             )
         except LocomoFormatError as exc:

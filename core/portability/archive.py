@@ -29,6 +29,7 @@ from typing import IO, Any
 
 from core.errors import ValidationFailed
 from core.portability import upgrades
+from core.portability.idmaps import IdSet
 from core.portability.kinds import ExportScope, Kind, Row, ref_parts
 
 # Called with (kinds done, kinds in all) as a run moves on.
@@ -285,7 +286,7 @@ def archive_check(
     A row has exactly its kind's fields (plus ``id``, a positive integer unique in its file,
     and the vector field when the export carried vectors); each reference names a row of the
     kind its schema says, read before it."""
-    declared: dict[str, set[int]] = {}
+    declared: dict[str, IdSet] = {}
     counts: dict[str, int] = {}
     entries = reader.entries(known)
     for position, (kind, entry) in enumerate(entries):
@@ -295,7 +296,7 @@ def archive_check(
         required = {"id", *kind.schema}
         allowed = required | ({kind.vector} if kind.vector else set())
         references = kind.references()
-        ids = declared.setdefault(kind.name, set())
+        ids = declared.setdefault(kind.name, IdSet())
         for number, row in reader.rows(kind, entry):
             keys = set(row)
             if keys - allowed:
@@ -316,7 +317,7 @@ def archive_check(
                         raise _invalid(f"{field}: {exc}.", file=name, line=number) from exc
                     if parts is None:
                         continue
-                    if parts[0] != target or parts[1] not in declared.get(target, set()):
+                    if parts[0] != target or parts[1] not in declared.get(target, ()):
                         raise _invalid(
                             f"{field} refers to {value['ref']}, which the archive does not "
                             "hold before this row.",

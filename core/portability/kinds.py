@@ -25,6 +25,7 @@ from django.utils.dateparse import parse_datetime
 
 from core.errors import ValidationFailed
 from core.jobs import ENGRAM_APPS
+from core.portability.idmaps import IdMap
 
 if TYPE_CHECKING:
     from core.models import Account
@@ -79,13 +80,18 @@ class ImportScope:
     account: Account
     embedding_model: str
     embedding_dimensions: int
-    ids: dict[str, dict[int, int]] = field(default_factory=dict)
+    ids: dict[str, IdMap] = field(default_factory=dict)
     memo: dict[str, Any] = field(default_factory=dict)
     counts: dict[str, int] = field(default_factory=dict)
     after_commit: list[Callable[[], None]] = field(default_factory=list)
 
     def remember(self, kind: str, source_id: int, new_id: int) -> None:
-        self.ids.setdefault(kind, {})[source_id] = new_id
+        self.ids.setdefault(kind, IdMap())[source_id] = new_id
+
+    def new_id(self, kind: str, source_id: int) -> int | None:
+        """The new id of the source row ``source_id`` of ``kind``; None when none was made."""
+        made = self.ids.get(kind)
+        return None if made is None else made.get(source_id)
 
     def resolve(self, value: Any) -> int | None:
         """The new id of the row a reference names (validation made sure it exists)."""

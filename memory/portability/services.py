@@ -250,7 +250,7 @@ def _thread(scope: ImportScope, thread: str) -> str:
     match = _CONVERSATION_THREAD.match(thread)
     if match is None:
         return thread
-    new = scope.ids.get(CONVERSATION, {}).get(int(match.group(1)))
+    new = scope.new_id(CONVERSATION, int(match.group(1)))
     return thread if new is None else f"conversation:{new}"
 
 
@@ -513,7 +513,7 @@ def _source_rows(scope: ExportScope) -> Iterator[Row]:
 def _source_id(scope: ImportScope, source_type: str, source_id: str) -> str:
     """A conversation message's id follows the message (an entry of the archive)."""
     if source_type == KnowledgeSource.SourceType.CONVERSATION_MESSAGE and source_id.isdigit():
-        new = scope.ids.get(ENTRY, {}).get(int(source_id))
+        new = scope.new_id(ENTRY, int(source_id))
         if new is not None:
             return str(new)
     return source_id

@@ -114,7 +114,7 @@ def _metadata(scope: ImportScope, metadata: Any) -> Any:
         if content_type is not None and remapped.get("content_type") != content_type:
             continue
         if isinstance(value, int) and not isinstance(value, bool):
-            new = scope.ids.get(kind, {}).get(value)
+            new = scope.new_id(kind, value)
             if new is not None:
                 remapped[key] = new
     return remapped
@@ -126,9 +126,12 @@ def _node_load(scope: ImportScope, rows: Sequence[Row]) -> None:
     for row in rows:
         space, scope_id = _scope_of(scope, row)
         name = row["name"]
-        old = scope.ids.get(CONTEXT, {})
         suffix = _CONTEXT_SUFFIX.search(name)
-        if suffix is not None and scope_id is not None and old.get(int(suffix[1])) == scope_id:
+        if (
+            suffix is not None
+            and scope_id is not None
+            and scope.new_id(CONTEXT, int(suffix[1])) == scope_id
+        ):
             name = f"{name[: suffix.start()]} (context {scope_id})"
         vector = scope.vector_of(row)
         made.append(

@@ -17,4 +17,6 @@ jobs with a progress bar). Its algorithm modules:
 - ``archive``: the format (a gzipped tar of one JSONL file per kind and ``manifest.json``),
   writing it, and reading it back with every check (checksums, counts, fields, references)
   before anything is written;
-- ``upgrades``: the table of upgrade hooks from one format version to the next."""
+- ``upgrades``: the table of upgrade hooks from one format version to the next;
+- ``idmaps``: the compact id sets and maps an import holds (``IdSet``, ``IdMap``: machine
+  arrays searched by bisection, 8 and 16 bytes an id)."""

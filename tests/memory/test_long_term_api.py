@@ -654,6 +654,28 @@ def test_written_entries_join_the_graph_and_a_default_search_hops_through_them(
     assert not GraphMention.objects.filter(node__name="Abisko").exists()
 
 
+def test_what_a_private_entry_links_stays_with_its_readers(
+    agent_client: AuthedAgent, teammate: AuthedAgent, django_capture_on_commit_callbacks: Any
+) -> None:
+    """The nodes an entry of the agent's own memory is linked to keep that memory's visibility:
+    a teammate without a grant finds neither the node nor the entry through the graph."""
+    with django_capture_on_commit_callbacks(execute=True):
+        response = agent_client.client.post(
+            f"{BASE}/entries", {"content": "Zorvald Quennick was born in Kiruna."}, format="json"
+        )
+    assert response.status_code == 201, response.json()
+
+    def names(authed: AuthedAgent) -> set[str]:
+        answer = authed.client.get("/api/v1/graph/nodes", {"query": "Zorvald Quennick"})
+        assert answer.status_code == 200, answer.json()
+        return {hit["node"]["name"] for hit in answer.json()["results"]}
+
+    assert "Zorvald Quennick" in names(agent_client)
+    assert "Zorvald Quennick" not in names(teammate)
+    found = search(teammate, "Where was Zorvald Quennick born?").json()["results"]
+    assert found == []
+
+
 def test_a_search_naming_a_speaker_lifts_their_entries(
     agent_client: AuthedAgent, tune: Callable[[str, Any], None]
 ) -> None:

@@ -676,6 +676,41 @@ def test_what_a_private_entry_links_stays_with_its_readers(
     assert found == []
 
 
+def test_with_the_broker_down_a_small_write_links_its_entries_itself(
+    agent_client: AuthedAgent,
+    django_capture_on_commit_callbacks: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The link task cannot be sent: the write still answers 201, and its process links a write
+    of up to ``INLINE_LINK_MAX`` entries itself; a larger one is logged for a rebuild."""
+    from kombu.exceptions import OperationalError
+
+    from memory import tasks
+    from memory.long_term.services import graph_links
+
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise OperationalError("Error 111 connecting to localhost:6379. Connection refused.")
+
+    monkeypatch.setattr(tasks.link_entries, "apply_async", refuse)
+    cid = create_context(agent_client)["id"]
+    with django_capture_on_commit_callbacks(execute=True):
+        small = add_entry(agent_client, cid, "Ilse Brandvik founded the Tern Rowing Club.")
+    linked = GraphMention.objects.filter(space="memory_entries", unit_id=small["id"])
+    assert {"Ilse Brandvik", "Tern Rowing Club"} <= set(linked.values_list("node__name", flat=True))
+    monkeypatch.setattr(graph_links, "INLINE_LINK_MAX", 1)
+    with django_capture_on_commit_callbacks(execute=True):
+        batch = agent_client.client.post(
+            f"{BASE}/entries/batch",
+            {"context": cid, "entries": [{"content": "Oskar Vell rows."}, {"content": "b"}]},
+            format="json",
+        )
+    assert batch.status_code == 201, batch.json()
+    ids = [entry["id"] for entry in batch.json()["entries"]]
+    assert not GraphMention.objects.filter(space="memory_entries", unit_id__in=ids).exists()
+    assert "memory_graph_rebuild --context" in caplog.text
+
+
 def test_a_search_naming_a_speaker_lifts_their_entries(
     agent_client: AuthedAgent, tune: Callable[[str, Any], None]
 ) -> None:

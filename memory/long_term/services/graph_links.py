@@ -121,15 +121,39 @@ def conversation_graph_link(
         logging.getLogger("engram.memory").exception("graph links of messages failed")
 
 
+# With the broker down, a write of at most this many entries is linked by its own process
+# after the commit (about 12 ms an entry, offline); a larger one is left to
+# ``memory_graph_rebuild`` (logged).
+INLINE_LINK_MAX = 100
+
+
 def entries_link_soon(entry_ids: Sequence[int], context_id: int) -> None:
     """Once the write commits: a worker brings these entries' links to the graph up to date
-    (``entries_link``). With the broker down nothing is queued (logged);
-    ``memory_graph_rebuild`` links whole contexts."""
+    (``entries_link``). With the broker down the writing process does it itself, for a write of
+    up to ``INLINE_LINK_MAX`` entries; an error there is logged, never the write's."""
+    import logging
+
     from core.queue import task_send_on_commit
     from memory import tasks
 
-    if entry_ids:
-        task_send_on_commit(tasks.link_entries, list(entry_ids), context_id)
+    ids = list(entry_ids)
+
+    def inline() -> None:
+        log = logging.getLogger("engram.memory")
+        if len(ids) > INLINE_LINK_MAX:
+            log.warning(
+                "broker down: %d entries of context %d not linked to the graph "
+                "(manage.py memory_graph_rebuild --context %d)",
+                len(ids), context_id, context_id,
+            )  # fmt: skip
+            return
+        try:
+            entries_link(entry_ids=ids, context_id=context_id)
+        except Exception:
+            log.exception("graph links of entries failed")
+
+    if ids:
+        task_send_on_commit(tasks.link_entries, ids, context_id, on_failure=inline)
 
 
 def entries_link(*, entry_ids: Sequence[int], context_id: int) -> IndexOutcome:

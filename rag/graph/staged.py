@@ -127,15 +127,15 @@ def staged_rank(
     if (graph_mode or gated) and base is not None:
         named = [seed for seed in graph.seeds if seed.match in ("name", "alias")]
         tuned = TUNING.staged
-        if space.name in tuned.graph_led_spaces and (
-            tuned.graph_leads_always or (named and needs_hop(query))
-        ):
-            return _graph_led(base, graph, depth)
-        if (
-            space.name in tuned.specific_led_spaces
-            and any(seed.mention_count < graph.hub_limit for seed in named)
-            and needs_hop(query)
-        ):
+        if space.name in tuned.graph_led_spaces:
+            leads = tuned.graph_leads_always or (bool(named) and needs_hop(query))
+        else:  # a specific node named: no hub, such as a speaker who says most turns
+            leads = (
+                space.name in tuned.specific_led_spaces
+                and any(seed.mention_count < graph.hub_limit for seed in named)
+                and needs_hop(query)
+            )
+        if leads:
             return _graph_led(base, graph, depth)
         if gated:  # no chain the graph can start: the hybrid search's own ranking
             base.stage_ms.update(graph.stage_ms)

@@ -372,8 +372,9 @@ def _unit_rows(
     filter_sql: str,
     filter_params: Mapping[str, Any] | None,
 ) -> tuple[list[tuple[int, int, float]], dict[int, float]]:
-    """Step 4: the units mentioning the reached nodes that are no hubs (the
-    ``TUNING.walk.units_per_node`` most similar to the query per node) as (node, unit, salience),
+    """Step 4: the units mentioning the reached nodes that are no hubs (of each node's
+    ``TUNING.walk.units_read_per_node`` most salient, the ``TUNING.walk.units_per_node`` most
+    similar to the query) as (node, unit, salience),
     and every unit's cosine similarity to the query, the candidates' included (one statement).
     A unit several nodes mention is read and compared once (``s``), then ranked per node."""
     conditions = [c for c in (space.vector_condition, filter_sql) if c]
@@ -384,9 +385,14 @@ def _unit_rows(
         cursor.execute(
             f"""
             WITH m AS MATERIALIZED (
-                SELECT m.node_id, m.unit_id, m.salience FROM rag_graphmention m
-                WHERE m.node_id = ANY(%(nodes)s) AND m.space = %(space)s
-                  AND m.scope_id = ANY(%(scopes)s)
+                SELECT node_id, unit_id, salience FROM (
+                    SELECT m.node_id, m.unit_id, m.salience, row_number() OVER (
+                        PARTITION BY m.node_id ORDER BY m.salience DESC, m.unit_id DESC
+                    ) AS nth
+                    FROM rag_graphmention m
+                    WHERE m.node_id = ANY(%(nodes)s) AND m.space = %(space)s
+                      AND m.scope_id = ANY(%(scopes)s)
+                ) x WHERE nth <= %(read)s
             ), s AS MATERIALIZED (
                 SELECT u.id, 1 - (u.{space.embedding_column} <=> %(q)s::vector) AS similarity
                 FROM {space.unit_table} u {join}
@@ -412,6 +418,7 @@ def _unit_rows(
                 "scopes": list(scope_ids),
                 "model": get_embedding_provider().model_id,
                 "per_node": TUNING.walk.units_per_node,
+                "read": TUNING.walk.units_read_per_node,
             },
         )
         rows = cursor.fetchall()

@@ -711,6 +711,39 @@ def test_with_the_broker_down_a_small_write_links_its_entries_itself(
     assert "memory_graph_rebuild --context" in caplog.text
 
 
+def test_a_reached_node_reads_at_most_its_most_salient_units(
+    agent_client: AuthedAgent,
+    django_capture_on_commit_callbacks: Any,
+    tune: Callable[[str, Any], None],
+) -> None:
+    """``rag.walk.units_read_per_node``: of the units that mention a reached node, only that
+    many are compared with the query, the most salient (the newest first among equals)."""
+    import numpy as np
+
+    from memory.spaces import MEMORY_ENTRIES
+    from rag.graph.graph_types import Reach
+    from rag.graph.models import GraphNode
+    from rag.graph.retrieval import _unit_rows
+
+    cid = create_context(agent_client)["id"]
+    with django_capture_on_commit_callbacks(execute=True):
+        written = [
+            add_entry(agent_client, cid, f"Marta Kvist note {n}: she rowed {n} miles.")["id"]
+            for n in range(5)
+        ]
+    node = GraphNode.objects.get(name="Marta Kvist")
+    reached = {node.pk: Reach(node.pk, node.name, node.entity_type, node.pk, 0, 1.0, [], 5)}
+    vector = np.ones(384, dtype=np.float32) / np.sqrt(384)
+
+    def read() -> set[int]:
+        rows, _ = _unit_rows(MEMORY_ENTRIES, [cid], reached, 1000, [], vector, "", None)
+        return {unit for found, unit, _ in rows if found == node.pk}
+
+    assert read() == set(written)
+    tune("rag.walk.units_read_per_node", 2)
+    assert read() == set(written[-2:])  # equally salient: the newest
+
+
 def test_a_search_naming_a_speaker_lifts_their_entries(
     agent_client: AuthedAgent, tune: Callable[[str, Any], None]
 ) -> None:

@@ -121,13 +121,15 @@ class MemorySpaces:
     # fold chooses it: log 'Graph weight per space'); hop decay 0.2 (the middle of what both
     # folds share: log 'Hop decay per space'); graph similarity 0.5 (both conversations best,
     # 0.855 / 0.855 -> 0.858 / 0.874 Recall@10); late weight 1.25 (the middle of the plateau
-    # both folds share, 1.0 to 1.5: log 'Late interaction').
+    # both folds share, 1.0 to 1.5: log 'Late interaction'); 250 units read per node (no cut
+    # at 5,000 turns: log 'Graph-mode memory search at 20,000 turns').
     entries: SpaceWeights = SpaceWeights(  # noqa: RUF009 (frozen: shared safely)
         group_weight=0.3,
         graph_weight=0.2,
         hop_decay=0.2,
         graph_similarity=0.5,
         late_weight=1.25,
+        units_read_per_node=250,
     )
 
 

@@ -255,6 +255,15 @@ class SpaceWeights:
         bench="per space on LoCoMo dev (log 'Late interaction', 'the late weight's plateau,"
         " finer')",
     )
+    units_read_per_node: int = tunable(
+        0,
+        meaning="Per reached node that is no hub, at most this many of the units mentioning it"
+        " are compared with the query (the most salient, the newest first among equals); 0: all."
+        " It bounds the graph's units stage where the hub limit (hub_share of the units) grows.",
+        bench="memory entries 250: LoCoMo dev and the 5,000-turn account (hub limit 250) cut"
+        " nothing; 20,000 turns: graph p95 92.7 -> 81.1 ms, its units stage 58.6 -> 48.6 ms (log"
+        " 'Graph-mode memory search at 20,000 turns'); chunks: not measured on SciFact, off",
+    )
 
 
 @dataclass(frozen=True)
@@ -383,15 +392,6 @@ class Walk:
         meaning="Per reached node, the units most similar to the query that are read.",
         bench="LoCoMo dev: a speaker's node is mentioned by hundreds of turns (log 'Units per"
         " node')",
-    )
-    units_read_per_node: int = tunable(
-        250,
-        meaning="Per reached node that is no hub, at most this many of the units mentioning it"
-        " are compared with the query (the most salient, the newest first among equals): it"
-        " bounds the units stage where the hub limit (hub_share of the units) grows past it.",
-        bench="LoCoMo dev and the 5,000-turn account (hub limit 250): no node is cut; 20,000"
-        " turns: graph p95 92.7 -> 81.1 ms, its units stage 58.6 -> 48.6 ms (log 'Graph-mode"
-        " memory search at 20,000 turns')",
     )
     passage_candidates: int = tunable(
         20,

@@ -316,7 +316,7 @@ def graph_rank(
     started = time.perf_counter()
     mention_rows, similarity = _unit_rows(
         space, scope_ids, reached, limit, list(candidates), query_vector, filter_sql,
-        filter_params,
+        filter_params, weights.units_read_per_node,
     )  # fmt: skip
     mention_rows += [(node, unit, salience) for unit, node, salience, *_ in passage_rows]
     if chain is None:
@@ -371,10 +371,11 @@ def _unit_rows(
     vector: Any,
     filter_sql: str,
     filter_params: Mapping[str, Any] | None,
+    read_per_node: int = 0,
 ) -> tuple[list[tuple[int, int, float]], dict[int, float]]:
     """Step 4: the units mentioning the reached nodes that are no hubs (of each node's
-    ``TUNING.walk.units_read_per_node`` most salient, the ``TUNING.walk.units_per_node`` most
-    similar to the query) as (node, unit, salience),
+    ``read_per_node`` most salient, all when 0, the ``TUNING.walk.units_per_node`` most similar
+    to the query) as (node, unit, salience),
     and every unit's cosine similarity to the query, the candidates' included (one statement).
     A unit several nodes mention is read and compared once (``s``), then ranked per node."""
     conditions = [c for c in (space.vector_condition, filter_sql) if c]
@@ -418,7 +419,7 @@ def _unit_rows(
                 "scopes": list(scope_ids),
                 "model": get_embedding_provider().model_id,
                 "per_node": TUNING.walk.units_per_node,
-                "read": TUNING.walk.units_read_per_node,
+                "read": read_per_node or 2**31 - 1,
             },
         )
         rows = cursor.fetchall()

@@ -716,14 +716,16 @@ def test_a_reached_node_reads_at_most_its_most_salient_units(
     django_capture_on_commit_callbacks: Any,
     tune: Callable[[str, Any], None],
 ) -> None:
-    """``rag.walk.units_read_per_node``: of the units that mention a reached node, only that
-    many are compared with the query, the most salient (the newest first among equals)."""
+    """``units_read_per_node`` (memory entries: ``memory.spaces.entries``): of the units that
+    mention a reached node, only that many are compared with the query, the most salient (the
+    newest first among equals)."""
     import numpy as np
 
     from memory.spaces import MEMORY_ENTRIES
     from rag.graph.graph_types import Reach
     from rag.graph.models import GraphNode
     from rag.graph.retrieval import _unit_rows
+    from rag.spaces import space_weights
 
     cid = create_context(agent_client)["id"]
     with django_capture_on_commit_callbacks(execute=True):
@@ -736,12 +738,16 @@ def test_a_reached_node_reads_at_most_its_most_salient_units(
     vector = np.ones(384, dtype=np.float32) / np.sqrt(384)
 
     def read() -> set[int]:
-        rows, _ = _unit_rows(MEMORY_ENTRIES, [cid], reached, 1000, [], vector, "", None)
+        cap = space_weights(MEMORY_ENTRIES).units_read_per_node
+        rows, _ = _unit_rows(MEMORY_ENTRIES, [cid], reached, 1000, [], vector, "", None, cap)
         return {unit for found, unit, _ in rows if found == node.pk}
 
+    assert space_weights(MEMORY_ENTRIES).units_read_per_node == 250
     assert read() == set(written)
-    tune("rag.walk.units_read_per_node", 2)
+    tune("memory.spaces.entries.units_read_per_node", 2)
     assert read() == set(written[-2:])  # equally salient: the newest
+    tune("memory.spaces.entries.units_read_per_node", 0)  # 0: every one
+    assert read() == set(written)
 
 
 def test_a_search_naming_a_speaker_lifts_their_entries(

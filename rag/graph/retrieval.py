@@ -362,6 +362,23 @@ def _passage_nodes(
         return [(u, n, float(s), name, t, c or 0) for u, n, s, name, t, c in cursor.fetchall()]
 
 
+# Step 4's mentions of the reached nodes; ``_MENTIONS_READ``: each node's ``%(read)s`` most
+# salient, the newest first among equals (a space's ``units_read_per_node``).
+_MENTIONS = """
+    SELECT m.node_id, m.unit_id, m.salience FROM rag_graphmention m
+    WHERE m.node_id = ANY(%(nodes)s) AND m.space = %(space)s AND m.scope_id = ANY(%(scopes)s)
+"""
+_MENTIONS_READ = """
+    SELECT node_id, unit_id, salience FROM (
+        SELECT m.node_id, m.unit_id, m.salience, row_number() OVER (
+            PARTITION BY m.node_id ORDER BY m.salience DESC, m.unit_id DESC
+        ) AS nth
+        FROM rag_graphmention m
+        WHERE m.node_id = ANY(%(nodes)s) AND m.space = %(space)s AND m.scope_id = ANY(%(scopes)s)
+    ) x WHERE nth <= %(read)s
+"""
+
+
 def _unit_rows(
     space: SearchSpace,
     scope_ids: Sequence[int],
@@ -382,19 +399,11 @@ def _unit_rows(
     where = "".join(f" AND {c}" for c in conditions)
     join = space.unit_filter_join if filter_sql else ""
     nodes = [n for n, r in reached.items() if r.mention_count < limit]
+    mentions = _MENTIONS_READ if read_per_node else _MENTIONS
     with read_connection().cursor() as cursor:
         cursor.execute(
             f"""
-            WITH m AS MATERIALIZED (
-                SELECT node_id, unit_id, salience FROM (
-                    SELECT m.node_id, m.unit_id, m.salience, row_number() OVER (
-                        PARTITION BY m.node_id ORDER BY m.salience DESC, m.unit_id DESC
-                    ) AS nth
-                    FROM rag_graphmention m
-                    WHERE m.node_id = ANY(%(nodes)s) AND m.space = %(space)s
-                      AND m.scope_id = ANY(%(scopes)s)
-                ) x WHERE nth <= %(read)s
-            ), s AS MATERIALIZED (
+            WITH m AS MATERIALIZED ({mentions}), s AS MATERIALIZED (
                 SELECT u.id, 1 - (u.{space.embedding_column} <=> %(q)s::vector) AS similarity
                 FROM {space.unit_table} u {join}
                 WHERE u.id = ANY(ARRAY(SELECT DISTINCT unit_id FROM m) || %(candidates)s::bigint[])
@@ -419,7 +428,7 @@ def _unit_rows(
                 "scopes": list(scope_ids),
                 "model": get_embedding_provider().model_id,
                 "per_node": TUNING.walk.units_per_node,
-                "read": read_per_node or 2**31 - 1,
+                "read": read_per_node,
             },
         )
         rows = cursor.fetchall()

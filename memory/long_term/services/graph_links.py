@@ -176,10 +176,12 @@ def entries_link(*, entry_ids: Sequence[int], context_id: int) -> IndexOutcome:
         )
     kept = {e.pk for e in live}
     gone = [pk for pk in dict.fromkeys(entry_ids) if pk not in kept]
+    if not gone:
+        return outcome
     account_id = (
         MemoryContext.objects.filter(pk=context_id).values_list("account_id", flat=True).first()
     )
-    if gone and account_id is not None:
+    if account_id is not None:
         outcome.add(
             mentions_replace(
                 account_id=account_id,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+import uuid
 from datetime import timedelta
 
 import pytest
@@ -24,14 +25,24 @@ def test_task_enqueued_on_commit_runs_on_a_real_worker(settings) -> None:
     key, _ = services.api_key_create(actor=actor_for_account(agent.account_id), agent=agent)
     ApiKey.objects.filter(pk=key.pk).update(revoked_at=timezone.now() - timedelta(days=400))
 
+    # A queue of its own, as the other real-worker tests have: xdist's workers share the broker,
+    # and a worker of another test must never take this task (nor this worker another's).
+    queue = f"worker-test-{uuid.uuid4().hex}"
     app.conf.task_always_eager = False
     try:
         with start_worker(
-            app, pool="solo", concurrency=1, perform_ping_check=False, shutdown_timeout=20
+            app,
+            pool="solo",
+            concurrency=1,
+            perform_ping_check=False,
+            shutdown_timeout=20,
+            queues=[queue],
         ):
             with transaction.atomic():
                 holder: list[object] = []
-                transaction.on_commit(lambda: holder.append(tasks.prune_api_keys.delay()))
+                transaction.on_commit(
+                    lambda: holder.append(tasks.prune_api_keys.apply_async(queue=queue))
+                )
             assert holder, "task must be sent once the transaction commits"
             deadline = timezone.now() + timedelta(seconds=30)
             while timezone.now() < deadline:

@@ -117,6 +117,16 @@ def dequantise(values: np.ndarray, scales: np.ndarray) -> np.ndarray:
     return restored
 
 
+def stored_read(tokens: Sequence[str], values: bytes, scales: bytes) -> Read:
+    """A reading as ``quantise`` stored it (int8 rows and float32 scales, as bytes) given back.
+    A text with no token (only characters the tokenizer drops, such as a zero-width space)
+    has an empty reading, which scores 0 against every query."""
+    if not tokens:
+        return (), np.empty((0, 0), dtype=np.float32)
+    rows = np.frombuffer(values, dtype=np.int8).reshape(len(tokens), -1)
+    return tuple(tokens), dequantise(rows, np.frombuffer(scales, dtype=np.float32))
+
+
 def rounded(states: np.ndarray) -> np.ndarray:
     """``states`` as a stored reading gives them back: every path (stored, cached, computed)
     scores a text the same."""

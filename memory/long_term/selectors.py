@@ -11,7 +11,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, NamedTuple
 
-import numpy as np
 from django.db.models import QuerySet
 from django.utils import timezone
 
@@ -426,11 +425,7 @@ def _late_texts(
         structured = None if data is None else json.loads(data)
         text = texts[entry_id] = entry_text(content, structured, speaker)
         if sha is not None and bytes(sha) == text_sha(text):
-            values = np.frombuffer(states, dtype=np.int8).reshape(len(tokens), -1)
-            reads[text] = (
-                tuple(tokens),
-                late_interaction.dequantise(values, np.frombuffer(scales, dtype=np.float32)),
-            )
+            reads[text] = late_interaction.stored_read(tokens, bytes(states), bytes(scales))
     return texts, reads
 
 

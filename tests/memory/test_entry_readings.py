@@ -88,6 +88,24 @@ def test_written_entries_are_read_and_graph_search_scores_from_the_readings(
     assert _read(model_calls) == set(TURNS)
 
 
+def test_an_entry_the_tokenizer_reads_no_token_of_is_found_with_an_empty_reading(
+    agent_client: AuthedAgent, settings: Any
+) -> None:
+    """Characters the tokenizer drops (a zero-width space, a soft hyphen) leave an entry with
+    an empty reading: a graph search scores it 0 and answers, as it does for the others
+    (this was a 500 the fuzzer found)."""
+    settings.MEMORY_ENTRY_READINGS = True
+    cid = create_context(agent_client)["id"]
+    blank = add_entry(agent_client, cid, "\u200b\u00ad")["id"]
+    ids = [blank, *(add_entry(agent_client, cid, text)["id"] for text in TURNS[:2])]
+    assert MemoryEntryReading.objects.get(entry_id=blank).tokens == []
+    body = search(agent_client, "f", mode="graph", top_k=10)
+    assert body.status_code == 200, body.json()
+    late = {hit["id"]: hit["retrieval"]["late_score"] for hit in body.json()["results"]}
+    assert set(late) <= set(ids) and late.get(blank) in (None, 0.0)
+    assert late_interaction.stored_read([], b"", b"")[1].shape == (0, 0)
+
+
 def test_a_new_version_is_read_and_a_reading_of_another_text_is_not_used(
     agent_client: AuthedAgent, settings: Any, model_calls: list[list[str]]
 ) -> None:

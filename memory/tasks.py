@@ -241,6 +241,22 @@ def link_entries(entry_ids: list[int], context_id: int) -> dict[str, int]:
 
 
 @periodic_job(
+    job="memory.link_pending",
+    description="Bring the graph links of the long-term entries whose link task was not sent "
+    "(broker down) up to date: linked when live, unlinked when replaced, archived or deleted; "
+    "2,000 entries a run.",
+    every_seconds=120,
+    expires_seconds=110,
+    time_limit=600,
+    soft_time_limit=540,
+)
+def link_pending(run: JobRun, dry_run: bool = False) -> dict[str, int]:
+    if dry_run:
+        return {"left": graph_links.pending_links_count(), "dry_run": 1}
+    return graph_links.pending_links_run()
+
+
+@periodic_job(
     job="memory.index_pending",
     description="Index the conversation messages waiting for their BM25 postings and "
     "embedding whose task was not sent (broker down) or died.",

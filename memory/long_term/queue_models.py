@@ -6,7 +6,9 @@ A conversation's messages are stored at once and indexed after the commit
 postings and its embedding. Reads are buffered in Redis and applied by a flush
 (``memory.long_term.services.access``): each (claim, context) it applied is marked here, in the
 transaction that applied it, so a flush that died before deleting its claim from Redis is never
-applied twice.
+applied twice. Entries whose links to the knowledge graph could not be brought up to date after
+their write (the broker down, the write too large to link in its own process) wait here for the
+``memory.link_pending`` job (``memory.long_term.services.graph_links``).
 """
 
 from __future__ import annotations
@@ -61,6 +63,26 @@ class PendingIndex(models.Model):
                 condition=Q(failed_at__isnull=True),
             ),
         ]
+
+    def __str__(self) -> str:
+        return f"entry {self.entry_id}"
+
+
+class PendingGraphLink(models.Model):
+    """An entry whose links to the knowledge graph are to be brought up to date
+    (``graph_links.entries_link``: linked when it is live, unlinked when it is an earlier
+    version, archived or deleted). No foreign key: a deleted entry's row stays until its links
+    are gone. ``queued_at``: the latest time it was queued; a run deletes only the rows it
+    read, so an entry queued again meanwhile is linked again."""
+
+    entry_id = models.BigIntegerField(primary_key=True)
+    context_id = models.BigIntegerField()
+    queued_at = models.DateTimeField()
+
+    class Meta:
+        verbose_name = "entry waiting for its graph links"
+        verbose_name_plural = "entries waiting for their graph links"
+        indexes = [models.Index(fields=["queued_at"], name="ltm_pending_link_queued")]
 
     def __str__(self) -> str:
         return f"entry {self.entry_id}"

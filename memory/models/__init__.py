@@ -19,7 +19,7 @@ from memory.long_term.models import (
     MemoryEntryTerm,
     MemorySnapshot,
 )
-from memory.long_term.queue_models import AccessFlush, PendingIndex
+from memory.long_term.queue_models import AccessFlush, PendingGraphLink, PendingIndex
 from memory.maintenance.models.changes import ChangePolicy, PendingChange
 from memory.maintenance.models.jobs import MaintenanceJob
 from memory.maintenance.models.reports import MemoryMaintenanceReport
@@ -61,6 +61,7 @@ __all__ = [
     "MemoryPoolGrant",
     "MemorySnapshot",
     "PendingChange",
+    "PendingGraphLink",
     "PendingIndex",
     "PoolLeaf",
     "PoolLeafPosting",

@@ -5,23 +5,30 @@ entries through the entities they share (docs/memory/long-term.md, "Graph search
 Entries are linked when a conversation's messages are extracted (``extractions``: the offline
 extractor's entities of each message, plus those the model named for it), after every other
 write of new entries or new versions commits (``entries_link_soon``: a worker links them, the
-offline extractor reading the write's entries together), by ``memory_graph_rebuild`` for whole
-contexts, and by ``memory_eval --mode graph``. Linking is derived data: indexing an entry again
-replaces its links.
+offline extractor reading the write's entries together; with the broker down, the writing
+process or the ``memory.link_pending`` job, from ``PendingGraphLink``), by
+``memory_graph_rebuild`` for whole contexts, and by ``memory_eval --mode graph``. Linking is
+derived data: indexing an entry again replaces its links.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
+
+from django.db.models import Q
+from django.utils import timezone
 
 from core.actors import Actor
 from memory.long_term.context_access import require_writable
-from memory.models import MemoryContext, MemoryEntry
+from memory.models import MemoryContext, MemoryEntry, PendingGraphLink
 from memory.spaces import MEMORY_ENTRIES
 from rag.graph.entities import Entity, TextEntities, document_entities
 from rag.graph.services import IndexOutcome, UnitEntities, mentions_replace, units_extract
 
 BATCH = 500
+log = logging.getLogger("engram.memory")
 
 
 def entries_graph_index(
@@ -93,8 +100,6 @@ def conversation_graph_link(
 ) -> None:
     """After an extraction run: link its messages to the graph, with the entities the run
     found in each (the model's included). Never fails the run: an error is logged."""
-    import logging
-
     from memory.models import Extraction
 
     extra: dict[int, list[Entity]] = {}
@@ -118,42 +123,89 @@ def conversation_graph_link(
             extra=extra,
         )
     except Exception:
-        logging.getLogger("engram.memory").exception("graph links of messages failed")
+        log.exception("graph links of messages failed")
 
 
 # With the broker down, a write of at most this many entries is linked by its own process
-# after the commit (about 12 ms an entry, offline); a larger one is left to
-# ``memory_graph_rebuild`` (logged).
+# after the commit (about 12 ms an entry, offline); a larger one waits in ``PendingGraphLink``
+# for the ``memory.link_pending`` job.
 INLINE_LINK_MAX = 100
+# Entries the ``memory.link_pending`` job links in one run (about 12 ms each, offline).
+LINK_PENDING_BATCH = 2_000
 
 
 def entries_link_soon(entry_ids: Sequence[int], context_id: int) -> None:
     """Once the write commits: a worker brings these entries' links to the graph up to date
     (``entries_link``). With the broker down the writing process does it itself, for a write of
-    up to ``INLINE_LINK_MAX`` entries; an error there is logged, never the write's."""
-    import logging
-
+    up to ``INLINE_LINK_MAX`` entries; a larger write, or one whose linking fails there, waits
+    for the ``memory.link_pending`` job (``entries_link_later``). Never the write's error."""
     from core.queue import task_send_on_commit
     from memory import tasks
 
     ids = list(entry_ids)
 
     def inline() -> None:
-        log = logging.getLogger("engram.memory")
-        if len(ids) > INLINE_LINK_MAX:
-            log.warning(
-                "broker down: %d entries of context %d not linked to the graph "
-                "(manage.py memory_graph_rebuild --context %d)",
-                len(ids), context_id, context_id,
-            )  # fmt: skip
-            return
         try:
-            entries_link(entry_ids=ids, context_id=context_id)
+            if len(ids) <= INLINE_LINK_MAX:
+                entries_link(entry_ids=ids, context_id=context_id)
+                return
+            log.warning(
+                "broker down: the graph links of %d entries of context %d wait for the "
+                "memory.link_pending job", len(ids), context_id,
+            )  # fmt: skip
         except Exception:
-            log.exception("graph links of entries failed")
+            log.exception("graph links of entries failed; they wait for memory.link_pending")
+        try:
+            entries_link_later(ids, context_id)
+        except Exception:
+            log.exception("graph links of entries lost (memory_graph_rebuild repairs them)")
 
     if ids:
         task_send_on_commit(tasks.link_entries, ids, context_id, on_failure=inline)
+
+
+def entries_link_later(entry_ids: Sequence[int], context_id: int) -> int:
+    """Queue the entries for the ``memory.link_pending`` job (an entry queued already is
+    queued again, as of now): how many."""
+    now = timezone.now()
+    rows = [
+        PendingGraphLink(entry_id=pk, context_id=context_id, queued_at=now)
+        for pk in dict.fromkeys(entry_ids)
+    ]
+    PendingGraphLink.objects.bulk_create(
+        rows,
+        batch_size=BATCH,
+        update_conflicts=True,
+        unique_fields=["entry_id"],
+        update_fields=["context_id", "queued_at"],
+    )
+    return len(rows)
+
+
+def pending_links_run(*, limit: int = LINK_PENDING_BATCH) -> dict[str, int]:
+    """The ``memory.link_pending`` job: the ``limit`` entries queued longest ago linked
+    (``entries_link``, a context's together), then their rows deleted, unless queued again
+    meanwhile. ``linked``: entries done; ``left``: entries still waiting."""
+    rows = list(
+        PendingGraphLink.objects.order_by("queued_at", "entry_id").values_list(
+            "entry_id", "context_id", "queued_at"
+        )[:limit]
+    )
+    by_context: dict[int, list[tuple[int, datetime]]] = {}
+    for entry_id, context_id, queued_at in rows:
+        by_context.setdefault(context_id, []).append((entry_id, queued_at))
+    for context_id, queued in by_context.items():
+        entries_link(entry_ids=[pk for pk, _ in queued], context_id=context_id)
+        done = Q()
+        for pk, queued_at in queued:
+            done |= Q(entry_id=pk, queued_at=queued_at)
+        PendingGraphLink.objects.filter(done).delete()
+    return {"linked": len(rows), "left": pending_links_count()}
+
+
+def pending_links_count() -> int:
+    """Entries waiting for the ``memory.link_pending`` job."""
+    return PendingGraphLink.objects.count()
 
 
 def entries_link(*, entry_ids: Sequence[int], context_id: int) -> IndexOutcome:

@@ -122,7 +122,9 @@ class MemorySpaces:
     # folds share: log 'Hop decay per space'); graph similarity 0.5 (both conversations best,
     # 0.855 / 0.855 -> 0.858 / 0.874 Recall@10); late weight 1.25 (the middle of the plateau
     # both folds share, 1.0 to 1.5: log 'Late interaction'); 250 units read per node (no cut
-    # at 5,000 turns: log 'Graph-mode memory search at 20,000 turns').
+    # at 5,000 turns: log 'Graph-mode memory search at 20,000 turns'); 600 mentions read per
+    # search (each fold is lossless from 150, the 5,000-turn proxy from 300 or less: log 'A
+    # budget of units per graph search').
     entries: SpaceWeights = SpaceWeights(  # noqa: RUF009 (frozen: shared safely)
         group_weight=0.3,
         graph_weight=0.2,
@@ -130,6 +132,7 @@ class MemorySpaces:
         graph_similarity=0.5,
         late_weight=1.25,
         units_read_per_node=250,
+        units_read_per_search=600,
     )
 
 

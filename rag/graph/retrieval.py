@@ -316,7 +316,7 @@ def graph_rank(
     started = time.perf_counter()
     mention_rows, similarity = _unit_rows(
         space, scope_ids, reached, limit, list(candidates), query_vector, filter_sql,
-        filter_params, weights.units_read_per_node,
+        filter_params, weights.units_read_per_node, weights.units_read_per_search,
     )  # fmt: skip
     mention_rows += [(node, unit, salience) for unit, node, salience, *_ in passage_rows]
     if chain is None:
@@ -379,6 +379,29 @@ _MENTIONS_READ = """
 """
 
 
+def nodes_read(
+    reached: Mapping[int, Reach], limit: int, read_per_node: int = 0, read_per_search: int = 0
+) -> list[int]:
+    """The reached nodes whose units step 4 reads: those that are no hubs (mentioned fewer
+    than ``limit`` times) and, when ``read_per_search``, from the least mentioned up while the
+    mentions they bring (each node's up to ``read_per_node``, when set) stay within it (the
+    least mentioned node always). The nodes left out are the most mentioned: the least
+    specific, whose units carry the least of the PageRank's mass."""
+    nodes = [n for n, r in reached.items() if r.mention_count < limit]
+    if not read_per_search:
+        return nodes
+    kept: list[int] = []
+    total = 0
+    for node in sorted(nodes, key=lambda n: (reached[n].mention_count, n)):
+        count = reached[node].mention_count
+        cost = min(count, read_per_node) if read_per_node else count
+        if kept and total + cost > read_per_search:
+            break
+        kept.append(node)
+        total += cost
+    return kept
+
+
 def _unit_rows(
     space: SearchSpace,
     scope_ids: Sequence[int],
@@ -389,16 +412,17 @@ def _unit_rows(
     filter_sql: str,
     filter_params: Mapping[str, Any] | None,
     read_per_node: int = 0,
+    read_per_search: int = 0,
 ) -> tuple[list[tuple[int, int, float]], dict[int, float]]:
     """Step 4: the units mentioning the reached nodes that are no hubs (of each node's
     ``read_per_node`` most salient, all when 0, the ``TUNING.walk.units_per_node`` most similar
-    to the query) as (node, unit, salience),
+    to the query; of the nodes ``nodes_read`` keeps) as (node, unit, salience),
     and every unit's cosine similarity to the query, the candidates' included (one statement).
     A unit several nodes mention is read and compared once (``s``), then ranked per node."""
     conditions = [c for c in (space.vector_condition, filter_sql) if c]
     where = "".join(f" AND {c}" for c in conditions)
     join = space.unit_filter_join if filter_sql else ""
-    nodes = [n for n, r in reached.items() if r.mention_count < limit]
+    nodes = nodes_read(reached, limit, read_per_node, read_per_search)
     mentions = _MENTIONS_READ if read_per_node else _MENTIONS
     with read_connection().cursor() as cursor:
         cursor.execute(

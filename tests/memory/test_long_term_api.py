@@ -813,6 +813,24 @@ def test_a_reached_node_reads_at_most_its_most_salient_units(
     assert read() == set(written)
 
 
+def test_a_graph_search_reads_the_units_of_its_least_mentioned_nodes_within_its_budget() -> None:
+    """``units_read_per_search``: the reached nodes that are no hubs are read from the least
+    mentioned up while their mentions (each counted up to ``units_read_per_node``) fit; the
+    least mentioned always; 0: all of them."""
+    from rag.graph.graph_types import Reach
+    from rag.graph.retrieval import nodes_read
+
+    counts = {1: 400, 2: 3, 3: 40, 4: 90, 5: 1200, 6: 40}
+    reached = {n: Reach(n, f"n{n}", "person", 1, 1, 0.5, [], c) for n, c in counts.items()}
+    assert set(nodes_read(reached, 1000)) == {1, 2, 3, 4, 6}  # 5 is a hub
+    assert nodes_read(reached, 1000, 0, 100) == [2, 3, 6]  # 3 + 40 + 40; 90 more would pass
+    assert nodes_read(reached, 1000, 0, 173) == [2, 3, 6, 4]
+    # Counted up to the per-node read: node 1 brings 250, not 400.
+    assert nodes_read(reached, 1000, 250, 423) == [2, 3, 6, 4, 1]
+    assert nodes_read(reached, 1000, 0, 423) == [2, 3, 6, 4]
+    assert nodes_read({1: reached[1]}, 1000, 0, 10) == [1]  # the least mentioned always
+
+
 def test_a_search_naming_a_speaker_lifts_their_entries(
     agent_client: AuthedAgent, tune: Callable[[str, Any], None]
 ) -> None:

@@ -240,6 +240,12 @@ def link_entries(entry_ids: list[int], context_id: int) -> dict[str, int]:
     return {"entries": outcome.units, "nodes_created": outcome.nodes_created}
 
 
+@queued_task(queue=INGESTION, time_limit=600, soft_time_limit=540, acks_late=True)
+def forget_context_links(context_ids: list[int]) -> dict[str, int]:
+    """Drop the graph mentions of deleted contexts' entries, refreshing the nodes they named."""
+    return {"nodes": graph_links.contexts_unlink(context_ids)}
+
+
 @periodic_job(
     job="memory.link_pending",
     description="Bring the graph links of the long-term entries whose link task was not sent "

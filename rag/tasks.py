@@ -164,6 +164,16 @@ def graph_index_pending(run: JobRun, dry_run: bool = False) -> dict[str, int]:
         return {"pending": taken, "indexed": taken, "mentions": outcome.mentions}
 
 
+@queued_task(queue=INGESTION, time_limit=1800, soft_time_limit=1740, acks_late=True)
+def graph_forget_chunks(knowledge_base_ids: list[int]) -> dict[str, int]:
+    """Drop the graph mentions of the chunks deleted from these knowledge bases (a document or
+    a whole base deleted), refreshing the nodes they named."""
+    from rag.graph.services import mentions_forget
+    from rag.spaces import CHUNKS
+
+    return {"nodes": mentions_forget(space=CHUNKS, scope_ids=knowledge_base_ids)}
+
+
 @queued_task(queue=INGESTION, bind=True, time_limit=1800, soft_time_limit=1740, acks_late=True)
 def graph_index_documents(self, document_ids: list[int]) -> dict[str, int]:  # type: ignore[no-untyped-def]
     """The entities of newly indexed documents' chunks (``rag.graph.services.build``); never

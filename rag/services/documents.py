@@ -25,6 +25,7 @@ from rag.services.pipeline import (
     documents_give_up,
     extracted_size_check,
 )
+from rag.spaces import CHUNKS
 
 
 @dataclass(frozen=True)
@@ -248,7 +249,8 @@ def document_reprocess(*, actor: Actor, document: Document, force: bool = False)
 
 
 def document_delete(*, actor: Actor, document: Document) -> None:
-    """Delete a document, its chunks and its index data, keeping corpus statistics exact. A
+    """Delete a document, its chunks and its index data (graph mentions once it commits:
+    ``chunks_unlink_soon``), keeping corpus statistics exact. A
     document deleted meanwhile (by another request, or with its knowledge base) is 404
     ``document_not_found``, as a missing one."""
     actor.require(document.account_id, WRITE_DOCUMENTS)
@@ -271,6 +273,17 @@ def document_delete(*, actor: Actor, document: Document) -> None:
             changes={"title": document.title},
         )
         Document.objects.filter(pk=document.pk).delete()
+        chunks_unlink_soon([kb.pk])
+
+
+def chunks_unlink_soon(knowledge_base_ids: list[int]) -> None:
+    """Once the deleting transaction commits: the graph mentions of the chunks it deleted from
+    these knowledge bases dropped by a worker (``rag.tasks.graph_forget_chunks``; by this
+    process with the broker down), so nothing derived from them stays in the graph."""
+    from rag import tasks
+    from rag.graph.services import mentions_forget_soon
+
+    mentions_forget_soon(tasks.graph_forget_chunks, CHUNKS, knowledge_base_ids)
 
 
 def documents_create_batch(

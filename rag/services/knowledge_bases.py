@@ -20,6 +20,7 @@ from core.embeddings import get_embedding_provider
 from core.errors import Conflict, NotFound, ValidationFailed
 from core.writes import changes_of, changes_validate, row_delete, row_update
 from rag.models import KnowledgeBase
+from rag.services.documents import chunks_unlink_soon
 
 _TRANSITIONS: dict[str, set[str]] = {
     KnowledgeBase.Status.ACTIVE: {"indexing", "paused", "error", "archived"},
@@ -153,7 +154,8 @@ def knowledge_base_transition(
 
 
 def knowledge_base_delete(*, actor: Actor, kb: KnowledgeBase) -> None:
-    """Delete a knowledge base with its documents; chunks and postings cascade in the database.
+    """Delete a knowledge base with its documents; chunks and postings cascade in the database,
+    and their graph mentions are dropped once it commits (``chunks_unlink_soon``).
 
     The knowledge base's row is locked first, as every ingestion swap and document deletion
     locks it before touching documents and chunks: taking the documents first deadlocked with an
@@ -162,6 +164,7 @@ def knowledge_base_delete(*, actor: Actor, kb: KnowledgeBase) -> None:
     with transaction.atomic():
         if not KnowledgeBase.objects.select_for_update().filter(pk=kb.pk).exists():
             raise NotFound("No such knowledge base.", code="knowledge_base_not_found")
+        chunks_unlink_soon([kb.pk])
         row_delete(
             actor=actor,
             instance=kb,

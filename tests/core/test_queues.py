@@ -59,6 +59,8 @@ def test_periodic_jobs_are_maintenance_and_request_work_is_not() -> None:
         "rag.tasks.graph_index_documents",
         "core.tasks.portability_job",
         "memory.tasks.link_entries",
+        "memory.tasks.forget_context_links",
+        "rag.tasks.graph_forget_chunks",
     ):
         assert declared[name] == INGESTION, name
     assert declared["memory.tasks.maintenance_job"] == MAINTENANCE  # clustering on demand

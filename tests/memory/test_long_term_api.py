@@ -654,6 +654,36 @@ def test_written_entries_join_the_graph_and_a_default_search_hops_through_them(
     assert not GraphMention.objects.filter(node__name="Abisko").exists()
 
 
+def test_a_deleted_context_leaves_nothing_it_wrote_in_the_graph(
+    agent_client: AuthedAgent,
+    make_agent_client: Any,
+    django_capture_on_commit_callbacks: Any,
+) -> None:
+    """Deleting a context drops its entries' graph mentions once it commits
+    (``memory.tasks.forget_context_links``): another context's, and another account's, stay."""
+    intruder = make_agent_client()
+    mine, kept = (
+        create_context(agent_client, "mine")["id"],
+        create_context(agent_client, "kept")["id"],
+    )
+    theirs = create_context(intruder, "theirs")["id"]
+    with django_capture_on_commit_callbacks(execute=True):
+        add_entry(agent_client, mine, "Petra Oskarsson sails with Lena Holm.")
+        add_entry(agent_client, kept, "Lena Holm teaches at the Dune Academy.")
+        add_entry(intruder, theirs, "Petra Oskarsson sails with Lena Holm.")
+
+    def count(account_id: int, name: str) -> int:
+        return GraphMention.objects.filter(account_id=account_id, node__name=name).count()
+
+    mine_account, their_account = agent_client.agent.account_id, intruder.agent.account_id
+    assert count(mine_account, "Petra Oskarsson") == 1 and count(mine_account, "Lena Holm") == 2
+    with django_capture_on_commit_callbacks(execute=True):
+        assert agent_client.client.delete(f"{BASE}/contexts/{mine}").status_code == 204
+    assert not GraphMention.objects.filter(space="memory_entries", scope_id=mine).exists()
+    assert count(mine_account, "Petra Oskarsson") == 0 and count(mine_account, "Lena Holm") == 1
+    assert count(their_account, "Petra Oskarsson") == 1  # another account's graph: untouched
+
+
 def test_what_a_private_entry_links_stays_with_its_readers(
     agent_client: AuthedAgent, teammate: AuthedAgent, django_capture_on_commit_callbacks: Any
 ) -> None:

@@ -83,6 +83,40 @@ def test_ingestion_links_chunks_to_entity_nodes_and_reingestion_is_exact(
     assert set(GraphMention.objects.values_list("unit_id", flat=True)) <= new_chunks
 
 
+def test_deleting_a_document_or_its_base_forgets_what_the_graph_derived_from_it(
+    actor: Actor,
+    ingest: Callable[..., Document],
+    kb: KnowledgeBase,
+    django_capture_on_commit_callbacks: Any,
+) -> None:
+    """Once a deletion commits, the chunks' mentions go (``rag.tasks.graph_forget_chunks``, run
+    here by eager Celery): the nodes they named count no mention of them and the co-occurrence
+    edges they made are gone; another document's mentions stay, until its base goes too."""
+    other = services.knowledge_base_create(actor=actor, name="Other")
+    ingest("Ada Lovelace wrote notes on the Analytical Engine with Charles Babbage.")
+    ingest("Grace Hopper built the first compiler with Howard Aiken.", target=other)
+    gone = ingest(CURIE)
+    curie = GraphNode.objects.get(name_key="marie curie")
+    assert curie.mention_count > 0
+
+    def mentioned(key: str) -> bool:
+        return GraphMention.objects.filter(node__name_key=key).exists()
+
+    with django_capture_on_commit_callbacks(execute=True):
+        services.document_delete(actor=actor, document=gone)
+    curie.refresh_from_db()
+    assert not mentioned("marie curie") and curie.mention_count == 0
+    assert not GraphEdge.objects.filter(source=curie).exclude(weight=0).exists()
+    assert not GraphEdge.objects.filter(target=curie).exclude(weight=0).exists()
+    assert mentioned("ada lovelace") and mentioned("grace hopper")
+
+    with django_capture_on_commit_callbacks(execute=True):
+        services.knowledge_base_delete(actor=actor, kb=kb)
+    assert not GraphMention.objects.filter(space="chunks", scope_id=kb.pk).exists()
+    assert not mentioned("ada lovelace") and mentioned("grace hopper")
+    assert GraphNode.objects.get(name_key="ada lovelace").mention_count == 0
+
+
 def current_chunk_ids(document: Document) -> list[int]:
     return list(document.chunks.values_list("id", flat=True))
 

@@ -22,6 +22,7 @@ from core.models import Agent, Team
 from core.writes import changes_of, changes_validate, row_delete, row_update
 from memory import names
 from memory.long_term.context_access import require_writable
+from memory.long_term.services.graph_links import contexts_unlink_soon
 from memory.models import ChangePolicy, MemoryContext, MemoryContextGrant
 from memory.roles import MANAGE_MEMORY
 
@@ -278,15 +279,17 @@ def context_archive(*, actor: Actor, context: MemoryContext, archived: bool) -> 
 
 def context_delete(*, actor: Actor, context: MemoryContext) -> None:
     """Delete a context with its entries, their history, grants, snapshots and access log
-    (write access)."""
+    (write access); their links to the knowledge graph are dropped once it commits."""
     require_writable(actor, context.pk)
-    row_delete(
-        actor=actor,
-        instance=context,
-        action="memory.context.delete",
-        account_id=context.account_id,
-        changes={"name": context.name},
-    )
+    with transaction.atomic():
+        contexts_unlink_soon([context.pk])
+        row_delete(
+            actor=actor,
+            instance=context,
+            action="memory.context.delete",
+            account_id=context.account_id,
+            changes={"name": context.name},
+        )
 
 
 def context_grant(

@@ -25,7 +25,14 @@ from memory.long_term.context_access import require_writable
 from memory.models import MemoryContext, MemoryEntry, PendingGraphLink
 from memory.spaces import MEMORY_ENTRIES
 from rag.graph.entities import Entity, TextEntities, document_entities
-from rag.graph.services import IndexOutcome, UnitEntities, mentions_replace, units_extract
+from rag.graph.services import (
+    IndexOutcome,
+    UnitEntities,
+    mentions_forget,
+    mentions_forget_soon,
+    mentions_replace,
+    units_extract,
+)
 
 BATCH = 500
 log = logging.getLogger("engram.memory")
@@ -243,3 +250,17 @@ def entries_link(*, entry_ids: Sequence[int], context_id: int) -> IndexOutcome:
             )
         )
     return outcome
+
+
+def contexts_unlink(context_ids: Sequence[int]) -> int:
+    """The graph mentions of the entries gone from these (deleted) contexts dropped: how many
+    nodes they named."""
+    return mentions_forget(space=MEMORY_ENTRIES, scope_ids=context_ids)
+
+
+def contexts_unlink_soon(context_ids: Sequence[int]) -> None:
+    """Once a context's deletion commits: ``contexts_unlink`` by a worker (by this process with
+    the broker down)."""
+    from memory import tasks
+
+    mentions_forget_soon(tasks.forget_context_links, MEMORY_ENTRIES, context_ids)

@@ -7,7 +7,13 @@ kind (``rag.graph.node_types``, re-exported here for the apps' ``AppConfig.ready
 from rag.graph.node_types import NodeStatus, NodeType, node_source_register, node_type_register
 from rag.graph.services.build import units_extract
 from rag.graph.services.ensure import EnsuredNode, node_ensure
-from rag.graph.services.index import IndexOutcome, UnitEntities, mentions_forget, mentions_replace
+from rag.graph.services.index import (
+    IndexOutcome,
+    UnitEntities,
+    mentions_forget,
+    mentions_forget_soon,
+    mentions_replace,
+)
 from rag.graph.services.nodes import (
     NODE_UPDATABLE_FIELDS,
     EdgeSync,
@@ -31,6 +37,7 @@ __all__ = [
     "edge_delete",
     "edges_sync",
     "mentions_forget",
+    "mentions_forget_soon",
     "mentions_replace",
     "node_create",
     "node_delete",

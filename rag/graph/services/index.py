@@ -36,6 +36,7 @@ the ingestion pipeline.
 
 from __future__ import annotations
 
+import logging
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
@@ -472,6 +473,27 @@ def mentions_forget(*, space: SearchSpace, scope_ids: Sequence[int]) -> int:
         for account_id, node_ids in by_account.items():
             nodes_refresh(cursor, account_id, node_ids)
     return len(touched)
+
+
+def mentions_forget_soon(task: Any, space: SearchSpace, scope_ids: Sequence[int]) -> None:
+    """Once the deleting transaction commits, ``task`` (the app's task calling
+    ``mentions_forget`` for ``space`` and its scope ids) drops the mentions of the units it
+    deleted, so that nothing derived from them stays in the graph; with the broker down, this
+    process does it."""
+    from core.queue import task_send_on_commit
+
+    scopes = sorted(set(scope_ids))
+
+    def inline() -> None:
+        try:
+            mentions_forget(space=space, scope_ids=scopes)
+        except Exception:
+            logging.getLogger("engram.rag").exception(
+                "graph mentions of deleted %s not forgotten (scopes %s)", space.name, scopes
+            )
+
+    if scopes:
+        task_send_on_commit(task, scopes, on_failure=inline)
 
 
 def unit_mentions(*, space: SearchSpace, unit_ids: Sequence[int]) -> dict[int, list[int]]:

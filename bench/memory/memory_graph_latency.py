@@ -18,9 +18,16 @@ Questions: the conversations' own, --queries of them.
         --dataset ../shared/data/locomo/locomo-dev.json
         [--turns 5000] [--queries 200] [--modes hybrid,graph]
         [--set memory.spaces.entries.late_weight=0]
+        [--variant "memory.spaces.entries.units_read_per_search=0" --variant ...]
 
 Prints one JSON object (p50 / p95 / p99 per mode, and the graph's size). The context is reused
 by later runs (account ``engram-bench``, context ``locomo-5k``).
+
+``--variant "NAME=VALUE;NAME=VALUE"`` (repeated) compares graph-mode variants interleaved: each
+question is asked once per variant in turn, so the machine's drift falls on all alike. Each
+variant reports p50 / p95, its units stage's p50 / p95 and a Recall@10 on the questions of
+categories 1-4: the share of a question's evidence turns (any pass's copy, of its own
+conversation) among the hits (weak evidence: stand-in embeddings, each turn written many times).
 """
 
 from __future__ import annotations
@@ -52,6 +59,12 @@ def main() -> None:
     parser.add_argument("--context", default="locomo-5k")
     parser.add_argument(
         "--set", action="append", default=[], help="NAME=JSON value (a tunable: docs/tuning.md)"
+    )
+    parser.add_argument(
+        "--variant",
+        action="append",
+        default=[],
+        help="graph-mode variants compared interleaved: assignments NAME=JSON separated by ';'",
     )
     args = parser.parse_args()
     with django_session():
@@ -152,6 +165,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "queries": args.queries,
     }
     filters = LongTermFilters(context_ids=(context.pk,))
+    if args.variant:
+        report["variants"] = interleaved(actor, filters, args, stand_in)
+        return report
     for mode in args.modes.split(","):
         times: list[float] = []
         stages: dict[str, list[float]] = {}
@@ -173,6 +189,64 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "stages_p95": {k: round(float(np.percentile(v, 95)), 2) for k, v in stages.items()},
         }
     return report
+
+
+def interleaved(
+    actor: Any, filters: Any, args: argparse.Namespace, stand_in: Any
+) -> list[dict[str, Any]]:
+    """``--variant``: each question asked in graph mode once per variant, in turn."""
+    from pathlib import Path
+
+    from bench.rag.recall_sweep import variant_set
+    from core.embeddings import get_embedding_provider
+    from memory.context.evaluation.locomo import load_locomo
+    from memory.long_term.selectors import long_term_search
+
+    provider = get_embedding_provider()
+    asked = [
+        (c.sample_id, q)
+        for c in load_locomo(Path(args.dataset))
+        for q in c.questions
+        if q.evidence and q.category != 5
+    ]
+    order = np.random.default_rng(36).permutation(len(asked))
+    asked = [asked[i] for i in order[: args.warmup + args.queries]]
+    variants = [[a for a in v.split(";") if a] for v in args.variant]
+    times: list[list[float]] = [[] for _ in variants]
+    units: list[list[float]] = [[] for _ in variants]
+    recall: list[list[float]] = [[] for _ in variants]
+    for number, (sample_id, question) in enumerate(asked):
+        vector = stand_in.embed_query(question.question)
+        for k, assignments in enumerate(variants):
+            provider.embed_query(question.question)  # its token states, as in run()
+            with variant_set(assignments):
+                started = time.perf_counter()
+                hits, stage_ms = long_term_search(
+                    actor=actor, query=question.question, top_k=10, filters=filters,
+                    mode="graph", query_vector=vector,
+                )  # fmt: skip
+                elapsed = (time.perf_counter() - started) * 1000
+            found = {
+                hit.entry.metadata.get("dia_id")
+                for hit in hits
+                if hit.entry.thread.startswith(f"{sample_id}-")
+            }
+            recall[k].append(sum(e in found for e in question.evidence) / len(question.evidence))
+            if number >= args.warmup:
+                times[k].append(elapsed)
+                units[k].append(stage_ms.get("graph_units", 0.0))
+    return [
+        {
+            "set": assignments,
+            "p50": round(float(np.percentile(t, 50)), 2),
+            "p95": round(float(np.percentile(t, 95)), 2),
+            "units_p50": round(float(np.percentile(u, 50)), 2),
+            "units_p95": round(float(np.percentile(u, 95)), 2),
+            "recall@10": round(float(np.mean(r)), 4),
+            "questions": len(r),
+        }
+        for assignments, t, u, r in zip(variants, times, units, recall, strict=True)
+    ]
 
 
 if __name__ == "__main__":

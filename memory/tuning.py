@@ -124,7 +124,8 @@ class MemorySpaces:
     # both folds share, 1.0 to 1.5: log 'Late interaction'); 250 units read per node (no cut
     # at 5,000 turns: log 'Graph-mode memory search at 20,000 turns'); 600 mentions read per
     # search (each fold is lossless from 150, the 5,000-turn proxy from 300 or less: log 'A
-    # budget of units per graph search').
+    # budget of units per graph search'); passage entities not walked on (conv-30 loses 0.006
+    # when they are, conv-26 nothing: log 'The first hop's relation').
     entries: SpaceWeights = SpaceWeights(  # noqa: RUF009 (frozen: shared safely)
         group_weight=0.3,
         graph_weight=0.2,
@@ -133,6 +134,7 @@ class MemorySpaces:
         late_weight=1.25,
         units_read_per_node=250,
         units_read_per_search=600,
+        passage_nodes_walked=False,
     )
 
 

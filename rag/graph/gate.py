@@ -109,8 +109,9 @@ def _core(form: str) -> str:
 
 def query_relations(query: str) -> frozenset[str]:
     """The canonical relation types (``rag.graph.relation_lexicon.CANONICAL``) whose verbs,
-    participles, role nouns or phrases the query uses, trailing prepositions aside ("Where was
-    the founder of X raised?": founded, grew_up_in): typed edges of those types lead the walk."""
+    participles, role nouns or phrases (either way round) the query uses, trailing prepositions
+    aside ("Where was the founder of X raised?": founded, grew_up_in): typed edges of those types
+    lead the walk."""
     text = " " + " ".join(re.findall(r"[a-z][a-z'-]*", query.casefold())) + " "
     return frozenset(
         name for name, cores in _relation_cores() if any(core in text for core in cores)
@@ -125,7 +126,48 @@ def _relation_cores() -> tuple[tuple[str, tuple[str, ...]], ...]:
 
     found = []
     for relation in CANONICAL:
-        forms = (*relation.active, *relation.passive, *relation.roles, *relation.phrases)
+        forms = (
+            *relation.active,
+            *relation.passive,
+            *relation.roles,
+            *relation.phrases,
+            *relation.reverse_phrases,
+        )
         cores = sorted({f" {core} " for form in forms if len(core := _core(form)) > 2})
         found.append((relation.name, tuple(cores)))
     return tuple(found)
+
+
+# What a question asks once its descriptions are names: "Who is X?", "What was X?".
+_BARE = re.compile(r"^\s*(?i:who|what|which)\s+(?:is|was|are|were)\s+[A-Z][\w .'-]*\?*\s*$")
+_PLACEHOLDER = "Noa Quillmark"  # a name the question parser reads as one
+
+
+def chain_relations(query: str, *, most: int = 3) -> list[frozenset[str]] | None:
+    """The relations of each bridge of a chain question, the first hop first: each
+    description the question parser finds around a named entity (``rag.agentic.questions``,
+    as agentic rounds read it) is replaced by a name and the question read again. "Which
+    company employs the director of the library where Ulrik works?": [works_at], [leads]. A
+    description that is all the question asks ("Who is the employer of the sibling of X?":
+    the employer) is the answer, not a bridge. None: the question has no description."""
+    from rag.agentic.questions import question_description, substitute
+
+    text, found = query, []
+    for _ in range(most):
+        description = question_description(text)
+        if description is None:
+            break
+        found.append(query_relations(description.text))
+        text = substitute(text, description, _PLACEHOLDER)
+    if len(found) > 1 and _BARE.match(text):
+        found.pop()
+    return found or None
+
+
+def first_hop_relations(query: str) -> frozenset[str] | None:
+    """The relations of a chain question's first hop: those the description around the named
+    entity states ("works_at" in "Who runs the employer of Vera Ranvik?", where "runs" is the
+    last hop's); empty when the description names no known relation; None when the question
+    has none (``chain_relations``)."""
+    chain = chain_relations(query, most=1)
+    return None if chain is None else chain[0]

@@ -166,6 +166,8 @@ def rank_units(
     *,
     chain: bool = False,
     relations: frozenset[str] = frozenset(),
+    first_relations: frozenset[str] | None = None,
+    next_relations: Sequence[frozenset[str]] = (),
     facts: Sequence[tuple[int, int, int]] = (),
     similarity_weight: float = 0.2,
 ) -> list[GraphHit]:
@@ -227,13 +229,17 @@ def rank_units(
     passage_weight = _passage_weights(candidates)
     # On a chain question, the bridge: the named seed's neighbours, each by the candidate
     # passages that name both (their weight x the neighbour's salience there), plus a little
-    # by the edge joining them.
+    # by the edge joining them: most by an edge of the first hop's relations
+    # (``first_relations``: the description around the named entity, "works_at" in "who runs
+    # the employer of X?", none when it names no known relation), or of any relation the
+    # question names when the question has no such description (None).
     neighbours: dict[int, dict[int, float]] = {}
+    bridging = relations if first_relations is None else first_relations
     if chain and named:
         for a, b, relation, w, *_ in edges:
             for one, other in ((a, b), (b, a)):
                 if one in named and other in reached and other not in named:
-                    if relation in relations:
+                    if relation in bridging:
                         match = tuned.relation_match
                     elif relation == COOCCURS:
                         match = tuned.chain_edge_prior
@@ -250,6 +256,33 @@ def rank_units(
                         found = neighbours.setdefault(seed_id, {})
                         found[other] = found.get(other, 0.0) + tuned.chain_passages * weight_p * w
     seed_weights: dict[int, float] = {}
+    # A longer chain ("the alma mater of the person the mentor of X married"): each next
+    # bridge's relations (``next_relations``) carry ``chain_next_shift`` of a bridge's restart
+    # on, over typed edges of those relations only, to the node the next hop names.
+    typed_from: dict[int, list[tuple[int, str, float]]] = {}
+    if chain and named and next_relations:
+        wanted = set().union(*next_relations)
+        for a, b, relation, w, *_ in edges:
+            if relation in wanted and a in reached and b in reached:
+                typed_from.setdefault(a, []).append((b, relation, w))
+                typed_from.setdefault(b, []).append((a, relation, w))
+
+    def restart_at(node: int, amount: float, level: int = 0) -> None:
+        onward: dict[int, float] = {}
+        if level < len(next_relations):
+            for other, relation, w in typed_from.get(node, ()):
+                if relation in next_relations[level] and other != node and other not in named:
+                    weight_on = edge_weight(relation, w, 1.0) * spec[other]
+                    onward[other] = max(onward.get(other, 0.0), weight_on)
+        total_on = sum(onward.values())
+        if total_on > 0:
+            moved = tuned.chain_next_shift * amount
+            for other, w in onward.items():
+                restart_at(other, moved * w / total_on, level + 1)
+            amount -= moved
+        i = at_node(node)
+        seed_weights[i] = seed_weights.get(i, 0.0) + amount
+
     for seed in seeds:
         if seed.node_id in named:
             strength = 1.0
@@ -260,10 +293,7 @@ def rank_units(
         total = sum(bridge.values())
         if total > 0:
             for other, w in bridge.items():
-                i = at_node(other)
-                seed_weights[i] = (
-                    seed_weights.get(i, 0.0) + tuned.chain_shift * weight_of * w / total
-                )
+                restart_at(other, tuned.chain_shift * weight_of * w / total)
             weight_of *= 1 - tuned.chain_shift
         i = at_node(seed.node_id)
         seed_weights[i] = seed_weights.get(i, 0.0) + weight_of

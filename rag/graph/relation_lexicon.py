@@ -103,7 +103,11 @@ CANONICAL: tuple[Canonical, ...] = (
             "lectures at",
             "lectured at",
         ),
-        reverse_phrases=_forms("employ|employs|employed", "hire|hires|hired"),
+        reverse_phrases=(
+            *_forms("employ|employs|employed", "hire|hires|hired"),
+            "the employer of",
+            "employer of",
+        ),
     ),
     Canonical(
         "born_in",
@@ -204,6 +208,7 @@ CANONICAL: tuple[Canonical, ...] = (
                 for prep in ("at", "from")
             ),
         ),
+        reverse_phrases=("the alma mater of", "alma mater of"),
     ),
     Canonical(
         "member_of",

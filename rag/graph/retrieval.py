@@ -51,7 +51,7 @@ from core.db_router import read_connection
 from core.embeddings import get_embedding_provider
 from core.errors import ValidationFailed
 from rag.graph import ppr
-from rag.graph.gate import needs_hop, query_relations
+from rag.graph.gate import chain_relations, needs_hop, query_relations
 from rag.graph.graph_types import CommunityRef as CommunityRef
 from rag.graph.graph_types import GraphHit as GraphHit
 from rag.graph.graph_types import GraphRanking as GraphRanking
@@ -106,12 +106,15 @@ def _walk(
     *,
     edges: list[tuple[int, int, str, float, int]] | None = None,
     expand_below: int | None = None,
+    walk_on: bool = False,
 ) -> dict[int, Reach]:
     """Breadth-first from the seeds, one query per level (step 2); a node reached keeps
     ``hop_decay`` of its parent's score. Only edges and nodes ``visible`` may see (None:
     every one). ``edges``: filled with every edge the walk read between nodes it kept
     (source, target, relation type, weight, edge id), for the PageRank. ``expand_below``: nodes
-    mentioned that often or more (hubs) are reached but not walked from."""
+    mentioned that often or more (hubs) are reached but not walked from. ``walk_on``: a
+    candidate passage's entity that a query seed reaches is walked on from (the space's
+    ``passage_nodes_walked``)."""
     params: dict[str, Any] = {"fanout": TUNING.walk.fanout}
     edge_ok = node_ok = "TRUE"
     if visible is not None and not visible.everything:
@@ -166,9 +169,12 @@ def _walk(
                 and parent.seed_id not in by_passage
                 and known.hops == 0
             ):
-                # A candidate passage's entity that a query seed reaches: explained from it.
+                # A candidate passage's entity that a query seed reaches: explained from it,
+                # and walked on from as that seed's own (a longer chain goes on through it).
                 known.seed_id, known.hops = parent.seed_id, hops
                 known.path = [*parent.path, (known.name, relation)]
+                if walk_on and walkable(known):
+                    following.append(other)
             if other not in reached:
                 if len(reached) >= TUNING.walk.max_reached:
                     continue
@@ -310,7 +316,10 @@ def graph_rank(
     started = time.perf_counter()
     edges: list[tuple[int, int, str, float, int]] = []
     weights = space_weights(space)
-    reached = _walk(starts, max_hops, weights.hop_decay, visible, edges=edges, expand_below=limit)
+    reached = _walk(
+        starts, max_hops, weights.hop_decay, visible, edges=edges, expand_below=limit,
+        walk_on=weights.passage_nodes_walked,
+    )  # fmt: skip
     communities = _communities(reached, visible, drop=False)
     stage_ms["graph_walk"] = _ms(started)
     started = time.perf_counter()
@@ -322,12 +331,16 @@ def graph_rank(
     if chain is None:
         chain = needs_hop(query)
     relations = query_relations(query)
+    hops = chain_relations(query) if chain and TUNING.ppr.first_hop_bridge else None
+    first_relations, next_relations = (hops[0], hops[1:]) if hops else (None, [])
     facts = _facts(space, scope_ids, [e for e in edges if e[2] in relations]) if relations else []
     # In a small corpus no node is a hub: N counts at least TUNING.walk.hub_min_mentions units.
     corpus = max(units, TUNING.walk.hub_min_mentions)
     hits = ppr.rank_units(
         seeds, reached, edges, mention_rows, similarity, candidates, corpus, depth, chain=chain,
-        relations=relations, facts=facts, similarity_weight=weights.graph_similarity,
+        relations=relations, first_relations=first_relations, next_relations=next_relations,
+        facts=facts,
+        similarity_weight=weights.graph_similarity,
     )  # fmt: skip
     stage_ms["graph_units"] = _ms(started)
     return GraphRanking(

@@ -227,3 +227,79 @@ def test_the_query_names_its_relations() -> None:
     asked = query_relations("In which town was the person who founded the Maple Club raised?")
     assert asked == {"founded", "grew_up_in"}
     assert query_relations("What did Caroline research?") == frozenset()
+
+
+def test_the_first_hop_follows_the_relation_next_to_the_named_entity() -> None:
+    """ "Who runs the employer of Vera Ranvik?": the relations are works_at and leads, but the
+    first hop from Vera Ranvik is works_at ("the employer of"); "runs" is the last hop's."""
+    from rag.graph.gate import first_hop_relations, query_relations
+
+    question = "Who runs the employer of Vera Ranvik?"
+    assert query_relations(question) == {"works_at", "leads"}
+    assert first_hop_relations(question) == {"works_at"}
+    assert first_hop_relations("What is the alma mater of the person Ada Holm mentored?") == {
+        "mentored"
+    }
+    assert first_hop_relations("Where is the brother of Ada Holm's friend?") is not None
+    assert first_hop_relations("What did Caroline research?") is None  # no description
+
+
+def test_a_chain_question_bridges_through_its_first_relation_not_its_last(
+    actor: Actor, ingest: Callable[..., Document]
+) -> None:
+    """Vera Ranvik runs one museum and works at another: asked who runs her employer, the walk
+    bridges through the museum she works at (the first hop's relation), so its director's
+    document, which shares no word with the question, is found; the museum she runs, which
+    matches "runs", does not take the bridge."""
+    works = ingest("Vera Ranvik has been on the staff of the Upper Clover Museum since 1999.")
+    director = ingest("Hakon Galdton is the director of the Upper Clover Museum.")
+    ingest("The Pebble Library is run by Vera Ranvik. It is located in Corstad.")
+    ingest("Ulrik Daltqvist works at the Pebble Library.")
+    ingest("Lars Rookqvist joined the Pebble Library in 1997 and runs its reading club.")
+    ingest("Who runs the ferry? The ferry is run by the harbour office of Corstad.")
+    kb_id = works.knowledge_base_id
+    found = _search(actor, "Who runs the employer of Vera Ranvik?", "graph", kb_id)
+    assert _chunk(director) in found[:3], found
+
+
+def test_a_chain_question_is_read_hop_by_hop() -> None:
+    """Each bridge's relations, the first hop first; a description that is all the question asks
+    is its answer, not a bridge."""
+    from rag.graph.gate import chain_relations
+
+    assert chain_relations(
+        "What is the alma mater of the person the mentor of Viktor Lorby married?"
+    ) == [{"mentored"}, {"married_to"}]
+    assert chain_relations("Where does the coach of the club started by Petra Kell work?") == [
+        {"founded"},
+        {"leads"},
+    ]
+    assert chain_relations("Who is the employer of the sibling of Hana Jesssen?") == [
+        {"sibling_of"}
+    ]
+    assert chain_relations("Where was the person who runs the Harbor Library born?") == [{"leads"}]
+    assert chain_relations("What did Caroline research?") is None
+
+
+def test_a_three_hop_question_carries_the_restart_to_the_second_bridge(
+    actor: Actor, ingest: Callable[..., Document], tune: Callable[[str, Any], None]
+) -> None:
+    """ "The alma mater of the person the mentor of Viktor Lorby married": the restart moves from
+    Viktor Lorby to his mentor (mentored), then on to the mentor's spouse (married_to), whose
+    degree is the document only two hops find."""
+    ingest("Jonas Almqvist mentored Viktor Lorby for six years.")
+    ingest("Jonas Almqvist married Ida Sundberg in 2004.")
+    final = ingest("Ida Sundberg took a degree at the Harburg Institute of Technology.")
+    for text in (
+        "Jonas Almqvist took a degree at the Tulbridge Academy.",
+        "Viktor Lorby took a degree at Norrvik University.",
+        "Viktor Lorby married Selma Dahl, who grew up in Lund.",
+        "Selma Dahl took a degree at the Lund School of Art.",
+        "Jonas Almqvist works with Ada Berg at the Tulbridge Academy.",
+    ):
+        ingest(text)
+    question = "What is the alma mater of the person the mentor of Viktor Lorby married?"
+    kb_id = final.knowledge_base_id
+    assert _chunk(final) in _search(actor, question, "graph", kb_id)[:3]
+    tune("rag.ppr.chain_next_shift", 0.0)
+    assert _chunk(final) not in _search(actor, question, "graph", kb_id)[:3]

@@ -270,3 +270,45 @@ def test_deleting_a_kb_locks_the_kb_before_its_documents(agent_client, other_con
             assert cursor.fetchone() == (document.pk,)
     assert deleted.result(timeout=30).status_code == 204
     assert not KnowledgeBase.objects.filter(pk=kb.pk).exists()
+
+
+def test_two_graph_indexings_of_one_document_at_once_do_not_collide(
+    agent_client, other_connection
+) -> None:
+    """A document's graph task and the catch-up job may index it at the same time: each replaces
+    its chunks' mentions by a delete and an insert. The second waits for the first (a lock per
+    scope) instead of failing on the first's rows (a unique violation, found by the fuzzer's
+    server log), and the mentions are those of one indexing."""
+    from rag.graph.entities import Entity
+    from rag.graph.services import UnitEntities, mentions_replace
+    from rag.models import Chunk, GraphMention
+
+    created = agent_client.client.post(KBS, {"name": "Graph race", "chunk_size": 64}, format="json")
+    kb = KnowledgeBase.objects.get(pk=created.json()["id"])
+    (document,) = upload_batch(agent_client, kb, TEXTS[1:2])
+    chunk = Chunk.objects.create(
+        document=document, knowledge_base=kb, account_id=kb.account_id, position=0,
+        text="Run pg_dump nightly.", token_count=4,
+    )  # fmt: skip
+    units = [
+        UnitEntities(
+            chunk.pk,
+            kb.pk,
+            [Entity("Ada Holm", "person", 1.0), Entity("Tern Club", "organisation", 0.5)],
+            [],
+        )
+    ]
+
+    def index() -> Any:
+        try:
+            return mentions_replace(account_id=kb.account_id, space=CHUNKS, units=units)
+        finally:
+            connections.close_all()
+
+    mentions_replace(account_id=kb.account_id, space=CHUNKS, units=units)  # the nodes exist
+    with transaction.atomic():
+        mentions_replace(account_id=kb.account_id, space=CHUNKS, units=units)
+        second = other_connection.submit(index)
+        wait_for_lock_wait()  # on this transaction's scope lock, not on its rows
+    assert second.result(timeout=30).mentions == 2
+    assert GraphMention.objects.filter(space="chunks", unit_id=chunk.pk).count() == 2

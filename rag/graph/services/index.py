@@ -300,6 +300,18 @@ def _aliases_add(
             node_reindex(scope, node, vector)
 
 
+def scopes_lock(cursor: Any, space: SearchSpace, scope_ids: Iterable[int]) -> None:
+    """Until the transaction ends, the only writer of these scopes' mentions (a transaction
+    advisory lock per scope, taken in order). Replacing a unit's mentions deletes and inserts
+    them: two indexings of one document at once (its graph task and the catch-up job) would
+    both delete nothing, then collide on the second insert."""
+    for scope_id in sorted(set(scope_ids)):
+        cursor.execute(
+            "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
+            [f"rag.graph:{space.name}:{scope_id}"],
+        )
+
+
 def _prune(cursor: Any, space: SearchSpace, scope_ids: Sequence[int]) -> set[int]:
     """Forget the mentions of units gone from these scopes; the nodes they named."""
     return orphans_forget(cursor, "rag_graphmention", "node_id", space, scope_ids)
@@ -340,6 +352,7 @@ def mentions_replace(
             )
     unit_ids = [unit.unit_id for unit in units]
     with transaction.atomic(), connection.cursor() as cursor:
+        scopes_lock(cursor, space, [unit.scope_id for unit in units])
         cursor.execute(
             "DELETE FROM rag_graphmention WHERE space = %s AND unit_id = ANY(%s) RETURNING node_id",
             [space.name, unit_ids],
@@ -463,6 +476,7 @@ def mentions_forget(*, space: SearchSpace, scope_ids: Sequence[int]) -> int:
     """Drop the mentions of units gone from these scopes (after deletions), refreshing the
     nodes they named; how many nodes were touched."""
     with transaction.atomic(), connection.cursor() as cursor:
+        scopes_lock(cursor, space, scope_ids)
         touched = _prune(cursor, space, scope_ids)
         edges_refresh(cursor, sorted(relations_prune(cursor, space, scope_ids)))
         by_account: dict[int, list[int]] = defaultdict(list)

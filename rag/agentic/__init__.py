@@ -4,7 +4,7 @@ answer with citations. A sub-domain package of ``rag``: ``services`` (``agentic_
 
 Its algorithm modules (no views, no writes):
 
-- ``questions``: the questions that describe an entity instead of naming it;
-- ``bridge``: the entity a round's best hits name for such a description;
+- ``bridge``: the entity a round's best hits name for a description of an entity the question
+  makes (``rag.graph.questions``, which graph search's chain gate reads too);
 - ``steps``: the steps of a round that read and write text (scoring, reformulation,
   synthesis)."""

@@ -8,7 +8,7 @@ Lind born?").
 
 Offline, no model:
 
-1. **The description** (``rag.agentic.questions``): the span of the question that
+1. **The description** (``rag.graph.questions``): the span of the question that
    describes an entity by its relation to a named one, and the kind of entity it asks for.
 2. **Candidates**: the names in the round's best hits (``TUNING.agentic.bridge_results``): the
    offline extractor's (``rag.graph.entities.text_entities``), the graph's mentions of the hits
@@ -37,7 +37,10 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from rag.agentic.questions import (
+from rag.graph.bridges import MentionedEntity
+from rag.graph.entities import text_entities
+from rag.graph.names import CONCEPT, ORGANISATION, PERSON, PLACE, name_key
+from rag.graph.questions import (
     _NOT_NAMES,
     _ORG_WORDS,
     Description,
@@ -47,9 +50,6 @@ from rag.agentic.questions import (
     _Token,
     _tokens,
 )
-from rag.graph.bridges import MentionedEntity
-from rag.graph.entities import text_entities
-from rag.graph.names import CONCEPT, ORGANISATION, PERSON, PLACE, name_key
 from rag.keyword import analyze
 from rag.tuning import TUNING
 

@@ -42,12 +42,6 @@ from core.llm import get_llm_provider
 from core.search import top_k_check
 from rag import evidence
 from rag.agentic.bridge import Bridge, BridgeHit, find_bridge
-from rag.agentic.questions import (
-    Description,
-    asks_only_for,
-    question_description,
-    substitute,
-)
 from rag.agentic.steps import (
     ScoredHit,
     _distinct,
@@ -59,6 +53,12 @@ from rag.agentic.steps import (
 )
 from rag.graph.bridges import unit_entities
 from rag.graph.chunks import chunk_search_staged
+from rag.graph.questions import (
+    Description,
+    asks_only_for,
+    question_description,
+    substitute,
+)
 from rag.keyword import CorpusStats, analyze, corpus_stats
 from rag.rerank import get_reranker
 from rag.search import (

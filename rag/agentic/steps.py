@@ -17,7 +17,7 @@ from core.llm.base import InvalidJSONError
 from core.search import MAX_QUERY_CHARS
 from rag import evidence
 from rag.agentic.bridge import Bridge, grounded
-from rag.agentic.questions import Description, substitute
+from rag.graph.questions import Description, substitute
 from rag.keyword import CorpusStats, analyze, corpus_stats
 from rag.search import SearchHit
 from rag.spaces import CHUNKS

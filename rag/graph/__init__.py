@@ -20,7 +20,8 @@ Its algorithm modules (no views, no writes of their own):
 - ``graph_types``: the shapes graph search answers with;
 - ``seeds``, ``ppr``, ``retrieval``, ``staged``, ``gate``, ``chunks``, ``bridges``: graph
   retrieval (seeds, personalised PageRank, the staged ranking, the gate, chunk search in graph
-  mode, a hit's entities);
+  mode, a hit's entities); ``questions``: the descriptions a question makes of an entity, which
+  the gate reads hop by hop and agentic RAG resolves round by round;
 - ``communities``: reading the Leiden communities an actor may see;
 - ``graph_rag``: graph RAG's retrieval through communities and its token-budgeted context;
 - ``drawing``: a node's neighbourhood laid out for the admin;

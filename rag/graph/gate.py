@@ -18,6 +18,8 @@ from __future__ import annotations
 import functools
 import re
 
+from rag.graph.questions import question_description, substitute
+
 _RELATIONAL_NOUNS_TEXT = """
     founder founders co-founder leader head director directors owner owners chief ceo president
     chairman chair author creator inventor manager spouse wife husband partner mother father
@@ -145,13 +147,11 @@ _PLACEHOLDER = "Noa Quillmark"  # a name the question parser reads as one
 
 def chain_relations(query: str, *, most: int = 3) -> list[frozenset[str]] | None:
     """The relations of each bridge of a chain question, the first hop first: each
-    description the question parser finds around a named entity (``rag.agentic.questions``,
-    as agentic rounds read it) is replaced by a name and the question read again. "Which
+    description the question parser finds around a named entity (``rag.graph.questions``,
+    which agentic rounds read it with too) is replaced by a name and the question read again. "Which
     company employs the director of the library where Ulrik works?": [works_at], [leads]. A
     description that is all the question asks ("Who is the employer of the sibling of X?":
     the employer) is the answer, not a bridge. None: the question has no description."""
-    from rag.agentic.questions import question_description, substitute
-
     text, found = query, []
     for _ in range(most):
         description = question_description(text)

@@ -10,13 +10,13 @@ import pytest
 
 from rag.agentic import services as agentic
 from rag.agentic.bridge import BridgeHit, find_bridge
-from rag.agentic.questions import (
+from rag.agentic.steps import ScoredHit
+from rag.graph.questions import (
     asks_only_for,
     question_description,
     question_descriptions,
     substitute,
 )
-from rag.agentic.steps import ScoredHit
 from rag.search import SearchHit
 from rag.tuning import TUNING
 from tests.support.openai_standin import openai_standin_fixture  # noqa: F401

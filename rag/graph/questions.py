@@ -1,4 +1,5 @@
-"""The questions of agentic RAG that describe an entity instead of naming it (docs/rag.md,
+"""Questions that describe an entity instead of naming it, read by graph search's chain gate
+(``rag.graph.gate.chain_relations``: each hop's relations) and by agentic RAG (docs/rag.md,
 "Agentic RAG"): ``question_descriptions`` finds the spans, ``substitute`` puts a name in place of
 one (``rag.agentic.bridge`` finds the name). Offline, no model:
 

@@ -589,3 +589,35 @@ def test_a_conversation_writes_its_own_items_and_never_touches_another_s(world: 
     hidden(mine, ("quixotown", "blorptech"))
     theirs = ok(world.owner.get(f"knowledge/conversations/items/{FACT_KEY}")).json()
     assert "Quixotown" in theirs["content"] and "tavira" not in json.dumps(theirs).lower()
+
+
+def test_graph_search_counts_only_the_community_members_its_searcher_may_see(world: World) -> None:
+    """A graph search names the reached nodes' communities with the size its searcher may see:
+    the same count the communities listing gives, computed once per kept community."""
+    from django.db.models import Q
+
+    from rag.graph.retrieval import Reach, _communities
+    from rag.models import GraphCommunity
+    from rag.visibility import visibility_of
+
+    stranger = _caller(world.account, "counted")
+    visible = visibility_of(actor_for_agent(stranger.agent))
+
+    def reached(seen: Any) -> dict[int, Reach]:  # as a walk reaches them: the nodes it may see
+        return {
+            n.pk: Reach(n.pk, n.name, n.entity_type, n.pk, 0, 1.0, [], n.mention_count)
+            for n in GraphNode.objects.filter(seen, account=world.account)
+        }
+
+    theirs = _communities(reached(visible.node_q()), visible, drop=False)
+    listed = {
+        c["id"]: c["size"]
+        for c in stranger.get("rag/graph/communities?page_size=500").json()["results"]
+    }
+    assert theirs and {ref.id: ref.size for ref in theirs} == {
+        ref.id: listed[ref.id] for ref in theirs
+    }
+    stored = dict(GraphCommunity.objects.values_list("id", "size"))
+    everyone = {ref.id: ref.size for ref in _communities(reached(Q()), None, drop=False)}
+    assert everyone == {ref_id: stored[ref_id] for ref_id in everyone}
+    assert any(ref.size < stored[ref.id] for ref in theirs)  # a private member is not counted

@@ -286,6 +286,7 @@ def _aliases_add(
             changed.append((node, [*node.aliases, *new][:100]))
     if not changed:
         return
+    changed.sort(key=lambda pair: pair[0].pk)  # rows locked in id order, as nodes_refresh does
     provider = get_embedding_provider()
     vectors = provider.embed_documents(
         [graph_node_text(name=n.name, aliases=a, description=n.description) for n, a in changed]
@@ -400,7 +401,12 @@ def nodes_refresh(cursor: Any, account_id: int, node_ids: Sequence[int]) -> None
     """Recompute the mention counts and ``co_occurs`` edges of these nodes from the mentions."""
     if not node_ids:
         return
-    nodes = list(node_ids)
+    nodes = sorted(set(node_ids))
+    # The rows locked in id order first: two indexings of one account's scopes refresh shared
+    # nodes, and an update's own order is the plan's (they deadlocked under the fuzzer's load).
+    cursor.execute(
+        "SELECT 1 FROM rag_graphnode WHERE id = ANY(%s) ORDER BY id FOR NO KEY UPDATE", [nodes]
+    )
     cursor.execute(
         """
         UPDATE rag_graphnode n SET mention_count = coalesce(c.count, 0)

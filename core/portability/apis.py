@@ -173,9 +173,10 @@ class ImportJsonInput(strict.InputSerializer):
     )
 
 
-class ImportMultipartInput(serializers.Serializer):
-    """``multipart/form-data``: the archive as the ``file`` part."""
+class ImportMultipartInput(strict.InputSerializer):
+    """``multipart/form-data``: the archive as the ``file`` part, and no other part."""
 
+    strict_types = False  # a part is a file or a string, not a JSON value
     file = serializers.FileField()
 
 
@@ -206,7 +207,7 @@ class ImportApi(ApiView):
         if len(files) > 1:
             raise ValidationFailed("Send one archive.", code="import_one_file")
         if files:
-            return files[0]
+            return validated(ImportMultipartInput, request)["file"]  # 400 on any other part
         data = validated(ImportJsonInput, request)
         encoded = data["archive_base64"]
         limit = jobs.max_import_bytes()

@@ -160,6 +160,14 @@ def test_the_upload_is_bounded(world: World, settings: Any) -> None:
     assert answer.status_code == 400
     none = client.post("/api/v1/import", {}, format="json")
     assert none.status_code == 400
+    # A part besides the file is refused, as an unknown JSON field is (the fuzzer's case).
+    extra = io.BytesIO(b"x")
+    extra.name = "a.tar.gz"
+    mixed = client.post(
+        "/api/v1/import", {"file": extra, "error": '{"details": {}}'}, format="multipart"
+    )
+    assert mixed.status_code == 400, mixed.json()
+    assert "error" in str(mixed.json()["error"]["details"])
     assert not PortabilityJob.objects.exists()
 
 

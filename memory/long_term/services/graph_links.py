@@ -17,7 +17,6 @@ import logging
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 
-from django.db.models import Q
 from django.utils import timezone
 
 from core.actors import Actor
@@ -202,11 +201,11 @@ def pending_links_run(*, limit: int = LINK_PENDING_BATCH) -> dict[str, int]:
     for entry_id, context_id, queued_at in rows:
         by_context.setdefault(context_id, []).append((entry_id, queued_at))
     for context_id, queued in by_context.items():
-        entries_link(entry_ids=[pk for pk, _ in queued], context_id=context_id)
-        done = Q()
-        for pk, queued_at in queued:
-            done |= Q(entry_id=pk, queued_at=queued_at)
-        PendingGraphLink.objects.filter(done).delete()
+        ids = [pk for pk, _ in queued]
+        entries_link(entry_ids=ids, context_id=context_id)
+        # A row queued again meanwhile has a later time than any read here: it stays.
+        latest = max(queued_at for _, queued_at in queued)
+        PendingGraphLink.objects.filter(entry_id__in=ids, queued_at__lte=latest).delete()
     return {"linked": len(rows), "left": pending_links_count()}
 
 
